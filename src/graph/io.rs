@@ -1,0 +1,155 @@
+//! The JSON form of a graph. Edges and gradient links refer to op ids, not positions, so a person
+//! can edit the file; loading maps ids to indices and validates everything.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Edge, GradientLink, Graph, Op};
+use crate::error::{Error, InputError, Result, write_atomic};
+
+/// Marks a file as a topoplace graph.
+pub const GRAPH_FORMAT: &str = "topoplace-graph";
+pub const GRAPH_VERSION: u32 = 1;
+
+/// The file layout (see the README's "Graph JSON" section).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphFile {
+    #[serde(default = "default_format")]
+    pub format: String,
+    #[serde(default = "default_version")]
+    pub version: u32,
+    pub name: String,
+    pub batch_size: u32,
+    pub ops: Vec<Op>,
+    #[serde(default)]
+    pub edges: Vec<EdgeRecord>,
+    #[serde(default)]
+    pub gradients: Vec<GradientRecord>,
+}
+
+fn default_format() -> String {
+    GRAPH_FORMAT.to_string()
+}
+
+fn default_version() -> u32 {
+    GRAPH_VERSION
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeRecord {
+    pub src: u64,
+    pub dst: u64,
+    #[serde(default)]
+    pub bytes: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GradientRecord {
+    pub grad: u64,
+    pub optimizer: u64,
+}
+
+impl GraphFile {
+    pub fn from_graph(g: &Graph) -> GraphFile {
+        let id = |i: usize| g.op(i).id;
+        GraphFile {
+            format: default_format(),
+            version: GRAPH_VERSION,
+            name: g.name.clone(),
+            batch_size: g.batch_size,
+            ops: g.ops().to_vec(),
+            edges: g
+                .edges()
+                .iter()
+                .map(|e| EdgeRecord {
+                    src: id(e.src),
+                    dst: id(e.dst),
+                    bytes: e.bytes,
+                })
+                .collect(),
+            gradients: g
+                .gradients()
+                .iter()
+                .map(|l| GradientRecord {
+                    grad: id(l.grad),
+                    optimizer: id(l.optimizer),
+                })
+                .collect(),
+        }
+    }
+
+    /// Resolve ids and validate. `source` names the file in errors.
+    pub fn into_graph(self, source: &str) -> Result<Graph, InputError> {
+        if self.format != GRAPH_FORMAT {
+            return Err(InputError::new(
+                source,
+                "format",
+                format!("expected \"{GRAPH_FORMAT}\", found \"{}\"", self.format),
+            ));
+        }
+        if self.version != GRAPH_VERSION {
+            return Err(InputError::new(
+                source,
+                "version",
+                format!("version {} is not supported (this build reads {GRAPH_VERSION})", self.version),
+            ));
+        }
+        let mut index: HashMap<u64, usize> = HashMap::with_capacity(self.ops.len());
+        for (i, op) in self.ops.iter().enumerate() {
+            // Duplicates are reported by validation with both positions; keep the first here.
+            index.entry(op.id).or_insert(i);
+        }
+        let lookup = |field: String, id: u64| {
+            index
+                .get(&id)
+                .copied()
+                .ok_or_else(|| InputError::new(source, field, format!("no op has id {id}")))
+        };
+        let mut edges = Vec::with_capacity(self.edges.len());
+        for (k, e) in self.edges.iter().enumerate() {
+            edges.push(Edge {
+                src: lookup(format!("edges[{k}].src"), e.src)?,
+                dst: lookup(format!("edges[{k}].dst"), e.dst)?,
+                bytes: e.bytes,
+            });
+        }
+        let mut gradients = Vec::with_capacity(self.gradients.len());
+        for (k, l) in self.gradients.iter().enumerate() {
+            gradients.push(GradientLink {
+                grad: lookup(format!("gradients[{k}].grad"), l.grad)?,
+                optimizer: lookup(format!("gradients[{k}].optimizer"), l.optimizer)?,
+            });
+        }
+        Graph::new(source, self.name, self.batch_size, self.ops, edges, gradients)
+    }
+}
+
+/// Parse graph JSON text; `source` names it in errors.
+pub fn parse_graph(text: &str, source: &str) -> Result<Graph, InputError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let file: GraphFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let field = if path == "." { String::new() } else { path };
+        InputError::new(source, field, format!("{inner}"))
+    })?;
+    file.into_graph(source)
+}
+
+pub fn load_graph(path: &Path) -> Result<Graph> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&source, e))?;
+    Ok(parse_graph(&text, &source)?)
+}
+
+/// Write a graph as pretty JSON, atomically.
+pub fn save_graph(g: &Graph, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(&GraphFile::from_graph(g))
+        .map_err(|e| Error::Other(format!("serialising graph {}: {e}", g.name)))?;
+    write_atomic(path, text.as_bytes())
+}

@@ -1,0 +1,428 @@
+//! The computation-graph IR: one training iteration of a model as a DAG of ops.
+//!
+//! Ops carry what the cost model and the simulator need (FLOPs and bytes at the graph's batch size,
+//! output and resident bytes, splittability as TAG §4.1.1), edges carry tensor bytes, and every
+//! optimizer op is linked to the op that produces its gradient. Ops are addressed by their index
+//! in `Graph::ops` ([`OpIdx`]); the `id` each op had in its file is kept for round trips and for
+//! error messages.
+
+mod io;
+mod simplify;
+mod validate;
+
+pub use io::{GraphFile, load_graph, parse_graph, save_graph};
+pub use simplify::{SimplifyStats, simplify};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use crate::error::InputError;
+
+/// Index of an op in [`Graph::ops`].
+pub type OpIdx = usize;
+
+/// Where an op sits in a training iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Training data fed into the iteration (placeholders, data loaders).
+    Input,
+    /// Trainable variables: their resident bytes are the parameters.
+    Parameter,
+    Forward,
+    Backward,
+    /// Parameter updates (Adam, SGD); resident bytes are the optimizer state.
+    Optimizer,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 5] = [
+        Phase::Input,
+        Phase::Parameter,
+        Phase::Forward,
+        Phase::Backward,
+        Phase::Optimizer,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Input => "input",
+            Phase::Parameter => "parameter",
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::Optimizer => "optimizer",
+        }
+    }
+
+    /// Whether an op of this phase does work proportional to the batch unless told otherwise.
+    pub fn scales_with_batch_by_default(self) -> bool {
+        matches!(self, Phase::Input | Phase::Forward | Phase::Backward)
+    }
+}
+
+/// How an op's output can be rebuilt when the op runs on batch slices (TAG §4.1.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Splittability {
+    /// Accepts batch-split inputs; slices of the output concatenate into the full output.
+    Concat,
+    /// Accepts batch-split inputs; partial outputs sum into the full output (weight gradients).
+    Sum,
+    /// Needs whole inputs (optimizer ops, anything reducing over the batch).
+    #[default]
+    None,
+}
+
+/// One operation of the training graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Op {
+    /// Identifier in the file; unique within a graph.
+    pub id: u64,
+    pub name: String,
+    /// Framework op type, e.g. `Conv2D`, `MatMul`, `Conv2DBackpropFilter`, `ApplyAdam`.
+    pub op_type: String,
+    pub phase: Phase,
+    /// Floating-point operations at the graph's batch size.
+    #[serde(default)]
+    pub flops: f64,
+    /// Bytes read and written from device memory at the graph's batch size.
+    #[serde(default)]
+    pub bytes_accessed: f64,
+    /// Whether compute time scales linearly with the batch share; defaults by phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_scaled: Option<bool>,
+    /// Bytes of the op's output tensor at the graph's batch size.
+    #[serde(default)]
+    pub output_bytes: f64,
+    /// Bytes that stay in device memory for the whole iteration (parameters, optimizer state).
+    #[serde(default)]
+    pub resident_bytes: f64,
+    /// Trainable parameter elements this op holds (non-zero on parameter ops only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub params: u64,
+    #[serde(default)]
+    pub split: Splittability,
+    /// Measured time in microseconds at the graph's batch size, per device type name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiled_us: BTreeMap<String, f64>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+impl Op {
+    /// A zero-cost op; builders fill in what they know.
+    pub fn new(id: u64, name: impl Into<String>, op_type: impl Into<String>, phase: Phase) -> Op {
+        Op {
+            id,
+            name: name.into(),
+            op_type: op_type.into(),
+            phase,
+            flops: 0.0,
+            bytes_accessed: 0.0,
+            batch_scaled: None,
+            output_bytes: 0.0,
+            resident_bytes: 0.0,
+            params: 0,
+            split: Splittability::None,
+            profiled_us: BTreeMap::new(),
+        }
+    }
+
+    /// Whether the compute time of this op scales with its batch share.
+    pub fn scales_with_batch(&self) -> bool {
+        self.batch_scaled
+            .unwrap_or_else(|| self.phase.scales_with_batch_by_default())
+    }
+}
+
+/// A tensor flowing from `src` to `dst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Edge {
+    pub src: OpIdx,
+    pub dst: OpIdx,
+    pub bytes: f64,
+}
+
+/// The op `grad` produces the gradient that optimizer op `optimizer` applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GradientLink {
+    pub grad: OpIdx,
+    pub optimizer: OpIdx,
+}
+
+/// A validated training graph: acyclic, ids unique, every edge between existing ops, every
+/// optimizer op fed by a gradient. Build one with [`Graph::new`] or load one with [`load_graph`].
+#[derive(Debug, Clone)]
+pub struct Graph {
+    pub name: String,
+    /// Samples per iteration that the op costs refer to.
+    pub batch_size: u32,
+    ops: Vec<Op>,
+    edges: Vec<Edge>,
+    gradients: Vec<GradientLink>,
+    adjacency: Adjacency,
+}
+
+/// Compressed in/out adjacency so the hot paths walk slices, not maps.
+#[derive(Debug, Clone, Default)]
+struct Adjacency {
+    out_start: Vec<usize>,
+    out_edges: Vec<usize>,
+    in_start: Vec<usize>,
+    in_edges: Vec<usize>,
+}
+
+impl Adjacency {
+    fn build(n: usize, edges: &[Edge]) -> Adjacency {
+        let (out_start, out_edges) = csr(n, edges.iter().map(|e| e.src));
+        let (in_start, in_edges) = csr(n, edges.iter().map(|e| e.dst));
+        Adjacency {
+            out_start,
+            out_edges,
+            in_start,
+            in_edges,
+        }
+    }
+}
+
+/// Group edge indices by a key op: `start[k]..start[k+1]` indexes the edges of op `k`.
+fn csr(n: usize, keys: impl Iterator<Item = OpIdx> + Clone) -> (Vec<usize>, Vec<usize>) {
+    let mut start = vec![0usize; n + 1];
+    for k in keys.clone() {
+        start[k + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut items = vec![0usize; start[n]];
+    for (e, k) in keys.enumerate() {
+        items[fill[k]] = e;
+        fill[k] += 1;
+    }
+    (start, items)
+}
+
+impl Graph {
+    /// Validate the parts and build a graph. `source` names where they came from (a file path,
+    /// `<zoo:vgg19>`) for error messages.
+    pub fn new(
+        source: &str,
+        name: impl Into<String>,
+        batch_size: u32,
+        ops: Vec<Op>,
+        edges: Vec<Edge>,
+        gradients: Vec<GradientLink>,
+    ) -> Result<Graph, InputError> {
+        validate::check_parts(source, batch_size, &ops, &edges, &gradients)?;
+        let adjacency = Adjacency::build(ops.len(), &edges);
+        let graph = Graph {
+            name: name.into(),
+            batch_size,
+            ops,
+            edges,
+            gradients,
+            adjacency,
+        };
+        validate::check_acyclic(source, &graph)?;
+        validate::check_optimizers_fed(source, &graph)?;
+        Ok(graph)
+    }
+
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    pub fn op(&self, i: OpIdx) -> &Op {
+        &self.ops[i]
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn edges(&self) -> &[Edge] {
+        &self.edges
+    }
+
+    pub fn gradients(&self) -> &[GradientLink] {
+        &self.gradients
+    }
+
+    /// Indices (into [`Graph::edges`]) of the edges leaving op `i`.
+    pub fn out_edges(&self, i: OpIdx) -> &[usize] {
+        let a = &self.adjacency;
+        &a.out_edges[a.out_start[i]..a.out_start[i + 1]]
+    }
+
+    /// Indices (into [`Graph::edges`]) of the edges entering op `i`.
+    pub fn in_edges(&self, i: OpIdx) -> &[usize] {
+        let a = &self.adjacency;
+        &a.in_edges[a.in_start[i]..a.in_start[i + 1]]
+    }
+
+    pub fn successors(&self, i: OpIdx) -> impl Iterator<Item = OpIdx> + '_ {
+        self.out_edges(i).iter().map(|&e| self.edges[e].dst)
+    }
+
+    pub fn predecessors(&self, i: OpIdx) -> impl Iterator<Item = OpIdx> + '_ {
+        self.in_edges(i).iter().map(|&e| self.edges[e].src)
+    }
+
+    /// Ops in a topological order (Kahn's algorithm, ties broken by index so the order is
+    /// deterministic).
+    pub fn topological_order(&self) -> Vec<OpIdx> {
+        validate::kahn_order(self).expect("a validated graph is acyclic")
+    }
+
+    /// Totals for `info` and for sanity checks.
+    pub fn summary(&self) -> GraphSummary {
+        let mut s = GraphSummary {
+            name: self.name.clone(),
+            batch_size: self.batch_size,
+            ops: self.ops.len(),
+            edges: self.edges.len(),
+            gradients: self.gradients.len(),
+            ..GraphSummary::default()
+        };
+        for op in &self.ops {
+            let p = s.per_phase.entry(op.phase.name().to_string()).or_default();
+            p.ops += 1;
+            p.flops += op.flops;
+            p.bytes_accessed += op.bytes_accessed;
+            s.params += op.params;
+            s.flops += op.flops;
+            s.resident_bytes += op.resident_bytes;
+            if op.phase == Phase::Parameter {
+                s.parameter_bytes += op.resident_bytes;
+            }
+        }
+        s.edge_bytes = self.edges.iter().map(|e| e.bytes).sum();
+        s
+    }
+}
+
+/// Per-phase totals of a graph.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct PhaseSummary {
+    pub ops: usize,
+    pub flops: f64,
+    pub bytes_accessed: f64,
+}
+
+/// Totals of a graph, as `topoplace info` prints them.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct GraphSummary {
+    pub name: String,
+    pub batch_size: u32,
+    pub ops: usize,
+    pub edges: usize,
+    pub gradients: usize,
+    pub params: u64,
+    pub parameter_bytes: f64,
+    /// Parameters plus optimizer state: what every replica keeps in memory.
+    pub resident_bytes: f64,
+    pub flops: f64,
+    pub edge_bytes: f64,
+    pub per_phase: BTreeMap<String, PhaseSummary>,
+}
+
+/// Builds a graph op by op; ids are assigned in insertion order. Used by the zoo and importers.
+#[derive(Debug, Default)]
+pub struct GraphBuilder {
+    ops: Vec<Op>,
+    edges: Vec<Edge>,
+    gradients: Vec<GradientLink>,
+}
+
+impl GraphBuilder {
+    pub fn new() -> GraphBuilder {
+        GraphBuilder::default()
+    }
+
+    /// Add an op; its `id` is replaced by its index so ids stay unique.
+    pub fn add_op(&mut self, mut op: Op) -> OpIdx {
+        let idx = self.ops.len();
+        op.id = idx as u64;
+        self.ops.push(op);
+        idx
+    }
+
+    pub fn op_mut(&mut self, i: OpIdx) -> &mut Op {
+        &mut self.ops[i]
+    }
+
+    pub fn op(&self, i: OpIdx) -> &Op {
+        &self.ops[i]
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn add_edge(&mut self, src: OpIdx, dst: OpIdx, bytes: f64) {
+        self.edges.push(Edge { src, dst, bytes });
+    }
+
+    /// Record that `grad`'s output is the gradient `optimizer` applies, with its tensor edge.
+    pub fn add_gradient(&mut self, grad: OpIdx, optimizer: OpIdx, bytes: f64) {
+        self.add_edge(grad, optimizer, bytes);
+        self.gradients.push(GradientLink { grad, optimizer });
+    }
+
+    pub fn finish(self, source: &str, name: &str, batch_size: u32) -> Result<Graph, InputError> {
+        Graph::new(
+            source,
+            name,
+            batch_size,
+            self.ops,
+            self.edges,
+            self.gradients,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(name: &str, phase: Phase) -> Op {
+        Op::new(0, name, "X", phase)
+    }
+
+    #[test]
+    fn adjacency_lists_every_edge_once() {
+        let mut b = GraphBuilder::new();
+        let a = b.add_op(op("a", Phase::Forward));
+        let c = b.add_op(op("c", Phase::Forward));
+        let d = b.add_op(op("d", Phase::Forward));
+        b.add_edge(a, c, 1.0);
+        b.add_edge(a, d, 2.0);
+        b.add_edge(c, d, 3.0);
+        let g = b.finish("<test>", "t", 1).unwrap();
+        assert_eq!(g.successors(a).collect::<Vec<_>>(), vec![c, d]);
+        assert_eq!(g.predecessors(d).collect::<Vec<_>>(), vec![a, c]);
+        assert_eq!(g.out_edges(d).len(), 0);
+        assert_eq!(g.topological_order(), vec![a, c, d]);
+    }
+
+    #[test]
+    fn batch_scaling_defaults_by_phase() {
+        assert!(op("f", Phase::Forward).scales_with_batch());
+        assert!(!op("o", Phase::Optimizer).scales_with_batch());
+        let mut fixed = op("f", Phase::Forward);
+        fixed.batch_scaled = Some(false);
+        assert!(!fixed.scales_with_batch());
+    }
+}
