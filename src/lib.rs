@@ -1,12 +1,14 @@
 //! topoplace: topology-aware deployment of DNN training graphs on heterogeneous GPU clusters.
 //!
 //! Data flows one way: graph → groups → strategy → compiled graph → simulation → report.
-//! See `DESIGN.md`-style notes in the README for the modules and their conventions.
+//! The README lists the modules and the modelling conventions they share.
 
 pub mod cluster;
 pub mod cost;
 pub mod error;
 pub mod graph;
+pub mod inspect;
+pub mod report;
 pub mod units;
 pub mod zoo;
 

@@ -1,1 +1,261 @@
-fn main(){}
+//! The `topoplace` command line: parses, calls the library, prints. Errors are one line on stderr
+//! and a non-zero exit.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use serde::Serialize;
+
+use topoplace::cluster::{Cluster, load_cluster, random_cluster};
+use topoplace::error::{Error, InputError, Result, write_atomic};
+use topoplace::graph::{Graph, load_graph, save_graph, simplify};
+use topoplace::{inspect, zoo};
+
+#[derive(Parser)]
+#[command(
+    name = "topoplace",
+    version,
+    about = "Topology-aware placement of DNN training graphs on heterogeneous GPU clusters"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Ops per phase, parameters, FLOPs and memory of a zoo model or a graph file; with
+    /// --cluster, the single-GPU compute time and memory fit on each of its GPU types.
+    Info(InfoArgs),
+    /// Devices, device groups and the bandwidth matrix of a cluster config.
+    Cluster {
+        /// A TOML cluster config (see configs/).
+        config: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The built-in model zoo.
+    Zoo {
+        #[command(subcommand)]
+        command: ZooCommand,
+    },
+    /// Synthetic cluster topologies.
+    Topology {
+        #[command(subcommand)]
+        command: TopologyCommand,
+    },
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    /// A zoo name (`topoplace zoo list`; add `-inference` for the forward-only graph) or a graph
+    /// JSON file.
+    model: String,
+    /// Override the zoo model's batch size.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Simplify first (TAG §4.1.1: drop Identity/NoOp and ops that reach no optimizer).
+    #[arg(long)]
+    simplify: bool,
+    /// A cluster config: estimate the model on each GPU type in it.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
+enum ZooCommand {
+    /// Names, variants, batch sizes and sizes of the zoo models.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write zoo graphs as JSON files (training and forward-only variants).
+    Export {
+        /// Output directory.
+        #[arg(long, default_value = "datasets/zoo")]
+        out: PathBuf,
+        /// Comma-separated zoo names; all by default.
+        #[arg(long, value_delimiter = ',')]
+        models: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum TopologyCommand {
+    /// A random cluster from TAG's distribution (§5.2), as a TOML config.
+    Random {
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Write the TOML here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the cluster summary as JSON instead of TOML.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Info(args) => info(args),
+        Command::Cluster { config, json } => {
+            let cluster = load_cluster(&config)?;
+            let summary = cluster.summary();
+            if json {
+                print_json(&summary)
+            } else {
+                print!("{}", summary.render_text());
+                Ok(())
+            }
+        }
+        Command::Zoo { command } => match command {
+            ZooCommand::List { json } => zoo_list(json),
+            ZooCommand::Export { out, models, json } => zoo_export(&out, &models, json),
+        },
+        Command::Topology { command } => match command {
+            TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
+        },
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Other(format!("serialising output: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// A zoo name, or else a graph file.
+fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
+    let base = model.strip_suffix("-inference").unwrap_or(model);
+    if zoo::NAMES.contains(&base) {
+        let opts = zoo::ZooOptions {
+            batch_size: batch,
+            ..zoo::ZooOptions::default()
+        };
+        return Ok(zoo::build(model, &opts)?);
+    }
+    let path = Path::new(model);
+    if !path.exists() {
+        return Err(InputError::new(
+            "<cli>",
+            "model",
+            format!(
+                "\"{model}\" is neither a zoo model ({}) nor an existing file",
+                zoo::NAMES.join(", ")
+            ),
+        )
+        .into());
+    }
+    if batch.is_some() {
+        return Err(InputError::new(
+            "<cli>",
+            "--batch",
+            "only zoo models can be rebuilt at another batch size",
+        )
+        .into());
+    }
+    load_graph(path)
+}
+
+fn info(args: InfoArgs) -> Result<()> {
+    let mut graph = load_model(&args.model, args.batch)?;
+    let mut simplified = None;
+    if args.simplify {
+        let (g, stats) = simplify(&graph)?;
+        graph = g;
+        simplified = Some(stats);
+    }
+    let cluster: Option<Cluster> = args.cluster.as_deref().map(load_cluster).transpose()?;
+    let card = zoo::card(args.model.strip_suffix("-inference").unwrap_or(&args.model));
+    let report = inspect::ModelReport::new(&graph, card, simplified, cluster.as_ref());
+    if args.json {
+        print_json(&report)
+    } else {
+        print!("{}", report.render_text());
+        Ok(())
+    }
+}
+
+fn zoo_list(json: bool) -> Result<()> {
+    let rows = inspect::zoo_listing()?;
+    if json {
+        print_json(&rows)
+    } else {
+        print!("{}", inspect::render_zoo_listing(&rows));
+        Ok(())
+    }
+}
+
+#[derive(Serialize)]
+struct ExportedFile {
+    model: String,
+    path: String,
+    ops: usize,
+    edges: usize,
+}
+
+fn zoo_export(out: &Path, models: &[String], json: bool) -> Result<()> {
+    let names: Vec<String> = if models.is_empty() {
+        zoo::NAMES.iter().map(|s| s.to_string()).collect()
+    } else {
+        models.to_vec()
+    };
+    // Build every graph before writing any file, so a bad name leaves no partial export.
+    let mut graphs = Vec::new();
+    for name in &names {
+        for variant in [name.clone(), format!("{name}-inference")] {
+            graphs.push(zoo::build(&variant, &zoo::ZooOptions::default())?);
+        }
+    }
+    let mut written = Vec::new();
+    for g in &graphs {
+        let path = out.join(format!("{}.json", g.name));
+        save_graph(g, &path)?;
+        written.push(ExportedFile {
+            model: g.name.clone(),
+            path: path.display().to_string(),
+            ops: g.len(),
+            edges: g.edges().len(),
+        });
+    }
+    if json {
+        print_json(&written)
+    } else {
+        for f in &written {
+            println!("{:<24} {:>6} ops {:>6} edges  {}", f.model, f.ops, f.edges, f.path);
+        }
+        Ok(())
+    }
+}
+
+fn topology_random(seed: u64, out: Option<PathBuf>, json: bool) -> Result<()> {
+    let cluster = random_cluster(seed);
+    if json {
+        return print_json(&cluster.summary());
+    }
+    let text = cluster.to_toml();
+    match out {
+        Some(path) => write_atomic(&path, text.as_bytes()),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}

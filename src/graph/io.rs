@@ -101,8 +101,13 @@ impl GraphFile {
         }
         let mut index: HashMap<u64, usize> = HashMap::with_capacity(self.ops.len());
         for (i, op) in self.ops.iter().enumerate() {
-            // Duplicates are reported by validation with both positions; keep the first here.
-            index.entry(op.id).or_insert(i);
+            if let Some(first) = index.insert(op.id, i) {
+                return Err(InputError::new(
+                    source,
+                    format!("ops[{i}].id"),
+                    format!("duplicate id {} (also used by ops[{first}])", op.id),
+                ));
+            }
         }
         let lookup = |field: String, id: u64| {
             index

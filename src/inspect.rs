@@ -1,0 +1,226 @@
+//! What `topoplace info` and `topoplace zoo list` report about a model: sizes per phase, the
+//! published figures it is checked against, and a first look at how it fits each GPU type of a
+//! cluster (serial compute time on one device, memory needed without any placement).
+
+use serde::Serialize;
+
+use crate::cluster::Cluster;
+use crate::cost::CostModel;
+use crate::error::Result;
+use crate::graph::{Graph, GraphSummary, Phase, SimplifyStats};
+use crate::report::{Table, bytes, count, millis};
+use crate::zoo::{self, ModelCard};
+
+/// Everything `info` prints; the JSON keys are the field names.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    #[serde(flatten)]
+    pub summary: GraphSummary,
+    /// Forward multiply-accumulates per sample (forward FLOPs / 2 / batch).
+    pub forward_macs_per_sample: f64,
+    /// Bytes of every forward output at the batch: what one device keeps for the backward pass
+    /// when nothing is recomputed (an upper bound on activation memory).
+    pub activation_bytes: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card: Option<ModelCard>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub simplified: Option<SimplifyStats>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub on_gpu: Vec<GpuEstimate>,
+}
+
+/// The whole model on one GPU of a type present in the cluster.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuEstimate {
+    pub gpu: String,
+    /// How many GPUs of this type the cluster has.
+    pub count: usize,
+    /// Sum of every op's compute time at the full batch (no overlap, no communication).
+    pub serial_compute_us: f64,
+    /// Resident bytes plus activation bytes.
+    pub memory_needed_bytes: f64,
+    pub memory_bytes: f64,
+    pub fits: bool,
+}
+
+impl ModelReport {
+    pub fn new(
+        graph: &Graph,
+        card: Option<ModelCard>,
+        simplified: Option<SimplifyStats>,
+        cluster: Option<&Cluster>,
+    ) -> ModelReport {
+        let summary = graph.summary();
+        let forward_flops = summary.per_phase.get("forward").map_or(0.0, |p| p.flops);
+        let activation_bytes = graph
+            .ops()
+            .iter()
+            .filter(|op| op.phase == Phase::Forward)
+            .map(|op| op.output_bytes)
+            .sum();
+        let on_gpu = cluster
+            .map(|c| estimate_per_gpu_type(graph, c, summary.resident_bytes + activation_bytes))
+            .unwrap_or_default();
+        ModelReport {
+            forward_macs_per_sample: forward_flops / 2.0 / f64::from(graph.batch_size),
+            activation_bytes,
+            summary,
+            card,
+            simplified,
+            on_gpu,
+        }
+    }
+
+    pub fn render_text(&self) -> String {
+        let s = &self.summary;
+        let mut out = format!("model        {}\n", s.name);
+        if let Some(card) = &self.card {
+            out += &format!("variant      {}\n", card.variant);
+        }
+        out += &format!("batch size   {}\n", s.batch_size);
+        out += &format!(
+            "ops          {} ({} edges, {} gradient links)\n",
+            s.ops, s.edges, s.gradients
+        );
+        out += &format!("parameters   {} ({})", count(s.params as f64), s.params);
+        if let Some(card) = self.card.as_ref().filter(|c| c.reference_params > 0) {
+            let diff = (s.params as f64 / card.reference_params as f64 - 1.0) * 100.0;
+            out += &format!(
+                "; published {} ({}), {diff:+.2}%",
+                card.reference_params, card.reference_params_source
+            );
+        }
+        out += "\n";
+        out += &format!(
+            "forward      {:.3} GMAC per sample",
+            self.forward_macs_per_sample / 1e9
+        );
+        if let Some(card) = self.card.as_ref().filter(|c| c.reference_fwd_macs_per_sample > 0.0) {
+            let diff = (self.forward_macs_per_sample / card.reference_fwd_macs_per_sample - 1.0) * 100.0;
+            out += &format!(
+                "; published {:.3} ({}), {diff:+.2}%",
+                card.reference_fwd_macs_per_sample / 1e9,
+                card.reference_macs_source
+            );
+        }
+        out += "\n";
+        out += &format!(
+            "memory       {} resident (parameters {} + optimizer state), {} activations\n",
+            bytes(s.resident_bytes),
+            bytes(s.parameter_bytes),
+            bytes(self.activation_bytes)
+        );
+        if let Some(st) = &self.simplified {
+            out += &format!(
+                "simplified   {} -> {} ops ({} pass-through, {} dangling removed)\n",
+                st.ops_before, st.ops_after, st.removed_pass_through, st.removed_dangling
+            );
+        }
+        out += "\n";
+        let mut phases = Table::new(["phase", "ops", "GFLOP", "GB accessed"]);
+        for phase in Phase::ALL {
+            if let Some(p) = s.per_phase.get(phase.name()) {
+                phases.row([
+                    phase.name().to_string(),
+                    p.ops.to_string(),
+                    format!("{:.2}", p.flops / 1e9),
+                    format!("{:.3}", p.bytes_accessed / 1e9),
+                ]);
+            }
+        }
+        out += &phases.render();
+        if !self.on_gpu.is_empty() {
+            out += "\n";
+            let mut gpus = Table::new(["gpu", "in cluster", "serial compute", "memory needed", "memory", "fits"]);
+            for g in &self.on_gpu {
+                gpus.row([
+                    g.gpu.clone(),
+                    g.count.to_string(),
+                    millis(g.serial_compute_us),
+                    bytes(g.memory_needed_bytes),
+                    bytes(g.memory_bytes),
+                    if g.fits { "yes" } else { "no" }.to_string(),
+                ]);
+            }
+            out += &gpus.render();
+        }
+        out
+    }
+}
+
+fn estimate_per_gpu_type(graph: &Graph, cluster: &Cluster, memory_needed: f64) -> Vec<GpuEstimate> {
+    let model = CostModel::default();
+    let mut out: Vec<GpuEstimate> = Vec::new();
+    for device in &cluster.devices {
+        if let Some(e) = out.iter_mut().find(|e| e.gpu == device.gpu.name) {
+            e.count += 1;
+            continue;
+        }
+        let serial_compute_us = graph
+            .ops()
+            .iter()
+            .map(|op| model.compute_time_us(op, &device.gpu, 1.0))
+            .sum();
+        let memory_bytes = device.gpu.memory_gib * (1u64 << 30) as f64;
+        out.push(GpuEstimate {
+            gpu: device.gpu.name.to_string(),
+            count: 1,
+            serial_compute_us,
+            memory_needed_bytes: memory_needed,
+            memory_bytes,
+            fits: memory_needed <= memory_bytes,
+        });
+    }
+    out
+}
+
+/// One row of `zoo list`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ZooRow {
+    pub name: String,
+    pub variant: String,
+    pub batch_size: u32,
+    pub ops: usize,
+    pub inference_ops: usize,
+    pub params: u64,
+    pub reference_params: u64,
+    pub forward_gmac_per_sample: f64,
+}
+
+pub fn zoo_listing() -> Result<Vec<ZooRow>> {
+    let mut rows = Vec::new();
+    for &name in zoo::NAMES {
+        let opts = zoo::ZooOptions::default();
+        let training = zoo::build(name, &opts)?;
+        let inference = zoo::build(&format!("{name}-inference"), &opts)?;
+        let card = zoo::card(name);
+        let report = ModelReport::new(&training, card.clone(), None, None);
+        rows.push(ZooRow {
+            name: name.to_string(),
+            variant: card.as_ref().map(|c| c.variant.to_string()).unwrap_or_default(),
+            batch_size: training.batch_size,
+            ops: training.len(),
+            inference_ops: inference.len(),
+            params: report.summary.params,
+            reference_params: card.map_or(0, |c| c.reference_params),
+            forward_gmac_per_sample: report.forward_macs_per_sample / 1e9,
+        });
+    }
+    Ok(rows)
+}
+
+pub fn render_zoo_listing(rows: &[ZooRow]) -> String {
+    let mut t = Table::new(["model", "batch", "ops", "fwd-only ops", "params", "GMAC/sample", "variant"]);
+    for r in rows {
+        t.row([
+            r.name.clone(),
+            r.batch_size.to_string(),
+            r.ops.to_string(),
+            r.inference_ops.to_string(),
+            count(r.params as f64),
+            format!("{:.3}", r.forward_gmac_per_sample),
+            r.variant.clone(),
+        ]);
+    }
+    t.render()
+}

@@ -1,0 +1,193 @@
+//! The command line as a user meets it: bad input gives one `error:` line naming the file and
+//! field, a non-zero exit and no panic; `--json` output parses with its documented keys.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn topoplace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("topoplace-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Run with a file holding `text`; expect a clean failure whose message contains every `needle`.
+fn fails_naming(args_before_file: &[&str], file_name: &str, text: &str, needles: &[&str]) {
+    let dir = scratch(file_name);
+    let path = dir.join(file_name);
+    std::fs::write(&path, text).unwrap();
+    let mut args: Vec<&str> = args_before_file.to_vec();
+    let p = path.to_str().unwrap();
+    args.push(p);
+    let out = topoplace(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} should fail");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains(file_name), "names the file: {stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{needle:?} missing from {stderr}");
+    }
+    assert!(out.stdout.is_empty(), "nothing half-printed on stdout");
+}
+
+const GRAPH: &str = r#"{"name": "g", "batch_size": 2, "ops": [
+  {"id": 0, "name": "a", "op_type": "MatMul", "phase": "forward", "flops": 10},
+  {"id": 1, "name": "b", "op_type": "Relu", "phase": "forward", "flops": 1}],
+  "edges": [{"src": 0, "dst": 1, "bytes": 8}]}"#;
+
+#[test]
+fn good_graph_file_reports_its_ops() {
+    let dir = scratch("good");
+    let path = dir.join("g.json");
+    std::fs::write(&path, GRAPH).unwrap();
+    let out = topoplace(&["info", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ops"], 2);
+    assert_eq!(v["flops"], 11.0);
+    assert_eq!(v["per_phase"]["forward"]["ops"], 2);
+}
+
+#[test]
+fn malformed_graph_fails_cleanly() {
+    fails_naming(&["info"], "broken.json", "{\"name\": \"g\", \"batch_size\": ", &["broken.json"]);
+}
+
+#[test]
+fn cyclic_graph_fails_cleanly() {
+    let cyclic = GRAPH.replace(
+        r#"[{"src": 0, "dst": 1, "bytes": 8}]"#,
+        r#"[{"src": 0, "dst": 1, "bytes": 8}, {"src": 1, "dst": 0, "bytes": 8}]"#,
+    );
+    fails_naming(&["info"], "cyclic.json", &cyclic, &["cycle", "\"a\"", "\"b\""]);
+}
+
+#[test]
+fn dangling_edge_fails_cleanly() {
+    let dangling = GRAPH.replace(r#""dst": 1"#, r#""dst": 7"#);
+    fails_naming(&["info"], "dangling.json", &dangling, &["edges[0].dst", "7"]);
+}
+
+#[test]
+fn negative_size_fails_cleanly() {
+    let negative = GRAPH.replace(r#""bytes": 8"#, r#""bytes": -8"#);
+    fails_naming(&["info"], "negative.json", &negative, &["edges[0].bytes", "negative"]);
+}
+
+const CLUSTER: &str = r#"name = "c"
+[[machine]]
+name = "m"
+gpu = "V100-32GB"
+gpus = 2
+intra_bandwidth = "150 GB/s"
+nic = "100 Gbps"
+"#;
+
+#[test]
+fn good_cluster_prints_json() {
+    let dir = scratch("cluster-good");
+    let path = dir.join("c.toml");
+    std::fs::write(&path, CLUSTER).unwrap();
+    let out = topoplace(&["cluster", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["devices"].as_array().unwrap().len(), 2);
+    assert_eq!(v["groups"].as_array().unwrap().len(), 1);
+    assert_eq!(v["bandwidth_gbs"][0][1], 150.0);
+}
+
+#[test]
+fn zero_bandwidth_fails_cleanly() {
+    let zero = CLUSTER.replace("\"150 GB/s\"", "\"0 GB/s\"");
+    fails_naming(&["cluster"], "zero.toml", &zero, &["intra_bandwidth"]);
+}
+
+#[test]
+fn unknown_gpu_fails_cleanly() {
+    let unknown = CLUSTER.replace("V100-32GB", "Voodoo-5");
+    fails_naming(&["cluster"], "unknown.toml", &unknown, &["gpu", "Voodoo-5"]);
+}
+
+#[test]
+fn malformed_cluster_fails_cleanly() {
+    fails_naming(&["cluster"], "bad.toml", "name = \"c\"\n[[machine]\n", &["bad.toml"]);
+}
+
+#[test]
+fn unknown_model_and_missing_file_fail_cleanly() {
+    let out = topoplace(&["info", "resnet-9000"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("resnet-9000") && stderr.contains("resnet101"), "{stderr}");
+    let out = topoplace(&["cluster", "configs/no-such-cluster.toml"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("no-such-cluster.toml"), "{stderr}");
+    assert!(!stderr.contains("panicked"));
+}
+
+#[test]
+fn random_topology_is_deterministic_and_loads() {
+    let a = topoplace(&["topology", "random", "--seed", "7"]);
+    let b = topoplace(&["topology", "random", "--seed", "7"]);
+    let c = topoplace(&["topology", "random", "--seed", "8"]);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    assert_ne!(a.stdout, c.stdout);
+    let dir = scratch("random");
+    let path = dir.join("r.toml");
+    let out = topoplace(&["topology", "random", "--seed", "7", "--out", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert_eq!(std::fs::read(&path).unwrap(), a.stdout);
+    let out = topoplace(&["cluster", path.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn info_on_zoo_model_with_cluster() {
+    let out = topoplace(&["info", "vgg19", "--cluster", "configs/tag-testbed.toml", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["params"], 143_667_240u64);
+    assert_eq!(v["batch_size"], 96);
+    let gpus = v["on_gpu"].as_array().unwrap();
+    assert_eq!(gpus.len(), 3, "V100, 1080Ti and P100");
+    // The V100 is the fastest of the three at fp32, so its serial time is the smallest.
+    let time = |name: &str| {
+        gpus.iter()
+            .find(|g| g["gpu"].as_str().unwrap().contains(name))
+            .map(|g| g["serial_compute_us"].as_f64().unwrap())
+            .unwrap()
+    };
+    assert!(time("V100") < time("1080") && time("V100") < time("P100"));
+}
+
+#[test]
+fn zoo_export_writes_loadable_files() {
+    let dir = scratch("export");
+    let out = topoplace(&["zoo", "export", "--models", "mlp", "--out", dir.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 2, "training and forward-only");
+    for name in ["mlp.json", "mlp-inference.json"] {
+        let path = dir.join(name);
+        let info = topoplace(&["info", path.to_str().unwrap(), "--json"]);
+        assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+    }
+    // A bad name among good ones writes nothing.
+    let dir2 = scratch("export-bad");
+    let out = topoplace(&["zoo", "export", "--models", "mlp,nope", "--out", dir2.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(std::fs::read_dir(&dir2).unwrap().count(), 0);
+}
