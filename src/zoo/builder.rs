@@ -67,6 +67,8 @@ pub(crate) enum Rule {
     Concat,
     /// Embedding lookup with inputs `[ids, table]`: the table gradient is a segment sum.
     Gather,
+    /// Mean over trailing axes: TensorFlow's gradient reshapes dY, tiles it back and divides.
+    Mean,
     /// Softmax cross-entropy with inputs `[logits, labels]`.
     Loss,
 }
@@ -280,7 +282,7 @@ impl Net {
             1.0,
             false,
             rows,
-            unary("Tile", false, false, 1.0),
+            Rule::Mean,
         );
         self.losses.push(mean);
         Some(mean)
@@ -390,8 +392,10 @@ impl Net {
         if self.elems(g) == self.elems(x) && self.batched(g) == self.batched(x) {
             return g;
         }
+        // TensorFlow's broadcast gradients: reduce_sum over the broadcast axes, then reshape.
         let flops = self.elems(g);
-        self.bop(fwd, "Sum", "Sum", &[g], x, flops)
+        let summed = self.bop(fwd, "Sum", "Sum", &[g], x, flops);
+        self.bop(fwd, "Reshape", "Reshape", &[summed], x, 0.0)
     }
 
     fn wants(&self, t: T) -> bool {
@@ -534,6 +538,15 @@ impl Net {
                         f,
                     );
                     out.push((1, g));
+                }
+            }
+            Rule::Mean => {
+                if want(self, 0) {
+                    let x = inputs[0];
+                    let r = self.bop(y, "Reshape", "Reshape", &[dy], y, 0.0);
+                    let tiled = self.bop(y, "Tile", "Tile", &[r], x, 0.0);
+                    let f = self.elems(x);
+                    out.push((0, self.bop(y, "RealDiv", "truediv", &[tiled], x, f)));
                 }
             }
             Rule::Loss => {

@@ -47,7 +47,7 @@ fn layer_norm(net: &mut Net, p: &str, x: T, tokens: usize, hidden: usize) -> T {
         rows,
         true,
         e,
-        unary("Tile", false, false, 1.0),
+        Rule::Mean,
     );
     let sq = net.op_like(
         "SquaredDifference",
@@ -64,7 +64,7 @@ fn layer_norm(net: &mut Net, p: &str, x: T, tokens: usize, hidden: usize) -> T {
         rows,
         true,
         e,
-        unary("Tile", false, false, 1.0),
+        Rule::Mean,
     );
     let var_eps = net.op_like(
         "AddV2",
@@ -178,14 +178,31 @@ fn dropout(net: &mut Net, p: &str, x: T) -> T {
         return x;
     }
     let e = net.elems(x);
+    // random_uniform(shape) * (max - min) + min, then keep_prob + noise.
     let noise = net.op(
         "RandomUniform",
-        format!("{p}/random_uniform"),
+        format!("{p}/random_uniform/RandomUniform"),
         &[],
         e,
         true,
         e,
         Rule::Leaf,
+    );
+    let noise = net.op_like(
+        "Mul",
+        format!("{p}/random_uniform/mul"),
+        &[noise],
+        x,
+        e,
+        Rule::Identity,
+    );
+    let noise = net.op_like(
+        "AddV2",
+        format!("{p}/random_uniform"),
+        &[noise],
+        x,
+        e,
+        Rule::Identity,
     );
     let kept = net.op_like("AddV2", format!("{p}/add"), &[noise], x, e, Rule::Identity);
     let mask = net.op_like(
@@ -360,17 +377,10 @@ fn gather(
     )
 }
 
-/// `x @ table^T`: logits over the vocabulary with a tied embedding table.
-fn tied_logits(
-    net: &mut Net,
-    p: &str,
-    x: T,
-    table: T,
-    tokens: usize,
-    hidden: usize,
-    vocab: usize,
-) -> T {
-    let flops = 2.0 * (tokens * hidden * vocab) as f64;
+/// `x @ W` with a weight that already exists: the tied vocabulary projection (`x @ table^T`) or
+/// the one-hot token-type lookup; `fin` inputs and `fout` outputs per row.
+fn tied_dense(net: &mut Net, p: &str, x: T, w: T, rows: usize, fin: usize, fout: usize) -> T {
+    let flops = 2.0 * (rows * fin * fout) as f64;
     let rule = Rule::Linear {
         dx: "MatMul",
         dw: "MatMul",
@@ -379,8 +389,8 @@ fn tied_logits(
     net.op(
         "MatMul",
         format!("{p}/MatMul"),
-        &[x, table],
-        (tokens * vocab) as f64,
+        &[x, w],
+        (rows * fout) as f64,
         true,
         flops,
         rule,
@@ -454,26 +464,41 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
     let word = net.param(&format!("{p}/word_embeddings"), c.vocab * h);
     let type_table = net.param(&format!("{p}/token_type_embeddings"), c.type_vocab * h);
     let pos_table = net.param(&format!("{p}/position_embeddings"), c.max_pos * h);
-    let pos_ids = net.constant(&format!("{p}/position_ids"), s as f64);
-    let we = gather(net, &format!("{p}/word"), ids, word, s, h, true);
-    let te = gather(
+    // As the TF reference embedding_lookup: flatten ids, gather, reshape to [B, S, H]; token
+    // types through a one-hot MatMul; positions a slice of the table added by broadcast.
+    let flat = reshape(net, &format!("{p}/word/ids"), ids);
+    let we = gather(net, &format!("{p}/word"), flat, word, s, h, true);
+    let we = reshape(net, &format!("{p}/word"), we);
+    let flat = reshape(net, &format!("{p}/token_type/ids"), types);
+    let one_hot = net.op(
+        "OneHot",
+        format!("{p}/token_type/one_hot"),
+        &[flat],
+        (s * c.type_vocab) as f64,
+        true,
+        0.0,
+        Rule::Leaf,
+    );
+    let te = tied_dense(
         net,
         &format!("{p}/token_type"),
-        types,
+        one_hot,
         type_table,
         s,
+        c.type_vocab,
         h,
-        true,
     );
-    let pe = gather(
-        net,
-        &format!("{p}/position"),
-        pos_ids,
-        pos_table,
-        s,
-        h,
+    let te = reshape(net, &format!("{p}/token_type"), te);
+    let pe = net.op(
+        "Slice",
+        format!("{p}/position/Slice"),
+        &[pos_table],
+        (s * h) as f64,
         false,
+        0.0,
+        unary("Pad", false, false, 0.0),
     );
+    let pe = reshape(net, &format!("{p}/position"), pe);
     let e = add(net, &format!("{p}/type"), we, te);
     let e = add(net, &format!("{p}/position"), e, pe);
     let e = layer_norm(net, &format!("{p}/LayerNorm"), e, s, h);
@@ -521,6 +546,14 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
             format!("{p}/attention/ExpandDims"),
             &[mask],
             mask,
+            0.0,
+            Rule::Identity,
+        );
+        let a = net.op_like(
+            "Cast",
+            format!("{p}/attention/Cast"),
+            &[a],
+            a,
             0.0,
             Rule::Identity,
         );
@@ -578,7 +611,7 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
     let t = dense(net, &format!("{p}/transform/dense"), x, s, h, h);
     let t = gelu(net, &format!("{p}/transform/gelu"), t);
     let t = layer_norm(net, &format!("{p}/transform/LayerNorm"), t, s, h);
-    let logits = tied_logits(net, &format!("{p}/decoder"), t, word, s, h, c.vocab);
+    let logits = tied_dense(net, &format!("{p}/decoder"), t, word, s, h, c.vocab);
     let bias = net.param(&format!("{p}/output_bias"), c.vocab);
     let logits = net.op_like(
         "BiasAdd",
@@ -692,7 +725,7 @@ pub(crate) fn transformer(net: &mut Net, c: &TransformerConfig) {
         y = residual_ln(net, &format!("{p}/norm3"), y, f, tl, h);
     }
     let y = layer_norm(net, "decoder/norm", y, tl, h);
-    let logits = tied_logits(net, "output_projection", y, table, tl, h, c.vocab);
+    let logits = tied_dense(net, "output_projection", y, table, tl, h, c.vocab);
     net.xent_loss("loss", logits, tl as f64, c.vocab as f64);
 }
 
@@ -753,6 +786,6 @@ pub(crate) fn gpt(net: &mut Net, c: &GptConfig) {
         x = add(net, &format!("{p}/mlp"), x, m);
     }
     let x = layer_norm(net, "model/ln_f", x, s, h);
-    let logits = tied_logits(net, "model/lm_head", x, wte, s, h, c.vocab);
+    let logits = tied_dense(net, "model/lm_head", x, wte, s, h, c.vocab);
     net.xent_loss("loss", logits, s as f64, c.vocab as f64);
 }
