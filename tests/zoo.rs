@@ -454,3 +454,25 @@ fn every_name_has_a_card() {
     assert_eq!(zoo::card("bert-large").unwrap().default_batch, 16);
     assert_eq!(zoo::card("transformer").unwrap().default_batch, 480);
 }
+
+#[test]
+fn tied_embedding_gradient_is_summed_as_partial_sums() {
+    // BERT's word embeddings get the lookup's segment sum and the tied MLM decoder's weight
+    // gradient; both are partial sums over batch slices, and so is their AddN.
+    let g = build("bert-small");
+    let link = g
+        .gradients()
+        .iter()
+        .find(|l| g.op(l.optimizer).name == "bert/embeddings/word_embeddings/ApplyAdam")
+        .unwrap();
+    let addn = g.op(link.grad);
+    assert_eq!(addn.op_type, "AddN");
+    assert_eq!(addn.split, Splittability::Sum);
+    assert!(!addn.scales_with_batch());
+    let mut parts: Vec<&str> = g
+        .predecessors(link.grad)
+        .map(|p| g.op(p).op_type.as_str())
+        .collect();
+    parts.sort_unstable();
+    assert_eq!(parts, ["MatMul", "UnsortedSegmentSum"]);
+}

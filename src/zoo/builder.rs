@@ -224,10 +224,17 @@ impl Net {
             op.batch_scaled = Some(scaled);
         }
         // Batch-sliced outputs concatenate; batch-sliced inputs reduced to a batch-free output
-        // (weight gradients, the mean loss) are partial sums; the rest needs whole inputs.
+        // (weight gradients, the mean loss) are partial sums. Backward ops applied only to
+        // partial sums (AddN of a tied weight's gradients, reshapes and pads of a reduced
+        // gradient) are linear, so their outputs are partial sums too. The rest needs whole inputs.
+        let on_partial_sums = self.phase == Phase::Backward
+            && !distinct.is_empty()
+            && distinct
+                .iter()
+                .all(|&i| self.b.op(self.nodes[i.0].op).split == Splittability::Sum);
         op.split = if batched {
             Splittability::Concat
-        } else if scaled {
+        } else if scaled || on_partial_sums {
             Splittability::Sum
         } else {
             Splittability::None
