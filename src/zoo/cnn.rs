@@ -1,6 +1,7 @@
 //! Convolutional image classifiers (torchvision layouts) and the test MLP.
 
 use super::builder::{Net, Rule, T, unary};
+use super::layers::{self, dense, dropout};
 
 /// An NCHW activation: the tensor plus its per-sample shape.
 #[derive(Debug, Clone, Copy)]
@@ -171,7 +172,6 @@ pub(crate) fn pool(net: &mut Net, p: &str, x: Act, max: bool, g: Conv) -> Act {
 /// as torchvision's VGG and AlexNet at 224x224; kept because the framework graph has it).
 pub(crate) fn adaptive_avg_pool(net: &mut Net, p: &str, x: Act, size: usize) -> Act {
     let out = (x.c * size * size) as f64;
-    let window = (x.h * x.w) as f64 / (size * size) as f64;
     let t = net.op(
         "AvgPool",
         format!("{p}/AvgPool"),
@@ -179,7 +179,7 @@ pub(crate) fn adaptive_avg_pool(net: &mut Net, p: &str, x: Act, size: usize) -> 
         out,
         true,
         x.elems(),
-        unary("AvgPoolGrad", false, false, 1.0 / window.max(1.0)),
+        unary("AvgPoolGrad", false, false, 1.0),
     );
     Act {
         t,
@@ -218,82 +218,27 @@ pub(crate) fn flatten(net: &mut Net, p: &str, x: Act) -> T {
     )
 }
 
-/// Fully connected layer: MatMul + BiasAdd over `rows` rows of `fin` features per sample.
-pub(crate) fn dense(net: &mut Net, p: &str, x: T, rows: usize, fin: usize, fout: usize) -> T {
-    let w = net.param(&format!("{p}/kernel"), fin * fout);
-    let flops = 2.0 * (rows * fin * fout) as f64;
-    let rule = Rule::Linear {
-        dx: "MatMul",
-        dw: "MatMul",
-        flops,
-    };
-    let out = (rows * fout) as f64;
-    let y = net.op(
-        "MatMul",
-        format!("{p}/MatMul"),
-        &[x, w],
-        out,
-        true,
-        flops,
-        rule,
-    );
-    let b = net.param(&format!("{p}/bias"), fout);
-    net.op_like(
-        "BiasAdd",
-        format!("{p}/BiasAdd"),
-        &[y, b],
-        y,
-        out,
-        Rule::Bias,
-    )
+/// Fully connected layer followed by ReLU.
+fn dense_relu(net: &mut Net, p: &str, x: T, fin: usize, fout: usize) -> T {
+    let h = dense(net, p, x, 1, fin, fout);
+    layers::relu(net, p, h)
 }
 
-pub(crate) fn relu_t(net: &mut Net, p: &str, x: T) -> T {
-    let e = net.elems(x);
-    net.op_like(
-        "Relu",
-        format!("{p}/Relu"),
-        &[x],
-        x,
-        e,
-        unary("ReluGrad", false, true, 1.0),
-    )
+/// torchvision VGG classifier: (FC-ReLU-Dropout) x 2, FC.
+fn vgg_classifier(net: &mut Net, x: T, fin: usize) -> T {
+    let h = dense_relu(net, "classifier/fc1", x, fin, 4096);
+    let h = dropout(net, "classifier/fc1", h);
+    let h = dense_relu(net, "classifier/fc2", h, 4096, 4096);
+    let h = dropout(net, "classifier/fc2", h);
+    dense(net, "classifier/fc3", h, 1, 4096, CLASSES)
 }
 
-/// Dropout as one fused op (identity in forward-only graphs, as in eval mode).
-pub(crate) fn dropout_t(net: &mut Net, p: &str, x: T) -> T {
-    if !net.training() {
-        return x;
-    }
-    let e = net.elems(x);
-    net.op_like(
-        "Dropout",
-        format!("{p}/Dropout"),
-        &[x],
-        x,
-        2.0 * e,
-        unary("DropoutGrad", false, true, 1.0),
-    )
-}
-
-/// torchvision's VGG classifier (and AlexNet's, with its own sizes): dropout placement differs.
-fn classifier(net: &mut Net, x: T, fin: usize, dropout_first: bool) -> T {
-    let mut h = x;
-    if dropout_first {
-        h = dropout_t(net, "classifier/0", h);
-    }
-    h = dense(net, "classifier/fc1", h, 1, fin, 4096);
-    h = relu_t(net, "classifier/fc1", h);
-    if !dropout_first {
-        h = dropout_t(net, "classifier/fc1", h);
-    } else {
-        h = dropout_t(net, "classifier/fc2_in", h);
-    }
-    h = dense(net, "classifier/fc2", h, 1, 4096, 4096);
-    h = relu_t(net, "classifier/fc2", h);
-    if !dropout_first {
-        h = dropout_t(net, "classifier/fc2", h);
-    }
+/// torchvision AlexNet classifier: (Dropout-FC-ReLU) x 2, FC.
+fn alexnet_classifier(net: &mut Net, x: T, fin: usize) -> T {
+    let h = dropout(net, "classifier/fc1_in", x);
+    let h = dense_relu(net, "classifier/fc1", h, fin, 4096);
+    let h = dropout(net, "classifier/fc2_in", h);
+    let h = dense_relu(net, "classifier/fc2", h, 4096, 4096);
     dense(net, "classifier/fc3", h, 1, 4096, CLASSES)
 }
 
@@ -319,7 +264,7 @@ pub(crate) fn vgg(net: &mut Net, convs_per_stage: &[usize]) {
     }
     let x = adaptive_avg_pool(net, "avgpool", x, 7);
     let f = flatten(net, "flatten", x);
-    let logits = classifier(net, f, 512 * 7 * 7, false);
+    let logits = vgg_classifier(net, f, 512 * 7 * 7);
     net.xent_loss("loss", logits, 1.0, CLASSES as f64);
 }
 
@@ -350,7 +295,7 @@ pub(crate) fn alexnet(net: &mut Net) {
     }
     let x = adaptive_avg_pool(net, "avgpool", x, 6);
     let f = flatten(net, "flatten", x);
-    let logits = classifier(net, f, 256 * 6 * 6, true);
+    let logits = alexnet_classifier(net, f, 256 * 6 * 6);
     net.xent_loss("loss", logits, 1.0, CLASSES as f64);
 }
 
@@ -419,9 +364,9 @@ pub(crate) fn resnet(net: &mut Net, blocks: &[usize]) {
 pub(crate) fn mlp(net: &mut Net) {
     let x = net.input("images", 784.0);
     let h = dense(net, "fc1", x, 1, 784, 512);
-    let h = relu_t(net, "fc1", h);
+    let h = layers::relu(net, "fc1", h);
     let h = dense(net, "fc2", h, 1, 512, 256);
-    let h = relu_t(net, "fc2", h);
+    let h = layers::relu(net, "fc2", h);
     let logits = dense(net, "fc3", h, 1, 256, 10);
     net.xent_loss("loss", logits, 1.0, 10.0);
 }

@@ -4,10 +4,8 @@
 //! beta, ReLU. Branch outputs are concatenated along channels.
 
 use super::builder::Net;
-use super::cnn::{
-    Act, Conv, adaptive_avg_pool, concat, conv_bn_relu, dense, dropout_t, flatten, image_input,
-    pool,
-};
+use super::cnn::{Act, Conv, adaptive_avg_pool, concat, conv_bn_relu, flatten, image_input, pool};
+use super::layers::{dense, dropout};
 
 const CLASSES: usize = 1000;
 
@@ -133,7 +131,7 @@ pub(crate) fn inception_v3(net: &mut Net) {
     let x = block_e(net, "Mixed_7c", x);
     let x = adaptive_avg_pool(net, "avgpool", x, 1);
     let f = flatten(net, "flatten", x);
-    let f = dropout_t(net, "dropout", f);
+    let f = dropout(net, "dropout", f);
     let logits = dense(net, "fc", f, 1, 2048, CLASSES);
     net.xent_loss("loss", logits, 1.0, CLASSES as f64);
 }

@@ -9,6 +9,7 @@
 mod builder;
 mod cnn;
 mod inception;
+mod layers;
 mod transformer;
 
 use serde::Serialize;

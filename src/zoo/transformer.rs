@@ -8,7 +8,7 @@
 
 use super::GptConfig;
 use super::builder::{Net, Rule, T, unary};
-use super::cnn::{dense, relu_t};
+use super::layers::{add, dense, dropout, gelu, layer_norm, relu, reshape, transpose};
 
 /// Shapes of one attention call, per sample.
 #[derive(Debug, Clone, Copy)]
@@ -32,218 +32,6 @@ enum Mask {
         b: T,
         c: T,
     },
-}
-
-/// LayerNorm over the last axis of a `[tokens, hidden]` tensor, as TensorFlow decomposes it.
-fn layer_norm(net: &mut Net, p: &str, x: T, tokens: usize, hidden: usize) -> T {
-    let gamma = net.param(&format!("{p}/gamma"), hidden);
-    let beta = net.param(&format!("{p}/beta"), hidden);
-    let e = net.elems(x);
-    let rows = tokens as f64;
-    let mean = net.op(
-        "Mean",
-        format!("{p}/moments/mean"),
-        &[x],
-        rows,
-        true,
-        e,
-        Rule::Mean,
-    );
-    let sq = net.op_like(
-        "SquaredDifference",
-        format!("{p}/moments/SquaredDifference"),
-        &[x, mean],
-        x,
-        3.0 * e,
-        Rule::SqDiffStopB,
-    );
-    let var = net.op(
-        "Mean",
-        format!("{p}/moments/variance"),
-        &[sq],
-        rows,
-        true,
-        e,
-        Rule::Mean,
-    );
-    let var_eps = net.op_like(
-        "AddV2",
-        format!("{p}/batchnorm/add"),
-        &[var],
-        var,
-        rows,
-        Rule::Identity,
-    );
-    let rstd = net.op_like(
-        "Rsqrt",
-        format!("{p}/batchnorm/Rsqrt"),
-        &[var_eps],
-        var,
-        rows,
-        unary("RsqrtGrad", false, true, 3.0),
-    );
-    let scale = net.op_like(
-        "Mul",
-        format!("{p}/batchnorm/mul"),
-        &[rstd, gamma],
-        x,
-        e,
-        Rule::Mul,
-    );
-    let x_scaled = net.op_like(
-        "Mul",
-        format!("{p}/batchnorm/mul_1"),
-        &[x, scale],
-        x,
-        e,
-        Rule::Mul,
-    );
-    let m_scaled = net.op_like(
-        "Mul",
-        format!("{p}/batchnorm/mul_2"),
-        &[mean, scale],
-        x,
-        e,
-        Rule::Mul,
-    );
-    let shift = net.op_like(
-        "Sub",
-        format!("{p}/batchnorm/sub"),
-        &[beta, m_scaled],
-        x,
-        e,
-        Rule::Sub,
-    );
-    net.op_like(
-        "AddV2",
-        format!("{p}/batchnorm/add_1"),
-        &[x_scaled, shift],
-        x,
-        e,
-        Rule::Add,
-    )
-}
-
-/// `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`.
-fn gelu(net: &mut Net, p: &str, x: T) -> T {
-    let e = net.elems(x);
-    let cube = net.op_like(
-        "Pow",
-        format!("{p}/Pow"),
-        &[x],
-        x,
-        2.0 * e,
-        unary("Mul", true, false, 3.0),
-    );
-    let c = net.op_like(
-        "Mul",
-        format!("{p}/mul"),
-        &[cube],
-        x,
-        e,
-        unary("Mul", false, false, 1.0),
-    );
-    let inner = net.op_like("AddV2", format!("{p}/add"), &[x, c], x, e, Rule::Add);
-    let scaled = net.op_like(
-        "Mul",
-        format!("{p}/mul_1"),
-        &[inner],
-        x,
-        e,
-        unary("Mul", false, false, 1.0),
-    );
-    let th = net.op_like(
-        "Tanh",
-        format!("{p}/Tanh"),
-        &[scaled],
-        x,
-        4.0 * e,
-        unary("TanhGrad", false, true, 2.0),
-    );
-    let one_plus = net.op_like("AddV2", format!("{p}/add_1"), &[th], x, e, Rule::Identity);
-    let cdf = net.op_like(
-        "Mul",
-        format!("{p}/mul_2"),
-        &[one_plus],
-        x,
-        e,
-        unary("Mul", false, false, 1.0),
-    );
-    net.op_like("Mul", format!("{p}/mul_3"), &[x, cdf], x, e, Rule::Mul)
-}
-
-/// TF1 `tf.nn.dropout`; the identity in forward-only graphs (eval mode).
-fn dropout(net: &mut Net, p: &str, x: T) -> T {
-    if !net.training() {
-        return x;
-    }
-    let e = net.elems(x);
-    // random_uniform(shape) * (max - min) + min, then keep_prob + noise.
-    let noise = net.op(
-        "RandomUniform",
-        format!("{p}/random_uniform/RandomUniform"),
-        &[],
-        e,
-        true,
-        e,
-        Rule::Leaf,
-    );
-    let noise = net.op_like(
-        "Mul",
-        format!("{p}/random_uniform/mul"),
-        &[noise],
-        x,
-        e,
-        Rule::Identity,
-    );
-    let noise = net.op_like(
-        "AddV2",
-        format!("{p}/random_uniform"),
-        &[noise],
-        x,
-        e,
-        Rule::Identity,
-    );
-    let kept = net.op_like("AddV2", format!("{p}/add"), &[noise], x, e, Rule::Identity);
-    let mask = net.op_like(
-        "Floor",
-        format!("{p}/Floor"),
-        &[kept],
-        x,
-        e,
-        unary("ZerosLike", false, false, 0.0),
-    );
-    let scaled = net.op_like(
-        "RealDiv",
-        format!("{p}/truediv"),
-        &[x],
-        x,
-        e,
-        unary("RealDiv", false, false, 1.0),
-    );
-    net.op_like("Mul", format!("{p}/mul"), &[scaled, mask], x, e, Rule::Mul)
-}
-
-fn reshape(net: &mut Net, p: &str, x: T) -> T {
-    net.op_like(
-        "Reshape",
-        format!("{p}/Reshape"),
-        &[x],
-        x,
-        0.0,
-        unary("Reshape", false, false, 0.0),
-    )
-}
-
-fn transpose(net: &mut Net, p: &str, x: T) -> T {
-    net.op_like(
-        "Transpose",
-        format!("{p}/transpose"),
-        &[x],
-        x,
-        0.0,
-        unary("Transpose", false, false, 0.0),
-    )
 }
 
 /// `[tokens, hidden]` -> `[heads, tokens, head_dim]`.
@@ -343,11 +131,6 @@ fn attention(net: &mut Net, p: &str, xq: T, xkv: T, d: Dims, mask: Mask) -> T {
     dense(net, &format!("{p}/output"), ctx, d.tq, h, h)
 }
 
-fn add(net: &mut Net, p: &str, a: T, b: T) -> T {
-    let e = net.elems(a);
-    net.op_like("AddV2", format!("{p}/add"), &[a, b], a, e, Rule::Add)
-}
-
 /// Post-LN residual: `LayerNorm(x + dropout(y))`.
 fn residual_ln(net: &mut Net, p: &str, x: T, y: T, tokens: usize, hidden: usize) -> T {
     let y = dropout(net, &format!("{p}/dropout"), y);
@@ -444,7 +227,7 @@ fn ffn(
     let h = if use_gelu {
         gelu(net, &format!("{p}/gelu"), h)
     } else {
-        relu_t(net, &format!("{p}/intermediate"), h)
+        relu(net, &format!("{p}/intermediate"), h)
     };
     let h = if use_gelu {
         h
