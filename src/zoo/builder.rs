@@ -585,3 +585,85 @@ pub(crate) fn unary(grad: &'static str, use_in: bool, use_out: bool, flops_per_e
         flops_per_elem,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(g: &Graph, ty: &str) -> usize {
+        g.ops().iter().filter(|o| o.op_type == ty).count()
+    }
+
+    /// x -> MatMul(W) -> h; h feeds both a ReLU and a residual add; + bias broadcast; loss.
+    fn tiny(training: bool) -> Graph {
+        let mut net = Net::new(4, training);
+        let x = net.input("x", 8.0);
+        let w = net.param("w", 8 * 8);
+        let rule = Rule::Linear {
+            dx: "MatMul",
+            dw: "MatMul",
+            flops: 128.0,
+        };
+        let h = net.op("MatMul", "mm", &[x, w], 8.0, true, 128.0, rule);
+        let r = net.op_like(
+            "Relu",
+            "relu",
+            &[h],
+            h,
+            8.0,
+            unary("ReluGrad", false, true, 1.0),
+        );
+        let s = net.op_like("AddV2", "residual", &[h, r], h, 8.0, Rule::Add);
+        let b = net.param("b", 8);
+        let y = net.op_like("AddV2", "bias", &[s, b], s, 8.0, Rule::Add);
+        net.xent_loss("loss", y, 1.0, 8.0);
+        net.finish("tiny").unwrap()
+    }
+
+    #[test]
+    fn fan_out_is_accumulated_and_inputs_get_no_gradient() {
+        let g = tiny(true);
+        let addn: Vec<usize> = (0..g.len())
+            .filter(|&i| g.op(i).op_type == "AddN")
+            .collect();
+        assert_eq!(addn.len(), 1, "h has two consumers");
+        assert_eq!(g.predecessors(addn[0]).count(), 2);
+        // Only the weight gradient: x is data.
+        assert_eq!(count(&g, "MatMul"), 2);
+        assert_eq!(count(&g, "ApplyAdam"), 2);
+        assert_eq!(g.gradients().len(), 2);
+    }
+
+    #[test]
+    fn broadcast_operand_gradient_is_reduced_over_the_batch() {
+        let g = tiny(true);
+        let link = g
+            .gradients()
+            .iter()
+            .find(|l| g.op(l.optimizer).name == "b/ApplyAdam")
+            .unwrap();
+        let reshape = g.op(link.grad);
+        assert_eq!(reshape.op_type, "Reshape");
+        assert_eq!(reshape.output_bytes, 32.0);
+        let sum = g.predecessors(link.grad).next().unwrap();
+        assert_eq!(g.op(sum).op_type, "Sum");
+        assert_eq!(g.op(sum).split, Splittability::Sum);
+        assert_eq!(
+            reshape.split,
+            Splittability::Sum,
+            "linear op on a partial sum"
+        );
+    }
+
+    #[test]
+    fn forward_only_graph_has_no_loss() {
+        let g = tiny(false);
+        assert!(
+            g.ops()
+                .iter()
+                .all(|o| matches!(o.phase, Phase::Input | Phase::Parameter | Phase::Forward))
+        );
+        assert_eq!(count(&g, "SoftmaxCrossEntropyWithLogits"), 0);
+        assert_eq!(g.len(), 7);
+    }
+}
