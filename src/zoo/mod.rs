@@ -1,0 +1,265 @@
+//! Built-in model zoo: full training iterations (forward, backward, Adam) of the models the TAG
+//! paper evaluates, plus a few extras, generated op by op with TensorFlow-style op types.
+//!
+//! Every model is described forward-only in [`cnn`], [`inception`] or [`transformer`]; the
+//! backward pass and the optimizer are derived by [`builder`]. Parameter counts match the
+//! published implementations exactly; [`card`] records which implementation and the published
+//! figures the tests check against.
+
+mod builder;
+mod cnn;
+mod inception;
+mod layers;
+mod transformer;
+
+use serde::Serialize;
+
+use crate::error::InputError;
+use crate::graph::Graph;
+use builder::Net;
+use transformer::{BertConfig, TransformerConfig};
+
+/// The models [`build`] knows, in the order the CLI lists them.
+pub const NAMES: &[&str] = &[
+    "inception-v3",
+    "resnet101",
+    "vgg19",
+    "transformer",
+    "bert-small",
+    "bert-large",
+    "alexnet",
+    "vgg16",
+    "gpt",
+    "mlp",
+];
+
+/// Suffix selecting the forward-only variant of a model.
+const INFERENCE_SUFFIX: &str = "-inference";
+
+/// GPT-2-style decoder sizes.
+#[derive(Debug, Clone)]
+pub struct GptConfig {
+    pub layers: usize,
+    pub hidden: usize,
+    pub heads: usize,
+    /// Context length; also the size of the learned position table.
+    pub seq: usize,
+    pub vocab: usize,
+}
+
+impl Default for GptConfig {
+    /// GPT-2 small (124M).
+    fn default() -> GptConfig {
+        GptConfig {
+            layers: 12,
+            hidden: 768,
+            heads: 12,
+            seq: 1024,
+            vocab: 50257,
+        }
+    }
+}
+
+/// Knobs for [`build`].
+#[derive(Debug, Clone, Default)]
+pub struct ZooOptions {
+    /// Samples per iteration; the model's [`ModelCard::default_batch`] when `None`.
+    pub batch_size: Option<u32>,
+    /// Forward pass only: no loss, backward or optimizer ops.
+    pub inference: bool,
+    /// Sizes of the `gpt` model.
+    pub gpt: GptConfig,
+}
+
+/// What a zoo model is and the published figures it is checked against.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelCard {
+    pub name: &'static str,
+    /// The exact implementation the graph reproduces.
+    pub variant: &'static str,
+    /// Batch size of the TAG evaluation (QuickP's for vgg16).
+    pub default_batch: u32,
+    /// Published trainable parameter count.
+    pub reference_params: u64,
+    pub reference_params_source: &'static str,
+    /// Published forward multiply-adds per sample (0 if none is published).
+    pub reference_fwd_macs_per_sample: f64,
+    pub reference_macs_source: &'static str,
+}
+
+/// The card of a zoo model (`name` may carry the `-inference` suffix).
+pub fn card(name: &str) -> Option<ModelCard> {
+    let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
+    CARDS.iter().find(|c| c.name == base).cloned()
+}
+
+const TORCHVISION_DOCS: &str =
+    "torchvision model documentation (weights table: params, GFLOPS = multiply-adds)";
+
+const CARDS: &[ModelCard] = &[
+    ModelCard {
+        name: "inception-v3",
+        variant: "torchvision inception_v3 with auxiliary head (aux_logits=True), 299x299; conv without bias, \
+                  BatchNorm with gamma+beta; the aux head (and its loss, in training) is part of the graph",
+        default_batch: 96,
+        reference_params: 27_161_264,
+        reference_params_source: "torchvision inception_v3(aux_logits=True): 27,161,264 trainable parameters",
+        reference_fwd_macs_per_sample: 5.71e9,
+        reference_macs_source: "torchvision docs: 5.71 GFLOPS, main path only (the aux head adds ~6 MMAC, 0.1%)",
+    },
+    ModelCard {
+        name: "resnet101",
+        variant: "torchvision resnet101 (bottleneck v1.5, stride on the 3x3 conv), 224x224",
+        default_batch: 96,
+        reference_params: 44_549_160,
+        reference_params_source: TORCHVISION_DOCS,
+        reference_fwd_macs_per_sample: 7.80e9,
+        reference_macs_source: TORCHVISION_DOCS,
+    },
+    ModelCard {
+        name: "vgg19",
+        variant: "torchvision vgg19 (no batch norm), 224x224",
+        default_batch: 96,
+        reference_params: 143_667_240,
+        reference_params_source: TORCHVISION_DOCS,
+        reference_fwd_macs_per_sample: 19.63e9,
+        reference_macs_source: TORCHVISION_DOCS,
+    },
+    ModelCard {
+        name: "transformer",
+        variant: "Transformer-base = torch.nn.Transformer() defaults (d 512, 8 heads, 6+6 post-LN layers, FFN 2048 \
+                  ReLU, final encoder/decoder LayerNorms) + one 37000x512 embedding shared by source, target and the \
+                  tied output projection; 32 source and 32 target tokens per sentence; TF-style LayerNorm/dropout ops",
+        default_batch: 480,
+        reference_params: 63_084_544,
+        reference_params_source: "torch.nn.Transformer() body 44,140,544 + 37000x512 shared embedding \
+                                  (Vaswani et al. 2017 quote ~65M)",
+        reference_fwd_macs_per_sample: 0.0,
+        reference_macs_source: "none published; tests use the closed form weights x tokens + 2 seq^2 d per attention",
+    },
+    ModelCard {
+        name: "bert-small",
+        variant: "Turc et al. BERT-Small (L=4, H=512, A=8, FFN 2048, vocab 30522, 512 positions) as HF \
+                  BertForPreTraining (pooler, MLM transform+LN, decoder tied to word embeddings, NSP); seq 128; \
+                  TF-reference ops (tanh GELU, decomposed LayerNorm, TF1 dropout)",
+        default_batch: 96,
+        reference_params: 29_058_876,
+        reference_params_source: "computed: BertModel 28,763,648 (closed form) + pre-training heads 295,228",
+        reference_fwd_macs_per_sample: 0.0,
+        reference_macs_source: "none published; tests use the closed form weights x tokens + 2 seq^2 d per layer",
+    },
+    ModelCard {
+        name: "bert-large",
+        variant: "HF BertForPreTraining bert-large-uncased (L=24, H=1024, A=16, FFN 4096, vocab 30522, 512 positions, \
+                  2 token types; MLM transform+LN, decoder tied to word embeddings + 30522 bias, NSP 1024x2, \
+                  pooler); seq 128; TF-reference ops (tanh GELU, decomposed LayerNorm, TF1 dropout)",
+        default_batch: 16,
+        reference_params: 336_226_108,
+        reference_params_source: "HF transformers BertForPreTraining.from_pretrained(\"bert-large-uncased\")",
+        reference_fwd_macs_per_sample: 0.0,
+        reference_macs_source: "none published; tests use the closed form weights x tokens + 2 seq^2 d per layer",
+    },
+    ModelCard {
+        name: "alexnet",
+        variant: "torchvision alexnet (single-tower variant), 224x224",
+        default_batch: 128,
+        reference_params: 61_100_840,
+        reference_params_source: TORCHVISION_DOCS,
+        reference_fwd_macs_per_sample: 0.714e9,
+        reference_macs_source: TORCHVISION_DOCS,
+    },
+    ModelCard {
+        name: "vgg16",
+        variant: "torchvision vgg16 (no batch norm), 224x224",
+        default_batch: 96,
+        reference_params: 138_357_544,
+        reference_params_source: TORCHVISION_DOCS,
+        reference_fwd_macs_per_sample: 15.47e9,
+        reference_macs_source: TORCHVISION_DOCS,
+    },
+    ModelCard {
+        name: "gpt",
+        variant: "GPT-2 layout (learned positions, pre-LN blocks, fused QKV, tanh GELU, final LN, LM head tied to \
+                  the token embedding); GPT-2 small by default (12 layers, 768 hidden, 12 heads, 1024 tokens, \
+                  vocab 50257); other sizes via GptConfig (the reference count is for the default)",
+        default_batch: 8,
+        reference_params: 124_439_808,
+        reference_params_source: "HF transformers GPT2LMHeadModel \"gpt2\" (tied head counted once)",
+        reference_fwd_macs_per_sample: 0.0,
+        reference_macs_source: "none published; tests use the closed form weights x tokens + 2 seq^2 d per layer",
+    },
+    ModelCard {
+        name: "mlp",
+        variant: "784-512-256-10 perceptron with biases and ReLU, for tests",
+        default_batch: 32,
+        reference_params: 535_818,
+        reference_params_source: "closed form 784*512+512 + 512*256+256 + 256*10+10",
+        reference_fwd_macs_per_sample: 0.0,
+        reference_macs_source: "none published",
+    },
+];
+
+/// Build a zoo model's training graph (or forward-only graph with `-inference` or
+/// `opts.inference`).
+pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
+    let (base, suffixed) = match name.strip_suffix(INFERENCE_SUFFIX) {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let inference = opts.inference || suffixed;
+    let Some(card) = card(base) else {
+        return Err(InputError::new(
+            "<zoo>",
+            "model",
+            format!("unknown model \"{name}\"; known: {}", NAMES.join(", ")),
+        ));
+    };
+    if base == "gpt" {
+        check_gpt(&opts.gpt)?;
+    }
+    let batch = opts.batch_size.unwrap_or(card.default_batch);
+    let mut net = Net::new(batch, !inference);
+    match base {
+        "inception-v3" => inception::inception_v3(&mut net),
+        "resnet101" => cnn::resnet(&mut net, &[3, 4, 23, 3]),
+        "vgg19" => cnn::vgg(&mut net, &[2, 2, 4, 4, 4]),
+        "vgg16" => cnn::vgg(&mut net, &[2, 2, 3, 3, 3]),
+        "alexnet" => cnn::alexnet(&mut net),
+        "transformer" => transformer::transformer(&mut net, &TransformerConfig::BASE),
+        "bert-small" => transformer::bert(&mut net, BertConfig::SMALL),
+        "bert-large" => transformer::bert(&mut net, BertConfig::LARGE),
+        "gpt" => transformer::gpt(&mut net, &opts.gpt),
+        "mlp" => cnn::mlp(&mut net),
+        other => unreachable!("model {other} has a card but no builder"),
+    }
+    let graph_name = if inference {
+        format!("{base}{INFERENCE_SUFFIX}")
+    } else {
+        base.to_string()
+    };
+    net.finish(&graph_name)
+}
+
+/// Refuse GPT sizes that cannot form a model.
+fn check_gpt(c: &GptConfig) -> Result<(), InputError> {
+    let fields = [
+        ("gpt.layers", c.layers),
+        ("gpt.hidden", c.hidden),
+        ("gpt.heads", c.heads),
+        ("gpt.seq", c.seq),
+        ("gpt.vocab", c.vocab),
+    ];
+    for (field, v) in fields {
+        if v == 0 {
+            return Err(InputError::new("<zoo>", field, "must be at least 1"));
+        }
+    }
+    if !c.hidden.is_multiple_of(c.heads) {
+        return Err(InputError::new(
+            "<zoo>",
+            "gpt.heads",
+            format!("{} heads do not divide hidden size {}", c.heads, c.hidden),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,478 @@
+//! The model zoo: parameter counts and MACs against published figures, and the structure of the
+//! generated training graphs (backward pass, gradient links, optimizer ops, batch scaling).
+
+use topoplace::graph::{Graph, Phase, Splittability};
+use topoplace::zoo::{self, GptConfig, ZooOptions};
+
+const CNNS: &[&str] = &["inception-v3", "resnet101", "vgg19", "alexnet", "vgg16"];
+const BIG: &[&str] = &[
+    "inception-v3",
+    "resnet101",
+    "transformer",
+    "bert-small",
+    "bert-large",
+];
+
+fn build(name: &str) -> Graph {
+    zoo::build(name, &ZooOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn build_with(name: &str, opts: &ZooOptions) -> Graph {
+    zoo::build(name, opts).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn params(g: &Graph) -> u64 {
+    g.ops().iter().map(|o| o.params).sum()
+}
+
+fn phase_flops(g: &Graph, phase: Phase) -> f64 {
+    g.ops()
+        .iter()
+        .filter(|o| o.phase == phase)
+        .map(|o| o.flops)
+        .sum()
+}
+
+/// Forward multiply-adds per sample (2 FLOPs per MAC).
+fn fwd_macs_per_sample(g: &Graph) -> f64 {
+    phase_flops(g, Phase::Forward) / f64::from(g.batch_size) / 2.0
+}
+
+fn count_type(g: &Graph, ty: &str) -> usize {
+    g.ops().iter().filter(|o| o.op_type == ty).count()
+}
+
+fn rel_err(got: f64, want: f64) -> f64 {
+    (got / want - 1.0).abs()
+}
+
+#[test]
+fn parameter_counts_match_published_figures() {
+    for name in zoo::NAMES {
+        let g = build(name);
+        let card = zoo::card(name).unwrap();
+        assert_eq!(params(&g), card.reference_params, "{name}");
+        assert_eq!(g.summary().params, card.reference_params, "{name}");
+    }
+}
+
+#[test]
+fn cnn_forward_macs_match_published_figures() {
+    for name in CNNS {
+        let g = build(name);
+        let want = zoo::card(name).unwrap().reference_fwd_macs_per_sample;
+        assert!(want > 0.0, "{name} has a published MAC figure");
+        let got = fwd_macs_per_sample(&g);
+        assert!(
+            rel_err(got, want) < 0.05,
+            "{name}: {got:.4e} MACs vs published {want:.4e}"
+        );
+    }
+}
+
+/// Matmul weights times the tokens they see, plus QK^T and AV (2·seq_q·seq_k·hidden) per
+/// attention; element-wise ops must stay within the 5% tolerance.
+#[test]
+fn transformer_forward_macs_match_closed_form() {
+    let sq = |x: usize| (x * x) as f64;
+    // BERT: per layer 4H² attention + 2HF FFN over S tokens; MLM transform H²; tied decoder VH.
+    let bert = |l: usize, h: usize, f: usize, s: usize, v: usize| {
+        let lf = l as f64;
+        let (hf, sf) = (h as f64, s as f64);
+        lf * (4.0 * sq(h) + 2.0 * hf * f as f64) * sf
+            + sq(h) * sf
+            + v as f64 * hf * sf
+            + lf * 2.0 * sq(s) * hf
+    };
+    // Transformer-base: 6 encoder layers (4d² + 2dF), 6 decoder layers (8d² + 2dF, self and cross
+    // attention), tied output projection, 32 source and 32 target tokens.
+    let (d, f, t, v) = (512.0, 2048.0, 32.0, 37000.0);
+    let transformer = 6.0 * (4.0 * d * d + 2.0 * d * f) * t
+        + 6.0 * (8.0 * d * d + 2.0 * d * f) * t
+        + v * d * t
+        + 6.0 * 2.0 * t * t * d
+        + 6.0 * 2.0 * (2.0 * t * t * d);
+    // GPT-2: 12H² per layer over S tokens, tied LM head, causal attention computed in full.
+    let c = GptConfig::default();
+    let (l, h, s) = (c.layers as f64, c.hidden as f64, c.seq as f64);
+    let gpt = l * 12.0 * h * h * s + c.vocab as f64 * h * s + l * 2.0 * s * s * h;
+    let cases = [
+        ("bert-small", bert(4, 512, 2048, 128, 30522)),
+        ("bert-large", bert(24, 1024, 4096, 128, 30522)),
+        ("transformer", transformer),
+        ("gpt", gpt),
+    ];
+    for (name, want) in cases {
+        let got = fwd_macs_per_sample(&build(name));
+        assert!(
+            rel_err(got, want) < 0.05,
+            "{name}: {got:.4e} MACs vs closed form {want:.4e}"
+        );
+    }
+}
+
+#[test]
+fn every_parameter_has_one_adam_and_one_gradient() {
+    for name in zoo::NAMES {
+        let g = build(name);
+        let param_ops: Vec<usize> = (0..g.len())
+            .filter(|&i| g.op(i).phase == Phase::Parameter)
+            .collect();
+        assert_eq!(
+            g.gradients().len(),
+            param_ops.len(),
+            "{name}: one gradient link per parameter"
+        );
+        for &p in &param_ops {
+            let op = g.op(p);
+            assert_eq!(
+                op.resident_bytes,
+                4.0 * op.params as f64,
+                "{name}: {}",
+                op.name
+            );
+            assert_eq!(op.split, Splittability::None, "{name}: {}", op.name);
+            assert!(!op.scales_with_batch(), "{name}: {}", op.name);
+            let adams: Vec<usize> = g
+                .successors(p)
+                .filter(|&s| g.op(s).op_type == "ApplyAdam")
+                .collect();
+            assert_eq!(
+                adams.len(),
+                1,
+                "{name}: {} has {} ApplyAdam consumers",
+                op.name,
+                adams.len()
+            );
+            let adam = g.op(adams[0]);
+            assert_eq!(adam.phase, Phase::Optimizer);
+            assert_eq!(
+                adam.resident_bytes,
+                2.0 * op.resident_bytes,
+                "{name}: {}",
+                adam.name
+            );
+            assert_eq!(adam.flops, 10.0 * op.params as f64);
+            assert_eq!(adam.split, Splittability::None);
+            assert!(!adam.scales_with_batch());
+            let links: Vec<_> = g
+                .gradients()
+                .iter()
+                .filter(|l| l.optimizer == adams[0])
+                .collect();
+            assert_eq!(links.len(), 1, "{name}: {}", adam.name);
+            let grad = g.op(links[0].grad);
+            assert_eq!(
+                grad.phase,
+                Phase::Backward,
+                "{name}: {} grad {}",
+                adam.name,
+                grad.name
+            );
+            assert_eq!(
+                grad.output_bytes, op.resident_bytes,
+                "{name}: gradient {} has the parameter's size",
+                grad.name
+            );
+        }
+        let optimizers = g
+            .ops()
+            .iter()
+            .filter(|o| o.phase == Phase::Optimizer)
+            .count();
+        assert_eq!(optimizers, param_ops.len(), "{name}");
+    }
+}
+
+#[test]
+fn edges_carry_the_source_tensor() {
+    for name in ["resnet101", "bert-small", "gpt", "mlp"] {
+        let g = build(name);
+        for e in g.edges() {
+            assert_eq!(
+                e.bytes,
+                g.op(e.src).output_bytes,
+                "{name}: {} -> {}",
+                g.op(e.src).name,
+                g.op(e.dst).name
+            );
+        }
+    }
+}
+
+#[test]
+fn cnn_backward_costs_about_twice_the_forward() {
+    for name in CNNS {
+        let g = build(name);
+        let ratio = phase_flops(&g, Phase::Backward) / phase_flops(&g, Phase::Forward);
+        assert!(
+            (1.5..=2.5).contains(&ratio),
+            "{name}: backward/forward FLOPs {ratio:.3}"
+        );
+    }
+}
+
+#[test]
+fn convolutions_get_separate_input_and_filter_gradients() {
+    for name in CNNS {
+        let g = build(name);
+        let convs = count_type(&g, "Conv2D");
+        assert_eq!(count_type(&g, "Conv2DBackpropFilter"), convs, "{name}");
+        // The first convolution reads the images, which need no gradient.
+        assert_eq!(count_type(&g, "Conv2DBackpropInput"), convs - 1, "{name}");
+        for o in g.ops() {
+            let want = match o.op_type.as_str() {
+                "Conv2DBackpropFilter"
+                | "BiasAddGrad"
+                | "FusedBatchNormGradGamma"
+                | "FusedBatchNormGradBeta" => Splittability::Sum,
+                "Conv2D"
+                | "Conv2DBackpropInput"
+                | "ReluGrad"
+                | "MaxPoolGrad"
+                | "FusedBatchNormGrad" => Splittability::Concat,
+                _ => continue,
+            };
+            assert_eq!(o.split, want, "{name}: {}", o.name);
+        }
+    }
+}
+
+#[test]
+fn branching_tensors_accumulate_gradients_with_addn() {
+    // Residual shortcuts, inception branches and attention's q/k/v projections all read one
+    // tensor several times.
+    for (name, at_least) in [
+        ("resnet101", 33),
+        ("inception-v3", 11),
+        ("bert-small", 8),
+        ("transformer", 24),
+    ] {
+        let g = build(name);
+        let addn = count_type(&g, "AddN");
+        assert!(addn >= at_least, "{name}: {addn} AddN ops");
+    }
+    // The transformer's shared embedding gets source, target and output-projection gradients.
+    let g = build("transformer");
+    let link = g
+        .gradients()
+        .iter()
+        .find(|l| g.op(l.optimizer).name == "shared_embedding/ApplyAdam")
+        .unwrap();
+    assert_eq!(g.op(link.grad).op_type, "AddN");
+    assert_eq!(g.predecessors(link.grad).count(), 3);
+}
+
+#[test]
+fn attention_keeps_reshapes_and_transposes() {
+    let g = build("bert-small");
+    for phase in [Phase::Forward, Phase::Backward] {
+        for ty in ["Reshape", "Transpose", "BatchMatMulV2"] {
+            let n = g
+                .ops()
+                .iter()
+                .filter(|o| o.phase == phase && o.op_type == ty)
+                .count();
+            assert!(n >= 4 * 2, "bert-small: {n} {ty} ops in {}", phase.name());
+        }
+    }
+    let transposes = g.ops().iter().filter(|o| o.op_type == "Transpose");
+    for o in transposes {
+        assert_eq!(o.flops, 0.0, "{}", o.name);
+        assert!(o.bytes_accessed > 0.0, "{}", o.name);
+    }
+}
+
+#[test]
+fn loss_is_a_sum_over_the_batch() {
+    let g = build("bert-large");
+    let means: Vec<_> = g
+        .ops()
+        .iter()
+        .filter(|o| o.phase == Phase::Forward && o.op_type == "Mean" && o.name.contains("loss"))
+        .collect();
+    assert_eq!(means.len(), 2, "MLM and NSP losses");
+    assert!(means.iter().all(|o| o.split == Splittability::Sum));
+}
+
+#[test]
+fn big_models_have_thousands_of_ops() {
+    for name in BIG {
+        let n = build(name).len();
+        assert!(n >= 1000, "{name}: only {n} ops");
+    }
+    let mlp = build("mlp").len();
+    assert!((20..100).contains(&mlp), "mlp: {mlp} ops");
+}
+
+#[test]
+fn inference_variants_are_forward_only_with_the_same_parameters() {
+    for name in zoo::NAMES {
+        let train = build(name);
+        let suffixed = build(&format!("{name}-inference"));
+        let flagged = build_with(
+            name,
+            &ZooOptions {
+                inference: true,
+                ..ZooOptions::default()
+            },
+        );
+        for g in [&suffixed, &flagged] {
+            assert_eq!(g.name, format!("{name}-inference"));
+            assert!(
+                g.ops()
+                    .iter()
+                    .all(|o| !matches!(o.phase, Phase::Backward | Phase::Optimizer)),
+                "{name}: forward-only graph has backward or optimizer ops"
+            );
+            assert!(g.gradients().is_empty());
+            assert_eq!(params(g), params(&train), "{name}");
+            assert!(
+                g.len() < train.len() / 2,
+                "{name}: {} vs {} ops",
+                g.len(),
+                train.len()
+            );
+        }
+        assert_eq!(suffixed.len(), flagged.len());
+        assert_eq!(train.name, *name);
+    }
+}
+
+#[test]
+fn batch_override_scales_batch_dependent_flops_linearly() {
+    for name in ["resnet101", "bert-small", "gpt", "mlp"] {
+        let card = zoo::card(name).unwrap();
+        let base = build(name);
+        assert_eq!(base.batch_size, card.default_batch);
+        let doubled = build_with(
+            name,
+            &ZooOptions {
+                batch_size: Some(2 * card.default_batch),
+                ..ZooOptions::default()
+            },
+        );
+        assert_eq!(doubled.batch_size, 2 * card.default_batch);
+        assert_eq!(doubled.len(), base.len(), "{name}");
+        assert_eq!(params(&doubled), params(&base), "{name}");
+        for (a, b) in base.ops().iter().zip(doubled.ops()) {
+            let factor = if a.scales_with_batch() { 2.0 } else { 1.0 };
+            assert!(
+                (b.flops - factor * a.flops).abs() <= 1e-9 * b.flops.max(1.0),
+                "{name}: {}",
+                a.name
+            );
+            assert_eq!(b.resident_bytes, a.resident_bytes, "{name}: {}", a.name);
+        }
+        assert!(
+            base.ops()
+                .iter()
+                .any(|o| o.scales_with_batch() && o.flops > 0.0)
+        );
+    }
+}
+
+/// GPT-2 layout: per layer QKV 3H²+3H, projection H²+H, MLP 8H²+5H, two LNs 4H; embeddings
+/// (V+S)·H; final LN 2H; tied head adds nothing.
+fn gpt_closed_form(c: &GptConfig) -> u64 {
+    let (l, h, s, v) = (
+        c.layers as u64,
+        c.hidden as u64,
+        c.seq as u64,
+        c.vocab as u64,
+    );
+    12 * l * h * h + 13 * l * h + (v + s) * h + 2 * h
+}
+
+#[test]
+fn gpt_honours_its_config() {
+    assert_eq!(gpt_closed_form(&GptConfig::default()), 124_439_808);
+    let configs = [
+        GptConfig::default(),
+        GptConfig {
+            layers: 2,
+            hidden: 128,
+            heads: 4,
+            seq: 64,
+            vocab: 1000,
+        },
+        GptConfig {
+            layers: 5,
+            hidden: 96,
+            heads: 3,
+            seq: 33,
+            vocab: 517,
+        },
+    ];
+    for c in configs {
+        let opts = ZooOptions {
+            gpt: c.clone(),
+            ..ZooOptions::default()
+        };
+        let g = build_with("gpt", &opts);
+        assert_eq!(params(&g), gpt_closed_form(&c), "{c:?}");
+        // One ApplyAdam per tensor: 12 per layer (2 LNs x 2, 4 dense x 2), 2 embeddings, final LN.
+        assert_eq!(count_type(&g, "ApplyAdam"), 12 * c.layers + 4, "{c:?}");
+    }
+}
+
+#[test]
+fn gpt_rejects_heads_that_do_not_divide_hidden() {
+    let opts = ZooOptions {
+        gpt: GptConfig {
+            heads: 5,
+            ..GptConfig::default()
+        },
+        ..ZooOptions::default()
+    };
+    let err = zoo::build("gpt", &opts).unwrap_err();
+    assert_eq!(err.field, "gpt.heads");
+}
+
+#[test]
+fn unknown_model_is_an_error_naming_it() {
+    let err = zoo::build("resnet-7", &ZooOptions::default()).unwrap_err();
+    assert_eq!(err.field, "model");
+    assert!(err.message.contains("\"resnet-7\""), "{err}");
+    assert!(
+        err.message.contains("resnet101"),
+        "lists known models: {err}"
+    );
+    assert!(zoo::card("resnet-7").is_none());
+    assert!(zoo::build("resnet-7-inference", &ZooOptions::default()).is_err());
+}
+
+#[test]
+fn every_name_has_a_card() {
+    for name in zoo::NAMES {
+        let card = zoo::card(name).unwrap();
+        assert_eq!(card.name, *name);
+        assert!(card.default_batch > 0 && !card.variant.is_empty());
+        assert_eq!(zoo::card(&format!("{name}-inference")).unwrap().name, *name);
+    }
+    assert_eq!(zoo::card("inception-v3").unwrap().default_batch, 96);
+    assert_eq!(zoo::card("bert-large").unwrap().default_batch, 16);
+    assert_eq!(zoo::card("transformer").unwrap().default_batch, 480);
+}
+
+#[test]
+fn tied_embedding_gradient_is_summed_as_partial_sums() {
+    // BERT's word embeddings get the lookup's segment sum and the tied MLM decoder's weight
+    // gradient; both are partial sums over batch slices, and so is their AddN.
+    let g = build("bert-small");
+    let link = g
+        .gradients()
+        .iter()
+        .find(|l| g.op(l.optimizer).name == "bert/embeddings/word_embeddings/ApplyAdam")
+        .unwrap();
+    let addn = g.op(link.grad);
+    assert_eq!(addn.op_type, "AddN");
+    assert_eq!(addn.split, Splittability::Sum);
+    assert!(!addn.scales_with_batch());
+    let mut parts: Vec<&str> = g
+        .predecessors(link.grad)
+        .map(|p| g.op(p).op_type.as_str())
+        .collect();
+    parts.sort_unstable();
+    assert_eq!(parts, ["MatMul", "UnsortedSegmentSum"]);
+}
