@@ -88,7 +88,7 @@ impl SegmentedLinear {
 /// Fit at most `max_segments` linear pieces to `samples` (any order) minimising the total squared
 /// error, exactly, by dynamic programming over contiguous runs of the sorted samples; each piece
 /// covers at least two samples. Among piece counts, the smallest whose error ties the best
-/// (within 1e-9 of the data's variance) wins, so noiseless data does not get spurious pieces.
+/// (within 1e-10 of the data's variance) wins, so noiseless data does not get spurious pieces.
 /// A breakpoint sits where neighbouring lines cross, clamped between the last sample of the
 /// left piece and the first of the right one. Fewer than two samples: a constant.
 pub fn fit_segmented(samples: &[(f64, f64)], max_segments: usize) -> SegmentedLinear {
@@ -109,7 +109,7 @@ pub fn fit_segmented(samples: &[(f64, f64)], max_segments: usize) -> SegmentedLi
         .map(|k| table[k][n])
         .fold(f64::INFINITY, f64::min);
     let my = pts.iter().map(|p| p.1).sum::<f64>() / n as f64;
-    let tol = 1e-9 * pts.iter().map(|p| (p.1 - my).powi(2)).sum::<f64>() + 1e-12;
+    let tol = 1e-10 * pts.iter().map(|p| (p.1 - my).powi(2)).sum::<f64>() + 1e-12;
     let k = (1..=max_k)
         .find(|&k| table[k][n] <= best + tol)
         .unwrap_or(1);
