@@ -98,6 +98,8 @@ fn tag_testbed_routes() {
         LinkKind::NicIn { machine: 1 }
     ));
     assert_eq!(c.latency(4, 0), 10.0);
+    assert_eq!(c.link_name(c.path(0, 1).links[0]), "v100:0->v100:1");
+    assert_eq!(c.link_name(c.machines[1].nic_in), "1080ti-0 nic-in");
     assert_eq!(c.path(3, 3).links.len(), 0);
     // Group bookkeeping.
     assert_eq!(c.groups[0].devices, vec![0, 1, 2, 3]);
@@ -329,6 +331,16 @@ fn bad_inputs_name_the_field() {
     expect_error(
         &GOOD.replace("gpus = 2", "gpus = 0"),
         "machine[0].gpus",
+        &["at least 1"],
+    );
+    expect_error(
+        &GOOD.replace("gpus = 2", "gpus = 100000"),
+        "machine[0].gpus",
+        &["at most"],
+    );
+    expect_error(
+        &GOOD.replace("gpus = 2", "gpus = 2\ncount = 0"),
+        "machine[0].count",
         &["at least 1"],
     );
     expect_error(

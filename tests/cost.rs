@@ -2,8 +2,8 @@
 
 use topoplace::cluster::{Cluster, find_gpu, load_cluster};
 use topoplace::cost::{
-    CostModel, LinearBatchModel, fit_segmented, ps_sync_us, ps_time_us, ring_allreduce_time_us,
-    ring_allreduce_us, transfer_time_us, transfer_us,
+    CostModel, LinearBatchModel, fit_segmented, profile_sizes, ps_sync_us, ps_time_us,
+    ring_allreduce_time_us, ring_allreduce_us, transfer_time_us, transfer_us,
 };
 use topoplace::graph::{Op, Phase};
 
@@ -196,7 +196,12 @@ fn linear_batch_fit_recovers_slope_and_intercept() {
 
 /// Message sizes 1 KiB … 1 GiB, doubling (TAG §4.1.2's profiling sizes).
 fn sizes() -> Vec<f64> {
-    (0..=20).map(|k| 1024.0 * 2f64.powi(k)).collect()
+    let s = profile_sizes();
+    assert_eq!(
+        (s.len(), s[0], s[20]),
+        (21, 1024.0, 1024.0 * 1024.0 * 1024.0)
+    );
+    s
 }
 
 /// A continuous piecewise-linear function through (0, intercept) with given breakpoints/slopes.
@@ -286,4 +291,19 @@ fn segmented_fit_recovers_three_pieces() {
         let truth = piecewise(x, 30.0, &breaks, &slopes);
         assert!((fit.eval(x) - truth).abs() < 1.5, "{x}: {}", fit.eval(x));
     }
+}
+
+#[test]
+fn segmented_fit_of_a_modelled_transfer_is_one_line() {
+    // A transfer is exactly latency + S/B: one piece, slope 1/B, intercept the latency.
+    let c = testbed();
+    let samples: Vec<(f64, f64)> = sizes()
+        .into_iter()
+        .map(|x| (x, transfer_us(&c, 0, 4, x)))
+        .collect();
+    let fit = fit_segmented(&samples, 4);
+    assert_eq!(fit.segments.len(), 1, "{fit:?}");
+    assert!(close(fit.segments[0].0, 1.0 / 12_500.0, 1e-9));
+    assert!((fit.segments[0].1 - 10.0).abs() < 1e-6, "{fit:?}");
+    assert!(fit.breakpoints.is_empty());
 }

@@ -43,6 +43,11 @@ use crate::units;
 pub const DEFAULT_INTER_LATENCY_US: f64 = 10.0;
 /// Default latency of a transfer between two GPUs of one machine.
 pub const DEFAULT_INTRA_LATENCY_US: f64 = 5.0;
+/// Most GPUs one `[[machine]]` entry may have: links grow with the square of it, and a typo such
+/// as `gpus = 80000` should be refused rather than exhaust memory.
+pub const MAX_GPUS_PER_ENTRY: i64 = 256;
+/// Most identical machines one entry may expand to.
+pub const MAX_COUNT: i64 = 4096;
 
 /// A number with a unit as text, or a bare number in the field's documented unit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -262,19 +267,22 @@ struct Entry {
 fn check_entry(e: &MachineEntry, i: usize, source: &str) -> Result<Entry, InputError> {
     let f = |name: &str| format!("machine[{i}].{name}");
     let gpu = catalog::lookup_gpu(source, &f("gpu"), &e.gpu)?;
-    if e.gpus < 1 {
+    if !(1..=MAX_GPUS_PER_ENTRY).contains(&e.gpus) {
         return Err(InputError::new(
             source,
             f("gpus"),
-            format!("must be at least 1 (got {})", e.gpus),
+            format!(
+                "must be at least 1 and at most {MAX_GPUS_PER_ENTRY} (got {})",
+                e.gpus
+            ),
         ));
     }
     let count = e.count.unwrap_or(1);
-    if count < 1 {
+    if !(1..=MAX_COUNT).contains(&count) {
         return Err(InputError::new(
             source,
             f("count"),
-            format!("must be at least 1 (got {count})"),
+            format!("must be at least 1 and at most {MAX_COUNT} (got {count})"),
         ));
     }
     if e.server.is_some() && count != 1 {
@@ -458,7 +466,7 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
         Some(m) => Some(matrix(m, devices.len(), source)?),
         None => None,
     };
-    Ok(Cluster::assemble(
+    Ok(Cluster::new(
         file.name.clone(),
         file.description.clone(),
         inter_latency_us,

@@ -117,9 +117,12 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Assemble the cluster's derived parts (links, pair table) from machines, groups and devices.
-    /// `machines[..].groups/devices` must already be filled; NIC link indices are assigned here.
-    pub(crate) fn assemble(
+    /// Build a cluster from its machines, device groups and devices, adding the links: one per
+    /// ordered device pair inside a machine, then the machine's NIC-out and NIC-in. The indices in
+    /// `machines[..].groups/devices`, `groups[..].devices` and the devices' `machine`/`group` must
+    /// agree; `nic_out`/`nic_in` are assigned here. Configs and the random generator go through
+    /// this; other code should prefer [`parse_cluster`].
+    pub fn new(
         name: String,
         description: String,
         inter_latency_us: f64,
@@ -171,6 +174,17 @@ impl Cluster {
             links,
             measured,
             pair_link,
+        }
+    }
+
+    /// A short label for a link, for reports and traces: "v100:0->v100:1", "v100 nic-out".
+    pub fn link_name(&self, link: usize) -> String {
+        match self.links[link].kind {
+            LinkKind::Intra { src, dst } => {
+                format!("{}->{}", self.devices[src].name, self.devices[dst].name)
+            }
+            LinkKind::NicOut { machine } => format!("{} nic-out", self.machines[machine].name),
+            LinkKind::NicIn { machine } => format!("{} nic-in", self.machines[machine].name),
         }
     }
 

@@ -33,6 +33,11 @@ pub fn random_cluster(seed: u64) -> Cluster {
     build(&random_file(seed), &name).expect("generated clusters are valid by construction")
 }
 
+/// The TOML text of [`random_cluster`]`(seed)`.
+pub fn random_cluster_toml(seed: u64) -> String {
+    random_cluster(seed).to_toml()
+}
+
 fn random_file(seed: u64) -> ClusterFile {
     let mut rng = StdRng::seed_from_u64(seed);
     let machines = rng.random_range(MACHINES.0..=MACHINES.1);

@@ -67,6 +67,11 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, my - slope * mx))
 }
 
+/// The message sizes TAG profiles transfers and collectives at: 1 KiB to 1 GiB, doubling.
+pub fn profile_sizes() -> Vec<f64> {
+    (0..=20).map(|k| 1024.0 * f64::from(1u32 << k)).collect()
+}
+
 /// A piecewise-linear function: segment k covers x < breakpoints[k] (and x ≥ breakpoints[k−1]);
 /// the last segment covers everything beyond the last breakpoint.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,7 @@
 
 pub mod fit;
 
-pub use fit::{LinearBatchModel, SegmentedLinear, fit_segmented, least_squares};
+pub use fit::{LinearBatchModel, SegmentedLinear, fit_segmented, least_squares, profile_sizes};
 
 use crate::cluster::{Cluster, GpuSpec};
 use crate::graph::Op;
