@@ -283,6 +283,7 @@ fn expect_error(text: &str, field: &str, words: &[&str]) {
     let e = parse_cluster(text, "bad.toml").expect_err("should be refused");
     let shown = e.to_string();
     assert!(shown.starts_with("bad.toml"), "{shown}");
+    assert_eq!(shown.lines().count(), 1, "one line: {shown}");
     assert!(
         e.field.contains(field),
         "field {:?} should name {field}: {shown}",
@@ -377,7 +378,10 @@ fn bad_inputs_name_the_field() {
         &["duplicate"],
     );
     let e = parse_cluster("name = \"t\"\n[[machine]\n", "bad.toml").unwrap_err();
-    assert!(e.to_string().contains("malformed TOML"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: malformed TOML at line 2, column 11: unclosed array table, expected `]`"
+    );
 }
 
 #[test]
