@@ -6,8 +6,8 @@
 
 use crate::error::InputError;
 
-/// Peak figures of one GPU model.
-#[derive(Debug, Clone, PartialEq)]
+/// Peak figures of one GPU model. `Copy`: devices hold their own copy, no lifetimes to thread.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GpuSpec {
     /// Canonical name, used in configs written by the tool and in reports.
     pub name: &'static str,

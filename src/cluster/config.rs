@@ -459,7 +459,7 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
                 index: groups.len(),
                 name: group_name,
                 machine: machine.index,
-                gpu: e.gpu,
+                gpu: *e.gpu,
                 devices: Vec::new(),
                 intra_bandwidth: e.intra_bandwidth,
                 intra_latency_us: e.intra_latency_us,
@@ -470,7 +470,7 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
                     index,
                     machine: machine.index,
                     group: group.index,
-                    gpu: e.gpu,
+                    gpu: *e.gpu,
                     name: format!("{}:{}", machine.name, machine.devices.len()),
                     memory_bytes: e.memory.unwrap_or_else(|| e.gpu.memory_bytes()),
                 });

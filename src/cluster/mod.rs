@@ -45,7 +45,7 @@ pub struct DeviceGroup {
     /// The `[[machine]]` entry's name: the machine's name unless the machine mixes GPU types.
     pub name: String,
     pub machine: usize,
-    pub gpu: &'static GpuSpec,
+    pub gpu: GpuSpec,
     pub devices: Vec<usize>,
     /// Bandwidth between two devices of this group, per direction, B/µs.
     pub intra_bandwidth: f64,
@@ -59,7 +59,7 @@ pub struct Device {
     pub index: usize,
     pub machine: usize,
     pub group: usize,
-    pub gpu: &'static GpuSpec,
+    pub gpu: GpuSpec,
     /// "<machine>:<k>", k counting the machine's devices from 0.
     pub name: String,
     /// Usable device memory in bytes: the catalog's unless the config overrides it.

@@ -51,7 +51,7 @@ impl CostModel {
 
     /// [`compute_time_us`](Self::compute_time_us) on a device of a cluster.
     pub fn device_time_us(&self, op: &Op, cluster: &Cluster, device: usize, fraction: f64) -> f64 {
-        self.compute_time_us(op, cluster.devices[device].gpu, fraction)
+        self.compute_time_us(op, &cluster.devices[device].gpu, fraction)
     }
 
     /// A profiled full-batch time scaled to a batch share with the one-point linear batch model:
