@@ -55,6 +55,11 @@ fn every_config_loads_with_expected_counts() {
             .map(|m| m.devices.len() * (m.devices.len() - 1))
             .sum();
         assert_eq!(c.links.len(), pairs + 2 * machines, "{name} links");
+        for (l, link) in c.links.iter().enumerate() {
+            if let LinkKind::Intra { src, dst } = link.kind {
+                assert_eq!(c.path(src, dst).links, vec![l], "{name} link {l}");
+            }
+        }
         // Every config round-trips through its TOML form.
         assert_eq!(
             parse_cluster(&c.to_toml(), "roundtrip").unwrap(),
@@ -101,6 +106,12 @@ fn tag_testbed_routes() {
     assert_eq!(c.link_name(c.path(0, 1).links[0]), "v100:0->v100:1");
     assert_eq!(c.link_name(c.machines[1].nic_in), "1080ti-0 nic-in");
     assert_eq!(c.path(3, 3).links.len(), 0);
+    // Every intra link is found from its endpoints.
+    for (l, link) in c.links.iter().enumerate() {
+        if let LinkKind::Intra { src, dst } = link.kind {
+            assert_eq!(c.path(src, dst).links, vec![l]);
+        }
+    }
     // Group bookkeeping.
     assert_eq!(c.groups[0].devices, vec![0, 1, 2, 3]);
     assert_eq!(c.devices[3].memory_bytes, 32.0 * GIB);
@@ -338,6 +349,25 @@ fn bad_inputs_name_the_field() {
         &GOOD.replace("gpus = 2", "gpus = 100000"),
         "machine[0].gpus",
         &["at most"],
+    );
+    expect_error(
+        &GOOD.replace("gpus = 2", "gpus = 200\ncount = 4000"),
+        "machine",
+        &["at most 16384"],
+    );
+    let mixed = GOOD
+        .replace("name = \"a\"", "name = \"a\"\nserver = \"s\"")
+        .replace("name = \"b\"", "name = \"b\"\nserver = \"s\"");
+    assert_eq!(parse_cluster(&mixed, "ok.toml").unwrap().machines.len(), 1);
+    expect_error(
+        &mixed.replacen("\"100 Gbps\"", "\"10 Gbps\"", 1),
+        "machine[1].nic",
+        &["same server"],
+    );
+    expect_error(
+        &mixed.replacen("gpus = 2", "gpus = 2\ncount = 2", 1),
+        "machine[0].count",
+        &["server"],
     );
     expect_error(
         &GOOD.replace("gpus = 2", "gpus = 2\ncount = 0"),

@@ -48,6 +48,8 @@ pub const DEFAULT_INTRA_LATENCY_US: f64 = 5.0;
 pub const MAX_GPUS_PER_ENTRY: i64 = 256;
 /// Most identical machines one entry may expand to.
 pub const MAX_COUNT: i64 = 4096;
+/// Most GPUs in a whole cluster: reports hold n×n matrices.
+pub const MAX_DEVICES: usize = 16_384;
 
 /// A number with a unit as text, or a bare number in the field's documented unit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -440,6 +442,14 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
         .enumerate()
         .map(|(i, e)| check_entry(e, i, source))
         .collect::<Result<Vec<_>, _>>()?;
+    let total: usize = entries.iter().map(|e| e.gpus * e.count).sum();
+    if total > MAX_DEVICES {
+        return Err(InputError::new(
+            source,
+            "machine",
+            format!("{total} GPUs in all; at most {MAX_DEVICES} are supported"),
+        ));
+    }
     let hosts = hosts(file, &entries, source)?;
 
     let (mut machines, mut groups, mut devices) = (Vec::new(), Vec::new(), Vec::new());

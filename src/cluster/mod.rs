@@ -112,8 +112,9 @@ pub struct Cluster {
     pub links: Vec<Link>,
     /// Measured device-pair bandwidths, B/µs, `measured[src][dst]`; the diagonal is unused.
     pub measured: Option<Vec<Vec<f64>>>,
-    /// `pair_link[a * n + b]`: the intra-machine link from device a to device b.
-    pair_link: Vec<Option<usize>>,
+    /// Each device's position in its machine's `devices`: locates pair links without an n×n table
+    /// (a machine's k(k−1) pair links come right before its NIC-out link, row by row).
+    local: Vec<usize>,
 }
 
 impl Cluster {
@@ -131,15 +132,14 @@ impl Cluster {
         devices: Vec<Device>,
         measured: Option<Vec<Vec<f64>>>,
     ) -> Cluster {
-        let n = devices.len();
         let mut links = Vec::new();
-        let mut pair_link = vec![None; n * n];
+        let mut local = vec![0; devices.len()];
         for m in &mut machines {
-            for &a in &m.devices {
+            for (i, &a) in m.devices.iter().enumerate() {
+                local[a] = i;
                 for &b in &m.devices {
                     if a != b {
                         let (bandwidth, latency_us) = intra_pair(&groups, &devices[a], &devices[b]);
-                        pair_link[a * n + b] = Some(links.len());
                         links.push(Link {
                             index: links.len(),
                             kind: LinkKind::Intra { src: a, dst: b },
@@ -173,8 +173,20 @@ impl Cluster {
             groups,
             links,
             measured,
-            pair_link,
+            local,
         }
+    }
+
+    /// The intra-machine link from `a` to `b`, or `None` when they sit on different machines.
+    fn pair_link(&self, a: usize, b: usize) -> Option<usize> {
+        let m = self.devices[a].machine;
+        if m != self.devices[b].machine || a == b {
+            return None;
+        }
+        let k = self.machines[m].devices.len();
+        let (i, j) = (self.local[a], self.local[b]);
+        let base = self.machines[m].nic_out - k * (k - 1);
+        Some(base + i * (k - 1) + if j > i { j - 1 } else { j })
     }
 
     /// A short label for a link, for reports and traces: "v100:0->v100:1", "v100 nic-out".
@@ -201,7 +213,7 @@ impl Cluster {
                 latency_us: 0.0,
             };
         }
-        let links = match self.pair_link[a * self.devices.len() + b] {
+        let links = match self.pair_link(a, b) {
             Some(l) => vec![l],
             None => {
                 let src = &self.machines[self.devices[a].machine];
