@@ -1,1 +1,260 @@
-//! (under construction)
+//! Units at the edges of the tool.
+//!
+//! Inside the code every time is in microseconds, every size in bytes and every bandwidth in bytes
+//! per microsecond (B/µs). Humans write "100 Gbps", "1.5 ms" or "32 GiB"; this module converts such
+//! strings once, where they enter (configs, CLI), and formats numbers back for reports.
+//!
+//! Decimal prefixes are powers of 1000 (1 GB = 1e9 bytes), binary ones powers of 1024
+//! (1 GiB = 2^30 bytes). A lowercase `b` means bits, an uppercase `B` bytes: 1 Gbps = 1e9 bit/s =
+//! 125 B/µs and 1 GB/s = 1000 B/µs.
+
+use crate::error::InputError;
+
+/// Bytes per microsecond in one gigabit per second.
+pub const GBPS: f64 = 125.0;
+/// Bytes per microsecond in one gigabyte (1e9 bytes) per second.
+pub const GB_PER_S: f64 = 1000.0;
+/// Bytes in one gibibyte.
+pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Microseconds in one millisecond.
+pub const MS: f64 = 1000.0;
+/// Microseconds in one second.
+pub const SECOND: f64 = 1_000_000.0;
+
+/// Bandwidth units understood by [`parse_bandwidth`], with their size in B/µs.
+const BANDWIDTH_UNITS: &[(&str, f64)] = &[
+    ("Tbps", 1000.0 * GBPS),
+    ("Gbps", GBPS),
+    ("Mbps", GBPS / 1000.0),
+    ("Kbps", GBPS / 1e6),
+    ("Tb/s", 1000.0 * GBPS),
+    ("Gb/s", GBPS),
+    ("Mb/s", GBPS / 1000.0),
+    ("Kb/s", GBPS / 1e6),
+    ("TB/s", 1000.0 * GB_PER_S),
+    ("GB/s", GB_PER_S),
+    ("MB/s", GB_PER_S / 1000.0),
+    ("KB/s", GB_PER_S / 1e6),
+    ("TiB/s", 1024.0 * GIB / SECOND),
+    ("GiB/s", GIB / SECOND),
+    ("MiB/s", GIB / 1024.0 / SECOND),
+    ("B/us", 1.0),
+    ("B/µs", 1.0),
+];
+
+/// Time units understood by [`parse_time`], with their size in µs.
+const TIME_UNITS: &[(&str, f64)] = &[
+    ("ns", 1e-3),
+    ("us", 1.0),
+    ("µs", 1.0),
+    ("ms", MS),
+    ("s", SECOND),
+];
+
+/// Size units understood by [`parse_size`], with their size in bytes.
+const SIZE_UNITS: &[(&str, f64)] = &[
+    ("B", 1.0),
+    ("KB", 1e3),
+    ("MB", 1e6),
+    ("GB", 1e9),
+    ("TB", 1e12),
+    ("KiB", 1024.0),
+    ("MiB", 1024.0 * 1024.0),
+    ("GiB", GIB),
+    ("TiB", 1024.0 * GIB),
+];
+
+/// Parse a bandwidth such as "100 Gbps", "50 GB/s" or "600 MB/s" into bytes per microsecond.
+///
+/// The prefix letter is case-insensitive ("gbps" works) but `b`/`B` keeps its meaning: bits or
+/// bytes. The error message lists the accepted units.
+pub fn parse_bandwidth(text: &str) -> Result<f64, String> {
+    parse_with(text, BANDWIDTH_UNITS, "bandwidth")
+}
+
+/// Parse a duration such as "5 us", "1.5 ms" or "2 s" into microseconds.
+pub fn parse_time(text: &str) -> Result<f64, String> {
+    parse_with(text, TIME_UNITS, "time")
+}
+
+/// Parse a memory size such as "32 GiB", "16 GB" or "11GiB" into bytes.
+pub fn parse_size(text: &str) -> Result<f64, String> {
+    parse_with(text, SIZE_UNITS, "size")
+}
+
+/// Like [`parse_bandwidth`], with the error naming the file and field it came from.
+pub fn bandwidth_field(file: &str, field: &str, text: &str) -> Result<f64, InputError> {
+    parse_bandwidth(text).map_err(|m| InputError::new(file, field, m))
+}
+
+/// Like [`parse_time`], with the error naming the file and field it came from.
+pub fn time_field(file: &str, field: &str, text: &str) -> Result<f64, InputError> {
+    parse_time(text).map_err(|m| InputError::new(file, field, m))
+}
+
+/// Like [`parse_size`], with the error naming the file and field it came from.
+pub fn size_field(file: &str, field: &str, text: &str) -> Result<f64, InputError> {
+    parse_size(text).map_err(|m| InputError::new(file, field, m))
+}
+
+/// Factor (in internal units) of a bandwidth unit name, e.g. `"Gbps"` → 125.
+pub fn bandwidth_unit(unit: &str) -> Result<f64, String> {
+    lookup_unit(unit, BANDWIDTH_UNITS, "bandwidth")
+}
+
+/// Split "12.5GB/s" into number and unit, then scale the number by the unit's factor.
+fn parse_with(text: &str, units: &[(&str, f64)], what: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .unwrap_or(trimmed.len());
+    // "1e3 B" parses the exponent; a unit starting with 'e'/'E' does not exist, so the scan is safe.
+    let (number, unit) = trimmed.split_at(split);
+    let value: f64 = number.trim().parse().map_err(|_| {
+        format!(
+            "cannot read {what} {text:?}: expected a number followed by a unit ({})",
+            unit_names(units)
+        )
+    })?;
+    if unit.trim().is_empty() {
+        return Err(format!(
+            "{what} {text:?} has no unit; accepted units: {}",
+            unit_names(units)
+        ));
+    }
+    let factor = lookup_unit(unit.trim(), units, what)?;
+    if !value.is_finite() {
+        return Err(format!("{what} {text:?} is not finite"));
+    }
+    Ok(value * factor)
+}
+
+/// Find a unit: exact spelling first, then ignoring the case of everything but the final
+/// bit/byte letter so that "gbps" and "GBPS" differ only where it matters.
+fn lookup_unit(unit: &str, units: &[(&str, f64)], what: &str) -> Result<f64, String> {
+    if let Some((_, f)) = units.iter().find(|(u, _)| *u == unit) {
+        return Ok(*f);
+    }
+    let loose: Vec<_> = units
+        .iter()
+        .filter(|(u, _)| loose_key(u) == loose_key(unit))
+        .collect();
+    if let [(_, f)] = loose.as_slice() {
+        return Ok(*f);
+    }
+    Err(format!(
+        "unknown {what} unit {unit:?}; accepted units: {}",
+        unit_names(units)
+    ))
+}
+
+/// Lowercase everything except `B` (bytes), which must stay apart from `b` (bits).
+fn loose_key(unit: &str) -> String {
+    unit.chars()
+        .map(|c| if c == 'B' { c } else { c.to_ascii_lowercase() })
+        .collect()
+}
+
+fn unit_names(units: &[(&str, f64)]) -> String {
+    units.iter().map(|(u, _)| *u).collect::<Vec<_>>().join(", ")
+}
+
+/// Bytes per microsecond → GB/s.
+pub fn to_gbs(bandwidth: f64) -> f64 {
+    bandwidth / GB_PER_S
+}
+
+/// Bytes per microsecond → Gbps.
+pub fn to_gbps(bandwidth: f64) -> f64 {
+    bandwidth / GBPS
+}
+
+/// Microseconds → milliseconds.
+pub fn to_ms(us: f64) -> f64 {
+    us / MS
+}
+
+/// Bytes → GiB.
+pub fn to_gib(bytes: f64) -> f64 {
+    bytes / GIB
+}
+
+/// "12.5 GB/s" for a report.
+pub fn fmt_gbs(bandwidth: f64) -> String {
+    format!("{} GB/s", round_for_report(to_gbs(bandwidth)))
+}
+
+/// "3.25 ms" for a report.
+pub fn fmt_ms(us: f64) -> String {
+    format!("{} ms", round_for_report(to_ms(us)))
+}
+
+/// "32 GiB" for a report.
+pub fn fmt_gib(bytes: f64) -> String {
+    format!("{} GiB", round_for_report(to_gib(bytes)))
+}
+
+/// Three decimals are plenty for a human and keep tables narrow.
+fn round_for_report(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Write `value` (internal units) as "<v> <unit>" when that text parses back to exactly `value`,
+/// else in the internal unit, so that configs written by the tool round-trip bit for bit.
+pub fn exact_text(value: f64, factor: f64, unit: &str, base_unit: &str) -> String {
+    let human = value / factor;
+    if human * factor == value {
+        format!("{human} {unit}")
+    } else {
+        format!("{value} {base_unit}")
+    }
+}
+
+/// A bandwidth as config text: the shorter of its exact GB/s and Gbps spellings ("50 GB/s",
+/// "37.88 Gbps"), else B/µs.
+pub fn bandwidth_text(bandwidth: f64) -> String {
+    let candidates = [
+        exact_text(bandwidth, GB_PER_S, "GB/s", "B/us"),
+        exact_text(bandwidth, GBPS, "Gbps", "B/us"),
+    ];
+    candidates
+        .into_iter()
+        .min_by_key(|t| (t.ends_with("B/us"), t.len()))
+        .expect("two candidates")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bandwidths() {
+        assert_eq!(parse_bandwidth("100 Gbps").unwrap(), 12_500.0);
+        assert_eq!(parse_bandwidth("10Gbps").unwrap(), 1_250.0);
+        assert_eq!(parse_bandwidth("50 GB/s").unwrap(), 50_000.0);
+        assert_eq!(parse_bandwidth("600 MB/s").unwrap(), 600.0);
+        assert_eq!(parse_bandwidth("900 Mbps").unwrap(), 112.5);
+        assert_eq!(parse_bandwidth("10 gbps").unwrap(), 1_250.0);
+        assert!(parse_bandwidth("10 furlongs").unwrap_err().contains("Gbps"));
+        assert!(parse_bandwidth("10").unwrap_err().contains("no unit"));
+    }
+
+    #[test]
+    fn times_and_sizes() {
+        assert_eq!(parse_time("5 us").unwrap(), 5.0);
+        assert_eq!(parse_time("1.5 ms").unwrap(), 1500.0);
+        assert_eq!(parse_time("2 s").unwrap(), 2e6);
+        assert_eq!(parse_size("32 GiB").unwrap(), 32.0 * GIB);
+        assert_eq!(parse_size("16 GB").unwrap(), 16e9);
+        assert_eq!(parse_size("11GiB").unwrap(), 11.0 * GIB);
+        assert!(parse_size("3 parsecs").unwrap_err().contains("GiB"));
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(fmt_gbs(12_500.0), "12.5 GB/s");
+        assert_eq!(fmt_ms(1500.0), "1.5 ms");
+        assert_eq!(fmt_gib(32.0 * GIB), "32 GiB");
+        assert_eq!(exact_text(12_500.0, GBPS, "Gbps", "B/us"), "100 Gbps");
+    }
+}

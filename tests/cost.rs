@@ -1,0 +1,309 @@
+//! The cost model: roofline, batch scaling, profiled times, transfers, collectives and fits.
+
+use topoplace::cluster::{Cluster, find_gpu, load_cluster};
+use topoplace::cost::{
+    CostModel, LinearBatchModel, fit_segmented, profile_sizes, ps_sync_us, ps_time_us,
+    ring_allreduce_time_us, ring_allreduce_us, transfer_time_us, transfer_us,
+};
+use topoplace::graph::{Op, Phase};
+
+fn testbed() -> Cluster {
+    load_cluster(format!(
+        "{}/configs/tag-testbed.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// Peak efficiency and no overhead: the roofline is the bare datasheet bound.
+fn ideal() -> CostModel {
+    CostModel {
+        compute_efficiency: 1.0,
+        memory_efficiency: 1.0,
+        launch_overhead_us: 0.0,
+        use_tensor_cores: false,
+    }
+}
+
+fn op(phase: Phase, flops: f64, bytes: f64) -> Op {
+    let mut op = Op::new(0, "op", "MatMul", phase);
+    op.flops = flops;
+    op.bytes_accessed = bytes;
+    op
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs())
+}
+
+#[test]
+fn roofline_matches_hand_computation() {
+    let v100 = find_gpu("V100-SXM2-16GB").unwrap();
+    // 15.7 TFLOP/s = 15.7e6 FLOP/µs; 900 GB/s = 9e5 B/µs.
+    let compute_bound = op(Phase::Forward, 1.57e10, 1e3);
+    let t = ideal().compute_time_us(&compute_bound, v100, 1.0);
+    assert!(close(t, 1.57e10 / 15.7e6, 1e-12), "{t}");
+    assert!(close(t, 1000.0, 1e-12));
+    let memory_bound = op(Phase::Forward, 1e3, 9e8);
+    let t = ideal().compute_time_us(&memory_bound, v100, 1.0);
+    assert_eq!(t, 9e8 / 9e5);
+    // Efficiencies and overhead apply as documented.
+    let m = CostModel::default();
+    let t = m.compute_time_us(&compute_bound, v100, 1.0);
+    assert!(close(t, 5.0 + 1000.0 / 0.6, 1e-12), "{t}");
+    let t = m.compute_time_us(&memory_bound, v100, 1.0);
+    assert!(close(t, 5.0 + 1000.0 / 0.8, 1e-12), "{t}");
+    // Tensor cores raise the compute peak only where the GPU has them.
+    let tc = CostModel {
+        use_tensor_cores: true,
+        ..ideal()
+    };
+    assert!(close(
+        tc.compute_time_us(&compute_bound, v100, 1.0),
+        1.57e10 / 125e6,
+        1e-12
+    ));
+    let p100 = find_gpu("P100").unwrap();
+    assert_eq!(
+        tc.compute_time_us(&compute_bound, p100, 1.0),
+        ideal().compute_time_us(&compute_bound, p100, 1.0)
+    );
+}
+
+#[test]
+fn batch_share_scales_only_batch_dependent_ops() {
+    let v100 = find_gpu("V100-16GB").unwrap();
+    let m = CostModel::default();
+    let fwd = op(Phase::Forward, 1.57e10, 0.0);
+    let full = m.compute_time_us(&fwd, v100, 1.0) - 5.0;
+    let quarter = m.compute_time_us(&fwd, v100, 0.25) - 5.0;
+    assert!(close(quarter, full / 4.0, 1e-12), "{quarter} vs {full}");
+    // Optimizer ops do the same work whatever the batch share.
+    let adam = op(Phase::Optimizer, 1.57e10, 1e6);
+    assert_eq!(
+        m.compute_time_us(&adam, v100, 0.25),
+        m.compute_time_us(&adam, v100, 1.0)
+    );
+    // An explicit flag overrides the phase default.
+    let mut fixed = fwd.clone();
+    fixed.batch_scaled = Some(false);
+    assert_eq!(
+        m.compute_time_us(&fixed, v100, 0.25),
+        m.compute_time_us(&fixed, v100, 1.0)
+    );
+}
+
+#[test]
+fn profiled_times_are_preferred_and_scaled() {
+    let v100 = find_gpu("V100-SXM2-16GB").unwrap();
+    let t4 = find_gpu("T4").unwrap();
+    let m = CostModel::default();
+    let mut fwd = op(Phase::Forward, 1.57e10, 1e3);
+    // Keyed by an alias, in another case: still this GPU.
+    fwd.profiled_us.insert("v100-16gb".to_string(), 100.0);
+    assert_eq!(m.compute_time_us(&fwd, v100, 1.0), 100.0);
+    // One profile point: launch overhead fixed, the remaining 95 µs proportional to the batch.
+    assert_eq!(m.compute_time_us(&fwd, v100, 0.5), 5.0 + 95.0 * 0.5);
+    // No profile for T4: the roofline.
+    assert_eq!(
+        m.compute_time_us(&fwd, t4, 0.5),
+        m.roofline_us(&fwd, t4, 0.5)
+    );
+    assert_ne!(m.compute_time_us(&fwd, t4, 0.5), 52.5);
+    // Not batch-dependent: the profiled time as is.
+    let mut adam = op(Phase::Optimizer, 0.0, 0.0);
+    adam.profiled_us.insert("V100-SXM2-16GB".to_string(), 40.0);
+    assert_eq!(m.compute_time_us(&adam, v100, 0.25), 40.0);
+    // Through a cluster device.
+    let c = testbed();
+    let mut on_1080 = op(Phase::Forward, 0.0, 0.0);
+    on_1080.profiled_us.insert("1080Ti".to_string(), 30.0);
+    assert_eq!(m.device_time_us(&on_1080, &c, 4, 1.0), 30.0);
+}
+
+#[test]
+fn transfer_is_latency_plus_size_over_bandwidth() {
+    assert_eq!(transfer_time_us(1000.0, 10.0, 2.0), 102.0);
+    let c = testbed();
+    // Cross-machine: 10 µs + 1 MB / 12,500 B/µs.
+    assert_eq!(transfer_us(&c, 0, 4, 1e6), 10.0 + 80.0);
+    // NVLink pair: 5 µs + 1 MB / 50,000 B/µs.
+    assert_eq!(transfer_us(&c, 0, 1, 1e6), 5.0 + 20.0);
+    assert_eq!(transfer_us(&c, 2, 2, 1e6), 0.0);
+    assert_eq!(CostModel::default().transfer_us(&c, 4, 5, 12e3), 5.0 + 1.0);
+}
+
+#[test]
+fn ring_allreduce_closed_form() {
+    let (s, b, l) = (1e6, 1e4, 10.0);
+    // 2(D−1)/D · S/B + 2(D−1)·L, by hand.
+    assert_eq!(ring_allreduce_time_us(s, 2, b, l), 100.0 + 20.0);
+    assert_eq!(ring_allreduce_time_us(s, 4, b, l), 150.0 + 60.0);
+    assert_eq!(ring_allreduce_time_us(s, 8, b, l), 175.0 + 140.0);
+    assert_eq!(ring_allreduce_time_us(s, 1, b, l), 0.0);
+    let c = testbed();
+    // Inside the V100 machine: B = 50,000 B/µs, L = 5 µs.
+    assert_eq!(ring_allreduce_us(&c, &[0, 1, 2, 3], s), 30.0 + 30.0);
+    // Across machines the NIC is the bottleneck: 12,500 B/µs, 10 µs.
+    assert_eq!(ring_allreduce_us(&c, &[4, 0], s), 80.0 + 20.0);
+    // Mixed ring 0→1→4→5→0: the 1080Ti pair's PCIe (12,000 B/µs) is slower than the NIC; the
+    // largest latency is the cross-machine one.
+    assert_eq!(
+        ring_allreduce_us(&c, &[5, 0, 4, 1], s),
+        ring_allreduce_time_us(s, 4, 12_000.0, 10.0)
+    );
+    assert_eq!(ring_allreduce_us(&c, &[7], s), 0.0);
+}
+
+#[test]
+fn parameter_server_closed_form() {
+    // (D−1)·S/B_in + (D−1)·S/B_out + 2·L.
+    assert_eq!(ps_time_us(1e6, 4, 1e4, 2e4, 10.0), 300.0 + 150.0 + 20.0);
+    assert_eq!(ps_time_us(1e6, 1, 1e4, 2e4, 10.0), 0.0);
+    let c = testbed();
+    // Three workers on three other machines: all pushes queue on the PS's NIC-in.
+    assert_eq!(
+        ps_sync_us(&c, &[0, 4, 6, 8], 0, 1e6),
+        ps_time_us(1e6, 4, 12_500.0, 12_500.0, 10.0)
+    );
+    // Two workers on one remote machine share the PS's NIC too.
+    assert_eq!(
+        ps_sync_us(&c, &[0, 4, 5], 0, 1e6),
+        ps_time_us(1e6, 3, 12_500.0, 12_500.0, 10.0)
+    );
+    // Workers on the PS's own NVLink pairs use separate links: one transfer time per phase.
+    assert_eq!(ps_sync_us(&c, &[0, 1, 2, 3], 0, 1e6), 2.0 * (20.0 + 5.0));
+}
+
+#[test]
+fn linear_batch_fit_recovers_slope_and_intercept() {
+    let pts: Vec<(f64, f64)> = [1.0, 2.0, 4.0, 8.0, 16.0, 64.0]
+        .iter()
+        .map(|&b| (b, 3.0 + 0.5 * b))
+        .collect();
+    let m = LinearBatchModel::fit(&pts).unwrap();
+    assert!(close(m.per_sample_us, 0.5, 1e-12), "{m:?}");
+    assert!((m.fixed_us - 3.0).abs() < 1e-12, "{m:?}");
+    assert!(close(m.eval(32.0), 19.0, 1e-12));
+    assert!(LinearBatchModel::fit(&[(4.0, 10.0)]).is_none());
+    assert!(LinearBatchModel::fit(&[(4.0, 10.0), (4.0, 12.0)]).is_none());
+    let single = LinearBatchModel::fit_with_overhead(&[(32.0, 100.0)], 5.0).unwrap();
+    assert_eq!(single.fixed_us, 5.0);
+    assert_eq!(single.per_sample_us, 95.0 / 32.0);
+    // An overhead larger than the measurement is capped at it.
+    assert_eq!(LinearBatchModel::from_single(1.0, 3.0, 5.0).fixed_us, 3.0);
+}
+
+/// Message sizes 1 KiB … 1 GiB, doubling (TAG §4.1.2's profiling sizes).
+fn sizes() -> Vec<f64> {
+    let s = profile_sizes();
+    assert_eq!(
+        (s.len(), s[0], s[20]),
+        (21, 1024.0, 1024.0 * 1024.0 * 1024.0)
+    );
+    s
+}
+
+/// A continuous piecewise-linear function through (0, intercept) with given breakpoints/slopes.
+fn piecewise(x: f64, intercept: f64, breaks: &[f64], slopes: &[f64]) -> f64 {
+    let mut y = intercept;
+    let mut left = 0.0;
+    for (k, &s) in slopes.iter().enumerate() {
+        let right = breaks.get(k).copied().unwrap_or(f64::INFINITY);
+        y += s * (x.min(right) - left).max(0.0);
+        left = right;
+    }
+    y
+}
+
+/// Small deterministic jitter of ±0.5 µs.
+fn jitter(k: usize) -> f64 {
+    0.5 * (k as f64 * 1.7).sin()
+}
+
+#[test]
+fn segmented_fit_recovers_two_pieces() {
+    let (breaks, slopes) = ([1e5], [0.01, 0.001]);
+    let mut samples: Vec<(f64, f64)> = sizes()
+        .into_iter()
+        .map(|x| (x, piecewise(x, 10.0, &breaks, &slopes)))
+        .collect();
+    samples.reverse(); // order of the samples does not matter
+    let fit = fit_segmented(&samples, 3);
+    assert_eq!(
+        fit.segments.len(),
+        2,
+        "noiseless data gets no spurious piece"
+    );
+    assert!(close(fit.breakpoints[0], 1e5, 1e-6), "{fit:?}");
+    assert!(close(fit.segments[0].0, 0.01, 1e-9), "{fit:?}");
+    assert!(close(fit.segments[1].0, 0.001, 1e-9), "{fit:?}");
+    for &(x, y) in &samples {
+        assert!(close(fit.eval(x), y, 1e-9));
+    }
+    // With jitter, the fit stays within the jitter of the truth.
+    let noisy: Vec<(f64, f64)> = sizes()
+        .into_iter()
+        .enumerate()
+        .map(|(k, x)| (x, piecewise(x, 10.0, &breaks, &slopes) + jitter(k)))
+        .collect();
+    let fit = fit_segmented(&noisy, 2);
+    assert!(close(fit.breakpoints[0], 1e5, 0.05), "{fit:?}");
+    assert!(close(fit.segments[0].0, 0.01, 0.01), "{fit:?}");
+    assert!(close(fit.segments[1].0, 0.001, 0.01), "{fit:?}");
+    for x in sizes() {
+        let truth = piecewise(x, 10.0, &breaks, &slopes);
+        assert!((fit.eval(x) - truth).abs() < 1.5, "{x}: {}", fit.eval(x));
+    }
+}
+
+#[test]
+fn segmented_fit_recovers_three_pieces() {
+    let (breaks, slopes) = ([1e4, 1e7], [0.05, 0.01, 0.0008]);
+    let samples: Vec<(f64, f64)> = sizes()
+        .into_iter()
+        .map(|x| (x, piecewise(x, 30.0, &breaks, &slopes)))
+        .collect();
+    let fit = fit_segmented(&samples, 3);
+    assert_eq!(fit.segments.len(), 3);
+    for (got, want) in fit.breakpoints.iter().zip(breaks) {
+        assert!(close(*got, want, 1e-6), "{fit:?}");
+    }
+    for (got, want) in fit.segments.iter().zip(slopes) {
+        assert!(close(got.0, want, 1e-9), "{fit:?}");
+    }
+    // Fewer pieces allowed than the data has: still a valid, worse fit.
+    assert_eq!(fit_segmented(&samples, 2).segments.len(), 2);
+    let noisy: Vec<(f64, f64)> = samples
+        .iter()
+        .enumerate()
+        .map(|(k, &(x, y))| (x, y + jitter(k)))
+        .collect();
+    let fit = fit_segmented(&noisy, 3);
+    assert_eq!(fit.segments.len(), 3);
+    for (got, want) in fit.breakpoints.iter().zip(breaks) {
+        assert!(close(*got, want, 0.05), "{fit:?}");
+    }
+    for (got, want) in fit.segments.iter().zip(slopes) {
+        assert!(close(got.0, want, 0.01), "{fit:?}");
+    }
+    for x in sizes() {
+        let truth = piecewise(x, 30.0, &breaks, &slopes);
+        assert!((fit.eval(x) - truth).abs() < 1.5, "{x}: {}", fit.eval(x));
+    }
+}
+
+#[test]
+fn segmented_fit_of_a_modelled_transfer_is_one_line() {
+    // A transfer is exactly latency + S/B: one piece, slope 1/B, intercept the latency.
+    let c = testbed();
+    let samples: Vec<(f64, f64)> = sizes()
+        .into_iter()
+        .map(|x| (x, transfer_us(&c, 0, 4, x)))
+        .collect();
+    let fit = fit_segmented(&samples, 4);
+    assert_eq!(fit.segments.len(), 1, "{fit:?}");
+    assert!(close(fit.segments[0].0, 1.0 / 12_500.0, 1e-9));
+    assert!((fit.segments[0].1 - 10.0).abs() < 1e-6, "{fit:?}");
+    assert!(fit.breakpoints.is_empty());
+}
