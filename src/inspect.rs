@@ -95,8 +95,13 @@ impl ModelReport {
             "forward      {:.3} GMAC per sample",
             self.forward_macs_per_sample / 1e9
         );
-        if let Some(card) = self.card.as_ref().filter(|c| c.reference_fwd_macs_per_sample > 0.0) {
-            let diff = (self.forward_macs_per_sample / card.reference_fwd_macs_per_sample - 1.0) * 100.0;
+        if let Some(card) = self
+            .card
+            .as_ref()
+            .filter(|c| c.reference_fwd_macs_per_sample > 0.0)
+        {
+            let diff =
+                (self.forward_macs_per_sample / card.reference_fwd_macs_per_sample - 1.0) * 100.0;
             out += &format!(
                 "; published {:.3} ({}), {diff:+.2}%",
                 card.reference_fwd_macs_per_sample / 1e9,
@@ -131,7 +136,14 @@ impl ModelReport {
         out += &phases.render();
         if !self.on_gpu.is_empty() {
             out += "\n";
-            let mut gpus = Table::new(["gpu", "in cluster", "serial compute", "memory needed", "memory", "fits"]);
+            let mut gpus = Table::new([
+                "gpu",
+                "in cluster",
+                "serial compute",
+                "memory needed",
+                "memory",
+                "fits",
+            ]);
             for g in &self.on_gpu {
                 gpus.row([
                     g.gpu.clone(),
@@ -197,7 +209,10 @@ pub fn zoo_listing() -> Result<Vec<ZooRow>> {
         let report = ModelReport::new(&training, card.clone(), None, None);
         rows.push(ZooRow {
             name: name.to_string(),
-            variant: card.as_ref().map(|c| c.variant.to_string()).unwrap_or_default(),
+            variant: card
+                .as_ref()
+                .map(|c| c.variant.to_string())
+                .unwrap_or_default(),
             batch_size: training.batch_size,
             ops: training.len(),
             inference_ops: inference.len(),
@@ -210,7 +225,15 @@ pub fn zoo_listing() -> Result<Vec<ZooRow>> {
 }
 
 pub fn render_zoo_listing(rows: &[ZooRow]) -> String {
-    let mut t = Table::new(["model", "batch", "ops", "fwd-only ops", "params", "GMAC/sample", "variant"]);
+    let mut t = Table::new([
+        "model",
+        "batch",
+        "ops",
+        "fwd-only ops",
+        "params",
+        "GMAC/sample",
+        "variant",
+    ]);
     for r in rows {
         t.row([
             r.name.clone(),
@@ -219,7 +242,8 @@ pub fn render_zoo_listing(rows: &[ZooRow]) -> String {
             r.inference_ops.to_string(),
             count(r.params as f64),
             format!("{:.3}", r.forward_gmac_per_sample),
-            r.variant.clone(),
+            // The first clause names the variant; `--json` and `info` carry the whole text.
+            r.variant.split(';').next().unwrap_or_default().to_string(),
         ]);
     }
     t.render()

@@ -239,7 +239,10 @@ fn zoo_export(out: &Path, models: &[String], json: bool) -> Result<()> {
         print_json(&written)
     } else {
         for f in &written {
-            println!("{:<24} {:>6} ops {:>6} edges  {}", f.model, f.ops, f.edges, f.path);
+            println!(
+                "{:<24} {:>6} ops {:>6} edges  {}",
+                f.model, f.ops, f.edges, f.path
+            );
         }
         Ok(())
     }

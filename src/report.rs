@@ -99,7 +99,7 @@ pub fn bytes(b: f64) -> String {
 
 /// Microseconds shown in ms with three significant decimals: "12.345 ms".
 pub fn millis(us: f64) -> String {
-    format!("{:.3} ms", us / 1000.0)
+    format!("{:.3} ms", crate::units::to_ms(us))
 }
 
 #[cfg(test)]
@@ -122,7 +122,7 @@ mod tests {
     fn numbers_format_in_human_units() {
         assert_eq!(count(143_667_240.0), "143.67M");
         assert_eq!(count(512.0), "512");
-        assert_eq!(bytes(574_668_960.0), "548.1 MiB");
+        assert_eq!(bytes(574_668_960.0), "548.0 MiB");
         assert_eq!(bytes(100.0), "100 B");
         assert_eq!(millis(12_345.0), "12.345 ms");
     }

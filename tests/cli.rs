@@ -52,7 +52,11 @@ fn good_graph_file_reports_its_ops() {
     let path = dir.join("g.json");
     std::fs::write(&path, GRAPH).unwrap();
     let out = topoplace(&["info", path.to_str().unwrap(), "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ops"], 2);
     assert_eq!(v["flops"], 11.0);
@@ -61,7 +65,12 @@ fn good_graph_file_reports_its_ops() {
 
 #[test]
 fn malformed_graph_fails_cleanly() {
-    fails_naming(&["info"], "broken.json", "{\"name\": \"g\", \"batch_size\": ", &["broken.json"]);
+    fails_naming(
+        &["info"],
+        "broken.json",
+        "{\"name\": \"g\", \"batch_size\": ",
+        &["broken.json"],
+    );
 }
 
 #[test]
@@ -70,19 +79,34 @@ fn cyclic_graph_fails_cleanly() {
         r#"[{"src": 0, "dst": 1, "bytes": 8}]"#,
         r#"[{"src": 0, "dst": 1, "bytes": 8}, {"src": 1, "dst": 0, "bytes": 8}]"#,
     );
-    fails_naming(&["info"], "cyclic.json", &cyclic, &["cycle", "\"a\"", "\"b\""]);
+    fails_naming(
+        &["info"],
+        "cyclic.json",
+        &cyclic,
+        &["cycle", "\"a\"", "\"b\""],
+    );
 }
 
 #[test]
 fn dangling_edge_fails_cleanly() {
     let dangling = GRAPH.replace(r#""dst": 1"#, r#""dst": 7"#);
-    fails_naming(&["info"], "dangling.json", &dangling, &["edges[0].dst", "7"]);
+    fails_naming(
+        &["info"],
+        "dangling.json",
+        &dangling,
+        &["edges[0].dst", "7"],
+    );
 }
 
 #[test]
 fn negative_size_fails_cleanly() {
     let negative = GRAPH.replace(r#""bytes": 8"#, r#""bytes": -8"#);
-    fails_naming(&["info"], "negative.json", &negative, &["edges[0].bytes", "negative"]);
+    fails_naming(
+        &["info"],
+        "negative.json",
+        &negative,
+        &["edges[0].bytes", "negative"],
+    );
 }
 
 const CLUSTER: &str = r#"name = "c"
@@ -100,7 +124,11 @@ fn good_cluster_prints_json() {
     let path = dir.join("c.toml");
     std::fs::write(&path, CLUSTER).unwrap();
     let out = topoplace(&["cluster", path.to_str().unwrap(), "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["devices"].as_array().unwrap().len(), 2);
     assert_eq!(v["groups"].as_array().unwrap().len(), 1);
@@ -121,7 +149,12 @@ fn unknown_gpu_fails_cleanly() {
 
 #[test]
 fn malformed_cluster_fails_cleanly() {
-    fails_naming(&["cluster"], "bad.toml", "name = \"c\"\n[[machine]\n", &["bad.toml"]);
+    fails_naming(
+        &["cluster"],
+        "bad.toml",
+        "name = \"c\"\n[[machine]\n",
+        &["bad.toml"],
+    );
 }
 
 #[test]
@@ -129,7 +162,10 @@ fn unknown_model_and_missing_file_fail_cleanly() {
     let out = topoplace(&["info", "resnet-9000"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr.contains("resnet-9000") && stderr.contains("resnet101"), "{stderr}");
+    assert!(
+        stderr.contains("resnet-9000") && stderr.contains("resnet101"),
+        "{stderr}"
+    );
     let out = topoplace(&["cluster", "configs/no-such-cluster.toml"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
@@ -147,17 +183,38 @@ fn random_topology_is_deterministic_and_loads() {
     assert_ne!(a.stdout, c.stdout);
     let dir = scratch("random");
     let path = dir.join("r.toml");
-    let out = topoplace(&["topology", "random", "--seed", "7", "--out", path.to_str().unwrap()]);
+    let out = topoplace(&[
+        "topology",
+        "random",
+        "--seed",
+        "7",
+        "--out",
+        path.to_str().unwrap(),
+    ]);
     assert!(out.status.success());
     assert_eq!(std::fs::read(&path).unwrap(), a.stdout);
     let out = topoplace(&["cluster", path.to_str().unwrap(), "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn info_on_zoo_model_with_cluster() {
-    let out = topoplace(&["info", "vgg19", "--cluster", "configs/tag-testbed.toml", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = topoplace(&[
+        "info",
+        "vgg19",
+        "--cluster",
+        "configs/tag-testbed.toml",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["params"], 143_667_240u64);
     assert_eq!(v["batch_size"], 96);
@@ -176,18 +233,41 @@ fn info_on_zoo_model_with_cluster() {
 #[test]
 fn zoo_export_writes_loadable_files() {
     let dir = scratch("export");
-    let out = topoplace(&["zoo", "export", "--models", "mlp", "--out", dir.to_str().unwrap(), "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = topoplace(&[
+        "zoo",
+        "export",
+        "--models",
+        "mlp",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2, "training and forward-only");
     for name in ["mlp.json", "mlp-inference.json"] {
         let path = dir.join(name);
         let info = topoplace(&["info", path.to_str().unwrap(), "--json"]);
-        assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+        assert!(
+            info.status.success(),
+            "{}",
+            String::from_utf8_lossy(&info.stderr)
+        );
     }
     // A bad name among good ones writes nothing.
     let dir2 = scratch("export-bad");
-    let out = topoplace(&["zoo", "export", "--models", "mlp,nope", "--out", dir2.to_str().unwrap()]);
+    let out = topoplace(&[
+        "zoo",
+        "export",
+        "--models",
+        "mlp,nope",
+        "--out",
+        dir2.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(std::fs::read_dir(&dir2).unwrap().count(), 0);
 }

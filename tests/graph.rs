@@ -70,7 +70,10 @@ fn cycle_is_printed() {
         r#"{"src": 3, "dst": 4, "bytes": 64}, {"src": 4, "dst": 3, "bytes": 1}"#,
     ));
     assert!(msg.contains("cycle"), "{msg}");
-    assert!(msg.contains("\"mm\"") && msg.contains("\"mm_grad_w\""), "{msg}");
+    assert!(
+        msg.contains("\"mm\"") && msg.contains("\"mm_grad_w\""),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -82,7 +85,10 @@ fn dangling_edge_is_named() {
 #[test]
 fn duplicate_id_is_named() {
     let msg = error_of(&broken(r#""id": 4,"#, r#""id": 3,"#));
-    assert!(msg.contains("ops[3].id") && msg.contains("duplicate id 3"), "{msg}");
+    assert!(
+        msg.contains("ops[3].id") && msg.contains("duplicate id 3"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -96,16 +102,28 @@ fn duplicate_edge_is_named() {
 
 #[test]
 fn negative_size_is_named() {
-    let msg = error_of(&broken(r#""output_bytes": 64, "split""#, r#""output_bytes": -64, "split""#));
-    assert!(msg.contains("ops[0].output_bytes") && msg.contains("negative"), "{msg}");
+    let msg = error_of(&broken(
+        r#""output_bytes": 64, "split""#,
+        r#""output_bytes": -64, "split""#,
+    ));
+    assert!(
+        msg.contains("ops[0].output_bytes") && msg.contains("negative"),
+        "{msg}"
+    );
     let msg = error_of(&broken(r#""bytes": 32}"#, r#""bytes": -1}"#));
-    assert!(msg.contains("edges[1].bytes") && msg.contains("negative"), "{msg}");
+    assert!(
+        msg.contains("edges[1].bytes") && msg.contains("negative"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn out_of_range_number_is_refused() {
     let msg = error_of(&broken(r#""flops": 256,"#, r#""flops": 1e999,"#));
-    assert!(msg.contains("ops[2].flops") || msg.contains("out of range"), "{msg}");
+    assert!(
+        msg.contains("ops[2].flops") || msg.contains("out of range"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -120,15 +138,27 @@ fn nan_and_infinity_are_refused() {
 
 #[test]
 fn optimizer_without_gradient_is_named() {
-    let text = broken(r#""gradients": [{"grad": 4, "optimizer": 5}]"#, r#""gradients": []"#);
+    let text = broken(
+        r#""gradients": [{"grad": 4, "optimizer": 5}]"#,
+        r#""gradients": []"#,
+    );
     let msg = error_of(&text);
-    assert!(msg.contains("optimizer") && msg.contains("\"adam\"") && msg.contains("no gradient"), "{msg}");
+    assert!(
+        msg.contains("optimizer") && msg.contains("\"adam\"") && msg.contains("no gradient"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn gradient_link_without_edge_is_named() {
-    let msg = error_of(&broken(r#""gradients": [{"grad": 4,"#, r#""gradients": [{"grad": 3,"#));
-    assert!(msg.contains("gradients[0]") && msg.contains("no edge"), "{msg}");
+    let msg = error_of(&broken(
+        r#""gradients": [{"grad": 4,"#,
+        r#""gradients": [{"grad": 3,"#,
+    ));
+    assert!(
+        msg.contains("gradients[0]") && msg.contains("no edge"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -149,10 +179,10 @@ fn wrong_format_tag_is_named() {
 /// is an optimizer fed by a gradient from the op before it.
 fn random_graph(n: usize, edge_bits: &[bool], pass: &[bool]) -> Graph {
     let mut b = GraphBuilder::new();
-    for i in 0..n {
+    for (i, &pass_through) in pass.iter().enumerate().take(n) {
         let (op_type, phase) = if i == n - 1 {
             ("ApplyAdam", Phase::Optimizer)
-        } else if pass[i] && i != n - 2 {
+        } else if pass_through && i != n - 2 {
             ("Identity", Phase::Forward)
         } else {
             ("Conv2D", Phase::Forward)
@@ -214,8 +244,8 @@ proptest! {
             prop_assert!(oa == n - 1 || before[oa][n - 1]);
         }
         // Every real op that reached the optimizer survived.
-        for i in 0..n {
-            if g.op(i).op_type != "Identity" && (i == n - 1 || before[i][n - 1]) {
+        for (i, reach_row) in before.iter().enumerate() {
+            if g.op(i).op_type != "Identity" && (i == n - 1 || reach_row[n - 1]) {
                 prop_assert!(orig.contains(&i), "op{} was dropped", i);
             }
         }
