@@ -8,6 +8,7 @@ pub mod cost;
 pub mod error;
 pub mod graph;
 pub mod sim;
+pub mod strategy;
 pub mod units;
 pub mod zoo;
 
