@@ -95,7 +95,7 @@ impl RouteTable {
                     t.bandwidth.push(f64::INFINITY);
                     t.latency.push(0.0);
                 } else {
-                    let route = cluster.route(a, b);
+                    let route = cluster.path(a, b);
                     t.links.push(route.links.iter().map(|&l| l as u32).collect());
                     t.bandwidth.push(route.bandwidth);
                     t.latency.push(route.latency_us);
@@ -186,7 +186,7 @@ pub fn compile_with_routes(
         cost,
         layouts,
         exec: ExecGraph::new(
-            cluster.devices.iter().map(|d| d.gpu.memory_bytes()).collect(),
+            cluster.devices.iter().map(|d| d.memory_bytes).collect(),
             cluster.links.len(),
         ),
         roles: Vec::new(),
@@ -593,7 +593,7 @@ impl<'a> Compiler<'a> {
         }
         links.sort_unstable();
         links.dedup();
-        let duration = crate::cost::ring_allreduce_us(bytes, n, bottleneck, latency);
+        let duration = crate::cost::ring_allreduce_time_us(bytes, n, bottleneck, latency);
         let ar = self.add(
             TaskRole::AllReduce,
             TaskSpec {

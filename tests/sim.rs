@@ -109,7 +109,7 @@ fn a_transfer_costs_latency_plus_bytes_over_bandwidth() {
     let groups = vec![0, 1];
     for one_machine in [true, false] {
         let c = cluster(2, one_machine);
-        let route = c.route(0, 1);
+        let route = c.path(0, 1);
         let decision = |d| GroupDecision {
             devices: vec![d],
             option: ReplicationOption::ModelParallel,
@@ -140,7 +140,7 @@ fn ring_allreduce_of_one_gradient_matches_the_formula() {
     let cost = CostModel::default();
     for d in [2usize, 4, 8] {
         let c = cluster(d, true);
-        let route = c.route(0, 1);
+        let route = c.path(0, 1);
         let s = Reference::Dp.strategy(&g, &c);
         let share_time = cost.compute_time_us(g.op(1), c.devices[0].gpu, 1.0 / d as f64);
         let ring = 2.0 * (d - 1) as f64 / d as f64 * bytes / route.bandwidth
@@ -159,7 +159,7 @@ fn parameter_server_sync_of_one_gradient_matches_the_formula() {
     for d in [2usize, 4] {
         // One GPU per machine: pushes share the PS machine's NIC-in, pulls its NIC-out.
         let c = cluster(d, false);
-        let route = c.route(1, 0);
+        let route = c.path(1, 0);
         let all: Vec<usize> = (0..d).collect();
         let s = Strategy::uniform(
             g.len(),
@@ -237,7 +237,7 @@ fn data_parallel_mlp_matches_a_hand_computation() {
             let op = g.ops().iter().find(|o| o.name == name).unwrap();
             cost.compute_time_us(op, gpu, 1.0 / d as f64)
         };
-        let route = c.route(0, 1);
+        let route = c.path(0, 1);
         let ring = 2.0 * (d - 1) as f64 / d as f64 * 1e6 / route.bandwidth + 2.0 * (d - 1) as f64 * route.latency_us;
         // Per GPU, FIFO: x, w1, w2 (zero work but launch overhead), fc1, fc2, loss, then
         // fc2_grad_in and fc2_grad_w are ready together (id order: grad_in first), then

@@ -90,7 +90,7 @@ impl SimReport {
         let links = (0..exec.links())
             .map(|l| LinkReport {
                 index: l,
-                name: cluster.links[l].name.clone(),
+                name: link_name(cluster, l),
                 busy_share: result.busy[exec.devices() + l] / span,
             })
             .collect();
@@ -129,6 +129,18 @@ impl SimReport {
 
     pub fn is_oom(&self) -> bool {
         !self.oom.is_empty()
+    }
+}
+
+/// "m:0 -> m:1" for a link inside a machine, "m nic-out" / "m nic-in" for a machine's NIC.
+pub fn link_name(cluster: &Cluster, link: usize) -> String {
+    use crate::cluster::LinkKind;
+    match cluster.links[link].kind {
+        LinkKind::Intra { src, dst } => {
+            format!("{} -> {}", cluster.devices[src].name, cluster.devices[dst].name)
+        }
+        LinkKind::NicOut { machine } => format!("{} nic-out", cluster.machines[machine].name),
+        LinkKind::NicIn { machine } => format!("{} nic-in", cluster.machines[machine].name),
     }
 }
 
