@@ -4,11 +4,14 @@
 //! The README lists the modules and the modelling conventions they share.
 
 pub mod cluster;
+pub mod compile;
 pub mod cost;
 pub mod error;
 pub mod graph;
 pub mod inspect;
 pub mod report;
+pub mod sim;
+pub mod strategy;
 pub mod units;
 pub mod zoo;
 

@@ -1,0 +1,288 @@
+//! The discrete-event loop (TAG §4.3.2). Every resource — a GPU's compute stream or one direction
+//! of a link — runs one task at a time from its own queue. A task waits until all its inputs are
+//! done, then joins the queue of every resource it needs, and starts when it heads all of them and
+//! all are idle. Queues are ordered by one global key (ready time for TensorFlow's FIFO, or a
+//! given priority for FastT's order enforcement), so a task never waits on a task queued behind it
+//! elsewhere and the loop cannot deadlock.
+//!
+//! Memory is reference-counted: a task's output is allocated on its device when the task starts
+//! and freed when the last task consuming it ends (at once, if nothing consumes it). Resident bytes
+//! (parameters, optimizer state) stay for the whole iteration.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::exec::{ExecGraph, TaskId};
+
+/// How a resource picks the next task among those queued on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Order {
+    /// First ready, first run (TensorFlow's default executor); ties by task id.
+    #[default]
+    Fifo,
+    /// Lowest [`ExecGraph::priority`] first (FastT's execution-order enforcement); ties by id.
+    Priority,
+}
+
+/// A device whose memory peak exceeds its capacity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Oom {
+    pub device: usize,
+    pub peak_bytes: f64,
+    pub capacity_bytes: f64,
+}
+
+impl Oom {
+    pub fn excess_bytes(&self) -> f64 {
+        self.peak_bytes - self.capacity_bytes
+    }
+}
+
+/// What one simulated iteration did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SimResult {
+    /// Time the last task ends, µs.
+    pub makespan: f64,
+    pub start: Vec<f64>,
+    pub end: Vec<f64>,
+    /// Busy µs per resource (devices first, then links).
+    pub busy: Vec<f64>,
+    pub peak_memory: Vec<f64>,
+    /// Memory per device after the last task (equals the resident bytes when nothing leaks).
+    pub final_memory: Vec<f64>,
+    pub oom: Vec<Oom>,
+    /// Task starts plus task ends.
+    pub events: u64,
+}
+
+/// Why a simulation could not finish.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    #[error("the execution graph has a dependency cycle: {finished} of {total} tasks could run")]
+    Stuck { finished: usize, total: usize },
+}
+
+const FREE: u32 = u32::MAX;
+
+/// A reusable simulator: its buffers survive between runs, so the search loop allocates nothing
+/// once warmed up (the result vectors are reused too).
+#[derive(Debug, Default)]
+pub struct Simulator {
+    waiting_inputs: Vec<u32>,
+    consumers_left: Vec<u32>,
+    running: Vec<u32>,
+    queues: Vec<BinaryHeap<Reverse<(u64, TaskId)>>>,
+    completions: BinaryHeap<Reverse<(u64, TaskId)>>,
+    memory: Vec<f64>,
+    result: SimResult,
+}
+
+/// Order-preserving map of a finite f64 onto u64 (so keys compare as integers).
+fn sort_key(x: f64) -> u64 {
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+fn key_time(key: u64) -> f64 {
+    let bits = if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    };
+    f64::from_bits(bits)
+}
+
+impl Simulator {
+    pub fn new() -> Simulator {
+        Simulator::default()
+    }
+
+    /// Simulate one iteration of `g` (sealed first if needed).
+    pub fn run(&mut self, g: &mut ExecGraph, order: Order) -> Result<&SimResult, SimError> {
+        g.seal();
+        self.run_sealed(g, order)
+    }
+
+    /// Simulate a graph that is already sealed.
+    pub fn run_sealed(&mut self, g: &ExecGraph, order: Order) -> Result<&SimResult, SimError> {
+        assert!(
+            g.is_sealed(),
+            "seal the execution graph before simulating it"
+        );
+        self.reset(g);
+        for t in 0..g.len() as TaskId {
+            if self.waiting_inputs[t as usize] == 0 {
+                self.make_ready(g, order, t, 0.0);
+            }
+        }
+        let mut finished = 0;
+        while let Some(Reverse((key, t))) = self.completions.pop() {
+            self.complete(g, order, t, key_time(key));
+            finished += 1;
+        }
+        if finished < g.len() {
+            return Err(SimError::Stuck {
+                finished,
+                total: g.len(),
+            });
+        }
+        self.finish(g);
+        Ok(&self.result)
+    }
+
+    pub fn result(&self) -> &SimResult {
+        &self.result
+    }
+
+    fn reset(&mut self, g: &ExecGraph) {
+        let n = g.len();
+        self.waiting_inputs.clear();
+        self.waiting_inputs
+            .extend((0..n as TaskId).map(|t| g.predecessors(t).len() as u32));
+        self.consumers_left.clear();
+        self.consumers_left
+            .extend((0..n as TaskId).map(|t| g.successors(t).len() as u32));
+        self.running.clear();
+        self.running.resize(g.resource_count(), FREE);
+        self.queues.resize_with(g.resource_count(), BinaryHeap::new);
+        self.queues.iter_mut().for_each(BinaryHeap::clear);
+        self.completions.clear();
+        self.memory.clear();
+        self.memory.extend_from_slice(g.resident());
+        let r = &mut self.result;
+        r.makespan = 0.0;
+        r.events = 0;
+        for v in [&mut r.start, &mut r.end] {
+            v.clear();
+            v.resize(n, f64::NAN);
+        }
+        r.busy.clear();
+        r.busy.resize(g.resource_count(), 0.0);
+        r.peak_memory.clear();
+        r.peak_memory.extend_from_slice(g.resident());
+        r.final_memory.clear();
+        r.oom.clear();
+    }
+
+    fn make_ready(&mut self, g: &ExecGraph, order: Order, t: TaskId, now: f64) {
+        let resources = g.task_resources(t);
+        if resources.is_empty() {
+            self.start(g, t, now);
+            return;
+        }
+        let key = match order {
+            Order::Fifo => sort_key(now),
+            Order::Priority => sort_key(g.priority(t)),
+        };
+        for &r in resources {
+            self.queues[r as usize].push(Reverse((key, t)));
+        }
+        for &r in resources {
+            self.try_start_head(g, r, now);
+        }
+    }
+
+    /// Start the task heading resource `r`'s queue if it heads all its queues and all its
+    /// resources are idle.
+    fn try_start_head(&mut self, g: &ExecGraph, r: u32, now: f64) {
+        if self.running[r as usize] != FREE {
+            return;
+        }
+        let Some(&Reverse((_, t))) = self.queues[r as usize].peek() else {
+            return;
+        };
+        let resources = g.task_resources(t);
+        let startable = resources.iter().all(|&q| {
+            self.running[q as usize] == FREE
+                && self.queues[q as usize].peek().map(|h| h.0.1) == Some(t)
+        });
+        if !startable {
+            return;
+        }
+        for &q in resources {
+            self.queues[q as usize].pop();
+            self.running[q as usize] = t;
+        }
+        self.start(g, t, now);
+    }
+
+    fn start(&mut self, g: &ExecGraph, t: TaskId, now: f64) {
+        let ti = t as usize;
+        self.result.start[ti] = now;
+        self.result.events += 1;
+        let d = g.out_device(t) as usize;
+        self.memory[d] += g.out_bytes(t);
+        if self.memory[d] > self.result.peak_memory[d] {
+            self.result.peak_memory[d] = self.memory[d];
+        }
+        self.completions
+            .push(Reverse((sort_key(now + g.duration(t)), t)));
+    }
+
+    fn complete(&mut self, g: &ExecGraph, order: Order, t: TaskId, now: f64) {
+        let ti = t as usize;
+        self.result.end[ti] = now;
+        self.result.events += 1;
+        if now > self.result.makespan {
+            self.result.makespan = now;
+        }
+        let duration = g.duration(t);
+        for &r in g.task_resources(t) {
+            self.running[r as usize] = FREE;
+            self.result.busy[r as usize] += duration;
+        }
+        for &p in g.predecessors(t) {
+            let p = p as usize;
+            self.consumers_left[p] -= 1;
+            if self.consumers_left[p] == 0 {
+                self.memory[g.out_device(p as TaskId) as usize] -= g.out_bytes(p as TaskId);
+            }
+        }
+        if g.successors(t).is_empty() {
+            self.memory[g.out_device(t) as usize] -= g.out_bytes(t);
+        }
+        for &s in g.successors(t) {
+            self.waiting_inputs[s as usize] -= 1;
+            if self.waiting_inputs[s as usize] == 0 {
+                self.make_ready(g, order, s, now);
+            }
+        }
+        for &r in g.task_resources(t) {
+            self.try_start_head(g, r, now);
+        }
+    }
+
+    fn finish(&mut self, g: &ExecGraph) {
+        let r = &mut self.result;
+        r.final_memory.extend_from_slice(&self.memory);
+        for (device, (&peak, &capacity)) in r.peak_memory.iter().zip(g.capacity()).enumerate() {
+            if peak > capacity {
+                r.oom.push(Oom {
+                    device,
+                    peak_bytes: peak,
+                    capacity_bytes: capacity,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_key_preserves_order_and_round_trips() {
+        let xs = [-5.0, -0.5, 0.0, 1e-9, 3.0, 1e12];
+        for w in xs.windows(2) {
+            assert!(sort_key(w[0]) < sort_key(w[1]));
+        }
+        for x in [0.0, 2.5, 1e9] {
+            assert_eq!(key_time(sort_key(x)), x);
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! `ExecGraph`: what the simulator runs. Tasks (compute on a GPU, a transfer over links, a
+//! collective) with durations, the resources each occupies while it runs, dependencies, and the
+//! memory each allocates. Flat arrays indexed by task, so the event loop touches no maps.
+
+/// What a task is; the simulator treats all kinds alike, reports tell them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskKind {
+    Compute,
+    Transfer,
+    Collective,
+}
+
+/// Index of a task in an [`ExecGraph`].
+pub type TaskId = u32;
+
+/// Resources are numbered devices first (`0..devices`, one compute stream each), then links
+/// (`devices..devices + links`, one FIFO channel per link direction).
+#[derive(Debug, Clone, Default)]
+pub struct ExecGraph {
+    devices: usize,
+    links: usize,
+    /// Memory capacity per device in bytes.
+    capacity: Vec<f64>,
+    /// Bytes resident on each device for the whole iteration (parameters, optimizer state).
+    resident: Vec<f64>,
+    kind: Vec<TaskKind>,
+    duration: Vec<f64>,
+    /// Resources of task `t`: `resources[res_start[t]..res_start[t + 1]]`.
+    res_start: Vec<u32>,
+    resources: Vec<u32>,
+    /// Device whose memory holds the task's output, and the output's size.
+    out_device: Vec<u32>,
+    out_bytes: Vec<f64>,
+    /// Dispatch priority (lower first) when order is enforced; FIFO ignores it.
+    priority: Vec<f64>,
+    /// Caller's tag for reports (the op or auxiliary op the task came from).
+    label: Vec<u32>,
+    deps: Vec<(TaskId, TaskId)>,
+    /// Built by [`ExecGraph::seal`]: successor and predecessor lists.
+    succ_start: Vec<u32>,
+    succ: Vec<TaskId>,
+    pred_start: Vec<u32>,
+    pred: Vec<TaskId>,
+    sealed: bool,
+}
+
+/// Everything about one new task.
+#[derive(Debug, Clone)]
+pub struct TaskSpec<'a> {
+    pub kind: TaskKind,
+    pub duration: f64,
+    pub resources: &'a [u32],
+    pub out_device: u32,
+    pub out_bytes: f64,
+    pub priority: f64,
+    pub label: u32,
+}
+
+impl ExecGraph {
+    /// An empty graph over `capacity.len()` devices and `links` link channels.
+    pub fn new(capacity: Vec<f64>, links: usize) -> ExecGraph {
+        let devices = capacity.len();
+        ExecGraph {
+            devices,
+            links,
+            resident: vec![0.0; devices],
+            capacity,
+            res_start: vec![0],
+            ..ExecGraph::default()
+        }
+    }
+
+    pub fn devices(&self) -> usize {
+        self.devices
+    }
+
+    pub fn links(&self) -> usize {
+        self.links
+    }
+
+    pub fn resource_count(&self) -> usize {
+        self.devices + self.links
+    }
+
+    /// The resource number of link `l`.
+    pub fn link_resource(&self, l: usize) -> u32 {
+        (self.devices + l) as u32
+    }
+
+    pub fn add_resident(&mut self, device: usize, bytes: f64) {
+        self.resident[device] += bytes;
+    }
+
+    pub fn resident(&self) -> &[f64] {
+        &self.resident
+    }
+
+    pub fn capacity(&self) -> &[f64] {
+        &self.capacity
+    }
+
+    pub fn add_task(&mut self, spec: TaskSpec<'_>) -> TaskId {
+        debug_assert!(spec.duration >= 0.0 && spec.duration.is_finite());
+        debug_assert!((spec.out_device as usize) < self.devices);
+        debug_assert!(
+            spec.resources
+                .iter()
+                .all(|&r| (r as usize) < self.resource_count())
+        );
+        let id = self.kind.len() as TaskId;
+        self.kind.push(spec.kind);
+        self.duration.push(spec.duration);
+        self.resources.extend_from_slice(spec.resources);
+        self.res_start.push(self.resources.len() as u32);
+        self.out_device.push(spec.out_device);
+        self.out_bytes.push(spec.out_bytes);
+        self.priority.push(spec.priority);
+        self.label.push(spec.label);
+        self.sealed = false;
+        id
+    }
+
+    /// `after` may start only when `before` has finished; `after` consumes `before`'s output.
+    pub fn add_dep(&mut self, before: TaskId, after: TaskId) {
+        self.deps.push((before, after));
+        self.sealed = false;
+    }
+
+    /// Build the adjacency lists; called by the simulator, cheap to call again.
+    pub fn seal(&mut self) {
+        if self.sealed {
+            return;
+        }
+        let n = self.len();
+        self.succ_start = starts(n, self.deps.iter().map(|d| d.0));
+        self.pred_start = starts(n, self.deps.iter().map(|d| d.1));
+        self.succ = fill(&self.succ_start, self.deps.iter().map(|&(a, b)| (a, b)));
+        self.pred = fill(&self.pred_start, self.deps.iter().map(|&(a, b)| (b, a)));
+        self.sealed = true;
+    }
+
+    pub fn is_sealed(&self) -> bool {
+        self.sealed
+    }
+
+    pub fn len(&self) -> usize {
+        self.kind.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kind.is_empty()
+    }
+
+    pub fn kind(&self, t: TaskId) -> TaskKind {
+        self.kind[t as usize]
+    }
+
+    pub fn duration(&self, t: TaskId) -> f64 {
+        self.duration[t as usize]
+    }
+
+    pub fn task_resources(&self, t: TaskId) -> &[u32] {
+        let t = t as usize;
+        &self.resources[self.res_start[t] as usize..self.res_start[t + 1] as usize]
+    }
+
+    pub fn out_device(&self, t: TaskId) -> u32 {
+        self.out_device[t as usize]
+    }
+
+    pub fn out_bytes(&self, t: TaskId) -> f64 {
+        self.out_bytes[t as usize]
+    }
+
+    pub fn priority(&self, t: TaskId) -> f64 {
+        self.priority[t as usize]
+    }
+
+    pub fn label(&self, t: TaskId) -> u32 {
+        self.label[t as usize]
+    }
+
+    /// Successors of `t`; the graph must be sealed.
+    pub fn successors(&self, t: TaskId) -> &[TaskId] {
+        debug_assert!(self.sealed);
+        let t = t as usize;
+        &self.succ[self.succ_start[t] as usize..self.succ_start[t + 1] as usize]
+    }
+
+    /// Predecessors of `t`; the graph must be sealed.
+    pub fn predecessors(&self, t: TaskId) -> &[TaskId] {
+        debug_assert!(self.sealed);
+        let t = t as usize;
+        &self.pred[self.pred_start[t] as usize..self.pred_start[t + 1] as usize]
+    }
+}
+
+fn starts(n: usize, keys: impl Iterator<Item = TaskId>) -> Vec<u32> {
+    let mut start = vec![0u32; n + 1];
+    for k in keys {
+        start[k as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    start
+}
+
+fn fill(start: &[u32], pairs: impl Iterator<Item = (TaskId, TaskId)>) -> Vec<TaskId> {
+    let mut next: Vec<u32> = start[..start.len() - 1].to_vec();
+    let mut out = vec![0; *start.last().unwrap() as usize];
+    for (key, value) in pairs {
+        out[next[key as usize] as usize] = value;
+        next[key as usize] += 1;
+    }
+    out
+}

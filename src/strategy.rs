@@ -1,0 +1,340 @@
+//! A deployment strategy (TAG §4.2): ops are partitioned into op groups, and each group gets a
+//! non-empty set of devices and one of four replication options. The JSON form lists, per group,
+//! its op ids, devices and option, so a person can read and edit it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, InputError, Result, write_atomic};
+use crate::graph::{Graph, OpIdx};
+
+/// How an op group uses the devices it is given (TAG §4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplicationOption {
+    /// Replicas on every device, batch split, gradients synchronised by ring AllReduce.
+    AllReduce,
+    /// Replicas on every device, batch split, gradients pushed to a parameter server (chosen
+    /// round-robin among the devices), summed and applied there, parameters pulled back.
+    Ps,
+    /// A full copy on every device with the whole batch and broadcast inputs; no gradient sync.
+    Duplicate,
+    /// The group's ops divided among the devices, each op on one device with the whole batch.
+    ModelParallel,
+}
+
+impl ReplicationOption {
+    pub const ALL: [ReplicationOption; 4] = [
+        ReplicationOption::AllReduce,
+        ReplicationOption::Ps,
+        ReplicationOption::Duplicate,
+        ReplicationOption::ModelParallel,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReplicationOption::AllReduce => "all-reduce",
+            ReplicationOption::Ps => "ps",
+            ReplicationOption::Duplicate => "duplicate",
+            ReplicationOption::ModelParallel => "model-parallel",
+        }
+    }
+
+    /// Whether replicas split the batch between them.
+    pub fn splits_batch(self) -> bool {
+        matches!(self, ReplicationOption::AllReduce | ReplicationOption::Ps)
+    }
+}
+
+/// How replicas of a batch-split group share the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BatchSplit {
+    /// Equal shares (TAG).
+    #[default]
+    Even,
+    /// Shares proportional to each device's speed (DP-NCCL-P; beyond TAG for other options).
+    Proportional,
+}
+
+/// The decision for one op group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupDecision {
+    /// Devices (cluster device indices), sorted, no duplicates, at least one.
+    pub devices: Vec<usize>,
+    pub option: ReplicationOption,
+}
+
+/// A complete strategy: every op in exactly one group, every group decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Strategy {
+    /// Op group of each op (index = op index in the graph).
+    op_group: Vec<u32>,
+    decisions: Vec<GroupDecision>,
+    pub batch_split: BatchSplit,
+}
+
+impl Strategy {
+    /// Check and build. `source` names the origin in errors; `devices` is the cluster's size.
+    pub fn new(
+        source: &str,
+        op_group: Vec<u32>,
+        decisions: Vec<GroupDecision>,
+        batch_split: BatchSplit,
+        ops: usize,
+        devices: usize,
+    ) -> Result<Strategy, InputError> {
+        if op_group.len() != ops {
+            return Err(InputError::new(
+                source,
+                "groups",
+                format!("covers {} ops, the graph has {ops}", op_group.len()),
+            ));
+        }
+        if let Some((op, &g)) = op_group
+            .iter()
+            .enumerate()
+            .find(|&(_, &g)| g as usize >= decisions.len())
+        {
+            return Err(InputError::new(
+                source,
+                format!("op {op}"),
+                format!("is in group {g}, but only {} groups are decided", decisions.len()),
+            ));
+        }
+        for (g, d) in decisions.iter().enumerate() {
+            let field = format!("groups[{g}].devices");
+            if d.devices.is_empty() {
+                return Err(InputError::new(source, field, "no devices"));
+            }
+            if let Some(&bad) = d.devices.iter().find(|&&x| x >= devices) {
+                return Err(InputError::new(
+                    source,
+                    field,
+                    format!("device {bad} does not exist (the cluster has {devices})"),
+                ));
+            }
+            if d.devices.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(InputError::new(source, field, "must be sorted without repeats"));
+            }
+        }
+        Ok(Strategy {
+            op_group,
+            decisions,
+            batch_split,
+        })
+    }
+
+    /// Every op in one group with one decision.
+    pub fn uniform(ops: usize, decision: GroupDecision, batch_split: BatchSplit) -> Strategy {
+        Strategy {
+            op_group: vec![0; ops],
+            decisions: vec![decision],
+            batch_split,
+        }
+    }
+
+    pub fn group_of(&self, op: OpIdx) -> usize {
+        self.op_group[op] as usize
+    }
+
+    pub fn op_groups(&self) -> &[u32] {
+        &self.op_group
+    }
+
+    pub fn decision(&self, group: usize) -> &GroupDecision {
+        &self.decisions[group]
+    }
+
+    pub fn decisions(&self) -> &[GroupDecision] {
+        &self.decisions
+    }
+
+    pub fn group_count(&self) -> usize {
+        self.decisions.len()
+    }
+
+    /// Ops of every group, in op order.
+    pub fn members(&self) -> Vec<Vec<OpIdx>> {
+        let mut members = vec![Vec::new(); self.decisions.len()];
+        for (op, &g) in self.op_group.iter().enumerate() {
+            members[g as usize].push(op);
+        }
+        members
+    }
+}
+
+/// The JSON layout of a strategy file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StrategyFile {
+    #[serde(default = "default_format")]
+    pub format: String,
+    /// The model the strategy was made for (informational).
+    #[serde(default)]
+    pub model: String,
+    /// The cluster the strategy was made for (informational).
+    #[serde(default)]
+    pub cluster: String,
+    #[serde(default)]
+    pub batch_split: BatchSplit,
+    pub groups: Vec<GroupRecord>,
+}
+
+pub const STRATEGY_FORMAT: &str = "topoplace-strategy";
+
+fn default_format() -> String {
+    STRATEGY_FORMAT.to_string()
+}
+
+/// One group: the ids of its ops (as in the graph file), its devices and its option.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupRecord {
+    pub ops: Vec<u64>,
+    pub devices: Vec<usize>,
+    pub option: ReplicationOption,
+}
+
+impl StrategyFile {
+    pub fn from_strategy(s: &Strategy, g: &Graph, cluster: &str) -> StrategyFile {
+        let groups = s
+            .members()
+            .into_iter()
+            .zip(&s.decisions)
+            .map(|(ops, d)| GroupRecord {
+                ops: ops.iter().map(|&i| g.op(i).id).collect(),
+                devices: d.devices.clone(),
+                option: d.option,
+            })
+            .collect();
+        StrategyFile {
+            format: default_format(),
+            model: g.name.clone(),
+            cluster: cluster.to_string(),
+            batch_split: s.batch_split,
+            groups,
+        }
+    }
+
+    /// Resolve op ids against `g` and check the strategy covers every op exactly once.
+    pub fn into_strategy(self, source: &str, g: &Graph, devices: usize) -> Result<Strategy, InputError> {
+        if self.format != STRATEGY_FORMAT {
+            return Err(InputError::new(
+                source,
+                "format",
+                format!("expected \"{STRATEGY_FORMAT}\", found \"{}\"", self.format),
+            ));
+        }
+        let index: HashMap<u64, usize> = g.ops().iter().enumerate().map(|(i, op)| (op.id, i)).collect();
+        let mut op_group = vec![u32::MAX; g.len()];
+        for (k, group) in self.groups.iter().enumerate() {
+            for (j, id) in group.ops.iter().enumerate() {
+                let field = format!("groups[{k}].ops[{j}]");
+                let &op = index
+                    .get(id)
+                    .ok_or_else(|| InputError::new(source, &field, format!("no op has id {id}")))?;
+                if op_group[op] != u32::MAX {
+                    return Err(InputError::new(
+                        source,
+                        field,
+                        format!("op {id} is already in group {}", op_group[op]),
+                    ));
+                }
+                op_group[op] = k as u32;
+            }
+        }
+        if let Some(missing) = op_group.iter().position(|&x| x == u32::MAX) {
+            return Err(InputError::new(
+                source,
+                "groups",
+                format!("op {} \"{}\" is in no group", g.op(missing).id, g.op(missing).name),
+            ));
+        }
+        let decisions = self
+            .groups
+            .into_iter()
+            .map(|r| GroupDecision {
+                devices: r.devices,
+                option: r.option,
+            })
+            .collect();
+        Strategy::new(source, op_group, decisions, self.batch_split, g.len(), devices)
+    }
+}
+
+pub fn parse_strategy(text: &str, source: &str, g: &Graph, devices: usize) -> Result<Strategy, InputError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let file: StrategyFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        InputError::new(source, if path == "." { String::new() } else { path }, e.into_inner().to_string())
+    })?;
+    file.into_strategy(source, g, devices)
+}
+
+pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<Strategy> {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&source, e))?;
+    Ok(parse_strategy(&text, &source, g, devices)?)
+}
+
+pub fn save_strategy(s: &Strategy, g: &Graph, cluster: &str, path: &Path) -> Result<()> {
+    let text = serde_json::to_string_pretty(&StrategyFile::from_strategy(s, g, cluster))
+        .map_err(|e| Error::Other(format!("serialising strategy: {e}")))?;
+    write_atomic(path, text.as_bytes())
+}
+
+/// The reference strategies every placement is measured against (TAG §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reference {
+    /// Everything on the fastest GPU (highest FP32 peak; ties: more memory, lower index).
+    Single,
+    /// DP-NCCL: every op replicated on every GPU, even batch split, ring AllReduce.
+    Dp,
+    /// DP-NCCL-P: as DP, with batch shares proportional to each GPU's speed.
+    DpP,
+}
+
+impl Reference {
+    pub fn parse(name: &str) -> Option<Reference> {
+        match name {
+            "single" => Some(Reference::Single),
+            "dp" | "dp-nccl" => Some(Reference::Dp),
+            "dp-p" | "dp-nccl-p" => Some(Reference::DpP),
+            _ => None,
+        }
+    }
+
+    pub fn strategy(self, g: &Graph, cluster: &crate::cluster::Cluster) -> Strategy {
+        let all: Vec<usize> = (0..cluster.devices.len()).collect();
+        let (devices, batch_split) = match self {
+            Reference::Single => (vec![fastest_device(cluster)], BatchSplit::Even),
+            Reference::Dp => (all, BatchSplit::Even),
+            Reference::DpP => (all, BatchSplit::Proportional),
+        };
+        Strategy::uniform(
+            g.len(),
+            GroupDecision {
+                devices,
+                option: ReplicationOption::AllReduce,
+            },
+            batch_split,
+        )
+    }
+}
+
+/// The GPU with the highest FP32 peak; ties go to more memory, then the lower index.
+pub fn fastest_device(cluster: &crate::cluster::Cluster) -> usize {
+    let mut best = 0;
+    for (i, d) in cluster.devices.iter().enumerate() {
+        let b = &cluster.devices[best].gpu;
+        let key = (d.gpu.fp32_tflops, d.gpu.memory_gib);
+        if key.0 > b.fp32_tflops || (key.0 == b.fp32_tflops && key.1 > b.memory_gib) {
+            best = i;
+        }
+    }
+    best
+}

@@ -1,0 +1,448 @@
+//! Compile + simulate: closed forms exactly, invariants over random training graphs and random
+//! strategies, OOM, and the direction of TAG's published results on its testbed.
+
+use proptest::prelude::*;
+use topoplace::cluster::{Cluster, parse_cluster};
+use topoplace::compile::{TaskRole, compile};
+use topoplace::cost::CostModel;
+use topoplace::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
+use topoplace::sim::{Order, Simulator, evaluate};
+use topoplace::strategy::{BatchSplit, GroupDecision, Reference, ReplicationOption, Strategy};
+
+const GPU: &str = "V100-SXM2-32GB";
+
+/// `n` identical V100s on one machine (intra 100 GB/s, 5 µs) or on `n` machines (NIC 10 GB/s).
+fn cluster(n: usize, one_machine: bool) -> Cluster {
+    let text = if one_machine {
+        format!(
+            "name = \"t\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = {n}\nintra_bandwidth = \"100 GB/s\"\nintra_latency = \"5 us\"\nnic = \"80 Gbps\"\n"
+        )
+    } else {
+        format!(
+            "name = \"t\"\ninter_latency = \"20 us\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = 1\nintra_bandwidth = \"100 GB/s\"\nnic = \"80 Gbps\"\ncount = {n}\n"
+        )
+    };
+    parse_cluster(&text, "<test>").unwrap()
+}
+
+/// An op whose time on the test GPU is exactly `us` at the full batch.
+fn timed(name: &str, op_type: &str, phase: Phase, us: f64, out: f64, split: Splittability) -> Op {
+    let mut op = Op::new(0, name, op_type, phase);
+    op.profiled_us.insert(GPU.to_string(), us);
+    op.output_bytes = out;
+    op.split = split;
+    op
+}
+
+fn single(g: &Graph, device: usize) -> Strategy {
+    Strategy::uniform(
+        g.len(),
+        GroupDecision {
+            devices: vec![device],
+            option: ReplicationOption::AllReduce,
+        },
+        BatchSplit::Even,
+    )
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+fn simulate(g: &Graph, c: &Cluster, s: &Strategy) -> f64 {
+    evaluate(g, c, s, &CostModel::default(), Order::Fifo)
+        .unwrap()
+        .report
+        .iteration_us
+}
+
+#[test]
+fn chain_on_one_gpu_is_the_sum_of_op_times() {
+    let mut b = GraphBuilder::new();
+    let times = [12.5, 3.25, 40.0, 7.0];
+    let mut prev = None;
+    for (i, &t) in times.iter().enumerate() {
+        let op = b.add_op(timed(&format!("op{i}"), "X", Phase::Forward, t, 1e6, Splittability::Concat));
+        if let Some(p) = prev {
+            b.add_edge(p, op, 1e6);
+        }
+        prev = Some(op);
+    }
+    let g = b.finish("<t>", "chain", 8).unwrap();
+    let c = cluster(2, true);
+    assert!(close(simulate(&g, &c, &single(&g, 1)), times.iter().sum()));
+}
+
+#[test]
+fn two_independent_chains_on_two_gpus_take_the_max() {
+    let mut b = GraphBuilder::new();
+    let chains = [[5.0, 6.0, 7.0], [1.0, 30.0, 2.0]];
+    let mut groups = Vec::new();
+    for (k, chain) in chains.iter().enumerate() {
+        let mut prev = None;
+        for (i, &t) in chain.iter().enumerate() {
+            let op = b.add_op(timed(&format!("c{k}o{i}"), "X", Phase::Forward, t, 64.0, Splittability::Concat));
+            groups.push(k as u32);
+            if let Some(p) = prev {
+                b.add_edge(p, op, 64.0);
+            }
+            prev = Some(op);
+        }
+    }
+    let g = b.finish("<t>", "chains", 8).unwrap();
+    let c = cluster(2, true);
+    let decision = |d| GroupDecision {
+        devices: vec![d],
+        option: ReplicationOption::ModelParallel,
+    };
+    let s = Strategy::new("<t>", groups, vec![decision(0), decision(1)], BatchSplit::Even, g.len(), 2).unwrap();
+    assert!(close(simulate(&g, &c, &s), 33.0));
+}
+
+#[test]
+fn a_transfer_costs_latency_plus_bytes_over_bandwidth() {
+    let mut b = GraphBuilder::new();
+    let a = b.add_op(timed("a", "X", Phase::Forward, 10.0, 4e6, Splittability::None));
+    let z = b.add_op(timed("z", "X", Phase::Forward, 20.0, 8.0, Splittability::None));
+    b.add_edge(a, z, 4e6);
+    let g = b.finish("<t>", "pair", 8).unwrap();
+    let groups = vec![0, 1];
+    for one_machine in [true, false] {
+        let c = cluster(2, one_machine);
+        let route = c.path(0, 1);
+        let decision = |d| GroupDecision {
+            devices: vec![d],
+            option: ReplicationOption::ModelParallel,
+        };
+        let s = Strategy::new("<t>", groups.clone(), vec![decision(0), decision(1)], BatchSplit::Even, 2, 2).unwrap();
+        let expected = 10.0 + route.latency_us + 4e6 / route.bandwidth + 20.0;
+        assert!(close(simulate(&g, &c, &s), expected), "one machine: {one_machine}");
+    }
+}
+
+/// One weight gradient (a `sum` op) feeding its optimizer, replicated on D GPUs.
+fn gradient_graph(grad_us: f64, apply_us: f64, bytes: f64) -> Graph {
+    let mut b = GraphBuilder::new();
+    let w = b.add_op(timed("w", "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+    b.op_mut(w).resident_bytes = bytes;
+    let grad = b.add_op(timed("grad", "MatMul", Phase::Backward, grad_us, bytes, Splittability::Sum));
+    let adam = b.add_op(timed("adam", "ApplyAdam", Phase::Optimizer, apply_us, 0.0, Splittability::None));
+    b.add_edge(w, grad, bytes);
+    b.add_edge(w, adam, bytes);
+    b.add_gradient(grad, adam, bytes);
+    b.finish("<t>", "grad", 8).unwrap()
+}
+
+#[test]
+fn ring_allreduce_of_one_gradient_matches_the_formula() {
+    let (grad_us, apply_us, bytes) = (80.0, 4.0, 64e6);
+    let g = gradient_graph(grad_us, apply_us, bytes);
+    let cost = CostModel::default();
+    for d in [2usize, 4, 8] {
+        let c = cluster(d, true);
+        let route = c.path(0, 1);
+        let s = Reference::Dp.strategy(&g, &c);
+        let share_time = cost.compute_time_us(g.op(1), c.devices[0].gpu, 1.0 / d as f64);
+        let ring = 2.0 * (d - 1) as f64 / d as f64 * bytes / route.bandwidth
+            + 2.0 * (d - 1) as f64 * route.latency_us;
+        let expected = share_time + ring + apply_us;
+        let got = simulate(&g, &c, &s);
+        assert!(close(got, expected), "D={d}: {got} vs {expected}");
+    }
+}
+
+#[test]
+fn parameter_server_sync_of_one_gradient_matches_the_formula() {
+    let (grad_us, apply_us, bytes) = (80.0, 4.0, 64e6);
+    let g = gradient_graph(grad_us, apply_us, bytes);
+    let cost = CostModel::default();
+    for d in [2usize, 4] {
+        // One GPU per machine: pushes share the PS machine's NIC-in, pulls its NIC-out.
+        let c = cluster(d, false);
+        let route = c.path(1, 0);
+        let all: Vec<usize> = (0..d).collect();
+        let s = Strategy::uniform(
+            g.len(),
+            GroupDecision {
+                devices: all,
+                option: ReplicationOption::Ps,
+            },
+            BatchSplit::Even,
+        );
+        let ev = evaluate(&g, &c, &s, &cost, Order::Fifo).unwrap();
+        let share_time = cost.compute_time_us(g.op(1), c.devices[0].gpu, 1.0 / d as f64);
+        let one = route.latency_us + bytes / route.bandwidth;
+        // Pushes serialise on the PS's NIC-in, then AddN and the update on the PS, then pulls
+        // serialise on its NIC-out.
+        let addn = ev
+            .compiled
+            .roles
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r == TaskRole::AddN)
+            .map(|(t, _)| ev.compiled.exec.duration(t as u32))
+            .sum::<f64>();
+        let expected = share_time + (d - 1) as f64 * one + addn + apply_us + (d - 1) as f64 * one;
+        assert!(close(ev.report.iteration_us, expected), "D={d}: {} vs {expected}", ev.report.iteration_us);
+    }
+}
+
+/// A tiny MLP: x → fc1 → relu → fc2 → loss, backward with input and weight gradients, Adam.
+fn mlp() -> (Graph, [OpIdx; 2]) {
+    let mut b = GraphBuilder::new();
+    let act = 4096.0;
+    let wbytes = 1e6;
+    let x = b.add_op(timed("x", "Placeholder", Phase::Input, 0.0, act, Splittability::Concat));
+    let w1 = b.add_op(timed("w1", "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+    let w2 = b.add_op(timed("w2", "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+    let fc1 = b.add_op(timed("fc1", "MatMul", Phase::Forward, 30.0, act, Splittability::Concat));
+    let fc2 = b.add_op(timed("fc2", "MatMul", Phase::Forward, 20.0, act, Splittability::Concat));
+    let loss = b.add_op(timed("loss", "Loss", Phase::Forward, 2.0, act, Splittability::Concat));
+    let d2 = b.add_op(timed("fc2_grad_in", "MatMul", Phase::Backward, 20.0, act, Splittability::Concat));
+    let g2 = b.add_op(timed("fc2_grad_w", "MatMul", Phase::Backward, 20.0, wbytes, Splittability::Sum));
+    let g1 = b.add_op(timed("fc1_grad_w", "MatMul", Phase::Backward, 30.0, wbytes, Splittability::Sum));
+    let a1 = b.add_op(timed("adam1", "ApplyAdam", Phase::Optimizer, 5.0, 0.0, Splittability::None));
+    let a2 = b.add_op(timed("adam2", "ApplyAdam", Phase::Optimizer, 5.0, 0.0, Splittability::None));
+    for (s, d, bytes) in [
+        (x, fc1, act),
+        (w1, fc1, wbytes),
+        (fc1, fc2, act),
+        (w2, fc2, wbytes),
+        (fc2, loss, act),
+        (loss, d2, act),
+        (w2, d2, wbytes),
+        (loss, g2, act),
+        (fc1, g2, act),
+        (d2, g1, act),
+        (x, g1, act),
+        (w1, a1, wbytes),
+        (w2, a2, wbytes),
+    ] {
+        b.add_edge(s, d, bytes);
+    }
+    b.add_gradient(g1, a1, wbytes);
+    b.add_gradient(g2, a2, wbytes);
+    (b.finish("<t>", "mlp", 8).unwrap(), [a1, a2])
+}
+
+#[test]
+fn data_parallel_mlp_matches_a_hand_computation() {
+    let (g, _) = mlp();
+    let cost = CostModel::default();
+    for d in [2usize, 4] {
+        let c = cluster(d, true);
+        let ev = evaluate(&g, &c, &Reference::Dp.strategy(&g, &c), &cost, Order::Fifo).unwrap();
+        let gpu = c.devices[0].gpu;
+        let t = |name: &str| {
+            let op = g.ops().iter().find(|o| o.name == name).unwrap();
+            cost.compute_time_us(op, gpu, 1.0 / d as f64)
+        };
+        let route = c.path(0, 1);
+        let ring = 2.0 * (d - 1) as f64 / d as f64 * 1e6 / route.bandwidth + 2.0 * (d - 1) as f64 * route.latency_us;
+        // Per GPU, FIFO: x, w1, w2 (zero work but launch overhead), fc1, fc2, loss, then
+        // fc2_grad_in and fc2_grad_w are ready together (id order: grad_in first), then
+        // fc1_grad_w. AllReduce of fc2's gradient starts after fc2_grad_w and overlaps
+        // fc1_grad_w; adam1 follows the second AllReduce (the ring is busy until the first ends).
+        let front = t("x") + t("w1") + t("w2") + t("fc1") + t("fc2") + t("loss") + t("fc2_grad_in") + t("fc2_grad_w");
+        let ar2_end = front + ring;
+        let g1_end = front + t("fc1_grad_w");
+        let ar1_end = g1_end.max(ar2_end) + ring;
+        let adam = cost.compute_time_us(g.ops().iter().find(|o| o.name == "adam1").unwrap(), gpu, 1.0);
+        // adam2 runs when its AllReduce is done and the GPU is free (after fc1_grad_w).
+        let adam2_end = ar2_end.max(g1_end) + adam;
+        let expected = (ar1_end.max(adam2_end) + adam).max(adam2_end);
+        assert!(close(ev.report.iteration_us, expected), "D={d}: {} vs {expected}", ev.report.iteration_us);
+    }
+}
+
+#[test]
+fn single_gpu_ooms_where_model_parallel_fits() {
+    // Four layers of 12 GiB parameters each: 48 GiB do not fit one 32 GiB V100; one layer per
+    // GPU does.
+    let mut b = GraphBuilder::new();
+    let mut prev = None;
+    let gib = (1u64 << 30) as f64;
+    for i in 0..4 {
+        let w = b.add_op(timed(&format!("w{i}"), "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+        b.op_mut(w).resident_bytes = 12.0 * gib;
+        let f = b.add_op(timed(&format!("f{i}"), "MatMul", Phase::Forward, 10.0, 1e6, Splittability::Concat));
+        b.add_edge(w, f, 1e3);
+        if let Some(p) = prev {
+            b.add_edge(p, f, 1e6);
+        }
+        prev = Some(f);
+    }
+    let g = b.finish("<t>", "big", 8).unwrap();
+    let c = cluster(4, true);
+    let cost = CostModel::default();
+    let one = evaluate(&g, &c, &Reference::Single.strategy(&g, &c), &cost, Order::Fifo).unwrap();
+    assert_eq!(one.report.oom.len(), 1);
+    assert!(one.report.oom[0].excess_bytes > 15.0 * gib);
+    let mp = Strategy::uniform(
+        g.len(),
+        GroupDecision {
+            devices: vec![0, 1, 2, 3],
+            option: ReplicationOption::ModelParallel,
+        },
+        BatchSplit::Even,
+    );
+    let split = evaluate(&g, &c, &mp, &cost, Order::Fifo).unwrap();
+    assert!(split.report.oom.is_empty(), "{:?}", split.report.oom);
+}
+
+/// A random training graph: forward DAG with parameters, mirrored backward pass with input and
+/// weight gradients, one Adam op per parameter.
+fn random_training_graph(n: usize, edge_bits: &[bool], params: &[bool]) -> Graph {
+    let mut b = GraphBuilder::new();
+    let x = b.add_op(timed("x", "Placeholder", Phase::Input, 1.0, 512.0, Splittability::Concat));
+    let fwd: Vec<OpIdx> = (0..n)
+        .map(|i| b.add_op(timed(&format!("f{i}"), "Conv2D", Phase::Forward, 5.0 + i as f64, 1024.0, Splittability::Concat)))
+        .collect();
+    b.add_edge(x, fwd[0], 512.0);
+    let mut k = 0;
+    let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for j in 1..n {
+        let mut any = false;
+        for i in 0..j {
+            if edge_bits[k % edge_bits.len()] {
+                b.add_edge(fwd[i], fwd[j], 1024.0);
+                consumers[i].push(j);
+                any = true;
+            }
+            k += 1;
+        }
+        if !any {
+            b.add_edge(fwd[j - 1], fwd[j], 1024.0);
+            consumers[j - 1].push(j);
+        }
+    }
+    // Backward: dgrad[i] needs fwd[i] and the dgrads of its consumers.
+    let mut dgrad = vec![0; n];
+    for i in (0..n).rev() {
+        let d = b.add_op(timed(&format!("d{i}"), "Conv2DBackpropInput", Phase::Backward, 6.0, 1024.0, Splittability::Concat));
+        b.add_edge(fwd[i], d, 1024.0);
+        for &c in &consumers[i] {
+            b.add_edge(dgrad[c], d, 1024.0);
+        }
+        dgrad[i] = d;
+        if params[i % params.len()] {
+            let w = b.add_op(timed(&format!("w{i}"), "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+            b.op_mut(w).resident_bytes = 4096.0;
+            b.add_edge(w, fwd[i], 4096.0);
+            let gw = b.add_op(timed(&format!("gw{i}"), "Conv2DBackpropFilter", Phase::Backward, 7.0, 4096.0, Splittability::Sum));
+            b.add_edge(d, gw, 1024.0);
+            let adam = b.add_op(timed(&format!("adam{i}"), "ApplyAdam", Phase::Optimizer, 2.0, 0.0, Splittability::None));
+            b.op_mut(adam).resident_bytes = 8192.0;
+            b.add_edge(w, adam, 4096.0);
+            b.add_gradient(gw, adam, 4096.0);
+        }
+    }
+    b.finish("<prop>", "random", 8).unwrap()
+}
+
+fn random_strategy(g: &Graph, devices: usize, picks: &[(u8, u8, u8)], groups: usize) -> Strategy {
+    let op_group: Vec<u32> = (0..g.len())
+        .map(|i| (picks[i % picks.len()].0 as usize % groups) as u32)
+        .collect();
+    let decisions = (0..groups)
+        .map(|k| {
+            let (_, mask, option) = picks[(k * 7) % picks.len()];
+            let mut set: Vec<usize> = (0..devices).filter(|d| mask & (1 << d) != 0).collect();
+            if set.is_empty() {
+                set.push(mask as usize % devices);
+            }
+            GroupDecision {
+                devices: set,
+                option: ReplicationOption::ALL[option as usize % 4],
+            }
+        })
+        .collect();
+    Strategy::new("<prop>", op_group, decisions, BatchSplit::Even, g.len(), devices).unwrap()
+}
+
+/// Whether `to` is reachable from `from` in the compiled graph.
+fn reaches(exec: &topoplace::sim::ExecGraph, from: u32, to: u32) -> bool {
+    let mut seen = vec![false; exec.len()];
+    let mut stack = vec![from];
+    while let Some(t) = stack.pop() {
+        if t == to {
+            return true;
+        }
+        for &s in exec.successors(t) {
+            if !seen[s as usize] {
+                seen[s as usize] = true;
+                stack.push(s);
+            }
+        }
+    }
+    false
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    #[test]
+    fn compiled_graphs_are_equivalent_and_schedules_valid(
+        n in 2usize..10,
+        edge_bits in prop::collection::vec(prop::bool::weighted(0.3), 1..60),
+        params in prop::collection::vec(any::<bool>(), 1..10),
+        picks in prop::collection::vec((any::<u8>(), any::<u8>(), any::<u8>()), 1..40),
+        groups in 1usize..5,
+        spread in any::<bool>(),
+    ) {
+        let g = random_training_graph(n, &edge_bits, &params);
+        let c = cluster(3, !spread);
+        let s = random_strategy(&g, 3, &picks, groups);
+        let cost = CostModel::default();
+        let mut compiled = compile(&g, &c, &s, &cost);
+        compiled.exec.seal();
+        let r = Simulator::new().run_sealed(&compiled.exec, Order::Fifo).unwrap().clone();
+        let exec = &compiled.exec;
+        // Every original op runs on the whole batch once per replica set (or on each copy).
+        for op in 0..g.len() {
+            let tasks = compiled.tasks_of_op(op);
+            prop_assert!(!tasks.is_empty());
+            let total: f64 = compiled.op_shares[op].iter().sum();
+            let option = s.decision(s.group_of(op)).option;
+            let batch_split = compiled.op_shares[op].iter().any(|&x| x < 1.0);
+            if batch_split {
+                prop_assert!(option.splits_batch());
+                prop_assert!((total - 1.0).abs() < 1e-9, "op {} shares sum to {}", op, total);
+            } else {
+                prop_assert!(compiled.op_shares[op].iter().all(|&x| x == 1.0));
+            }
+        }
+        // Every gradient is aggregated before each copy of its optimizer runs: with batch-split
+        // replicas every partial gradient reaches every update; whole-batch copies each hold the
+        // full gradient, and every update is fed by one of them.
+        for link in g.gradients() {
+            let partial = compiled.op_shares[link.grad].iter().any(|&x| x < 1.0);
+            for o in compiled.tasks_of_op(link.optimizer) {
+                let fed: Vec<bool> = compiled.tasks_of_op(link.grad).map(|gt| reaches(exec, gt, o)).collect();
+                if partial {
+                    prop_assert!(fed.iter().all(|&f| f), "a partial gradient misses update {}", o);
+                } else {
+                    prop_assert!(fed.iter().any(|&f| f), "no gradient copy reaches update {}", o);
+                }
+            }
+        }
+        // Tasks start after their inputs, never overlap on a resource, memory returns to resident.
+        for t in 0..exec.len() as u32 {
+            for &p in exec.predecessors(t) {
+                prop_assert!(r.start[t as usize] >= r.end[p as usize] - 1e-9);
+            }
+        }
+        for res in 0..exec.resource_count() as u32 {
+            let mut spans: Vec<(f64, f64)> = (0..exec.len() as u32)
+                .filter(|&t| exec.task_resources(t).contains(&res))
+                .map(|t| (r.start[t as usize], r.end[t as usize]))
+                .collect();
+            spans.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            for w in spans.windows(2) {
+                prop_assert!(w[1].0 >= w[0].1 - 1e-9);
+            }
+        }
+        for d in 0..exec.devices() {
+            prop_assert!((r.final_memory[d] - exec.resident()[d]).abs() < 1e-6);
+        }
+    }
+}
