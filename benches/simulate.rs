@@ -16,9 +16,12 @@ fn compile_and_simulate(c: &mut Criterion) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut group = c.benchmark_group("compile+simulate dp");
     group.sample_size(10);
-    for (model, config) in [("bert-large", "configs/tag-cloud.toml"), ("vgg19", "configs/tag-testbed.toml")] {
+    for (model, config) in [
+        ("bert-large", "configs/tag-cloud.toml"),
+        ("vgg19", "configs/tag-testbed.toml"),
+    ] {
         let graph = build(model, &ZooOptions::default()).unwrap();
-        let cluster = load_cluster(&root.join(config)).unwrap();
+        let cluster = load_cluster(root.join(config)).unwrap();
         let routes = RouteTable::new(&cluster);
         let strategy = Reference::Dp.strategy(&graph, &cluster);
         let mut sim = Simulator::new();

@@ -96,7 +96,8 @@ impl RouteTable {
                     t.latency.push(0.0);
                 } else {
                     let route = cluster.path(a, b);
-                    t.links.push(route.links.iter().map(|&l| l as u32).collect());
+                    t.links
+                        .push(route.links.iter().map(|&l| l as u32).collect());
                     t.bandwidth.push(route.bandwidth);
                     t.latency.push(route.latency_us);
                 }
@@ -164,7 +165,12 @@ impl Layout {
 }
 
 /// Compile `strategy` for `graph` on `cluster`.
-pub fn compile(graph: &Graph, cluster: &Cluster, strategy: &Strategy, cost: &CostModel) -> Compiled {
+pub fn compile(
+    graph: &Graph,
+    cluster: &Cluster,
+    strategy: &Strategy,
+    cost: &CostModel,
+) -> Compiled {
     let routes = RouteTable::new(cluster);
     compile_with_routes(graph, cluster, &routes, strategy, cost)
 }
@@ -287,7 +293,7 @@ fn model_parallel_assignment(
             let total: f64 = decision
                 .devices
                 .iter()
-                .map(|&d| cost.compute_time_us(graph.op(op), cluster.devices[d].gpu, 1.0))
+                .map(|&d| cost.compute_time_us(graph.op(op), &cluster.devices[d].gpu, 1.0))
                 .sum();
             total / decision.devices.len() as f64
         };
@@ -325,8 +331,8 @@ struct Compiler<'a> {
 }
 
 impl<'a> Compiler<'a> {
-    fn gpu(&self, device: u32) -> &'static GpuSpec {
-        self.cluster.devices[device as usize].gpu
+    fn gpu(&self, device: u32) -> &'a GpuSpec {
+        &self.cluster.devices[device as usize].gpu
     }
 
     fn add(&mut self, role: TaskRole, spec: TaskSpec<'_>) -> TaskId {
@@ -334,7 +340,14 @@ impl<'a> Compiler<'a> {
         self.exec.add_task(spec)
     }
 
-    fn compute(&mut self, role: TaskRole, label: OpIdx, device: u32, duration: f64, out_bytes: f64) -> TaskId {
+    fn compute(
+        &mut self,
+        role: TaskRole,
+        label: OpIdx,
+        device: u32,
+        duration: f64,
+        out_bytes: f64,
+    ) -> TaskId {
         self.add(
             role,
             TaskSpec {
@@ -349,9 +362,18 @@ impl<'a> Compiler<'a> {
         )
     }
 
-    /// A transfer of `bytes` from `from` to `to` after `after`; `out_bytes` is what the receiver
-    /// allocates (zero when it overwrites a resident copy).
-    fn transfer(&mut self, role: TaskRole, label: OpIdx, after: TaskId, from: u32, to: u32, bytes: f64, out_bytes: f64) -> TaskId {
+    /// A transfer of `bytes` from `from` to `to` after `after`. The receiver allocates the
+    /// bytes, except for a parameter pull, which overwrites the resident copy.
+    fn transfer(
+        &mut self,
+        role: TaskRole,
+        label: OpIdx,
+        after: TaskId,
+        from: u32,
+        to: u32,
+        bytes: f64,
+    ) -> TaskId {
+        let out_bytes = if role == TaskRole::Pull { 0.0 } else { bytes };
         let links: Vec<u32> = self
             .routes
             .links(from as usize, to as usize)
@@ -381,7 +403,11 @@ impl<'a> Compiler<'a> {
         let layout = self.layouts[op].clone();
         let first = self.exec.len() as TaskId;
         for (i, &d) in layout.devices.iter().enumerate() {
-            let share = if layout.kind == LayoutKind::Full { 1.0 } else { layout.shares[i] };
+            let share = if layout.kind == LayoutKind::Full {
+                1.0
+            } else {
+                layout.shares[i]
+            };
             let duration = self.cost.compute_time_us(o, self.gpu(d), share);
             let out_bytes = match (o.phase, layout.kind) {
                 // A parameter's tensor is the resident variable itself.
@@ -403,7 +429,10 @@ impl<'a> Compiler<'a> {
     }
 
     fn task_of(&self, op: OpIdx, replica: usize) -> TaskId {
-        debug_assert!(self.first_task[op] != TaskId::MAX, "ops are placed in topological order");
+        debug_assert!(
+            self.first_task[op] != TaskId::MAX,
+            "ops are placed in topological order"
+        );
         self.first_task[op] + replica as u32
     }
 
@@ -442,7 +471,7 @@ impl<'a> Compiler<'a> {
                 let i = self.nearest(&producer.devices, d);
                 let src = self.task_of(u, i);
                 let slice = bytes * consumer.shares[j];
-                let x = self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, slice, slice);
+                let x = self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, slice);
                 self.exec.add_dep(x, task);
             }
             return;
@@ -460,7 +489,7 @@ impl<'a> Compiler<'a> {
                 pieces.push(src);
             } else {
                 let b = bytes * overlap;
-                pieces.push(self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, b, b));
+                pieces.push(self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, b));
             }
         }
         if pieces.len() == 1 {
@@ -473,7 +502,7 @@ impl<'a> Compiler<'a> {
 
     /// A Concat on `device` of `pieces` into a tensor of `bytes`.
     fn concat(&mut self, u: OpIdx, device: u32, bytes: f64, pieces: &[TaskId]) -> TaskId {
-        let duration = self.cost.memory_op_us(self.gpu(device), 0.0, 2.0 * bytes);
+        let duration = self.cost.kernel_us(self.gpu(device), 0.0, 2.0 * bytes);
         let t = self.compute(TaskRole::Concat, u, device, duration, bytes);
         for &p in pieces {
             self.exec.add_dep(p, t);
@@ -493,7 +522,14 @@ impl<'a> Compiler<'a> {
                 None => {
                     let i = self.nearest(&producer.devices, device);
                     let src = self.task_of(u, i);
-                    self.transfer(TaskRole::Transfer, u, src, producer.devices[i], device, bytes, bytes)
+                    self.transfer(
+                        TaskRole::Transfer,
+                        u,
+                        src,
+                        producer.devices[i],
+                        device,
+                        bytes,
+                    )
                 }
             },
             LayoutKind::Split => {
@@ -505,7 +541,7 @@ impl<'a> Compiler<'a> {
                             src
                         } else {
                             let b = bytes * producer.shares[i];
-                            self.transfer(TaskRole::Transfer, u, src, from, device, b, b)
+                            self.transfer(TaskRole::Transfer, u, src, from, device, b)
                         }
                     })
                     .collect();
@@ -519,7 +555,7 @@ impl<'a> Compiler<'a> {
                         let devices: Vec<u32> = holders.iter().map(|h| h.0).collect();
                         let i = self.nearest(&devices, device);
                         let (from, src) = holders[i];
-                        self.transfer(TaskRole::Transfer, u, src, from, device, bytes, bytes)
+                        self.transfer(TaskRole::Transfer, u, src, from, device, bytes)
                     }
                 }
             }
@@ -562,13 +598,13 @@ impl<'a> Compiler<'a> {
             parts.push(if d == ps {
                 src
             } else {
-                self.transfer(TaskRole::Transfer, u, src, d, ps, bytes, bytes)
+                self.transfer(TaskRole::Transfer, u, src, d, ps, bytes)
             });
         }
         let k = parts.len() as f64;
-        let duration = self
-            .cost
-            .memory_op_us(self.gpu(ps), (k - 1.0) * bytes / 4.0, (k + 1.0) * bytes);
+        let duration =
+            self.cost
+                .kernel_us(self.gpu(ps), (k - 1.0) * bytes / 4.0, (k + 1.0) * bytes);
         let t = self.compute(TaskRole::AddN, u, ps, duration, bytes);
         for p in parts {
             self.exec.add_dep(p, t);
@@ -646,7 +682,14 @@ impl<'a> Compiler<'a> {
                 }
                 let i = self.nearest(&opt_layout.devices, d);
                 let src = self.task_of(opt, i);
-                self.transfer(TaskRole::Pull, edge.src, src, opt_layout.devices[i], d, edge.bytes, 0.0);
+                self.transfer(
+                    TaskRole::Pull,
+                    edge.src,
+                    src,
+                    opt_layout.devices[i],
+                    d,
+                    edge.bytes,
+                );
             }
         }
     }

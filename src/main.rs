@@ -8,8 +8,12 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use topoplace::cluster::{Cluster, load_cluster, random_cluster};
+use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
 use topoplace::graph::{Graph, load_graph, save_graph, simplify};
+use topoplace::sim::summary as simulation;
+use topoplace::sim::{Order, chrome_trace, evaluate};
+use topoplace::strategy::{Reference, load_strategy};
 use topoplace::{inspect, zoo};
 
 #[derive(Parser)]
@@ -40,6 +44,8 @@ enum Command {
         #[command(subcommand)]
         command: ZooCommand,
     },
+    /// Compile a strategy for a model on a cluster and simulate one training iteration.
+    Simulate(SimulateArgs),
     /// Synthetic cluster topologies.
     Topology {
         #[command(subcommand)]
@@ -61,6 +67,31 @@ struct InfoArgs {
     /// A cluster config: estimate the model on each GPU type in it.
     #[arg(long)]
     cluster: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    /// A zoo name or a graph JSON file.
+    #[arg(long)]
+    model: String,
+    /// A cluster config (TOML).
+    #[arg(long)]
+    cluster: PathBuf,
+    /// `single` (fastest GPU), `dp` (DP-NCCL), `dp-p` (DP-NCCL-P) or a strategy JSON file.
+    #[arg(long, default_value = "dp")]
+    strategy: String,
+    /// Override the zoo model's batch size.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Execution order on each GPU: `fifo` (TensorFlow's default) or `priority` (as given in a
+    /// strategy; FastT's order enforcement).
+    #[arg(long, default_value = "fifo")]
+    order: String,
+    /// Write a Chrome trace (chrome://tracing, Perfetto) of every task here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -128,6 +159,7 @@ fn run(command: Command) -> Result<()> {
             ZooCommand::List { json } => zoo_list(json),
             ZooCommand::Export { out, models, json } => zoo_export(&out, &models, json),
         },
+        Command::Simulate(args) => simulate(args),
         Command::Topology { command } => match command {
             TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
         },
@@ -260,5 +292,50 @@ fn topology_random(seed: u64, out: Option<PathBuf>, json: bool) -> Result<()> {
             print!("{text}");
             Ok(())
         }
+    }
+}
+
+fn simulate(args: SimulateArgs) -> Result<()> {
+    let graph = load_model(&args.model, args.batch)?;
+    let cluster = load_cluster(&args.cluster)?;
+    let order = match args.order.as_str() {
+        "fifo" => Order::Fifo,
+        "priority" => Order::Priority,
+        other => {
+            return Err(InputError::new(
+                "<cli>",
+                "--order",
+                format!("\"{other}\" is not an order (fifo, priority)"),
+            )
+            .into());
+        }
+    };
+    let strategy = match Reference::parse(&args.strategy) {
+        Some(reference) => reference.strategy(&graph, &cluster),
+        None => load_strategy(Path::new(&args.strategy), &graph, cluster.devices.len())?,
+    };
+    let cost = CostModel::default();
+    let run =
+        |s| evaluate(&graph, &cluster, s, &cost, order).map_err(|e| Error::Other(e.to_string()));
+    let evaluation = run(&strategy)?;
+    let dp = run(&Reference::Dp.strategy(&graph, &cluster))?;
+    let summary =
+        simulation::SimulationSummary::new(&graph, &cluster, &args.strategy, &evaluation, &dp);
+    if let Some(path) = &args.trace {
+        let trace = chrome_trace(
+            &evaluation.compiled.exec,
+            &evaluation.result,
+            |r| simulation::resource_name(&cluster, &evaluation.compiled.exec, r),
+            |t| simulation::task_name(&graph, &evaluation.compiled, t),
+        );
+        let text = serde_json::to_string(&trace)
+            .map_err(|e| Error::Other(format!("serialising trace: {e}")))?;
+        write_atomic(path, text.as_bytes())?;
+    }
+    if args.json {
+        print_json(&summary)
+    } else {
+        print!("{}", summary.render_text());
+        Ok(())
     }
 }

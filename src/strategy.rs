@@ -101,7 +101,10 @@ impl Strategy {
             return Err(InputError::new(
                 source,
                 format!("op {op}"),
-                format!("is in group {g}, but only {} groups are decided", decisions.len()),
+                format!(
+                    "is in group {g}, but only {} groups are decided",
+                    decisions.len()
+                ),
             ));
         }
         for (g, d) in decisions.iter().enumerate() {
@@ -117,7 +120,11 @@ impl Strategy {
                 ));
             }
             if d.devices.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(InputError::new(source, field, "must be sorted without repeats"));
+                return Err(InputError::new(
+                    source,
+                    field,
+                    "must be sorted without repeats",
+                ));
             }
         }
         Ok(Strategy {
@@ -220,7 +227,12 @@ impl StrategyFile {
     }
 
     /// Resolve op ids against `g` and check the strategy covers every op exactly once.
-    pub fn into_strategy(self, source: &str, g: &Graph, devices: usize) -> Result<Strategy, InputError> {
+    pub fn into_strategy(
+        self,
+        source: &str,
+        g: &Graph,
+        devices: usize,
+    ) -> Result<Strategy, InputError> {
         if self.format != STRATEGY_FORMAT {
             return Err(InputError::new(
                 source,
@@ -228,7 +240,12 @@ impl StrategyFile {
                 format!("expected \"{STRATEGY_FORMAT}\", found \"{}\"", self.format),
             ));
         }
-        let index: HashMap<u64, usize> = g.ops().iter().enumerate().map(|(i, op)| (op.id, i)).collect();
+        let index: HashMap<u64, usize> = g
+            .ops()
+            .iter()
+            .enumerate()
+            .map(|(i, op)| (op.id, i))
+            .collect();
         let mut op_group = vec![u32::MAX; g.len()];
         for (k, group) in self.groups.iter().enumerate() {
             for (j, id) in group.ops.iter().enumerate() {
@@ -250,7 +267,11 @@ impl StrategyFile {
             return Err(InputError::new(
                 source,
                 "groups",
-                format!("op {} \"{}\" is in no group", g.op(missing).id, g.op(missing).name),
+                format!(
+                    "op {} \"{}\" is in no group",
+                    g.op(missing).id,
+                    g.op(missing).name
+                ),
             ));
         }
         let decisions = self
@@ -261,15 +282,31 @@ impl StrategyFile {
                 option: r.option,
             })
             .collect();
-        Strategy::new(source, op_group, decisions, self.batch_split, g.len(), devices)
+        Strategy::new(
+            source,
+            op_group,
+            decisions,
+            self.batch_split,
+            g.len(),
+            devices,
+        )
     }
 }
 
-pub fn parse_strategy(text: &str, source: &str, g: &Graph, devices: usize) -> Result<Strategy, InputError> {
+pub fn parse_strategy(
+    text: &str,
+    source: &str,
+    g: &Graph,
+    devices: usize,
+) -> Result<Strategy, InputError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let file: StrategyFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
-        InputError::new(source, if path == "." { String::new() } else { path }, e.into_inner().to_string())
+        InputError::new(
+            source,
+            if path == "." { String::new() } else { path },
+            e.into_inner().to_string(),
+        )
     })?;
     file.into_strategy(source, g, devices)
 }

@@ -62,7 +62,14 @@ fn chain_on_one_gpu_is_the_sum_of_op_times() {
     let times = [12.5, 3.25, 40.0, 7.0];
     let mut prev = None;
     for (i, &t) in times.iter().enumerate() {
-        let op = b.add_op(timed(&format!("op{i}"), "X", Phase::Forward, t, 1e6, Splittability::Concat));
+        let op = b.add_op(timed(
+            &format!("op{i}"),
+            "X",
+            Phase::Forward,
+            t,
+            1e6,
+            Splittability::Concat,
+        ));
         if let Some(p) = prev {
             b.add_edge(p, op, 1e6);
         }
@@ -81,7 +88,14 @@ fn two_independent_chains_on_two_gpus_take_the_max() {
     for (k, chain) in chains.iter().enumerate() {
         let mut prev = None;
         for (i, &t) in chain.iter().enumerate() {
-            let op = b.add_op(timed(&format!("c{k}o{i}"), "X", Phase::Forward, t, 64.0, Splittability::Concat));
+            let op = b.add_op(timed(
+                &format!("c{k}o{i}"),
+                "X",
+                Phase::Forward,
+                t,
+                64.0,
+                Splittability::Concat,
+            ));
             groups.push(k as u32);
             if let Some(p) = prev {
                 b.add_edge(p, op, 64.0);
@@ -95,15 +109,37 @@ fn two_independent_chains_on_two_gpus_take_the_max() {
         devices: vec![d],
         option: ReplicationOption::ModelParallel,
     };
-    let s = Strategy::new("<t>", groups, vec![decision(0), decision(1)], BatchSplit::Even, g.len(), 2).unwrap();
+    let s = Strategy::new(
+        "<t>",
+        groups,
+        vec![decision(0), decision(1)],
+        BatchSplit::Even,
+        g.len(),
+        2,
+    )
+    .unwrap();
     assert!(close(simulate(&g, &c, &s), 33.0));
 }
 
 #[test]
 fn a_transfer_costs_latency_plus_bytes_over_bandwidth() {
     let mut b = GraphBuilder::new();
-    let a = b.add_op(timed("a", "X", Phase::Forward, 10.0, 4e6, Splittability::None));
-    let z = b.add_op(timed("z", "X", Phase::Forward, 20.0, 8.0, Splittability::None));
+    let a = b.add_op(timed(
+        "a",
+        "X",
+        Phase::Forward,
+        10.0,
+        4e6,
+        Splittability::None,
+    ));
+    let z = b.add_op(timed(
+        "z",
+        "X",
+        Phase::Forward,
+        20.0,
+        8.0,
+        Splittability::None,
+    ));
     b.add_edge(a, z, 4e6);
     let g = b.finish("<t>", "pair", 8).unwrap();
     let groups = vec![0, 1];
@@ -114,19 +150,51 @@ fn a_transfer_costs_latency_plus_bytes_over_bandwidth() {
             devices: vec![d],
             option: ReplicationOption::ModelParallel,
         };
-        let s = Strategy::new("<t>", groups.clone(), vec![decision(0), decision(1)], BatchSplit::Even, 2, 2).unwrap();
+        let s = Strategy::new(
+            "<t>",
+            groups.clone(),
+            vec![decision(0), decision(1)],
+            BatchSplit::Even,
+            2,
+            2,
+        )
+        .unwrap();
         let expected = 10.0 + route.latency_us + 4e6 / route.bandwidth + 20.0;
-        assert!(close(simulate(&g, &c, &s), expected), "one machine: {one_machine}");
+        assert!(
+            close(simulate(&g, &c, &s), expected),
+            "one machine: {one_machine}"
+        );
     }
 }
 
 /// One weight gradient (a `sum` op) feeding its optimizer, replicated on D GPUs.
 fn gradient_graph(grad_us: f64, apply_us: f64, bytes: f64) -> Graph {
     let mut b = GraphBuilder::new();
-    let w = b.add_op(timed("w", "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+    let w = b.add_op(timed(
+        "w",
+        "VariableV2",
+        Phase::Parameter,
+        0.0,
+        0.0,
+        Splittability::None,
+    ));
     b.op_mut(w).resident_bytes = bytes;
-    let grad = b.add_op(timed("grad", "MatMul", Phase::Backward, grad_us, bytes, Splittability::Sum));
-    let adam = b.add_op(timed("adam", "ApplyAdam", Phase::Optimizer, apply_us, 0.0, Splittability::None));
+    let grad = b.add_op(timed(
+        "grad",
+        "MatMul",
+        Phase::Backward,
+        grad_us,
+        bytes,
+        Splittability::Sum,
+    ));
+    let adam = b.add_op(timed(
+        "adam",
+        "ApplyAdam",
+        Phase::Optimizer,
+        apply_us,
+        0.0,
+        Splittability::None,
+    ));
     b.add_edge(w, grad, bytes);
     b.add_edge(w, adam, bytes);
     b.add_gradient(grad, adam, bytes);
@@ -142,7 +210,7 @@ fn ring_allreduce_of_one_gradient_matches_the_formula() {
         let c = cluster(d, true);
         let route = c.path(0, 1);
         let s = Reference::Dp.strategy(&g, &c);
-        let share_time = cost.compute_time_us(g.op(1), c.devices[0].gpu, 1.0 / d as f64);
+        let share_time = cost.compute_time_us(g.op(1), &c.devices[0].gpu, 1.0 / d as f64);
         let ring = 2.0 * (d - 1) as f64 / d as f64 * bytes / route.bandwidth
             + 2.0 * (d - 1) as f64 * route.latency_us;
         let expected = share_time + ring + apply_us;
@@ -170,7 +238,7 @@ fn parameter_server_sync_of_one_gradient_matches_the_formula() {
             BatchSplit::Even,
         );
         let ev = evaluate(&g, &c, &s, &cost, Order::Fifo).unwrap();
-        let share_time = cost.compute_time_us(g.op(1), c.devices[0].gpu, 1.0 / d as f64);
+        let share_time = cost.compute_time_us(g.op(1), &c.devices[0].gpu, 1.0 / d as f64);
         let one = route.latency_us + bytes / route.bandwidth;
         // Pushes serialise on the PS's NIC-in, then AddN and the update on the PS, then pulls
         // serialise on its NIC-out.
@@ -183,7 +251,11 @@ fn parameter_server_sync_of_one_gradient_matches_the_formula() {
             .map(|(t, _)| ev.compiled.exec.duration(t as u32))
             .sum::<f64>();
         let expected = share_time + (d - 1) as f64 * one + addn + apply_us + (d - 1) as f64 * one;
-        assert!(close(ev.report.iteration_us, expected), "D={d}: {} vs {expected}", ev.report.iteration_us);
+        assert!(
+            close(ev.report.iteration_us, expected),
+            "D={d}: {} vs {expected}",
+            ev.report.iteration_us
+        );
     }
 }
 
@@ -192,17 +264,94 @@ fn mlp() -> (Graph, [OpIdx; 2]) {
     let mut b = GraphBuilder::new();
     let act = 4096.0;
     let wbytes = 1e6;
-    let x = b.add_op(timed("x", "Placeholder", Phase::Input, 0.0, act, Splittability::Concat));
-    let w1 = b.add_op(timed("w1", "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
-    let w2 = b.add_op(timed("w2", "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
-    let fc1 = b.add_op(timed("fc1", "MatMul", Phase::Forward, 30.0, act, Splittability::Concat));
-    let fc2 = b.add_op(timed("fc2", "MatMul", Phase::Forward, 20.0, act, Splittability::Concat));
-    let loss = b.add_op(timed("loss", "Loss", Phase::Forward, 2.0, act, Splittability::Concat));
-    let d2 = b.add_op(timed("fc2_grad_in", "MatMul", Phase::Backward, 20.0, act, Splittability::Concat));
-    let g2 = b.add_op(timed("fc2_grad_w", "MatMul", Phase::Backward, 20.0, wbytes, Splittability::Sum));
-    let g1 = b.add_op(timed("fc1_grad_w", "MatMul", Phase::Backward, 30.0, wbytes, Splittability::Sum));
-    let a1 = b.add_op(timed("adam1", "ApplyAdam", Phase::Optimizer, 5.0, 0.0, Splittability::None));
-    let a2 = b.add_op(timed("adam2", "ApplyAdam", Phase::Optimizer, 5.0, 0.0, Splittability::None));
+    let x = b.add_op(timed(
+        "x",
+        "Placeholder",
+        Phase::Input,
+        0.0,
+        act,
+        Splittability::Concat,
+    ));
+    let w1 = b.add_op(timed(
+        "w1",
+        "VariableV2",
+        Phase::Parameter,
+        0.0,
+        0.0,
+        Splittability::None,
+    ));
+    let w2 = b.add_op(timed(
+        "w2",
+        "VariableV2",
+        Phase::Parameter,
+        0.0,
+        0.0,
+        Splittability::None,
+    ));
+    let fc1 = b.add_op(timed(
+        "fc1",
+        "MatMul",
+        Phase::Forward,
+        30.0,
+        act,
+        Splittability::Concat,
+    ));
+    let fc2 = b.add_op(timed(
+        "fc2",
+        "MatMul",
+        Phase::Forward,
+        20.0,
+        act,
+        Splittability::Concat,
+    ));
+    let loss = b.add_op(timed(
+        "loss",
+        "Loss",
+        Phase::Forward,
+        2.0,
+        act,
+        Splittability::Concat,
+    ));
+    let d2 = b.add_op(timed(
+        "fc2_grad_in",
+        "MatMul",
+        Phase::Backward,
+        20.0,
+        act,
+        Splittability::Concat,
+    ));
+    let g2 = b.add_op(timed(
+        "fc2_grad_w",
+        "MatMul",
+        Phase::Backward,
+        20.0,
+        wbytes,
+        Splittability::Sum,
+    ));
+    let g1 = b.add_op(timed(
+        "fc1_grad_w",
+        "MatMul",
+        Phase::Backward,
+        30.0,
+        wbytes,
+        Splittability::Sum,
+    ));
+    let a1 = b.add_op(timed(
+        "adam1",
+        "ApplyAdam",
+        Phase::Optimizer,
+        5.0,
+        0.0,
+        Splittability::None,
+    ));
+    let a2 = b.add_op(timed(
+        "adam2",
+        "ApplyAdam",
+        Phase::Optimizer,
+        5.0,
+        0.0,
+        Splittability::None,
+    ));
     for (s, d, bytes) in [
         (x, fc1, act),
         (w1, fc1, wbytes),
@@ -232,26 +381,42 @@ fn data_parallel_mlp_matches_a_hand_computation() {
     for d in [2usize, 4] {
         let c = cluster(d, true);
         let ev = evaluate(&g, &c, &Reference::Dp.strategy(&g, &c), &cost, Order::Fifo).unwrap();
-        let gpu = c.devices[0].gpu;
+        let gpu = &c.devices[0].gpu;
         let t = |name: &str| {
             let op = g.ops().iter().find(|o| o.name == name).unwrap();
             cost.compute_time_us(op, gpu, 1.0 / d as f64)
         };
         let route = c.path(0, 1);
-        let ring = 2.0 * (d - 1) as f64 / d as f64 * 1e6 / route.bandwidth + 2.0 * (d - 1) as f64 * route.latency_us;
+        let ring = 2.0 * (d - 1) as f64 / d as f64 * 1e6 / route.bandwidth
+            + 2.0 * (d - 1) as f64 * route.latency_us;
         // Per GPU, FIFO: x, w1, w2 (zero work but launch overhead), fc1, fc2, loss, then
         // fc2_grad_in and fc2_grad_w are ready together (id order: grad_in first), then
         // fc1_grad_w. AllReduce of fc2's gradient starts after fc2_grad_w and overlaps
         // fc1_grad_w; adam1 follows the second AllReduce (the ring is busy until the first ends).
-        let front = t("x") + t("w1") + t("w2") + t("fc1") + t("fc2") + t("loss") + t("fc2_grad_in") + t("fc2_grad_w");
+        let front = t("x")
+            + t("w1")
+            + t("w2")
+            + t("fc1")
+            + t("fc2")
+            + t("loss")
+            + t("fc2_grad_in")
+            + t("fc2_grad_w");
         let ar2_end = front + ring;
         let g1_end = front + t("fc1_grad_w");
         let ar1_end = g1_end.max(ar2_end) + ring;
-        let adam = cost.compute_time_us(g.ops().iter().find(|o| o.name == "adam1").unwrap(), gpu, 1.0);
+        let adam = cost.compute_time_us(
+            g.ops().iter().find(|o| o.name == "adam1").unwrap(),
+            gpu,
+            1.0,
+        );
         // adam2 runs when its AllReduce is done and the GPU is free (after fc1_grad_w).
         let adam2_end = ar2_end.max(g1_end) + adam;
         let expected = (ar1_end.max(adam2_end) + adam).max(adam2_end);
-        assert!(close(ev.report.iteration_us, expected), "D={d}: {} vs {expected}", ev.report.iteration_us);
+        assert!(
+            close(ev.report.iteration_us, expected),
+            "D={d}: {} vs {expected}",
+            ev.report.iteration_us
+        );
     }
 }
 
@@ -263,9 +428,23 @@ fn single_gpu_ooms_where_model_parallel_fits() {
     let mut prev = None;
     let gib = (1u64 << 30) as f64;
     for i in 0..4 {
-        let w = b.add_op(timed(&format!("w{i}"), "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+        let w = b.add_op(timed(
+            &format!("w{i}"),
+            "VariableV2",
+            Phase::Parameter,
+            0.0,
+            0.0,
+            Splittability::None,
+        ));
         b.op_mut(w).resident_bytes = 12.0 * gib;
-        let f = b.add_op(timed(&format!("f{i}"), "MatMul", Phase::Forward, 10.0, 1e6, Splittability::Concat));
+        let f = b.add_op(timed(
+            &format!("f{i}"),
+            "MatMul",
+            Phase::Forward,
+            10.0,
+            1e6,
+            Splittability::Concat,
+        ));
         b.add_edge(w, f, 1e3);
         if let Some(p) = prev {
             b.add_edge(p, f, 1e6);
@@ -275,7 +454,14 @@ fn single_gpu_ooms_where_model_parallel_fits() {
     let g = b.finish("<t>", "big", 8).unwrap();
     let c = cluster(4, true);
     let cost = CostModel::default();
-    let one = evaluate(&g, &c, &Reference::Single.strategy(&g, &c), &cost, Order::Fifo).unwrap();
+    let one = evaluate(
+        &g,
+        &c,
+        &Reference::Single.strategy(&g, &c),
+        &cost,
+        Order::Fifo,
+    )
+    .unwrap();
     assert_eq!(one.report.oom.len(), 1);
     assert!(one.report.oom[0].excess_bytes > 15.0 * gib);
     let mp = Strategy::uniform(
@@ -294,9 +480,25 @@ fn single_gpu_ooms_where_model_parallel_fits() {
 /// weight gradients, one Adam op per parameter.
 fn random_training_graph(n: usize, edge_bits: &[bool], params: &[bool]) -> Graph {
     let mut b = GraphBuilder::new();
-    let x = b.add_op(timed("x", "Placeholder", Phase::Input, 1.0, 512.0, Splittability::Concat));
+    let x = b.add_op(timed(
+        "x",
+        "Placeholder",
+        Phase::Input,
+        1.0,
+        512.0,
+        Splittability::Concat,
+    ));
     let fwd: Vec<OpIdx> = (0..n)
-        .map(|i| b.add_op(timed(&format!("f{i}"), "Conv2D", Phase::Forward, 5.0 + i as f64, 1024.0, Splittability::Concat)))
+        .map(|i| {
+            b.add_op(timed(
+                &format!("f{i}"),
+                "Conv2D",
+                Phase::Forward,
+                5.0 + i as f64,
+                1024.0,
+                Splittability::Concat,
+            ))
+        })
         .collect();
     b.add_edge(x, fwd[0], 512.0);
     let mut k = 0;
@@ -319,19 +521,47 @@ fn random_training_graph(n: usize, edge_bits: &[bool], params: &[bool]) -> Graph
     // Backward: dgrad[i] needs fwd[i] and the dgrads of its consumers.
     let mut dgrad = vec![0; n];
     for i in (0..n).rev() {
-        let d = b.add_op(timed(&format!("d{i}"), "Conv2DBackpropInput", Phase::Backward, 6.0, 1024.0, Splittability::Concat));
+        let d = b.add_op(timed(
+            &format!("d{i}"),
+            "Conv2DBackpropInput",
+            Phase::Backward,
+            6.0,
+            1024.0,
+            Splittability::Concat,
+        ));
         b.add_edge(fwd[i], d, 1024.0);
         for &c in &consumers[i] {
             b.add_edge(dgrad[c], d, 1024.0);
         }
         dgrad[i] = d;
         if params[i % params.len()] {
-            let w = b.add_op(timed(&format!("w{i}"), "VariableV2", Phase::Parameter, 0.0, 0.0, Splittability::None));
+            let w = b.add_op(timed(
+                &format!("w{i}"),
+                "VariableV2",
+                Phase::Parameter,
+                0.0,
+                0.0,
+                Splittability::None,
+            ));
             b.op_mut(w).resident_bytes = 4096.0;
             b.add_edge(w, fwd[i], 4096.0);
-            let gw = b.add_op(timed(&format!("gw{i}"), "Conv2DBackpropFilter", Phase::Backward, 7.0, 4096.0, Splittability::Sum));
+            let gw = b.add_op(timed(
+                &format!("gw{i}"),
+                "Conv2DBackpropFilter",
+                Phase::Backward,
+                7.0,
+                4096.0,
+                Splittability::Sum,
+            ));
             b.add_edge(d, gw, 1024.0);
-            let adam = b.add_op(timed(&format!("adam{i}"), "ApplyAdam", Phase::Optimizer, 2.0, 0.0, Splittability::None));
+            let adam = b.add_op(timed(
+                &format!("adam{i}"),
+                "ApplyAdam",
+                Phase::Optimizer,
+                2.0,
+                0.0,
+                Splittability::None,
+            ));
             b.op_mut(adam).resident_bytes = 8192.0;
             b.add_edge(w, adam, 4096.0);
             b.add_gradient(gw, adam, 4096.0);
@@ -357,7 +587,15 @@ fn random_strategy(g: &Graph, devices: usize, picks: &[(u8, u8, u8)], groups: us
             }
         })
         .collect();
-    Strategy::new("<prop>", op_group, decisions, BatchSplit::Even, g.len(), devices).unwrap()
+    Strategy::new(
+        "<prop>",
+        op_group,
+        decisions,
+        BatchSplit::Even,
+        g.len(),
+        devices,
+    )
+    .unwrap()
 }
 
 /// Whether `to` is reachable from `from` in the compiled graph.

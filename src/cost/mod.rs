@@ -70,8 +70,14 @@ impl CostModel {
         } else {
             1.0
         };
-        let compute = op.flops * share / (self.peak_flops_per_us(gpu) * self.compute_efficiency);
-        let memory = op.bytes_accessed * share / (gpu.mem_bandwidth() * self.memory_efficiency);
+        self.kernel_us(gpu, op.flops * share, op.bytes_accessed * share)
+    }
+
+    /// Roofline time of one kernel doing `flops` with `bytes` of memory traffic: also what the
+    /// compiler charges for the Concat and AddN ops it inserts.
+    pub fn kernel_us(&self, gpu: &GpuSpec, flops: f64, bytes: f64) -> f64 {
+        let compute = flops / (self.peak_flops_per_us(gpu) * self.compute_efficiency);
+        let memory = bytes / (gpu.mem_bandwidth() * self.memory_efficiency);
         self.launch_overhead_us + compute.max(memory)
     }
 

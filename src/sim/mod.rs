@@ -4,6 +4,7 @@
 pub mod engine;
 pub mod exec;
 pub mod report;
+pub mod summary;
 pub mod trace;
 
 pub use engine::{Oom, Order, SimError, SimResult, Simulator};

@@ -72,7 +72,12 @@ pub struct SimReport {
 }
 
 impl SimReport {
-    pub fn new(cluster: &Cluster, strategy: &Strategy, compiled: &Compiled, result: &SimResult) -> SimReport {
+    pub fn new(
+        cluster: &Cluster,
+        strategy: &Strategy,
+        compiled: &Compiled,
+        result: &SimResult,
+    ) -> SimReport {
         let exec = &compiled.exec;
         let span = result.makespan.max(f64::MIN_POSITIVE);
         let devices: Vec<DeviceReport> = cluster
@@ -90,7 +95,7 @@ impl SimReport {
         let links = (0..exec.links())
             .map(|l| LinkReport {
                 index: l,
-                name: link_name(cluster, l),
+                name: cluster.link_name(l),
                 busy_share: result.busy[exec.devices() + l] / span,
             })
             .collect();
@@ -116,7 +121,10 @@ impl SimReport {
             .sum();
         SimReport {
             iteration_us: result.makespan,
-            max_device_busy_us: result.busy[..exec.devices()].iter().copied().fold(0.0, f64::max),
+            max_device_busy_us: result.busy[..exec.devices()]
+                .iter()
+                .copied()
+                .fold(0.0, f64::max),
             sync_busy_us,
             op_groups: op_group_feedback(strategy, compiled, result),
             device_groups: device_group_feedback(cluster, &devices),
@@ -132,18 +140,6 @@ impl SimReport {
     }
 }
 
-/// "m:0 -> m:1" for a link inside a machine, "m nic-out" / "m nic-in" for a machine's NIC.
-pub fn link_name(cluster: &Cluster, link: usize) -> String {
-    use crate::cluster::LinkKind;
-    match cluster.links[link].kind {
-        LinkKind::Intra { src, dst } => {
-            format!("{} -> {}", cluster.devices[src].name, cluster.devices[dst].name)
-        }
-        LinkKind::NicOut { machine } => format!("{} nic-out", cluster.machines[machine].name),
-        LinkKind::NicIn { machine } => format!("{} nic-in", cluster.machines[machine].name),
-    }
-}
-
 /// A transfer feeding a parameter server's AddN.
 fn is_push(compiled: &Compiled, t: u32) -> bool {
     compiled.roles[t as usize] == TaskRole::Transfer
@@ -154,7 +150,11 @@ fn is_push(compiled: &Compiled, t: u32) -> bool {
             .any(|&s| compiled.roles[s as usize] == TaskRole::AddN)
 }
 
-fn op_group_feedback(strategy: &Strategy, compiled: &Compiled, result: &SimResult) -> Vec<OpGroupFeedback> {
+fn op_group_feedback(
+    strategy: &Strategy,
+    compiled: &Compiled,
+    result: &SimResult,
+) -> Vec<OpGroupFeedback> {
     let exec = &compiled.exec;
     let groups = strategy.group_count();
     let mut first = vec![f64::INFINITY; groups];
@@ -183,8 +183,16 @@ fn op_group_feedback(strategy: &Strategy, compiled: &Compiled, result: &SimResul
     }
     (0..groups)
         .map(|g| OpGroupFeedback {
-            makespan_us: if first[g].is_finite() { last[g] - first[g] } else { 0.0 },
-            idle_before_transfer_us: if waits[g] > 0 { wait[g] / waits[g] as f64 } else { 0.0 },
+            makespan_us: if first[g].is_finite() {
+                last[g] - first[g]
+            } else {
+                0.0
+            },
+            idle_before_transfer_us: if waits[g] > 0 {
+                wait[g] / waits[g] as f64
+            } else {
+                0.0
+            },
         })
         .collect()
 }

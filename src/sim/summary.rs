@@ -1,0 +1,136 @@
+//! What `topoplace simulate` prints: the iteration time against DP-NCCL, where the time goes,
+//! and memory per GPU; plus the names used in traces.
+
+use serde::Serialize;
+
+use super::Evaluation;
+use super::exec::ExecGraph;
+use super::report::{DeviceGroupFeedback, DeviceReport, OomReport, OpGroupFeedback};
+use crate::cluster::Cluster;
+use crate::compile::{Compiled, TaskRole};
+use crate::graph::Graph;
+use crate::report::{Table, bytes, millis};
+
+/// The JSON keys of `simulate --json` are these field names.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimulationSummary {
+    pub model: String,
+    pub batch_size: u32,
+    pub cluster: String,
+    pub strategy: String,
+    pub tasks: usize,
+    pub iteration_us: f64,
+    /// The same model under DP-NCCL on the same cluster.
+    pub dp_iteration_us: f64,
+    /// `dp_iteration_us / iteration_us`: above 1 is faster than DP-NCCL.
+    pub speedup_over_dp: f64,
+    pub max_device_busy_us: f64,
+    /// Share of the iteration no GPU computes on the busiest GPU: communication and waiting.
+    pub exposed_share: f64,
+    pub sync_busy_us: f64,
+    pub oom: Vec<OomReport>,
+    pub devices: Vec<DeviceReport>,
+    pub op_groups: Vec<OpGroupFeedback>,
+    pub device_groups: Vec<DeviceGroupFeedback>,
+}
+
+impl SimulationSummary {
+    pub fn new(
+        graph: &Graph,
+        cluster: &Cluster,
+        strategy: &str,
+        run: &Evaluation,
+        dp: &Evaluation,
+    ) -> SimulationSummary {
+        let r = &run.report;
+        SimulationSummary {
+            model: graph.name.clone(),
+            batch_size: graph.batch_size,
+            cluster: cluster.name.clone(),
+            strategy: strategy.to_string(),
+            tasks: r.tasks,
+            iteration_us: r.iteration_us,
+            dp_iteration_us: dp.report.iteration_us,
+            speedup_over_dp: dp.report.iteration_us / r.iteration_us,
+            max_device_busy_us: r.max_device_busy_us,
+            exposed_share: 1.0 - r.max_device_busy_us / r.iteration_us.max(f64::MIN_POSITIVE),
+            sync_busy_us: r.sync_busy_us,
+            oom: r.oom.clone(),
+            devices: r.devices.clone(),
+            op_groups: r.op_groups.clone(),
+            device_groups: r.device_groups.clone(),
+        }
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut out = format!(
+            "{} (batch {}) on {} with strategy {}: {} tasks\n",
+            self.model, self.batch_size, self.cluster, self.strategy, self.tasks
+        );
+        out += &format!(
+            "iteration     {}  (DP-NCCL {}, speed-up {:.3}x)\n",
+            millis(self.iteration_us),
+            millis(self.dp_iteration_us),
+            self.speedup_over_dp
+        );
+        out += &format!(
+            "busiest GPU   {} computing; {:.1}% of the iteration it waits on communication or inputs\n",
+            millis(self.max_device_busy_us),
+            100.0 * self.exposed_share
+        );
+        out += &format!(
+            "sync work     {} (AllReduce, PS push/AddN/pull)\n",
+            millis(self.sync_busy_us)
+        );
+        if self.oom.is_empty() {
+            out += "memory        fits on every GPU\n";
+        }
+        for o in &self.oom {
+            out += &format!(
+                "OOM           {} needs {} of {} ({} too much)\n",
+                o.name,
+                bytes(o.peak_bytes),
+                bytes(o.capacity_bytes),
+                bytes(o.excess_bytes)
+            );
+        }
+        out += "\n";
+        let mut t = Table::new(["gpu", "busy", "peak memory", "memory"]);
+        for d in &self.devices {
+            t.row([
+                d.name.clone(),
+                format!("{:.1}%", 100.0 * d.busy_share),
+                bytes(d.peak_memory_bytes),
+                bytes(d.memory_bytes),
+            ]);
+        }
+        out + &t.render()
+    }
+}
+
+/// A GPU's or a link's name for trace tracks.
+pub fn resource_name(cluster: &Cluster, exec: &ExecGraph, resource: u32) -> String {
+    let r = resource as usize;
+    if r < exec.devices() {
+        format!(
+            "{} {}",
+            cluster.devices[r].name, cluster.devices[r].gpu.name
+        )
+    } else {
+        cluster.link_name(r - exec.devices())
+    }
+}
+
+/// "conv1/Conv2D", "conv1/Conv2D [transfer]", … for trace events.
+pub fn task_name(graph: &Graph, compiled: &Compiled, task: u32) -> String {
+    let op = &graph.op(compiled.exec.label(task) as usize).name;
+    match compiled.roles[task as usize] {
+        TaskRole::Op => op.clone(),
+        TaskRole::Transfer => format!("{op} [transfer]"),
+        TaskRole::Concat => format!("{op} [concat]"),
+        TaskRole::AddN => format!("{op} [addn]"),
+        TaskRole::AllReduce => format!("{op} [allreduce]"),
+        TaskRole::Hold => format!("{op} [reduced]"),
+        TaskRole::Pull => format!("{op} [pull]"),
+    }
+}
