@@ -271,3 +271,52 @@ fn zoo_export_writes_loadable_files() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(std::fs::read_dir(&dir2).unwrap().count(), 0);
 }
+
+#[test]
+fn simulate_reports_against_dp_and_writes_a_trace() {
+    let dir = scratch("simulate");
+    let trace = dir.join("trace.json");
+    let out = topoplace(&[
+        "simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-4.toml", "--strategy", "dp-p",
+        "--trace", trace.to_str().unwrap(), "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // On identical GPUs proportional shares are even shares: DP-P is DP.
+    let (t, dp) = (v["iteration_us"].as_f64().unwrap(), v["dp_iteration_us"].as_f64().unwrap());
+    assert!((t - dp).abs() <= 1e-9 * dp, "{t} vs {dp}");
+    assert_eq!(v["devices"].as_array().unwrap().len(), 4);
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    assert!(events.iter().filter(|e| e["ph"] == "X").count() >= v["tasks"].as_u64().unwrap() as usize);
+}
+
+#[test]
+fn strategy_file_errors_name_the_field() {
+    let strategy = r#"{"groups": [{"ops": [999, 1, 2], "devices": [0, 1], "option": "all-reduce"}]}"#;
+    fails_naming(
+        &["simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-2.toml", "--strategy"],
+        "strategy.json",
+        strategy,
+        &["groups[0].ops[0]", "no op has id 999"],
+    );
+    // A strategy covering every op but naming a GPU the cluster lacks.
+    let ops: Vec<String> = (0..39).map(|i| i.to_string()).collect();
+    let strategy = format!(
+        r#"{{"groups": [{{"ops": [{}], "devices": [0, 9], "option": "all-reduce"}}]}}"#,
+        ops.join(",")
+    );
+    fails_naming(
+        &["simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-2.toml", "--strategy"],
+        "strategy2.json",
+        &strategy,
+        &["groups[0].devices", "device 9"],
+    );
+    let bad_option = strategy.replace("all-reduce", "allreduce-ish");
+    fails_naming(
+        &["simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-2.toml", "--strategy"],
+        "strategy3.json",
+        &bad_option,
+        &["groups[0].option"],
+    );
+}
