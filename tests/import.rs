@@ -160,3 +160,180 @@ fn format_names_parse_and_unknown_ones_are_refused() {
     let e = import::parse_format("onnx").unwrap_err();
     assert_eq!(e.field, "--format");
 }
+
+// ---------------------------------------------------------------- CSV
+
+const CSV_DIR: &str = "datasets/csv_example";
+
+#[test]
+fn csv_example_imports_with_its_values() {
+    let dir = repo(CSV_DIR);
+    assert_eq!(import::detect(&dir).unwrap(), Format::Csv);
+    assert_eq!(import::detect(&dir.join("ops.csv")).unwrap(), Format::Csv);
+    let g = import::import(&dir, None).unwrap();
+    assert_eq!((g.name.as_str(), g.batch_size), ("tiny-mlp", 32));
+    assert_eq!((g.len(), g.edges().len(), g.gradients().len()), (7, 8, 1));
+    let fc1 = g.ops().iter().find(|o| o.name == "fc1").unwrap();
+    assert_eq!(fc1.flops, 25_690_112.0);
+    assert_eq!(fc1.split, Splittability::Concat);
+    assert_eq!(fc1.profiled_us["V100"], 41.5);
+    assert_eq!(fc1.profiled_us["A100"], 20.1);
+    let quoted = g.ops().iter().find(|o| o.id == 4).unwrap();
+    assert_eq!(quoted.name, "relu_grad, fused");
+    assert_eq!(quoted.profiled_us["A100"], 2.0);
+    assert!(
+        g.op(0).profiled_us.is_empty(),
+        "empty time cells mean not measured"
+    );
+    let adam = g
+        .ops()
+        .iter()
+        .find(|o| o.phase == Phase::Optimizer)
+        .unwrap();
+    assert_eq!(
+        (adam.batch_scaled, adam.resident_bytes),
+        (Some(false), 3_211_264.0)
+    );
+    assert_eq!(g.summary().params, 401_408);
+    assert_eq!(g.edges().iter().map(|e| e.bytes).sum::<f64>(), 5_668_864.0);
+    let link = g.gradients()[0];
+    assert_eq!((g.op(link.grad).id, g.op(link.optimizer).id), (5, 6));
+}
+
+#[test]
+fn csv_round_trips_through_graph_json() {
+    let g = import::import(&repo(CSV_DIR), Some(Format::Csv)).unwrap();
+    let out = scratch("csv_round_trip").join("graph.json");
+    topoplace::graph::save_graph(&g, &out).unwrap();
+    let back = import::import(&out, None).unwrap();
+    assert_eq!(back.ops(), g.ops());
+    assert_eq!(back.edges(), g.edges());
+    assert_eq!(back.gradients(), g.gradients());
+    assert_eq!(
+        (back.name.as_str(), back.batch_size),
+        (g.name.as_str(), g.batch_size)
+    );
+}
+
+/// A fresh directory under the target dir's tmp for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The example files with one text replacement in one of them.
+fn csv_variant(test: &str, file: &str, from: &str, to: &str) -> PathBuf {
+    let dir = scratch(test);
+    for f in ["ops.csv", "edges.csv", "gradients.csv"] {
+        let mut text = std::fs::read_to_string(repo(CSV_DIR).join(f)).unwrap();
+        if f == file {
+            assert!(text.contains(from), "{from} not in {f}");
+            text = text.replacen(from, to, 1);
+        }
+        std::fs::write(dir.join(f), text).unwrap();
+    }
+    dir
+}
+
+/// Import a broken variant and return (file name, field, message).
+fn csv_error(test: &str, file: &str, from: &str, to: &str) -> (String, String, String) {
+    let dir = csv_variant(test, file, from, to);
+    let err = import::import(&dir, Some(Format::Csv)).unwrap_err();
+    match err {
+        topoplace::Error::Input(e) => {
+            let name = Path::new(&e.file)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            (name, e.field, e.message)
+        }
+        other => panic!("expected an input error, got {other}"),
+    }
+}
+
+#[test]
+fn csv_missing_column_names_the_header_line() {
+    let (file, field, msg) = csv_error("csv_missing_col", "edges.csv", "src,dst,bytes", "src,dst");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 1, column \"bytes\""),
+        "{msg}"
+    );
+    assert!(msg.contains("missing column"), "{msg}");
+}
+
+#[test]
+fn csv_non_numeric_value_names_row_and_column() {
+    let (file, field, msg) = csv_error(
+        "csv_nan",
+        "ops.csv",
+        "2,fc1,MatMul,forward,25690112",
+        "2,fc1,MatMul,forward,25M",
+    );
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("ops.csv", "line 6, column \"flops\""),
+        "{msg}"
+    );
+    assert!(msg.contains("not a number"), "{msg}");
+}
+
+#[test]
+fn csv_negative_size_names_row_and_column() {
+    let (file, field, msg) = csv_error("csv_negative", "edges.csv", "2,3,16384", "2,3,-16384");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 4, column \"bytes\""),
+        "{msg}"
+    );
+    assert!(msg.contains("negative"), "{msg}");
+}
+
+#[test]
+fn csv_unknown_phase_names_row_and_column() {
+    let (file, field, msg) = csv_error("csv_phase", "ops.csv", "Relu,forward", "Relu,fwd");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("ops.csv", "line 7, column \"phase\""),
+        "{msg}"
+    );
+    assert!(msg.contains("unknown phase \"fwd\""), "{msg}");
+}
+
+#[test]
+fn csv_dangling_id_names_row_and_column() {
+    let (file, field, msg) = csv_error("csv_dangling", "edges.csv", "4,5,16384", "4,55,16384");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 6, column \"dst\""),
+        "{msg}"
+    );
+    assert!(msg.contains("55"), "{msg}");
+    let (file, field, _) = csv_error("csv_dangling_grad", "gradients.csv", "5,6", "9,6");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("gradients.csv", "line 2, column \"grad\"")
+    );
+}
+
+#[test]
+fn csv_other_mistakes_are_named_too() {
+    let (file, field, _) = csv_error("csv_batch", "ops.csv", "# batch_size=32\n", "");
+    assert_eq!((file.as_str(), field.as_str()), ("ops.csv", "batch_size"));
+    let (_, field, msg) = csv_error("csv_unfed", "gradients.csv", "5,6\n", "");
+    assert_eq!(field, "line 10, column \"phase\"", "{msg}");
+    let (_, field, _) = csv_error(
+        "csv_width",
+        "ops.csv",
+        "3,relu,Relu,forward,4096,",
+        "3,relu,Relu,forward,",
+    );
+    assert_eq!(field, "line 7");
+    let (_, field, _) = csv_error("csv_dup", "ops.csv", "3,relu,", "2,relu,");
+    assert_eq!(field, "line 7, column \"id\"");
+    let (_, field, _) = csv_error("csv_split", "ops.csv", "0,concat,,,", "0,halves,,,");
+    assert_eq!(field, "line 4, column \"split\"");
+}
