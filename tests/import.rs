@@ -337,3 +337,157 @@ fn csv_other_mistakes_are_named_too() {
     let (_, field, _) = csv_error("csv_split", "ops.csv", "0,concat,,,", "0,halves,,,");
     assert_eq!(field, "line 4, column \"split\"");
 }
+
+// ---------------------------------------------------------------- torch exports
+
+/// Committed exports and the exact parameter counts of the models (published figures for the
+/// torchvision models and BERT-large; bert-small is the count of its hand-written config).
+const TORCH: [(&str, u64); 7] = [
+    ("datasets/torch/vgg19_b96.json.gz", 143_667_240),
+    ("datasets/torch/resnet101_b96.json.gz", 44_549_160),
+    ("datasets/torch/inception_v3_b96.json.gz", 27_161_264),
+    ("datasets/torch/alexnet_b128.json.gz", 61_100_840),
+    ("datasets/torch/vgg16_b96.json.gz", 138_357_544),
+    ("datasets/torch/bert_large_b16_s128.json.gz", 336_226_108),
+    (
+        "datasets/torch/bert_small_b96_s128.json.gz",
+        BERT_SMALL_PARAMS,
+    ),
+];
+
+const BERT_SMALL_PARAMS: u64 = 29_058_876;
+
+#[test]
+fn torch_exports_load_with_exact_parameter_counts() {
+    for (file, params) in TORCH {
+        let path = repo(file);
+        assert_eq!(import::detect(&path).unwrap(), Format::Torch, "{file}");
+        let ex = import::import_torch(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let s = ex.graph.summary();
+        assert_eq!(ex.meta.params_total, params, "{file}");
+        assert_eq!(s.params, params, "{file}");
+        let optimizers = ex
+            .graph
+            .ops()
+            .iter()
+            .filter(|o| o.phase == Phase::Optimizer)
+            .count();
+        assert_eq!(
+            s.gradients, optimizers,
+            "{file}: one gradient link per parameter tensor"
+        );
+        assert!(s.flops > 0.0 && s.edge_bytes > 0.0, "{file}");
+        for phase in ["input", "parameter", "forward", "backward", "optimizer"] {
+            assert!(s.per_phase.contains_key(phase), "{file}: no {phase} ops");
+        }
+        // The generic entry point gives the same graph.
+        assert_eq!(
+            import::import(&path, None).unwrap().len(),
+            ex.graph.len(),
+            "{file}"
+        );
+    }
+}
+
+fn tiny_torch() -> serde_json::Value {
+    serde_json::json!({
+        "format": "topoplace-graph", "version": 1, "name": "tiny", "batch_size": 2,
+        "ops": [
+            {"id": 0, "name": "w", "op_type": "parameter", "phase": "parameter", "params": 6, "output_bytes": 24.0, "resident_bytes": 24.0},
+            {"id": 1, "name": "input0", "op_type": "input", "phase": "input", "output_bytes": 16.0, "split": "concat"},
+            {"id": 2, "name": "mm", "op_type": "aten.mm", "phase": "forward", "flops": 48.0, "output_bytes": 24.0, "split": "concat"},
+            {"id": 3, "name": "mm_1", "op_type": "aten.mm", "phase": "backward", "flops": 48.0, "output_bytes": 24.0, "split": "sum"},
+            {"id": 4, "name": "adam:w", "op_type": "adam", "phase": "optimizer", "resident_bytes": 48.0, "batch_scaled": false}
+        ],
+        "edges": [
+            {"src": 0, "dst": 2, "bytes": 24.0}, {"src": 1, "dst": 2, "bytes": 16.0},
+            {"src": 2, "dst": 3, "bytes": 24.0}, {"src": 1, "dst": 3, "bytes": 16.0},
+            {"src": 3, "dst": 4, "bytes": 24.0}, {"src": 0, "dst": 4, "bytes": 24.0}
+        ],
+        "gradients": [{"grad": 3, "optimizer": 4}],
+        "torch": {"model": "module:tiny", "params_total": 6, "trace_seconds": 0.1}
+    })
+}
+
+/// Write a broken variant of the tiny export to a file and import it as torch.
+fn torch_error(test: &str, edit: impl FnOnce(&mut serde_json::Value)) -> topoplace::InputError {
+    let mut doc = tiny_torch();
+    edit(&mut doc);
+    let path = scratch(test).join("export.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    match import::import(&path, Some(Format::Torch)).unwrap_err() {
+        topoplace::Error::Input(e) => {
+            assert_eq!(
+                e.file,
+                path.display().to_string(),
+                "the error names the file"
+            );
+            e
+        }
+        other => panic!("expected an input error, got {other}"),
+    }
+}
+
+#[test]
+fn torch_tiny_export_parses_and_keeps_metadata() {
+    let ex = import::parse_torch(&tiny_torch().to_string(), "tiny.json").unwrap();
+    assert_eq!((ex.graph.len(), ex.graph.gradients().len()), (5, 1));
+    assert_eq!(ex.meta.model, "module:tiny");
+    assert_eq!(ex.meta.extra["trace_seconds"], serde_json::json!(0.1));
+}
+
+#[test]
+fn torch_missing_fields_are_named() {
+    let e = torch_error("torch_no_params", |d| {
+        d["torch"].as_object_mut().unwrap().remove("params_total");
+    });
+    assert_eq!(e.field, "torch", "{e}");
+    assert!(e.message.contains("params_total"), "{e}");
+    let e = torch_error("torch_no_phase", |d| {
+        d["ops"][2].as_object_mut().unwrap().remove("phase");
+    });
+    assert_eq!(e.field, "ops[2]", "{e}");
+    assert!(e.message.contains("phase"), "{e}");
+    let e = torch_error("torch_no_meta", |d| {
+        d.as_object_mut().unwrap().remove("torch");
+    });
+    assert_eq!(e.field, "torch", "{e}");
+}
+
+#[test]
+fn torch_cycle_is_refused() {
+    let e = torch_error("torch_cycle", |d| {
+        d["edges"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"src": 3, "dst": 2, "bytes": 1.0}));
+    });
+    assert_eq!(e.field, "edges", "{e}");
+    assert!(e.message.contains("cycle"), "{e}");
+}
+
+#[test]
+fn torch_bytes_of_the_wrong_type_or_sign_are_refused() {
+    let e = torch_error("torch_bytes_string", |d| {
+        d["edges"][0]["bytes"] = serde_json::json!("24 B")
+    });
+    assert_eq!(e.field, "edges[0].bytes", "{e}");
+    assert!(e.message.contains("invalid type: string"), "{e}");
+    let e = torch_error("torch_bytes_negative", |d| {
+        d["ops"][2]["output_bytes"] = serde_json::json!(-24.0)
+    });
+    assert!(e.field.starts_with("ops[2].output_bytes"), "{e}");
+    let e = torch_error("torch_params_float", |d| {
+        d["ops"][0]["params"] = serde_json::json!(6.5)
+    });
+    assert_eq!(e.field, "ops[0].params", "{e}");
+}
+
+#[test]
+fn torch_parameter_count_must_match_the_model() {
+    let e = torch_error("torch_params_mismatch", |d| {
+        d["torch"]["params_total"] = serde_json::json!(7)
+    });
+    assert_eq!(e.field, "torch.params_total", "{e}");
+    assert!(e.message.contains("hold 6"), "{e}");
+}
