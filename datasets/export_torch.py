@@ -59,6 +59,10 @@ CREATION_OPS = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like
 SUMMABLE = {"mm", "bmm", "sum", "convolution_backward", "embedding_dense_backward",
             "native_batch_norm_backward", "native_layer_norm_backward", "_to_copy", "clone"}
 
+# Ops linear in their inputs: applied to partial sums they give partial sums, so a weight
+# gradient stays summable through the transpose/view/add (tied weights) that follow it.
+LINEAR_OPS = VIEW_OPS | {"add", "sub", "neg", "clone", "_to_copy", "embedding_dense_backward"}
+
 # Backward ops whose outputs mix the input gradient (batch-split → concat) with weight
 # gradients (→ sum): each becomes two graph ops, ``<name>.input`` and ``<name>.weight``.
 MIXED_PORTS = {"convolution_backward", "native_batch_norm_backward", "native_layer_norm_backward",
@@ -477,8 +481,17 @@ class Exporter:
         if out_batch:
             return "concat", None
         if not in_batch:
-            return "none", False
+            return ("sum" if self.of_partial_sums(n, kind) else "none"), False
         return ("sum" if kind in SUMMABLE else "none"), None
+
+    def of_partial_sums(self, n, kind):
+        """A linear op whose every floating-point input comes from a sum-split op (integer inputs
+        are indices, e.g. embedding positions)."""
+        if kind not in LINEAR_OPS:
+            return False
+        floats = [a for a in input_nodes(n) if any(t is not None and t.is_floating_point() for t in tensors_of(a.meta.get("val")))]
+        srcs = [self.source_of(a) for a in floats]
+        return bool(srcs) and all(s is not None and self.ops[s[0]]["split"] == "sum" for s in srcs)
 
     # -- edges
     def source_of(self, a):

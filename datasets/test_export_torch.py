@@ -62,6 +62,8 @@ def check_graph(doc):
     for g in doc["gradients"]:
         assert (g["grad"], g["optimizer"]) in pairs
         assert by_id[g["optimizer"]]["phase"] == "optimizer"
+    # Weight gradients reduce over the batch: partial results of batch slices add up.
+    assert all(by_id[g["grad"]]["split"] == "sum" for g in doc["gradients"])
     fed = {g["optimizer"] for g in doc["gradients"]}
     assert all(op["id"] in fed for op in doc["ops"] if op["phase"] == "optimizer")
     return by_id
