@@ -548,13 +548,12 @@ class TimingInterpreter(torch.fx.Interpreter):
 
 def profile(gm, args, runs):
     """Median per-node CPU time in µs over ``runs`` runs (after one warm-up) on real tensors."""
-    flat, _ = tree_flatten(args)
     interp = TimingInterpreter(gm)
     with torch.no_grad():
-        interp.run(*flat)
+        interp.run(*args)
         interp.samples.clear()
         for _ in range(runs):
-            interp.run(*flat)
+            interp.run(*args)
     return {k: statistics.median(v) for k, v in interp.samples.items()}
 
 

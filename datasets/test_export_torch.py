@@ -119,6 +119,44 @@ def test_resnet18_exact_params_and_gradient_links():
     assert all(by_id[g["grad"]]["phase"] == "backward" for g in doc["gradients"])
 
 
+
+def test_traced_step_matches_eager_autograd_and_adam():
+    """The captured graph is a real training iteration: same loss, gradients and Adam update."""
+    from torch.utils._pytree import tree_flatten
+    torch.manual_seed(0)
+    w = export_torch.Workload(**make_mlp())
+    gm, args = export_torch.trace(w, BATCH)
+    outs, _ = tree_flatten(gm(*args))
+    n = len(args[0])
+    loss, grads, new_p = outs[0], outs[1:1 + n], outs[1 + n:1 + 2 * n]
+    (x,), (y,) = args[4], args[5]
+    opt = torch.optim.Adam(w.model.parameters(), lr=export_torch.ADAM["lr"],
+                           betas=(export_torch.ADAM["beta1"], export_torch.ADAM["beta2"]), eps=export_torch.ADAM["eps"])
+    opt.zero_grad()
+    eager_loss = w.loss(w.model(x), y)
+    eager_loss.backward()
+    assert torch.equal(loss, eager_loss.detach())
+    for g, p in zip(grads, w.model.parameters()):
+        assert torch.allclose(g, p.grad, rtol=1e-6, atol=1e-7)
+    opt.step()
+    for q, p in zip(new_p, w.model.parameters()):
+        assert torch.allclose(q, p.detach(), rtol=1e-6, atol=1e-7)
+
+
+def test_resnet18_flops_match_flop_counter_mode():
+    """Σ FLOPs of the formula-counted ops equals torch's FlopCounterMode over an eager step."""
+    import torchvision
+    from torch.utils.flop_counter import FlopCounterMode
+    doc = export("--model", "torchvision:resnet18", "--batch", "2", "--no-op-info")
+    model = torchvision.models.resnet18(weights=None)
+    x, y = torch.randn(2, 3, 224, 224), torch.randint(0, 1000, (2,))
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(x), y).backward()
+    formula_ops = {"aten.convolution", "aten.convolution_backward", "aten.addmm", "aten.mm", "aten.bmm"}
+    ours = sum(op["flops"] for op in doc["ops"] if op["op_type"] in formula_ops)
+    assert ours == counter.get_total_flops(), (ours, counter.get_total_flops())
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_") and callable(fn):

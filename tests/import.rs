@@ -171,6 +171,8 @@ fn csv_example_imports_with_its_values() {
     assert_eq!(import::detect(&dir).unwrap(), Format::Csv);
     assert_eq!(import::detect(&dir.join("ops.csv")).unwrap(), Format::Csv);
     let g = import::import(&dir, None).unwrap();
+    let via_edges = import::import(&dir.join("edges.csv"), None).unwrap();
+    assert_eq!(via_edges.ops(), g.ops());
     assert_eq!((g.name.as_str(), g.batch_size), ("tiny-mlp", 32));
     assert_eq!((g.len(), g.edges().len(), g.gradients().len()), (7, 8, 1));
     let fc1 = g.ops().iter().find(|o| o.name == "fc1").unwrap();

@@ -27,19 +27,10 @@ const OPS_OPTIONAL: &[&str] = &[
     "batch_scaled",
 ];
 
-/// Read the CSV layout from a directory, or from the path of its `ops.csv`.
+/// Read the CSV layout from a directory, or from the path of one of its files (`ops.csv` or a
+/// sibling: `edges.csv`/`gradients.csv` mean the `ops.csv` next to them).
 pub fn import_csv(path: &Path) -> Result<Graph> {
-    let dir = if path.is_dir() {
-        path.to_path_buf()
-    } else {
-        path.parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-    };
-    let ops_path = if path.is_dir() {
-        dir.join("ops.csv")
-    } else {
-        path.to_path_buf()
-    };
+    let (dir, ops_path) = locate(path);
     let ops_file = Table::read(&ops_path)?;
     let edges_file = Table::read(&dir.join("edges.csv"))?;
     let grads_path = dir.join("gradients.csv");
@@ -50,6 +41,24 @@ pub fn import_csv(path: &Path) -> Result<Graph> {
     };
     let name = graph_name(&ops_file, &dir);
     Ok(build(&ops_file, &edges_file, grads_file.as_ref(), &name)?)
+}
+
+/// The directory and the ops file a CSV path stands for.
+fn locate(path: &Path) -> (PathBuf, PathBuf) {
+    if path.is_dir() {
+        return (path.to_path_buf(), path.join("ops.csv"));
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().to_ascii_lowercase());
+    match file.as_deref() {
+        Some("edges.csv" | "gradients.csv") => (dir.clone(), dir.join("ops.csv")),
+        _ => (dir, path.to_path_buf()),
+    }
 }
 
 fn graph_name(ops: &Table, dir: &Path) -> String {
