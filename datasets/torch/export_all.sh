@@ -1,0 +1,13 @@
+#!/bin/sh
+# Regenerates every committed torch export (see datasets/README.md). Run from the repository root
+# with a Python that has torch, torchvision and transformers installed.
+set -e
+PY=${PYTHON:-python3}
+X="$PY datasets/export_torch.py"
+$X --model torchvision:vgg19        --batch 96  --out datasets/torch/vgg19_b96.json.gz
+$X --model torchvision:resnet101    --batch 96  --out datasets/torch/resnet101_b96.json.gz
+$X --model torchvision:inception_v3 --batch 96  --out datasets/torch/inception_v3_b96.json.gz
+$X --model torchvision:alexnet      --batch 128 --out datasets/torch/alexnet_b128.json.gz
+$X --model torchvision:vgg16        --batch 96  --out datasets/torch/vgg16_b96.json.gz
+$X --model transformers:bert-large-uncased --batch 16 --seq 128 --name bert-large --out datasets/torch/bert_large_b16_s128.json.gz
+$X --model transformers:bert-small  --batch 96  --seq 128 --out datasets/torch/bert_small_b96_s128.json.gz

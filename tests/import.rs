@@ -1,0 +1,495 @@
+//! Importers: QuickP acceptance on the real files, CSV round trips and errors, torch exports.
+
+use std::path::{Path, PathBuf};
+
+use topoplace::graph::{Graph, Phase, Splittability};
+use topoplace::import::{self, Format, QUICKP_DEVICE};
+
+fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn profiled_total(g: &Graph, device: &str) -> f64 {
+    g.ops()
+        .iter()
+        .filter_map(|o| o.profiled_us.get(device))
+        .sum()
+}
+
+/// The facts `datasets/quickp/README.md` lists for each file.
+struct QuickpFacts {
+    file: &'static str,
+    ops: usize,
+    edges: usize,
+    compute_us: f64,
+    mem_bytes: f64,
+    link_bits: f64,
+}
+
+const QUICKP: [QuickpFacts; 2] = [
+    QuickpFacts {
+        file: "datasets/quickp/comp_graph_vgg.json.gz",
+        ops: 3704,
+        edges: 4426,
+        compute_us: 122_337.0,
+        mem_bytes: 1_445_306_112.0,
+        link_bits: 155_400_808_288.0,
+    },
+    QuickpFacts {
+        file: "datasets/quickp/comp_graph_alexnet.json.gz",
+        ops: 1695,
+        edges: 2006,
+        compute_us: 102_814.0,
+        mem_bytes: 1_447_694_336.0,
+        link_bits: 134_931_685_312.0,
+    },
+];
+
+#[test]
+fn quickp_files_import_with_exact_counts_and_sums() {
+    for f in &QUICKP {
+        let path = repo(f.file);
+        assert_eq!(import::detect(&path).unwrap(), Format::Quickp, "{}", f.file);
+        let g = import::import(&path, None).unwrap();
+        assert_eq!(g.len(), f.ops, "{}", f.file);
+        assert_eq!(g.edges().len(), f.edges, "{}", f.file);
+        assert_eq!(
+            profiled_total(&g, QUICKP_DEVICE),
+            f.compute_us,
+            "{}",
+            f.file
+        );
+        let out: f64 = g.ops().iter().map(|o| o.output_bytes).sum();
+        assert_eq!(out, f.mem_bytes, "{}", f.file);
+        let edge_bytes: f64 = g.edges().iter().map(|e| e.bytes).sum();
+        assert_eq!(edge_bytes, f.link_bits / 8.0, "{}", f.file);
+        assert_eq!(g.batch_size, 128, "{}", f.file);
+        // No mock device names leak into the profile keys.
+        assert!(
+            g.ops()
+                .iter()
+                .all(|o| o.profiled_us.keys().all(|k| k == QUICKP_DEVICE))
+        );
+    }
+}
+
+#[test]
+fn quickp_phases_links_and_splits_follow_the_tf_graph() {
+    let g = import::import(&repo(QUICKP[1].file), Some(Format::Quickp)).unwrap();
+    let by_name = |n: &str| {
+        g.ops()
+            .iter()
+            .position(|o| o.name == n)
+            .unwrap_or_else(|| panic!("{n}"))
+    };
+    let phase = |n: &str| g.op(by_name(n)).phase;
+    assert_eq!(phase("input"), Phase::Input);
+    assert_eq!(
+        phase("sequential_1/conv2d_1/convolution/ReadVariableOp/resource"),
+        Phase::Parameter
+    );
+    assert_eq!(phase("sequential_1/conv2d_1/convolution"), Phase::Forward);
+    let filter = by_name("gradient_tape/sequential_1/conv2d_1/convolution/Conv2DBackpropFilter");
+    assert_eq!(g.op(filter).phase, Phase::Backward);
+    assert_eq!(g.op(filter).split, Splittability::Sum);
+    assert_eq!(
+        g.op(by_name("sequential_1/conv2d_1/convolution")).split,
+        Splittability::Concat
+    );
+    // adam/Identity takes the first conv's kernel gradient straight from Conv2DBackpropFilter.
+    let ident = by_name("adam/Identity");
+    assert_eq!(g.op(ident).phase, Phase::Optimizer);
+    assert!(
+        g.gradients()
+            .iter()
+            .any(|l| l.grad == filter && l.optimizer == ident)
+    );
+    // Moment writes consume gradient data; the weight update only has a control dependency.
+    assert_eq!(phase("adam/AssignAddVariableOp"), Phase::Optimizer);
+    assert_eq!(phase("adam/AssignSubVariableOp"), Phase::Forward);
+    assert_eq!(
+        g.op(by_name("adam/AssignSubVariableOp")).batch_scaled,
+        Some(false)
+    );
+    let s = g.summary();
+    assert!(s.per_phase["optimizer"].ops > 100, "{:?}", s.per_phase);
+    assert!(s.per_phase["backward"].ops > 200, "{:?}", s.per_phase);
+    for l in g.gradients() {
+        assert!(matches!(
+            g.op(l.grad).phase,
+            Phase::Backward | Phase::Optimizer
+        ));
+        assert_eq!(g.op(l.optimizer).split, Splittability::None);
+    }
+}
+
+#[test]
+fn quickp_errors_name_the_field() {
+    let bad_link = r#"{"directed": true, "nodes": [{"id": "a", "op_type": "X", "mem": 0, "comp_cost": {"d0": 1.0}}],
+        "links": [{"source": "a", "target": "b", "tensor_size_in_bit": 8}]}"#;
+    let e = import::parse_quickp(bad_link, "q.json", "q").unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.field.as_str()),
+        ("q.json", "links[0].target"),
+        "{e}"
+    );
+    let unequal = r#"{"nodes": [{"id": "a", "op_type": "X", "mem": 0, "comp_cost": {"d0": 1.0, "d1": 2.0}}], "links": []}"#;
+    let e = import::parse_quickp(unequal, "q.json", "q").unwrap_err();
+    assert_eq!(e.field, "nodes[0].comp_cost.d1", "{e}");
+    let string_bits = r#"{"nodes": [{"id": 1, "op_type": "X"}, {"id": 2, "op_type": "Y"}],
+        "links": [{"source": 1, "target": 2, "tensor_size_in_bit": "8"}]}"#;
+    let e = import::parse_quickp(string_bits, "q.json", "q").unwrap_err();
+    assert_eq!(e.field, "links[0].tensor_size_in_bit", "{e}");
+}
+
+#[test]
+fn quickp_parallel_links_merge_by_summing_bytes() {
+    let multi = r#"{"multigraph": true, "nodes": [{"id": 1, "op_type": "X"}, {"id": 2, "op_type": "Y"}],
+        "links": [{"source": 1, "target": 2, "tensor_size_in_bit": 80}, {"source": 1, "target": 2, "tensor_size_in_bit": 16}]}"#;
+    let g = import::parse_quickp(multi, "q.json", "q").unwrap();
+    assert_eq!(g.edges().len(), 1);
+    assert_eq!(g.edges()[0].bytes, 12.0);
+}
+
+#[test]
+fn format_names_parse_and_unknown_ones_are_refused() {
+    for f in Format::ALL {
+        assert_eq!(import::parse_format(f.name()).unwrap(), f);
+    }
+    assert_eq!(import::parse_format("Torch").unwrap(), Format::Torch);
+    let e = import::parse_format("onnx").unwrap_err();
+    assert_eq!(e.field, "--format");
+}
+
+// ---------------------------------------------------------------- CSV
+
+const CSV_DIR: &str = "datasets/csv_example";
+
+#[test]
+fn csv_example_imports_with_its_values() {
+    let dir = repo(CSV_DIR);
+    assert_eq!(import::detect(&dir).unwrap(), Format::Csv);
+    assert_eq!(import::detect(&dir.join("ops.csv")).unwrap(), Format::Csv);
+    let g = import::import(&dir, None).unwrap();
+    let via_edges = import::import(&dir.join("edges.csv"), None).unwrap();
+    assert_eq!(via_edges.ops(), g.ops());
+    assert_eq!((g.name.as_str(), g.batch_size), ("tiny-mlp", 32));
+    assert_eq!((g.len(), g.edges().len(), g.gradients().len()), (7, 8, 1));
+    let fc1 = g.ops().iter().find(|o| o.name == "fc1").unwrap();
+    assert_eq!(fc1.flops, 25_690_112.0);
+    assert_eq!(fc1.split, Splittability::Concat);
+    assert_eq!(fc1.profiled_us["V100"], 41.5);
+    assert_eq!(fc1.profiled_us["A100"], 20.1);
+    let quoted = g.ops().iter().find(|o| o.id == 4).unwrap();
+    assert_eq!(quoted.name, "relu_grad, fused");
+    assert_eq!(quoted.profiled_us["A100"], 2.0);
+    assert!(
+        g.op(0).profiled_us.is_empty(),
+        "empty time cells mean not measured"
+    );
+    let adam = g
+        .ops()
+        .iter()
+        .find(|o| o.phase == Phase::Optimizer)
+        .unwrap();
+    assert_eq!(
+        (adam.batch_scaled, adam.resident_bytes),
+        (Some(false), 3_211_264.0)
+    );
+    assert_eq!(g.summary().params, 401_408);
+    assert_eq!(g.edges().iter().map(|e| e.bytes).sum::<f64>(), 5_668_864.0);
+    let link = g.gradients()[0];
+    assert_eq!((g.op(link.grad).id, g.op(link.optimizer).id), (5, 6));
+}
+
+#[test]
+fn csv_round_trips_through_graph_json() {
+    let g = import::import(&repo(CSV_DIR), Some(Format::Csv)).unwrap();
+    let out = scratch("csv_round_trip").join("graph.json");
+    topoplace::graph::save_graph(&g, &out).unwrap();
+    let back = import::import(&out, None).unwrap();
+    assert_eq!(back.ops(), g.ops());
+    assert_eq!(back.edges(), g.edges());
+    assert_eq!(back.gradients(), g.gradients());
+    assert_eq!(
+        (back.name.as_str(), back.batch_size),
+        (g.name.as_str(), g.batch_size)
+    );
+}
+
+/// A fresh directory under the target dir's tmp for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The example files with one text replacement in one of them.
+fn csv_variant(test: &str, file: &str, from: &str, to: &str) -> PathBuf {
+    let dir = scratch(test);
+    for f in ["ops.csv", "edges.csv", "gradients.csv"] {
+        let mut text = std::fs::read_to_string(repo(CSV_DIR).join(f)).unwrap();
+        if f == file {
+            assert!(text.contains(from), "{from} not in {f}");
+            text = text.replacen(from, to, 1);
+        }
+        std::fs::write(dir.join(f), text).unwrap();
+    }
+    dir
+}
+
+/// Import a broken variant and return (file name, field, message).
+fn csv_error(test: &str, file: &str, from: &str, to: &str) -> (String, String, String) {
+    let dir = csv_variant(test, file, from, to);
+    let err = import::import(&dir, Some(Format::Csv)).unwrap_err();
+    match err {
+        topoplace::Error::Input(e) => {
+            let name = Path::new(&e.file)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .to_string();
+            (name, e.field, e.message)
+        }
+        other => panic!("expected an input error, got {other}"),
+    }
+}
+
+#[test]
+fn csv_missing_column_names_the_header_line() {
+    let (file, field, msg) = csv_error("csv_missing_col", "edges.csv", "src,dst,bytes", "src,dst");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 1, column \"bytes\""),
+        "{msg}"
+    );
+    assert!(msg.contains("missing column"), "{msg}");
+}
+
+#[test]
+fn csv_non_numeric_value_names_row_and_column() {
+    let (file, field, msg) = csv_error(
+        "csv_nan",
+        "ops.csv",
+        "2,fc1,MatMul,forward,25690112",
+        "2,fc1,MatMul,forward,25M",
+    );
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("ops.csv", "line 6, column \"flops\""),
+        "{msg}"
+    );
+    assert!(msg.contains("not a number"), "{msg}");
+}
+
+#[test]
+fn csv_negative_size_names_row_and_column() {
+    let (file, field, msg) = csv_error("csv_negative", "edges.csv", "2,3,16384", "2,3,-16384");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 4, column \"bytes\""),
+        "{msg}"
+    );
+    assert!(msg.contains("negative"), "{msg}");
+}
+
+#[test]
+fn csv_unknown_phase_names_row_and_column() {
+    let (file, field, msg) = csv_error("csv_phase", "ops.csv", "Relu,forward", "Relu,fwd");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("ops.csv", "line 7, column \"phase\""),
+        "{msg}"
+    );
+    assert!(msg.contains("unknown phase \"fwd\""), "{msg}");
+}
+
+#[test]
+fn csv_dangling_id_names_row_and_column() {
+    let (file, field, msg) = csv_error("csv_dangling", "edges.csv", "4,5,16384", "4,55,16384");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 6, column \"dst\""),
+        "{msg}"
+    );
+    assert!(msg.contains("55"), "{msg}");
+    let (file, field, _) = csv_error("csv_dangling_grad", "gradients.csv", "5,6", "9,6");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("gradients.csv", "line 2, column \"grad\"")
+    );
+}
+
+#[test]
+fn csv_other_mistakes_are_named_too() {
+    let (file, field, _) = csv_error("csv_batch", "ops.csv", "# batch_size=32\n", "");
+    assert_eq!((file.as_str(), field.as_str()), ("ops.csv", "batch_size"));
+    let (_, field, msg) = csv_error("csv_unfed", "gradients.csv", "5,6\n", "");
+    assert_eq!(field, "line 10, column \"phase\"", "{msg}");
+    let (_, field, _) = csv_error(
+        "csv_width",
+        "ops.csv",
+        "3,relu,Relu,forward,4096,",
+        "3,relu,Relu,forward,",
+    );
+    assert_eq!(field, "line 7");
+    let (_, field, _) = csv_error("csv_dup", "ops.csv", "3,relu,", "2,relu,");
+    assert_eq!(field, "line 7, column \"id\"");
+    let (_, field, _) = csv_error("csv_split", "ops.csv", "0,concat,,,", "0,halves,,,");
+    assert_eq!(field, "line 4, column \"split\"");
+}
+
+// ---------------------------------------------------------------- torch exports
+
+/// Committed exports and the exact parameter counts of the models (published figures for the
+/// torchvision models and BERT-large; bert-small is the count of its hand-written config).
+const TORCH: [(&str, u64); 7] = [
+    ("datasets/torch/vgg19_b96.json.gz", 143_667_240),
+    ("datasets/torch/resnet101_b96.json.gz", 44_549_160),
+    ("datasets/torch/inception_v3_b96.json.gz", 27_161_264),
+    ("datasets/torch/alexnet_b128.json.gz", 61_100_840),
+    ("datasets/torch/vgg16_b96.json.gz", 138_357_544),
+    ("datasets/torch/bert_large_b16_s128.json.gz", 336_226_108),
+    (
+        "datasets/torch/bert_small_b96_s128.json.gz",
+        BERT_SMALL_PARAMS,
+    ),
+];
+
+const BERT_SMALL_PARAMS: u64 = 29_058_876;
+
+#[test]
+fn torch_exports_load_with_exact_parameter_counts() {
+    for (file, params) in TORCH {
+        let path = repo(file);
+        assert_eq!(import::detect(&path).unwrap(), Format::Torch, "{file}");
+        let ex = import::import_torch(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let s = ex.graph.summary();
+        assert_eq!(ex.meta.params_total, params, "{file}");
+        assert_eq!(s.params, params, "{file}");
+        let optimizers = ex
+            .graph
+            .ops()
+            .iter()
+            .filter(|o| o.phase == Phase::Optimizer)
+            .count();
+        assert_eq!(
+            s.gradients, optimizers,
+            "{file}: one gradient link per parameter tensor"
+        );
+        assert!(s.flops > 0.0 && s.edge_bytes > 0.0, "{file}");
+        for phase in ["input", "parameter", "forward", "backward", "optimizer"] {
+            assert!(s.per_phase.contains_key(phase), "{file}: no {phase} ops");
+        }
+        // The generic entry point gives the same graph.
+        assert_eq!(
+            import::import(&path, None).unwrap().len(),
+            ex.graph.len(),
+            "{file}"
+        );
+    }
+}
+
+fn tiny_torch() -> serde_json::Value {
+    serde_json::json!({
+        "format": "topoplace-graph", "version": 1, "name": "tiny", "batch_size": 2,
+        "ops": [
+            {"id": 0, "name": "w", "op_type": "parameter", "phase": "parameter", "params": 6, "output_bytes": 24.0, "resident_bytes": 24.0},
+            {"id": 1, "name": "input0", "op_type": "input", "phase": "input", "output_bytes": 16.0, "split": "concat"},
+            {"id": 2, "name": "mm", "op_type": "aten.mm", "phase": "forward", "flops": 48.0, "output_bytes": 24.0, "split": "concat"},
+            {"id": 3, "name": "mm_1", "op_type": "aten.mm", "phase": "backward", "flops": 48.0, "output_bytes": 24.0, "split": "sum"},
+            {"id": 4, "name": "adam:w", "op_type": "adam", "phase": "optimizer", "resident_bytes": 48.0, "batch_scaled": false}
+        ],
+        "edges": [
+            {"src": 0, "dst": 2, "bytes": 24.0}, {"src": 1, "dst": 2, "bytes": 16.0},
+            {"src": 2, "dst": 3, "bytes": 24.0}, {"src": 1, "dst": 3, "bytes": 16.0},
+            {"src": 3, "dst": 4, "bytes": 24.0}, {"src": 0, "dst": 4, "bytes": 24.0}
+        ],
+        "gradients": [{"grad": 3, "optimizer": 4}],
+        "torch": {"model": "module:tiny", "params_total": 6, "trace_seconds": 0.1}
+    })
+}
+
+/// Write a broken variant of the tiny export to a file and import it as torch.
+fn torch_error(test: &str, edit: impl FnOnce(&mut serde_json::Value)) -> topoplace::InputError {
+    let mut doc = tiny_torch();
+    edit(&mut doc);
+    let path = scratch(test).join("export.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    match import::import(&path, Some(Format::Torch)).unwrap_err() {
+        topoplace::Error::Input(e) => {
+            assert_eq!(
+                e.file,
+                path.display().to_string(),
+                "the error names the file"
+            );
+            e
+        }
+        other => panic!("expected an input error, got {other}"),
+    }
+}
+
+#[test]
+fn torch_tiny_export_parses_and_keeps_metadata() {
+    let ex = import::parse_torch(&tiny_torch().to_string(), "tiny.json").unwrap();
+    assert_eq!((ex.graph.len(), ex.graph.gradients().len()), (5, 1));
+    assert_eq!(ex.meta.model, "module:tiny");
+    assert_eq!(ex.meta.extra["trace_seconds"], serde_json::json!(0.1));
+}
+
+#[test]
+fn torch_missing_fields_are_named() {
+    let e = torch_error("torch_no_params", |d| {
+        d["torch"].as_object_mut().unwrap().remove("params_total");
+    });
+    assert_eq!(e.field, "torch", "{e}");
+    assert!(e.message.contains("params_total"), "{e}");
+    let e = torch_error("torch_no_phase", |d| {
+        d["ops"][2].as_object_mut().unwrap().remove("phase");
+    });
+    assert_eq!(e.field, "ops[2]", "{e}");
+    assert!(e.message.contains("phase"), "{e}");
+    let e = torch_error("torch_no_meta", |d| {
+        d.as_object_mut().unwrap().remove("torch");
+    });
+    assert_eq!(e.field, "torch", "{e}");
+}
+
+#[test]
+fn torch_cycle_is_refused() {
+    let e = torch_error("torch_cycle", |d| {
+        d["edges"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"src": 3, "dst": 2, "bytes": 1.0}));
+    });
+    assert_eq!(e.field, "edges", "{e}");
+    assert!(e.message.contains("cycle"), "{e}");
+}
+
+#[test]
+fn torch_bytes_of_the_wrong_type_or_sign_are_refused() {
+    let e = torch_error("torch_bytes_string", |d| {
+        d["edges"][0]["bytes"] = serde_json::json!("24 B")
+    });
+    assert_eq!(e.field, "edges[0].bytes", "{e}");
+    assert!(e.message.contains("invalid type: string"), "{e}");
+    let e = torch_error("torch_bytes_negative", |d| {
+        d["ops"][2]["output_bytes"] = serde_json::json!(-24.0)
+    });
+    assert!(e.field.starts_with("ops[2].output_bytes"), "{e}");
+    let e = torch_error("torch_params_float", |d| {
+        d["ops"][0]["params"] = serde_json::json!(6.5)
+    });
+    assert_eq!(e.field, "ops[0].params", "{e}");
+}
+
+#[test]
+fn torch_parameter_count_must_match_the_model() {
+    let e = torch_error("torch_params_mismatch", |d| {
+        d["torch"]["params_total"] = serde_json::json!(7)
+    });
+    assert_eq!(e.field, "torch.params_total", "{e}");
+    assert!(e.message.contains("hold 6"), "{e}");
+}
