@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod cost;
 pub mod error;
 pub mod graph;
+pub mod group;
 pub mod units;
 pub mod zoo;
 
