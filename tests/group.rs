@@ -174,14 +174,27 @@ impl Trainer {
         }
     }
 
+    /// A TensorFlow-style variable: `VariableV2` plus its `Identity` read op, which is what
+    /// the forward ops consume. Returns the read op.
     fn param(&mut self, name: &str, bytes: f64) -> usize {
         let mut op = Op::new(0, name, "VariableV2", Phase::Parameter);
         op.output_bytes = bytes;
         op.resident_bytes = bytes;
         op.params = (bytes / 4.0) as u64;
-        let i = self.b.add_op(op);
-        self.params.push(i);
-        i
+        let var = self.b.add_op(op);
+        let mut read = Op::new(0, format!("{name}/read"), "Identity", Phase::Forward);
+        read.output_bytes = bytes;
+        let r = self.b.add_op(read);
+        self.b.add_edge(var, r, bytes);
+        self.params.push(var);
+        r
+    }
+
+    /// A scalar constant (learning rate, Adam betas, epsilon).
+    fn scalar(&mut self, name: &str) -> usize {
+        let mut op = Op::new(0, name, "Const", Phase::Input);
+        op.output_bytes = 4.0;
+        self.b.add_op(op)
     }
 
     fn fwd(
@@ -236,8 +249,15 @@ impl Trainer {
                 grads[x].push(gi);
             }
         }
+        // TensorFlow's ApplyAdam reads the variable, its two slot variables (m, v), the beta
+        // powers and four shared scalars (lr, beta1, beta2, epsilon) besides the gradient.
+        let scalars: Vec<usize> = ["lr", "beta1", "beta2", "epsilon"]
+            .iter()
+            .map(|n| self.scalar(n))
+            .collect();
         for p in self.params.clone() {
-            let Some(g) = self.sum_grads(p, &grads[p]) else {
+            let read = p + 1; // created right after its variable by `param`
+            let Some(g) = self.sum_grads(read, &grads[read]) else {
                 continue;
             };
             let mut adam = Op::new(
@@ -247,12 +267,27 @@ impl Trainer {
                 Phase::Optimizer,
             );
             adam.flops = self.b.op(p).output_bytes * 2.0;
-            adam.resident_bytes = self.b.op(p).output_bytes * 2.0;
             let a = self.b.add_op(adam);
             let bytes = self.b.op(g).output_bytes;
             self.b.add_gradient(g, a, bytes);
             let pb = self.b.op(p).output_bytes;
             self.b.add_edge(p, a, pb);
+            for slot in ["m", "v", "beta1_power", "beta2_power"] {
+                let slot_bytes = if slot.len() == 1 { pb } else { 4.0 };
+                let mut var = Op::new(
+                    0,
+                    format!("{}/{slot}", self.b.op(p).name),
+                    "VariableV2",
+                    Phase::Parameter,
+                );
+                var.output_bytes = slot_bytes;
+                var.resident_bytes = slot_bytes;
+                let s = self.b.add_op(var);
+                self.b.add_edge(s, a, slot_bytes);
+            }
+            for &c in &scalars {
+                self.b.add_edge(c, a, 4.0);
+            }
         }
     }
 
@@ -515,4 +550,429 @@ fn metis_partition_splits_a_subset() {
     let parts = group::metis::partition_ops(&g, &w, &subset, 4, 0).unwrap();
     assert_eq!(parts.len(), subset.len());
     assert!(parts.iter().all(|&p| p < 4));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acyclicity on random and training graphs
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn quickp_celeritas_moirai_acyclic_on_200_random_dags() {
+    for seed in 0..200u64 {
+        let n = 20 + (seed as usize * 37) % 300;
+        let g = random_dag(1000 + seed, n);
+        check_acyclic_methods(&g, &stand_in_times(&g));
+    }
+}
+
+#[test]
+fn methods_acyclic_on_training_graph() {
+    let g = training_graph(30);
+    check_acyclic_methods(&g, &stand_in_times(&g));
+}
+
+#[test]
+fn method_names_all_run() {
+    let g = random_dag(3, 100);
+    let w = stand_in_times(&g);
+    for m in group::method_names() {
+        let grouping = group::group_by_name(&g, &w, m, 10).unwrap();
+        assert_eq!(grouping.method, *m);
+        check_grouping_invariants(&g, &w, &grouping);
+    }
+    assert!(group::group_by_name(&g, &w, "nope", 10).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// QuickP
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn quickp_alpha_is_nearest_rank_90th_percentile_of_nonzero() {
+    // Ten non-zero times 1..=10 among zeros: ⌈0.9·10⌉ = 9th smallest = 9.
+    let mut w: Vec<f64> = (1..=10).map(|x| x as f64).rev().collect();
+    w.extend([0.0, 0.0, 0.0]);
+    assert_eq!(group::quickp::alpha_percentile(&w, 0.9), 9.0);
+    // Eleven values: ⌈9.9⌉ = 10th smallest.
+    let w11: Vec<f64> = (1..=11).map(|x| x as f64 * 2.0).collect();
+    assert_eq!(group::quickp::alpha_percentile(&w11, 0.9), 20.0);
+    assert_eq!(group::quickp::alpha_percentile(&[0.0, 0.0], 0.9), 0.0);
+    assert_eq!(group::quickp::alpha_percentile(&[5.0], 0.9), 5.0);
+}
+
+/// u → v directly and u → w → v: fusing v into u would make {u,v} → w → {u,v}.
+fn diamond_with_shortcut() -> Graph {
+    let mut b = GraphBuilder::new();
+    let u = b.add_op(Op::new(0, "u", "X", Phase::Forward));
+    let w = b.add_op(Op::new(0, "w", "X", Phase::Forward));
+    let v = b.add_op(Op::new(0, "v", "X", Phase::Forward));
+    b.add_edge(u, v, 10.0);
+    b.add_edge(u, w, 10.0);
+    b.add_edge(w, v, 10.0);
+    b.finish("<test>", "shortcut", 1).unwrap()
+}
+
+#[test]
+fn quickp_does_not_fuse_across_a_second_path() {
+    let g = diamond_with_shortcut();
+    // Tiny times: α would allow any fusion that degrees permit.
+    let w = [1.0, 1.0, 1.0];
+    let r = group::quickp(&g, &w, &group::QuickpOptions::default()).unwrap();
+    // u→v is refused (out(u) = 2, in(v) = 2); u→w and w→v are fine, one after the other, and
+    // after u absorbs w the edge u→v is the only path, so all three end up fused, acyclically.
+    assert!(r.fused.is_acyclic());
+    assert!(!group::quickp::algorithm1(2, 2, 0.0, 0.0, f64::INFINITY));
+    // With α = 0 and weights above it, only straight-line edges fuse: none here except none.
+    let strict = group::QuickpOptions {
+        alpha_us: Some(0.0),
+        ..Default::default()
+    };
+    let r0 = group::quickp(&g, &w, &strict).unwrap();
+    // u→w: out(u) = 2, in(w) = 1, p_w = 1 > α → no; w→v: out(w) = 1, in(v) = 2, p_w > α → no;
+    // u→v: both degrees 2 → no.
+    assert_eq!(r0.fused.num_groups(), 3);
+    assert!(r0.colocated.is_acyclic());
+    // Co-location ties u to its more critical successor; merging u with v directly would close
+    // a cycle through w, which must not happen.
+    assert!(
+        r0.colocated.op_group[0] != r0.colocated.op_group[2]
+            || r0.colocated.op_group[1] == r0.colocated.op_group[0]
+    );
+}
+
+#[test]
+fn quickp_algorithm1_cases() {
+    use group::quickp::algorithm1;
+    assert!(algorithm1(1, 1, 100.0, 100.0, 1.0)); // straight line, whatever the times
+    assert!(algorithm1(1, 3, 0.5, 100.0, 1.0)); // cheap i with one consumer
+    assert!(!algorithm1(1, 3, 5.0, 100.0, 1.0)); // expensive i
+    assert!(algorithm1(3, 1, 100.0, 0.5, 1.0)); // cheap j with one producer
+    assert!(!algorithm1(3, 1, 100.0, 5.0, 1.0));
+    assert!(!algorithm1(2, 2, 0.0, 0.0, 1.0)); // Theorem 2: could close a cycle
+}
+
+#[test]
+fn quickp_fusion_shrinks_training_graph() {
+    let g = training_graph(60);
+    let w = stand_in_times(&g);
+    let r = group::quickp(&g, &w, &group::QuickpOptions::default()).unwrap();
+    check_grouping_invariants(&g, &w, &r.fused);
+    check_grouping_invariants(&g, &w, &r.colocated);
+    assert!(r.fused.is_acyclic() && r.colocated.is_acyclic());
+    let (n, f, c) = (g.len(), r.fused.num_groups(), r.colocated.num_groups());
+    eprintln!(
+        "quickp on {n}-op training graph: fused {f}, co-located {c}, alpha {:.2} us, ties {}, skipped {}",
+        r.alpha_us, r.ties, r.skipped_ties
+    );
+    // QuickP Table I reduces 3–7×; demand at least 2× from fusion alone.
+    assert!(f * 2 <= n, "fusion left {f} of {n} ops");
+    assert!(c <= f);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MOIRAI
+// ---------------------------------------------------------------------------------------------
+
+fn op_named(g: &Graph, name: &str) -> usize {
+    g.ops().iter().position(|o| o.name == name).unwrap()
+}
+
+#[test]
+fn moirai_fuses_conv_bn_relu_and_matmul_bias_relu() {
+    let mut t = Trainer::new();
+    let x = t.fwd("IteratorGetNext", "input", &[], 0.0, 1e6, Phase::Input);
+    let w1 = t.param("w1", 1e4);
+    let c1 = t.fwd("Conv2D", "conv1", &[x, w1], 1e8, 1e6, Phase::Forward);
+    let g1 = t.param("g1", 64.0);
+    let bn1 = t.fwd("FusedBatchNorm", "bn1", &[c1, g1], 1e6, 1e6, Phase::Forward);
+    let r1 = t.fwd("Relu", "relu1", &[bn1], 1e5, 1e6, Phase::Forward);
+    let w2 = t.param("w2", 1e4);
+    let m = t.fwd("MatMul", "mm", &[r1, w2], 1e7, 1e4, Phase::Forward);
+    let bias = t.param("b", 64.0);
+    let ba = t.fwd("BiasAdd", "bias", &[m, bias], 1e3, 1e4, Phase::Forward);
+    let r2 = t.fwd("Relu", "relu2", &[ba], 1e3, 1e4, Phase::Forward);
+    let _out = t.fwd("Identity", "out", &[r2], 0.0, 1e4, Phase::Forward);
+    let g = t.finish();
+    let w = stand_in_times(&g);
+    let grouping = group::moirai(&g, &w, &group::default_rules()).unwrap();
+    check_grouping_invariants(&g, &w, &grouping);
+    let members = grouping.members();
+    let mut fused: Vec<Vec<usize>> = members.into_iter().filter(|m| m.len() > 1).collect();
+    fused.sort();
+    assert_eq!(fused, vec![vec![c1, bn1, r1], vec![m, ba, r2]]);
+    assert_eq!(grouping.num_groups(), g.len() - 4);
+    assert!(grouping.is_acyclic());
+}
+
+#[test]
+fn moirai_residual_rule_and_multi_output_rule() {
+    // conv → bn → add → relu with the add's other input from a skip: conv∘bn∘add∘relu (Table I
+    // rule 3, multi-input connection). A second conv whose output also feeds another op
+    // (multi-output) must not fuse with its bn.
+    let mut t = Trainer::new();
+    let x = t.fwd("IteratorGetNext", "input", &[], 0.0, 1e6, Phase::Input);
+    let skip = t.fwd("Relu", "skip", &[x], 1e5, 1e6, Phase::Forward);
+    let w = t.param("w", 1e4);
+    let c = t.fwd("Conv2D", "conv", &[skip, w], 1e8, 1e6, Phase::Forward);
+    let bn = t.fwd("FusedBatchNorm", "bn", &[c], 1e6, 1e6, Phase::Forward);
+    let add = t.fwd("AddV2", "add", &[bn, skip], 1e5, 1e6, Phase::Forward);
+    let r = t.fwd("Relu", "relu", &[add], 1e5, 1e6, Phase::Forward);
+    let w2 = t.param("w2", 1e4);
+    let c2 = t.fwd("Conv2D", "conv2", &[r, w2], 1e8, 1e6, Phase::Forward);
+    let bn2 = t.fwd("FusedBatchNorm", "bn2", &[c2], 1e6, 1e6, Phase::Forward);
+    let _side = t.fwd("Identity", "side", &[c2], 0.0, 1e6, Phase::Forward);
+    let _out = t.fwd("Identity", "out", &[bn2], 0.0, 1e6, Phase::Forward);
+    let g = t.finish();
+    let chains = group::moirai::fused_chains(&g, &group::default_rules());
+    assert_eq!(chains, vec![vec![c, bn, add, r]]);
+    let _ = (op_named(&g, "conv2"), bn2);
+}
+
+#[test]
+fn moirai_releases_incomplete_matches() {
+    // matmul → bias-less mul: [MatMul] starts rules but [MatMul, Mul] matches none, and
+    // conv → bn → add with no relu after the add: only conv∘bn (rule 1) stays fused.
+    let mut t = Trainer::new();
+    let x = t.fwd("IteratorGetNext", "input", &[], 0.0, 1e6, Phase::Input);
+    let c = t.fwd("Conv2D", "conv", &[x], 1e8, 1e6, Phase::Forward);
+    let bn = t.fwd("FusedBatchNorm", "bn", &[c], 1e6, 1e6, Phase::Forward);
+    let add = t.fwd("AddV2", "add", &[bn, x], 1e5, 1e6, Phase::Forward);
+    let _tanh = t.fwd("Tanh", "tanh", &[add], 1e5, 1e6, Phase::Forward);
+    let g = t.finish();
+    let chains = group::moirai::fused_chains(&g, &group::default_rules());
+    assert_eq!(chains, vec![vec![c, bn]]);
+}
+
+#[test]
+fn moirai_on_training_graph() {
+    let g = training_graph(30);
+    let w = stand_in_times(&g);
+    let grouping = group::moirai(&g, &w, &group::default_rules()).unwrap();
+    check_grouping_invariants(&g, &w, &grouping);
+    assert!(grouping.is_acyclic());
+    eprintln!(
+        "moirai on {}-op training graph: {} groups",
+        g.len(),
+        grouping.num_groups()
+    );
+    // The head's MatMul → BiasAdd → Relu is a direct chain (its activations feed only the
+    // next op and their own gradient ops are fed by the inputs), but forward conv outputs also
+    // feed gradient ops (multi-output), so fusion is modest; it must still never grow groups.
+    assert!(grouping.num_groups() <= g.len());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Celeritas
+// ---------------------------------------------------------------------------------------------
+
+/// Cut communication of clusters given by starts, recomputed from scratch.
+fn cut_cost(g: &Graph, order: &[usize], starts: &[usize], bw: f64) -> f64 {
+    // Cluster of each position: how many starts (after the first) lie at or before it.
+    let cluster_of_pos: Vec<usize> = (0..order.len())
+        .map(|p| starts[1..].iter().filter(|&&s| s <= p).count())
+        .collect();
+    let mut pos = vec![0usize; g.len()];
+    for (p, &op) in order.iter().enumerate() {
+        pos[op] = p;
+    }
+    g.edges()
+        .iter()
+        .filter(|e| cluster_of_pos[pos[e.src]] != cluster_of_pos[pos[e.dst]])
+        .map(|e| e.bytes / bw)
+        .sum()
+}
+
+#[test]
+fn celeritas_dp_is_optimal_on_tiny_instances() {
+    use group::celeritas::{cpd_topo_order, op_memory, optimal_breakpoints};
+    let bw = group::DEFAULT_BANDWIDTH_BYTES_PER_US;
+    let mut checked = 0;
+    for seed in 0..60u64 {
+        let n = 3 + (seed as usize % 8); // 3..=10 ops
+        let g = random_dag(500 + seed, n);
+        let w = stand_in_times(&g);
+        let order = cpd_topo_order(&g, &w, bw);
+        let mem: Vec<f64> = g.ops().iter().map(op_memory).collect();
+        let total_mem: f64 = mem.iter().sum();
+        for (range, limit) in [
+            (n, f64::INFINITY),
+            (3, f64::INFINITY),
+            (n, total_mem / 3.0),
+            (2, total_mem / 2.0),
+        ] {
+            let bp = optimal_breakpoints(&g, &order, bw, range, &mem, limit);
+            // Brute force over all 2^(n-1) sets of cluster starts.
+            let mut best = f64::INFINITY;
+            for mask in 0u32..(1 << (n - 1)) {
+                let starts: Vec<usize> = std::iter::once(0)
+                    .chain((1..n).filter(|p| mask >> (p - 1) & 1 == 1))
+                    .collect();
+                let feasible = starts.iter().enumerate().all(|(c, &s)| {
+                    let e = starts.get(c + 1).copied().unwrap_or(n);
+                    let m: f64 = order[s..e].iter().map(|&op| mem[op]).sum();
+                    e - s <= range && (e - s == 1 || m <= limit)
+                });
+                if feasible {
+                    best = best.min(cut_cost(&g, &order, &starts, bw));
+                }
+            }
+            let got = cut_cost(&g, &order, &bp.starts, bw);
+            assert!(
+                (got - bp.cost_us).abs() <= 1e-9 * best.max(1.0),
+                "DP cost disagrees with its own clusters"
+            );
+            assert!(
+                (got - best).abs() <= 1e-9 * best.max(1.0),
+                "seed {seed} R={range}: DP {got} vs optimum {best}"
+            );
+            // The DP's clusters respect the range.
+            let mut ends = bp.starts[1..].to_vec();
+            ends.push(n);
+            assert!(bp.starts.iter().zip(&ends).all(|(s, e)| e - s <= range));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 240);
+}
+
+#[test]
+fn celeritas_cpd_topo_is_topological_and_follows_critical_path() {
+    use group::celeritas::cpd_topo_order;
+    let bw = group::DEFAULT_BANDWIDTH_BYTES_PER_US;
+    for seed in 0..20 {
+        let g = random_dag(700 + seed, 150);
+        let w = stand_in_times(&g);
+        let order = cpd_topo_order(&g, &w, bw);
+        let mut pos = vec![usize::MAX; g.len()];
+        for (p, &op) in order.iter().enumerate() {
+            pos[op] = p;
+        }
+        assert!(pos.iter().all(|&p| p != usize::MAX));
+        assert!(g.edges().iter().all(|e| pos[e.src] < pos[e.dst]));
+    }
+    // Fork a → {b (cheap), c (expensive)} → d: c is on the critical path, so it follows a.
+    let mut b = GraphBuilder::new();
+    let ids: Vec<usize> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| b.add_op(Op::new(0, *n, "X", Phase::Forward)))
+        .collect();
+    b.add_edge(ids[0], ids[1], 1.0);
+    b.add_edge(ids[0], ids[2], 1.0);
+    b.add_edge(ids[1], ids[3], 1.0);
+    b.add_edge(ids[2], ids[3], 1.0);
+    let g = b.finish("<test>", "fork", 1).unwrap();
+    assert_eq!(
+        cpd_topo_order(&g, &[1.0, 1.0, 50.0, 1.0], bw),
+        vec![0, 2, 1, 3]
+    );
+    assert_eq!(
+        cpd_topo_order(&g, &[1.0, 50.0, 1.0, 1.0], bw),
+        vec![0, 1, 2, 3]
+    );
+}
+
+#[test]
+fn celeritas_levels_match_definition() {
+    // a(2) -1e4 B-> b(3) -2e4 B-> c(5), bw 1e4 B/µs: c = 1 and 2 µs.
+    let mut b = GraphBuilder::new();
+    let ids: Vec<usize> = ["a", "b", "c"]
+        .iter()
+        .map(|n| b.add_op(Op::new(0, *n, "X", Phase::Forward)))
+        .collect();
+    b.add_edge(ids[0], ids[1], 1e4);
+    b.add_edge(ids[1], ids[2], 2e4);
+    let g = b.finish("<test>", "line", 1).unwrap();
+    let (t, bl) = group::celeritas::levels(&g, &[2.0, 3.0, 5.0], 1e4);
+    assert_eq!(t, vec![0.0, 3.0, 8.0]);
+    assert_eq!(bl, vec![13.0, 10.0, 5.0]);
+}
+
+#[test]
+fn celeritas_reduces_ccr_and_respects_range_and_memory() {
+    let g = training_graph(60);
+    let w = stand_in_times(&g);
+    let opts = group::CeleritasOptions::default();
+    let grouping = group::celeritas(&g, &w, &opts).unwrap();
+    check_grouping_invariants(&g, &w, &grouping);
+    assert!(grouping.is_acyclic());
+    assert!(grouping.groups.iter().all(|x| x.ops <= opts.range));
+    let s = &grouping.stats;
+    eprintln!(
+        "celeritas on {}-op training graph: {} groups, CCR {:.3} -> {:.3}",
+        s.ops, s.groups, s.ccr_before, s.ccr_after
+    );
+    assert!(s.ccr_after < s.ccr_before / 2.0);
+    // A memory limit splits clusters further, and every multi-op cluster fits in it.
+    let limit = g.ops().iter().map(group::celeritas::op_memory).sum::<f64>() / 50.0;
+    let tight = group::celeritas(
+        &g,
+        &w,
+        &group::CeleritasOptions {
+            memory_limit_bytes: limit,
+            ..opts.clone()
+        },
+    )
+    .unwrap();
+    assert!(tight.num_groups() > grouping.num_groups());
+    for members in tight.members() {
+        let m: f64 = members
+            .iter()
+            .map(|&op| group::celeritas::op_memory(g.op(op)))
+            .sum();
+        assert!(members.len() == 1 || m <= limit);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism and figures
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn every_method_is_deterministic() {
+    let g = random_dag(77, 1500);
+    let w = stand_in_times(&g);
+    for m in group::method_names() {
+        let a = group::group_by_name(&g, &w, m, 60).unwrap();
+        let b = group::group_by_name(&g, &w, m, 60).unwrap();
+        assert_eq!(a, b, "{m} differs between two runs");
+    }
+}
+
+#[test]
+fn report_figures() {
+    // Prints the reduction and cut figures (run with --nocapture); asserts only the invariants.
+    let graphs = [
+        training_graph(60),
+        random_dag(2024, 2000),
+        training_graph(200),
+    ];
+    for g in &graphs {
+        let w = stand_in_times(g);
+        for m in group::method_names() {
+            let t0 = std::time::Instant::now();
+            let grouping = group::group_by_name(g, &w, m, 60).unwrap();
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            check_grouping_invariants(g, &w, &grouping);
+            let s = &grouping.stats;
+            eprintln!(
+                "{:<12} {:<10} ops {:>5} -> groups {:>5}  cut {:>6.1}% of edge bytes  balance {:>7.2}  CCR {:.3} -> {:.3}  acyclic {}  {:.1} ms",
+                g.name,
+                m,
+                s.ops,
+                s.groups,
+                100.0 * s.cut_bytes / s.total_edge_bytes,
+                s.balance,
+                s.ccr_before,
+                s.ccr_after,
+                grouping.is_acyclic(),
+                ms
+            );
+        }
+        let q = group::quickp(g, &w, &group::QuickpOptions::default()).unwrap();
+        eprintln!(
+            "{:<12} quickp fusion only: {} ops",
+            g.name,
+            q.fused.num_groups()
+        );
+    }
 }

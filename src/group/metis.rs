@@ -14,7 +14,8 @@
 //!   (1 + ufactor/1000) × the mean part weight);
 //! - k is clamped to the number of ops; METIS may leave parts empty, so the result can have fewer
 //!   than k groups;
-//! - METIS is seeded, so the same input gives the same grouping.
+//! - METIS is seeded, so the same input gives the same grouping; calls are serialised because
+//!   METIS keeps its random generator in process-wide state.
 
 use metis::Idx;
 
@@ -26,6 +27,8 @@ use crate::graph::{Graph, OpIdx};
 pub const DEFAULT_K: usize = 60;
 /// TAG's balance factor: the heaviest group may weigh up to twice the mean.
 pub const BALANCE_FACTOR: f64 = 2.0;
+/// Held while METIS runs (see [`metis_partition`]).
+static METIS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Scaled totals of vertex and edge weights (see the module docs).
 const WEIGHT_SCALE_TOTAL: f64 = 1e8;
 
@@ -168,6 +171,10 @@ pub fn metis_partition(
     }
     let mut part: Vec<Idx> = vec![0; n];
     if k > 1 {
+        // METIS draws from one process-wide random generator, so two partitions running at
+        // once on different threads perturb each other and the seed no longer makes the result
+        // reproducible. Serialise the calls.
+        let _guard = METIS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let ufactor = ((BALANCE_FACTOR - 1.0) * 1000.0).round() as Idx;
         metis::Graph::new(1, k as Idx, xadj, adjncy)
             .map_err(|e| Error::Other(format!("metis: bad input graph: {e:?}")))?

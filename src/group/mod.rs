@@ -23,11 +23,16 @@
 //!
 //! Departures from the papers are documented in each method's module.
 
-#[allow(dead_code)]
+pub mod celeritas;
 mod coarse;
 pub mod metis;
+pub mod moirai;
+pub mod quickp;
 
+pub use celeritas::{CeleritasOptions, celeritas};
 pub use metis::{contiguous_chunks, metis, metis_partition};
+pub use moirai::{FusionRule, default_rules, moirai};
+pub use quickp::{QuickpOptions, QuickpResult, quickp};
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -42,13 +47,16 @@ pub const DEFAULT_BANDWIDTH_BYTES_PER_US: f64 = 20_000.0;
 
 /// The names accepted by [`group_by_name`], for the CLI and benchmarks.
 pub fn method_names() -> &'static [&'static str] {
-    &["metis", "chunks"]
+    &["metis", "quickp", "moirai", "celeritas", "chunks"]
 }
 
 /// Run a method by name with its paper defaults; `k` is used by `metis` and `chunks` only.
 pub fn group_by_name(graph: &Graph, weights: &[f64], method: &str, k: usize) -> Result<Grouping> {
     match method {
         "metis" => metis(graph, weights, k, 0),
+        "quickp" => Ok(quickp(graph, weights, &QuickpOptions::default())?.colocated),
+        "moirai" => moirai(graph, weights, &default_rules()),
+        "celeritas" => celeritas(graph, weights, &CeleritasOptions::default()),
         "chunks" => contiguous_chunks(graph, weights, k),
         other => Err(Error::Other(format!(
             "unknown grouping method \"{other}\" (expected one of {})",
@@ -239,7 +247,7 @@ impl Grouping {
 }
 
 /// Weights must cover every op and be usable as times.
-fn check_weights(graph: &Graph, weights: &[f64]) -> Result<()> {
+pub(crate) fn check_weights(graph: &Graph, weights: &[f64]) -> Result<()> {
     if weights.len() != graph.len() {
         return Err(Error::Other(format!(
             "grouping: {} compute times for {} ops",
