@@ -600,13 +600,14 @@ fn quickp_alpha_is_nearest_rank_90th_percentile_of_nonzero() {
     assert_eq!(group::quickp::alpha_percentile(&[5.0], 0.9), 5.0);
 }
 
-/// u → v directly and u → w → v: fusing v into u would make {u,v} → w → {u,v}.
-fn diamond_with_shortcut() -> Graph {
+/// u → v directly (`uv_bytes`) and u → w → v (10 bytes each): fusing v into u would make
+/// {u,v} → w → {u,v}.
+fn diamond_with_shortcut(uv_bytes: f64) -> Graph {
     let mut b = GraphBuilder::new();
     let u = b.add_op(Op::new(0, "u", "X", Phase::Forward));
     let w = b.add_op(Op::new(0, "w", "X", Phase::Forward));
     let v = b.add_op(Op::new(0, "v", "X", Phase::Forward));
-    b.add_edge(u, v, 10.0);
+    b.add_edge(u, v, uv_bytes);
     b.add_edge(u, w, 10.0);
     b.add_edge(w, v, 10.0);
     b.finish("<test>", "shortcut", 1).unwrap()
@@ -614,30 +615,45 @@ fn diamond_with_shortcut() -> Graph {
 
 #[test]
 fn quickp_does_not_fuse_across_a_second_path() {
-    let g = diamond_with_shortcut();
-    // Tiny times: α would allow any fusion that degrees permit.
-    let w = [1.0, 1.0, 1.0];
-    let r = group::quickp(&g, &w, &group::QuickpOptions::default()).unwrap();
-    // u→v is refused (out(u) = 2, in(v) = 2); u→w and w→v are fine, one after the other, and
-    // after u absorbs w the edge u→v is the only path, so all three end up fused, acyclically.
-    assert!(r.fused.is_acyclic());
-    assert!(!group::quickp::algorithm1(2, 2, 0.0, 0.0, f64::INFINITY));
-    // With α = 0 and weights above it, only straight-line edges fuse: none here except none.
-    let strict = group::QuickpOptions {
-        alpha_us: Some(0.0),
+    let (u, w, v) = (0, 1, 2);
+    let g = diamond_with_shortcut(10.0);
+    // w is expensive (above α = 10), u and v cheap. u→v: out(u) = 2, in(v) = 2 → refused
+    // (naive fusion would close u,v → w → u,v). u→w: out(u) = 2 and p_w > α → no.
+    // w→v: in(v) = 2 and p_w > α → no. Nothing fuses.
+    let opts = group::QuickpOptions {
+        alpha_us: Some(10.0),
         ..Default::default()
     };
-    let r0 = group::quickp(&g, &w, &strict).unwrap();
-    // u→w: out(u) = 2, in(w) = 1, p_w = 1 > α → no; w→v: out(w) = 1, in(v) = 2, p_w > α → no;
-    // u→v: both degrees 2 → no.
-    assert_eq!(r0.fused.num_groups(), 3);
-    assert!(r0.colocated.is_acyclic());
-    // Co-location ties u to its more critical successor; merging u with v directly would close
-    // a cycle through w, which must not happen.
-    assert!(
-        r0.colocated.op_group[0] != r0.colocated.op_group[2]
-            || r0.colocated.op_group[1] == r0.colocated.op_group[0]
-    );
+    let r = group::quickp(&g, &[1.0, 100.0, 1.0], &opts).unwrap();
+    assert_eq!(r.fused.num_groups(), 3);
+    assert_ne!(r.fused.op_group[u], r.fused.op_group[v]);
+    // With every time under α the same graph fuses completely, safely: u absorbs w first
+    // (in(w) = 1), after which u→v is the only path left and v follows.
+    let all = group::quickp(&g, &[1.0, 1.0, 1.0], &group::QuickpOptions::default()).unwrap();
+    assert_eq!(all.fused.num_groups(), 1);
+    let _ = w;
+}
+
+#[test]
+fn quickp_colocation_skips_a_tie_that_would_close_a_cycle() {
+    let (u, w, v) = (0, 1, 2);
+    // The u→v tensor is huge, so eq. (7) ties u to v; tying them would close u,v → w → u,v.
+    let g = diamond_with_shortcut(1e9);
+    let opts = group::QuickpOptions {
+        alpha_us: Some(10.0),
+        ..Default::default()
+    };
+    let r = group::quickp(&g, &[1.0, 100.0, 1.0], &opts).unwrap();
+    assert_eq!(r.fused.num_groups(), 3);
+    assert_eq!((r.ties, r.skipped_ties), (1, 1));
+    assert_eq!(r.colocated.num_groups(), 3);
+    assert!(r.colocated.is_acyclic());
+    // With a small u→v tensor the tie goes to w (longer path), which is safe.
+    let g2 = diamond_with_shortcut(10.0);
+    let r2 = group::quickp(&g2, &[1.0, 100.0, 1.0], &opts).unwrap();
+    assert_eq!((r2.ties, r2.skipped_ties), (1, 0));
+    assert_eq!(r2.colocated.op_group[u], r2.colocated.op_group[w]);
+    assert_ne!(r2.colocated.op_group[u], r2.colocated.op_group[v]);
 }
 
 #[test]
@@ -759,6 +775,53 @@ fn moirai_on_training_graph() {
     // next op and their own gradient ops are fed by the inputs), but forward conv outputs also
     // feed gradient ops (multi-output), so fusion is modest; it must still never grow groups.
     assert!(grouping.num_groups() <= g.len());
+}
+
+#[test]
+fn moirai_training_option_fuses_forward_chains_and_stays_acyclic() {
+    let opts = group::MoiraiOptions {
+        same_phase_consumers_only: true,
+    };
+    for blocks in [5usize, 30, 60] {
+        let g = training_graph(blocks);
+        let w = stand_in_times(&g);
+        let paper = group::moirai(&g, &w, &group::default_rules()).unwrap();
+        let train = group::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
+        check_grouping_invariants(&g, &w, &train);
+        assert!(train.is_acyclic());
+        assert_eq!(train.method, "moirai-training");
+        // Every block has two conv∘bn(∘add)∘relu chains: at least 2 × 2 ops saved per block.
+        assert!(
+            train.num_groups() + 4 * blocks <= paper.num_groups(),
+            "{blocks} blocks: {} vs {}",
+            train.num_groups(),
+            paper.num_groups()
+        );
+        let again = group::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
+        assert_eq!(train, again);
+    }
+}
+
+#[test]
+fn moirai_training_option_rejects_a_group_that_closes_a_cycle() {
+    // conv → bn → relu is a rule, and conv's only forward consumer is bn, but conv also feeds a
+    // backward op that feeds bn: fusing {conv, bn, relu} would close conv,bn,relu → x → itself.
+    let mut t = Trainer::new();
+    let x = t.fwd("IteratorGetNext", "input", &[], 0.0, 1e6, Phase::Input);
+    let c = t.fwd("Conv2D", "conv", &[x], 1e8, 1e6, Phase::Forward);
+    let back = t.fwd("Weird", "back", &[c], 1e6, 1e6, Phase::Backward);
+    let bn = t.fwd("FusedBatchNorm", "bn", &[c, back], 1e6, 1e6, Phase::Forward);
+    let _r = t.fwd("Relu", "relu", &[bn], 1e5, 1e6, Phase::Forward);
+    let g = t.finish();
+    let w = stand_in_times(&g);
+    let opts = group::MoiraiOptions {
+        same_phase_consumers_only: true,
+    };
+    let chains = group::moirai::fused_chains_with(&g, &group::default_rules(), &opts);
+    assert_eq!(chains.len(), 1, "the rule matches");
+    let grouping = group::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
+    assert_eq!(grouping.num_groups(), g.len(), "but the group is refused");
+    assert!(grouping.is_acyclic());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -968,6 +1031,16 @@ fn report_figures() {
                 ms
             );
         }
+        let opts = group::MoiraiOptions {
+            same_phase_consumers_only: true,
+        };
+        let mt = group::moirai_with(g, &w, &group::default_rules(), &opts).unwrap();
+        eprintln!(
+            "{:<12} moirai-training: {} groups, acyclic {}",
+            g.name,
+            mt.num_groups(),
+            mt.is_acyclic()
+        );
         let q = group::quickp(g, &w, &group::QuickpOptions::default()).unwrap();
         eprintln!(
             "{:<12} quickp fusion only: {} ops",

@@ -101,13 +101,44 @@ impl Contraction {
         self.has_indirect_path(a, b) || self.has_indirect_path(b, a)
     }
 
-    fn has_indirect_path(&mut self, from: usize, to: usize) -> bool {
+    /// Whether merging all the roots in `set` into one node would close a cycle: true when a
+    /// path leaves the set and comes back into it.
+    pub(crate) fn set_creates_cycle(&mut self, set: &[usize]) -> bool {
+        let epoch = self.next_epoch();
+        let mut stack: Vec<usize> = Vec::new();
+        for &r in set {
+            for &s in self.succ[r].keys() {
+                if !set.contains(&s) && self.visited[s] != epoch {
+                    self.visited[s] = epoch;
+                    stack.push(s);
+                }
+            }
+        }
+        while let Some(v) = stack.pop() {
+            for &s in self.succ[v].keys() {
+                if set.contains(&s) {
+                    return true;
+                }
+                if self.visited[s] != epoch {
+                    self.visited[s] = epoch;
+                    stack.push(s);
+                }
+            }
+        }
+        false
+    }
+
+    fn next_epoch(&mut self) -> u32 {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.visited.fill(0);
             self.epoch = 1;
         }
-        let epoch = self.epoch;
+        self.epoch
+    }
+
+    fn has_indirect_path(&mut self, from: usize, to: usize) -> bool {
+        let epoch = self.next_epoch();
         let mut stack: Vec<usize> = self.succ[from]
             .keys()
             .copied()

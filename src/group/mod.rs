@@ -31,7 +31,7 @@ pub mod quickp;
 
 pub use celeritas::{CeleritasOptions, celeritas};
 pub use metis::{contiguous_chunks, metis, metis_partition};
-pub use moirai::{FusionRule, default_rules, moirai};
+pub use moirai::{FusionRule, MoiraiOptions, default_rules, moirai, moirai_with};
 pub use quickp::{QuickpOptions, QuickpResult, quickp};
 
 use serde::Serialize;

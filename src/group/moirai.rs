@@ -21,6 +21,15 @@
 //! chain, so every edge leaving a group leaves from its last op, which every member reaches. A
 //! cycle of groups would then lift to a cycle of ops, which a DAG has none of.
 //!
+//! **Training graphs (option, not in the paper).** MOIRAI targets inference. In a training graph
+//! a forward activation usually also feeds the backward op that needs it, which is a
+//! multi-output connection, so the paper's rules fuse almost nothing (see the tests' figures).
+//! [`MoiraiOptions::same_phase_consumers_only`] counts only consumers of the producer's own phase
+//! when classifying a connection (the saved activation stays a tensor the fused kernel writes
+//! out, as fused training kernels do). The no-cycle argument above no longer holds then, so each
+//! fused group is checked on the contracted graph before it is accepted (a path leaving the
+//! group and coming back rejects it; its ops stay on their own). Off by default.
+//!
 //! **Rule table.** Table I, spelled in our (TensorFlow) op vocabulary, plus the patterns named in
 //! the project brief: conv + bias (+ relu), matmul + bias (+ relu / gelu), attention
 //! (batch-matmul, optional scale / mask, softmax, batch-matmul), the variance chain of a
@@ -108,12 +117,55 @@ pub fn default_rules() -> Vec<FusionRule> {
     rules
 }
 
-/// GCOF with the given rules; ops no rule covers stay groups of their own.
+/// How GCOF classifies connections.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MoiraiOptions {
+    /// Count only consumers of the producer's own phase (see the module docs); `false` is the
+    /// paper's rule.
+    pub same_phase_consumers_only: bool,
+}
+
+/// GCOF with the given rules and the paper's connection rules; ops no rule covers stay groups
+/// of their own.
 pub fn moirai(graph: &Graph, weights: &[f64], rules: &[FusionRule]) -> Result<Grouping> {
+    moirai_with(graph, weights, rules, &MoiraiOptions::default())
+}
+
+/// [`moirai`] with options; the method is named `moirai-training` when
+/// `same_phase_consumers_only` is set.
+pub fn moirai_with(
+    graph: &Graph,
+    weights: &[f64],
+    rules: &[FusionRule],
+    opts: &MoiraiOptions,
+) -> Result<Grouping> {
     check_weights(graph, weights)?;
-    let chains = fused_chains(graph, rules);
+    let mut chains = fused_chains_with(graph, rules, opts);
+    let method = if opts.same_phase_consumers_only {
+        chains = acyclic_subset(graph, weights, chains);
+        "moirai-training"
+    } else {
+        "moirai"
+    };
     let assignment = super::coarse::assignment_from_sets(graph.len(), &chains);
-    Grouping::from_assignment(graph, weights, "moirai", assignment)
+    Grouping::from_assignment(graph, weights, method, assignment)
+}
+
+/// Accept the groups one by one, each only if merging it keeps the contracted graph acyclic.
+fn acyclic_subset(graph: &Graph, weights: &[f64], chains: Vec<Vec<OpIdx>>) -> Vec<Vec<OpIdx>> {
+    let mut c = super::coarse::Contraction::new(graph, weights);
+    chains
+        .into_iter()
+        .filter(|chain| {
+            if c.set_creates_cycle(chain) {
+                return false;
+            }
+            for &op in &chain[1..] {
+                c.merge(chain[0], op);
+            }
+            true
+        })
+        .collect()
 }
 
 /// A chain being grown: its ops in order and how many of them form a complete rule.
@@ -122,8 +174,32 @@ struct Chain {
     committed: usize,
 }
 
-/// The fused groups (each with at least two ops), in order of their first op's visit.
+/// The fused groups (each with at least two ops), in order of their first op's visit, with the
+/// paper's connection rules.
 pub fn fused_chains(graph: &Graph, rules: &[FusionRule]) -> Vec<Vec<OpIdx>> {
+    fused_chains_with(graph, rules, &MoiraiOptions::default())
+}
+
+/// Consumers of `p` that count for the connection type.
+fn consumers(graph: &Graph, p: OpIdx, opts: &MoiraiOptions) -> usize {
+    if opts.same_phase_consumers_only {
+        let phase = graph.op(p).phase;
+        graph
+            .successors(p)
+            .filter(|&s| graph.op(s).phase == phase)
+            .count()
+    } else {
+        graph.out_edges(p).len()
+    }
+}
+
+/// [`fused_chains`] with options. With `same_phase_consumers_only` the chains may still close
+/// cycles; [`moirai_with`] filters them.
+pub fn fused_chains_with(
+    graph: &Graph,
+    rules: &[FusionRule],
+    opts: &MoiraiOptions,
+) -> Vec<Vec<OpIdx>> {
     let mut chains: Vec<Chain> = Vec::new();
     // chain_at_tail[op] = the chain whose last op is `op`.
     let mut chain_at_tail: Vec<Option<usize>> = vec![None; graph.len()];
@@ -132,8 +208,9 @@ pub fn fused_chains(graph: &Graph, rules: &[FusionRule]) -> Vec<Vec<OpIdx>> {
         let mut best: Option<(usize, usize)> = None; // (chain, its length)
         for p in graph.predecessors(v) {
             let Some(c) = chain_at_tail[p] else { continue };
-            // Direct or multi-input connection only: p's one and only consumer is v.
-            if graph.out_edges(p).len() != 1 {
+            // Direct or multi-input connection only: p's one and only (counted) consumer is v.
+            let same_phase = graph.op(p).phase == graph.op(v).phase;
+            if consumers(graph, p, opts) != 1 || (opts.same_phase_consumers_only && !same_phase) {
                 continue;
             }
             let len = chains[c].ops.len();
