@@ -1008,6 +1008,7 @@ fn report_figures() {
         training_graph(60),
         random_dag(2024, 2000),
         training_graph(200),
+        random_dag(4242, 10_000),
     ];
     for g in &graphs {
         let w = stand_in_times(g);

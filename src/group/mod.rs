@@ -21,7 +21,20 @@
 //! [`DEFAULT_BANDWIDTH_BYTES_PER_US`]; the papers either fix it to their testbed or leave it
 //! open.
 //!
-//! Departures from the papers are documented in each method's module.
+//! Departures from the papers are documented in each method's module; in short:
+//!
+//! - QuickP: co-location groups become coarse-graph nodes here, so a tie whose merge would close
+//!   a cycle is skipped (the paper only uses them as placement constraints and never needs an
+//!   acyclic group graph); one bandwidth replaces the NVLink/Ethernet switch of eq. (7);
+//!   Algorithm 1 is run to a fixed point in topological order (the paper gives no edge order).
+//! - MOIRAI: the rule table is spelled in our TensorFlow op vocabulary and extended with the
+//!   epilogue, attention and layer-norm patterns (plus one backward rule); rules grow from their
+//!   first op (same fused groups as binding sub-rules, see the module); an opt-in
+//!   training-graph variant (`moirai-training`) ignores consumers of another phase and checks
+//!   every group for cycles.
+//! - Celeritas: the memory limit M defaults to unlimited (the paper uses a quarter of a GPU's
+//!   memory, unknown at grouping time); an op's memory is resident + output bytes.
+//! - METIS: weights are scaled to integers; METIS calls are serialised for reproducibility.
 
 pub mod celeritas;
 mod coarse;
