@@ -68,6 +68,8 @@ pub struct QuickpResult {
     pub ties: usize,
     /// Ties not applied because they would have made the coarse graph cyclic.
     pub skipped_ties: usize,
+    /// Co-location groups spanning two or more fused nodes (QuickP Table I, "# of WCC groups").
+    pub wcc_groups: usize,
 }
 
 /// Nearest-rank percentile of the non-zero values: the ⌈q·m⌉-th smallest of the m non-zero
@@ -101,6 +103,7 @@ pub fn quickp(graph: &Graph, weights: &[f64], opts: &QuickpOptions) -> Result<Qu
     let n_ties = ties.len();
     let skipped = apply_ties(&mut fused, &ties);
     let colocated_assignment = fused.assignment();
+    let wcc_groups = count_multi_node_groups(&fused_assignment, &colocated_assignment);
     Ok(QuickpResult {
         fused: Grouping::from_assignment_with_bandwidth(
             graph,
@@ -119,7 +122,24 @@ pub fn quickp(graph: &Graph, weights: &[f64], opts: &QuickpOptions) -> Result<Qu
         alpha_us: alpha,
         ties: n_ties,
         skipped_ties: skipped,
+        wcc_groups,
     })
+}
+
+/// How many co-located groups hold more than one fused node.
+fn count_multi_node_groups(fused: &[u32], colocated: &[u32]) -> usize {
+    let groups = colocated.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+    // First fused node seen in each group, and whether a second one showed up.
+    let mut first: Vec<Option<u32>> = vec![None; groups];
+    let mut multi = vec![false; groups];
+    for (&f, &c) in fused.iter().zip(colocated) {
+        match first[c as usize] {
+            None => first[c as usize] = Some(f),
+            Some(x) if x != f => multi[c as usize] = true,
+            Some(_) => {}
+        }
+    }
+    multi.iter().filter(|&&m| m).count()
 }
 
 /// Algorithm 1 applied to a fixed point; returns the contracted graph.
