@@ -402,6 +402,47 @@ pub fn check_acyclic_methods(g: &Graph, weights: &[f64]) {
     }
 }
 
+/// Everything to check on one model: the integrator calls this for every zoo model once the
+/// zoo lands (`for m in zoo models { check_zoo_model(&graph) }`). Uses the stand-in times.
+pub fn check_zoo_model(g: &Graph) {
+    let w = stand_in_times(g);
+    for m in group::method_names() {
+        let grouping = group::group_by_name(g, &w, m, 60).unwrap();
+        check_grouping_invariants(g, &w, &grouping);
+    }
+    check_acyclic_methods(g, &w);
+    let metis = group::metis(g, &w, 60, 0).unwrap();
+    assert!(metis.num_groups() <= 60);
+    if g.len() >= 600 {
+        let ideal = w.iter().sum::<f64>() / 60.0;
+        let max = metis
+            .groups
+            .iter()
+            .map(|x| x.compute_us)
+            .fold(0.0, f64::max);
+        // Only meaningful when no single op outweighs the bound by itself.
+        let heaviest = w.iter().copied().fold(0.0, f64::max);
+        if heaviest <= ideal {
+            assert!(
+                max <= 2.0 * ideal * 1.01,
+                "{}: METIS balance {max} > 2 × {ideal}",
+                g.name
+            );
+        }
+    }
+    let q = group::quickp(g, &w, &group::QuickpOptions::default()).unwrap();
+    assert!(q.fused.is_acyclic() && q.colocated.is_acyclic());
+    assert!(q.fused.num_groups() <= g.len());
+}
+
+#[test]
+fn zoo_style_check_on_generated_models() {
+    // Stand-ins for the zoo until it is merged.
+    check_zoo_model(&training_graph(12));
+    check_zoo_model(&training_graph(40));
+    check_zoo_model(&random_dag(31337, 1200));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Grouping type
 // ---------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@
 //! before conv∘bn joins it); growing chains only from a rule's first op gives the same fused
 //! groups, since a piece that does not start a rule is kept only if a chain from the rule's start
 //! later absorbs it. Where several producers of v could absorb it (multi-input), the longest
-//! chain wins, then the smallest op index.
+//! chain wins, then the smallest op index. An op bound into a chain that is later released is
+//! not reconsidered as the start of another rule (a known simplification).
 //!
 //! **No cycles.** Every op of a fused chain except the last has its only successor inside the
 //! chain, so every edge leaving a group leaves from its last op, which every member reaches. A
