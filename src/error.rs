@@ -15,11 +15,7 @@ pub struct InputError {
 }
 
 impl InputError {
-    pub fn new(
-        file: impl Into<String>,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
+    pub fn new(file: impl Into<String>, field: impl Into<String>, message: impl Into<String>) -> Self {
         InputError {
             file: file.into(),
             field: field.into(),
@@ -71,17 +67,9 @@ pub fn check_non_negative(file: &str, field: &str, value: f64) -> Result<(), Inp
     if value.is_nan() {
         Err(InputError::new(file, field, "is NaN"))
     } else if value.is_infinite() {
-        Err(InputError::new(
-            file,
-            field,
-            format!("is infinite ({value})"),
-        ))
+        Err(InputError::new(file, field, format!("is infinite ({value})")))
     } else if value < 0.0 {
-        Err(InputError::new(
-            file,
-            field,
-            format!("is negative ({value})"),
-        ))
+        Err(InputError::new(file, field, format!("is negative ({value})")))
     } else {
         Ok(())
     }
@@ -108,11 +96,7 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
     let file_name = path
         .file_name()
         .ok_or_else(|| Error::Other(format!("{shown}: not a file path")))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
+    let tmp = dir.join(format!(".{}.tmp{}", file_name.to_string_lossy(), std::process::id()));
     std::fs::write(&tmp, contents).map_err(|e| Error::io(tmp.display().to_string(), e))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

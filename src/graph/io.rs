@@ -96,10 +96,7 @@ impl GraphFile {
             return Err(InputError::new(
                 source,
                 "version",
-                format!(
-                    "version {} is not supported (this build reads {GRAPH_VERSION})",
-                    self.version
-                ),
+                format!("version {} is not supported (this build reads {GRAPH_VERSION})", self.version),
             ));
         }
         let mut index: HashMap<u64, usize> = HashMap::with_capacity(self.ops.len());
@@ -128,14 +125,7 @@ impl GraphFile {
                 optimizer: lookup(format!("gradients[{k}].optimizer"), l.optimizer)?,
             });
         }
-        Graph::new(
-            source,
-            self.name,
-            self.batch_size,
-            self.ops,
-            edges,
-            gradients,
-        )
+        Graph::new(source, self.name, self.batch_size, self.ops, edges, gradients)
     }
 }
 

@@ -168,8 +168,7 @@ fn find_cycle(g: &Graph) -> Option<Vec<OpIdx>> {
                     }
                     Mark::OnStack => {
                         let start = stack.iter().position(|&(u, _)| u == w).unwrap();
-                        let mut cycle: Vec<OpIdx> =
-                            stack[start..].iter().map(|&(u, _)| u).collect();
+                        let mut cycle: Vec<OpIdx> = stack[start..].iter().map(|&(u, _)| u).collect();
                         cycle.push(w);
                         return Some(cycle);
                     }
