@@ -8,6 +8,7 @@ pub mod compile;
 pub mod cost;
 pub mod error;
 pub mod graph;
+pub mod group;
 pub mod import;
 pub mod inspect;
 pub mod report;

@@ -1,0 +1,214 @@
+//! TAG §4.1.1 op grouping with METIS, and the contiguous-chunk baseline.
+//!
+//! TAG partitions the op graph into at most 60 groups "by minimizing the tensor sizes on the cut
+//! edges, while keeping the total computation time of each partition balanced with a balance
+//! factor of 2", with tensor size as edge weight and computation time as vertex weight. Here:
+//!
+//! - the directed graph is made undirected; parallel and antiparallel edges between two ops are
+//!   merged into one edge carrying the sum of their bytes;
+//! - METIS wants integers: vertex weights are compute µs scaled so that the total is about 10⁸
+//!   (at least 1 per op, so zero-time ops still count as a little load), edge weights are bytes
+//!   scaled so that their total is about 10⁸ (at least 1, so zero-byte control edges still tie
+//!   ops together); totals this size keep METIS's internal sums inside `i32`;
+//! - balance factor 2 is METIS's load-imbalance tolerance `ufactor = 1000` (max part weight ≤
+//!   (1 + ufactor/1000) × the mean part weight);
+//! - k is clamped to the number of ops; METIS may leave parts empty, so the result can have fewer
+//!   than k groups;
+//! - METIS is seeded, so the same input gives the same grouping; calls are serialised because
+//!   METIS keeps its random generator in process-wide state.
+
+use metis::Idx;
+
+use super::Grouping;
+use crate::error::{Error, Result};
+use crate::graph::{Graph, OpIdx};
+
+/// TAG's default number of groups.
+pub const DEFAULT_K: usize = 60;
+/// TAG's balance factor: the heaviest group may weigh up to twice the mean.
+pub const BALANCE_FACTOR: f64 = 2.0;
+/// Held while METIS runs (see [`metis_partition`]).
+static METIS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Scaled totals of vertex and edge weights (see the module docs).
+const WEIGHT_SCALE_TOTAL: f64 = 1e8;
+
+/// An undirected graph in METIS's compressed form (CSR), with integer weights.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetisGraph {
+    pub xadj: Vec<Idx>,
+    pub adjncy: Vec<Idx>,
+    pub vwgt: Vec<Idx>,
+    pub adjwgt: Vec<Idx>,
+}
+
+/// TAG grouping: METIS k-way on the whole graph. `k` defaults to [`DEFAULT_K`] at the CLI.
+pub fn metis(graph: &Graph, weights: &[f64], k: usize, seed: u64) -> Result<Grouping> {
+    let all: Vec<OpIdx> = (0..graph.len()).collect();
+    let parts = partition_ops(graph, weights, &all, k, seed)?;
+    Grouping::from_assignment(graph, weights, "metis", parts)
+}
+
+/// Split a subset of ops (for instance one op group that model parallelism divides among
+/// devices) into at most `k` parts; `result[i]` is the part of `ops[i]`. Edges leaving the subset
+/// are ignored.
+pub fn partition_ops(
+    graph: &Graph,
+    weights: &[f64],
+    ops: &[OpIdx],
+    k: usize,
+    seed: u64,
+) -> Result<Vec<u32>> {
+    if weights.len() != graph.len() {
+        return Err(Error::Other(format!(
+            "metis: {} compute times for {} ops",
+            weights.len(),
+            graph.len()
+        )));
+    }
+    let mg = undirected_csr(graph, weights, ops);
+    metis_partition(
+        ops.len(),
+        &mg.xadj,
+        &mg.adjncy,
+        &mg.vwgt,
+        &mg.adjwgt,
+        k,
+        seed,
+    )
+}
+
+/// Build the METIS input for the ops in `ops` (local index = position in `ops`).
+pub fn undirected_csr(graph: &Graph, weights: &[f64], ops: &[OpIdx]) -> MetisGraph {
+    let mut local = vec![usize::MAX; graph.len()];
+    for (i, &op) in ops.iter().enumerate() {
+        local[op] = i;
+    }
+    // Neighbour lists with summed bytes: sorting then merging equal neighbours folds parallel and
+    // antiparallel edges into one undirected edge.
+    let mut nbrs: Vec<Vec<(usize, f64)>> = vec![Vec::new(); ops.len()];
+    for e in graph.edges() {
+        let (a, b) = (local[e.src], local[e.dst]);
+        if a == usize::MAX || b == usize::MAX || a == b {
+            continue;
+        }
+        nbrs[a].push((b, e.bytes));
+        nbrs[b].push((a, e.bytes));
+    }
+    let mut merged: Vec<Vec<(usize, f64)>> = Vec::with_capacity(ops.len());
+    for mut list in nbrs {
+        list.sort_by_key(|&(v, _)| v);
+        let mut out: Vec<(usize, f64)> = Vec::with_capacity(list.len());
+        for (v, b) in list {
+            match out.last_mut() {
+                Some((last, sum)) if *last == v => *sum += b,
+                _ => out.push((v, b)),
+            }
+        }
+        merged.push(out);
+    }
+    // Each undirected edge appears twice in the lists, so halve the total for the scale.
+    let total_bytes: f64 = merged.iter().flatten().map(|&(_, b)| b).sum::<f64>() / 2.0;
+    let total_time: f64 = ops.iter().map(|&op| weights[op]).sum();
+    let byte_scale = scale_for(total_bytes);
+    let time_scale = scale_for(total_time);
+
+    let mut mg = MetisGraph {
+        xadj: Vec::with_capacity(ops.len() + 1),
+        ..MetisGraph::default()
+    };
+    mg.xadj.push(0);
+    for (i, list) in merged.iter().enumerate() {
+        for &(v, b) in list {
+            mg.adjncy.push(v as Idx);
+            mg.adjwgt.push(to_idx(b, byte_scale));
+        }
+        mg.xadj.push(mg.adjncy.len() as Idx);
+        mg.vwgt.push(to_idx(weights[ops[i]], time_scale));
+    }
+    mg
+}
+
+/// Units per integer step so that `total` maps to about [`WEIGHT_SCALE_TOTAL`].
+fn scale_for(total: f64) -> f64 {
+    if total > 0.0 {
+        total / WEIGHT_SCALE_TOTAL
+    } else {
+        1.0
+    }
+}
+
+fn to_idx(value: f64, scale: f64) -> Idx {
+    ((value / scale).round() as Idx).max(1)
+}
+
+/// METIS k-way with TAG's balance factor on a CSR graph of `n` vertices; returns the part of
+/// each vertex (raw METIS part ids, possibly with empty parts). `k` is clamped to `1..=n`.
+pub fn metis_partition(
+    n: usize,
+    xadj: &[Idx],
+    adjncy: &[Idx],
+    vwgt: &[Idx],
+    adjwgt: &[Idx],
+    k: usize,
+    seed: u64,
+) -> Result<Vec<u32>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if xadj.len() != n + 1 || vwgt.len() != n || adjwgt.len() != adjncy.len() {
+        return Err(Error::Other(format!(
+            "metis: inconsistent CSR (n = {n}, xadj {}, vwgt {}, adjncy {}, adjwgt {})",
+            xadj.len(),
+            vwgt.len(),
+            adjncy.len(),
+            adjwgt.len()
+        )));
+    }
+    let k = k.clamp(1, n);
+    if k == n {
+        // One op per part: nothing to optimise, and METIS complains about such requests.
+        return Ok((0..n as u32).collect());
+    }
+    let mut part: Vec<Idx> = vec![0; n];
+    if k > 1 {
+        // METIS draws from one process-wide random generator, so two partitions running at
+        // once on different threads perturb each other and the seed no longer makes the result
+        // reproducible. Serialise the calls.
+        let _guard = METIS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let ufactor = ((BALANCE_FACTOR - 1.0) * 1000.0).round() as Idx;
+        metis::Graph::new(1, k as Idx, xadj, adjncy)
+            .map_err(|e| Error::Other(format!("metis: bad input graph: {e:?}")))?
+            .set_vwgt(vwgt)
+            .set_adjwgt(adjwgt)
+            .set_option(metis::option::UFactor(ufactor))
+            .set_option(metis::option::Seed((seed % (Idx::MAX as u64)) as Idx))
+            .part_kway(&mut part)
+            .map_err(|e| Error::Other(format!("metis: partitioning failed: {e:?}")))?;
+    }
+    Ok(part.into_iter().map(|p| p as u32).collect())
+}
+
+/// The simple baseline: the deterministic topological order cut into `k` consecutive chunks of
+/// about equal compute time (an op goes to the chunk its time midpoint falls in).
+pub fn contiguous_chunks(graph: &Graph, weights: &[f64], k: usize) -> Result<Grouping> {
+    let order = graph.topological_order();
+    let k = k.clamp(1, graph.len().max(1));
+    let total: f64 = order
+        .iter()
+        .map(|&op| weights.get(op).copied().unwrap_or(0.0))
+        .sum();
+    let mut group = vec![0u32; graph.len()];
+    let mut before = 0.0;
+    for (pos, &op) in order.iter().enumerate() {
+        let w = weights.get(op).copied().unwrap_or(0.0);
+        // Without any compute, balance the op counts instead.
+        let frac = if total > 0.0 {
+            (before + w / 2.0) / total
+        } else {
+            (pos as f64 + 0.5) / order.len() as f64
+        };
+        group[op] = ((frac * k as f64) as usize).min(k - 1) as u32;
+        before += w;
+    }
+    Grouping::from_assignment(graph, weights, "chunks", group)
+}
