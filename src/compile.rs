@@ -25,7 +25,7 @@ use crate::cluster::{Cluster, GpuSpec};
 use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase, Splittability};
 use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
-use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
+use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption, Strategy};
 
 /// What a task of the compiled graph is, for reports and traces. The task's `label` in the
 /// [`ExecGraph`] is the original op it computes or whose tensor it carries.
@@ -200,9 +200,16 @@ pub fn compile_with_routes(
         whole_on: HashMap::new(),
         aggregated: HashMap::new(),
         ps_turn: vec![0; strategy.group_count()],
+        is_gradient: gradient_producers(graph),
+        packs: HashMap::new(),
     };
-    for op in graph.topological_order() {
+    // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
+    let order = graph.topological_order();
+    for &op in &order {
         c.place_op(op);
+    }
+    for &op in &order {
+        c.wire_inputs(op);
     }
     let (op_devices, op_shares) = c.layouts.into_iter().map(|l| (l.devices, l.shares)).unzip();
     Compiled {
@@ -253,6 +260,14 @@ fn layouts(graph: &Graph, cluster: &Cluster, strategy: &Strategy, cost: &CostMod
         out.push(layout);
     }
     out
+}
+
+fn gradient_producers(graph: &Graph) -> Vec<bool> {
+    let mut is = vec![false; graph.len()];
+    for link in graph.gradients() {
+        is[link.grad] = true;
+    }
+    is
 }
 
 /// Even shares, or shares proportional to each device's peak compute rate.
@@ -328,6 +343,10 @@ struct Compiler<'a> {
     aggregated: HashMap<OpIdx, Vec<(u32, TaskId)>>,
     /// Next parameter server per group, for aggregations that are not optimizer inputs.
     ps_turn: Vec<usize>,
+    /// Whether each op produces a gradient an optimizer applies.
+    is_gradient: Vec<bool>,
+    /// Holders of each group's packed AllReduce result.
+    packs: HashMap<usize, Vec<(u32, TaskId)>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -397,7 +416,7 @@ impl<'a> Compiler<'a> {
         t
     }
 
-    /// Create the replicas of `op` and wire their inputs.
+    /// Create the replicas of `op`.
     fn place_op(&mut self, op: OpIdx) {
         let o = self.graph.op(op);
         let layout = self.layouts[op].clone();
@@ -419,11 +438,15 @@ impl<'a> Compiler<'a> {
             self.exec.add_resident(d as usize, o.resident_bytes);
         }
         self.first_task[op] = first;
+    }
+
+    /// Feed every input of `op`'s replicas; after an optimizer update, pull parameters back.
+    fn wire_inputs(&mut self, op: OpIdx) {
         for &e in self.graph.in_edges(op) {
             let edge = self.graph.edges()[e];
             self.wire(edge.src, op, edge.bytes);
         }
-        if o.phase == Phase::Optimizer {
+        if self.graph.op(op).phase == Phase::Optimizer {
             self.pull_parameters(op);
         }
     }
@@ -584,9 +607,43 @@ impl<'a> Compiler<'a> {
                 };
                 vec![(ps, self.push_and_sum(u, &producer, ps, bytes))]
             }
-            _ => self.all_reduce(u, &producer, bytes),
+            _ if self.strategy.allreduce == AllReducePacking::Packed && self.is_gradient[u] => {
+                self.packed_all_reduce(group)
+            }
+            _ => {
+                let ring = producer.devices.clone();
+                let inputs: Vec<TaskId> = (0..ring.len()).map(|i| self.task_of(u, i)).collect();
+                self.all_reduce(u, &ring, &inputs, bytes)
+            }
         };
         self.aggregated.insert(u, holders.clone());
+        holders
+    }
+
+    /// One AllReduce of all of `group`'s gradients, after every replica has produced all of them.
+    fn packed_all_reduce(&mut self, group: usize) -> Vec<(u32, TaskId)> {
+        if let Some(h) = self.packs.get(&group) {
+            return h.clone();
+        }
+        let members: Vec<OpIdx> = (0..self.graph.len())
+            .filter(|&op| {
+                self.is_gradient[op]
+                    && self.strategy.group_of(op) == group
+                    && self.layouts[op].kind == LayoutKind::Partial
+            })
+            .collect();
+        let ring = self.layouts[members[0]].devices.clone();
+        let bytes: f64 = members
+            .iter()
+            .map(|&op| self.graph.op(op).output_bytes)
+            .sum();
+        let inputs: Vec<TaskId> = members
+            .iter()
+            .flat_map(|&op| (0..ring.len()).map(move |i| (op, i)))
+            .map(|(op, i)| self.task_of(op, i))
+            .collect();
+        let holders = self.all_reduce(members[0], &ring, &inputs, bytes);
+        self.packs.insert(group, holders.clone());
         holders
     }
 
@@ -612,9 +669,15 @@ impl<'a> Compiler<'a> {
         t
     }
 
-    /// Ring AllReduce of `u`'s partial sums among its replicas; the reduced tensor stays on each.
-    fn all_reduce(&mut self, u: OpIdx, producer: &Layout, bytes: f64) -> Vec<(u32, TaskId)> {
-        let ring = &producer.devices;
+    /// Ring AllReduce of `bytes` among the devices of `ring` once all `inputs` are done; the
+    /// reduced tensor stays on each device until its consumers are done. `u` labels the tasks.
+    fn all_reduce(
+        &mut self,
+        u: OpIdx,
+        ring: &[u32],
+        inputs: &[TaskId],
+        bytes: f64,
+    ) -> Vec<(u32, TaskId)> {
         let n = ring.len();
         let mut links: Vec<u32> = Vec::new();
         let mut bottleneck = f64::INFINITY;
@@ -642,9 +705,8 @@ impl<'a> Compiler<'a> {
                 label: u as u32,
             },
         );
-        for i in 0..n {
-            let src = self.task_of(u, i);
-            self.exec.add_dep(src, ar);
+        for &input in inputs {
+            self.exec.add_dep(input, ar);
         }
         // The reduced buffer lives on every replica until its consumers are done.
         let mut holders = Vec::with_capacity(n);
