@@ -24,6 +24,7 @@ use std::collections::HashMap;
 use crate::cluster::{Cluster, GpuSpec};
 use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase, Splittability};
+use crate::group::metis::partition_ops_with_memory;
 use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
 use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption, Strategy};
 
@@ -285,8 +286,10 @@ pub fn batch_shares(cluster: &Cluster, devices: &[u32], split: BatchSplit) -> Ve
     }
 }
 
-/// For model-parallel groups: each op's device, by cutting the group's ops (in topological order)
-/// into contiguous chunks of balanced compute, one chunk per device.
+/// For model-parallel groups: each op's device. TAG §4.2 divides the group with METIS; we
+/// balance compute (mean time over the group's devices) and memory (resident plus output bytes)
+/// as two METIS constraints, parts going to devices in order. Should METIS fail, the group's ops
+/// are cut in topological order into chunks of balanced compute.
 fn model_parallel_assignment(
     graph: &Graph,
     cluster: &Cluster,
@@ -304,26 +307,47 @@ fn model_parallel_assignment(
             .copied()
             .filter(|&op| strategy.group_of(op) == group)
             .collect();
-        let weight = |op: OpIdx| -> f64 {
-            let total: f64 = decision
+        let parts = decision.devices.len();
+        let mut weights = vec![0.0; graph.len()];
+        let mut memory = vec![0.0; graph.len()];
+        for &op in &members {
+            let o = graph.op(op);
+            weights[op] = decision
                 .devices
                 .iter()
-                .map(|&d| cost.compute_time_us(graph.op(op), &cluster.devices[d].gpu, 1.0))
-                .sum();
-            total / decision.devices.len() as f64
-        };
-        let weights: Vec<f64> = members.iter().map(|&op| weight(op)).collect();
-        let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-        let parts = decision.devices.len();
-        let mut before = 0.0;
-        for (&op, &w) in members.iter().zip(&weights) {
-            let middle = before + w / 2.0;
-            let chunk = ((middle / total) * parts as f64).floor() as usize;
-            device[op] = decision.devices[chunk.min(parts - 1)] as u32;
-            before += w;
+                .map(|&d| cost.compute_time_us(o, &cluster.devices[d].gpu, 1.0))
+                .sum::<f64>()
+                / parts as f64;
+            memory[op] = o.resident_bytes + o.output_bytes;
+        }
+        let chunks = if parts > 1 {
+            partition_ops_with_memory(graph, &weights, &memory, &members, parts, 0).ok()
+        } else {
+            None
+        }
+        .unwrap_or_else(|| topological_chunks(&members, &weights, parts));
+        for (&op, &part) in members.iter().zip(&chunks) {
+            device[op] = decision.devices[part as usize % parts] as u32;
         }
     }
     device
+}
+
+/// `ops` (in topological order) cut into `parts` consecutive chunks of balanced weight.
+fn topological_chunks(ops: &[OpIdx], weights: &[f64], parts: usize) -> Vec<u32> {
+    let total: f64 = ops
+        .iter()
+        .map(|&op| weights[op])
+        .sum::<f64>()
+        .max(f64::MIN_POSITIVE);
+    let mut before = 0.0;
+    ops.iter()
+        .map(|&op| {
+            let middle = before + weights[op] / 2.0;
+            before += weights[op];
+            (((middle / total) * parts as f64).floor() as usize).min(parts - 1) as u32
+        })
+        .collect()
 }
 
 struct Compiler<'a> {
