@@ -12,6 +12,17 @@ fn topoplace(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// Run a command that must succeed and print JSON; its parsed output.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = topoplace(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("--json prints JSON")
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("topoplace-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -51,13 +62,7 @@ fn good_graph_file_reports_its_ops() {
     let dir = scratch("good");
     let path = dir.join("g.json");
     std::fs::write(&path, GRAPH).unwrap();
-    let out = topoplace(&["info", path.to_str().unwrap(), "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&["info", path.to_str().unwrap(), "--json"]);
     assert_eq!(v["ops"], 2);
     assert_eq!(v["flops"], 11.0);
     assert_eq!(v["per_phase"]["forward"]["ops"], 2);
@@ -123,13 +128,7 @@ fn good_cluster_prints_json() {
     let dir = scratch("cluster-good");
     let path = dir.join("c.toml");
     std::fs::write(&path, CLUSTER).unwrap();
-    let out = topoplace(&["cluster", path.to_str().unwrap(), "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&["cluster", path.to_str().unwrap(), "--json"]);
     assert_eq!(v["devices"].as_array().unwrap().len(), 2);
     assert_eq!(v["groups"].as_array().unwrap().len(), 1);
     assert_eq!(v["bandwidth_gbs"][0][1], 150.0);
@@ -203,19 +202,13 @@ fn random_topology_is_deterministic_and_loads() {
 
 #[test]
 fn info_on_zoo_model_with_cluster() {
-    let out = topoplace(&[
+    let v = json_of(&[
         "info",
         "vgg19",
         "--cluster",
         "configs/tag-testbed.toml",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["params"], 143_667_240u64);
     assert_eq!(v["batch_size"], 96);
     let gpus = v["on_gpu"].as_array().unwrap();
@@ -233,7 +226,7 @@ fn info_on_zoo_model_with_cluster() {
 #[test]
 fn zoo_export_writes_loadable_files() {
     let dir = scratch("export");
-    let out = topoplace(&[
+    let v = json_of(&[
         "zoo",
         "export",
         "--models",
@@ -242,12 +235,6 @@ fn zoo_export_writes_loadable_files() {
         dir.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2, "training and forward-only");
     for name in ["mlp.json", "mlp-inference.json"] {
         let path = dir.join(name);
@@ -276,7 +263,7 @@ fn zoo_export_writes_loadable_files() {
 fn simulate_reports_against_dp_and_writes_a_trace() {
     let dir = scratch("simulate");
     let trace = dir.join("trace.json");
-    let out = topoplace(&[
+    let v = json_of(&[
         "simulate",
         "--model",
         "mlp",
@@ -288,12 +275,6 @@ fn simulate_reports_against_dp_and_writes_a_trace() {
         trace.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // On identical GPUs proportional shares are even shares: DP-P is DP.
     let (t, dp) = (
         v["iteration_us"].as_f64().unwrap(),
@@ -364,7 +345,7 @@ fn strategy_file_errors_name_the_field() {
 fn import_converts_and_every_command_reads_the_result() {
     let dir = scratch("import");
     let out_path = dir.join("vgg.json");
-    let out = topoplace(&[
+    let v = json_of(&[
         "import",
         "datasets/quickp/comp_graph_alexnet.json.gz",
         "--format",
@@ -373,12 +354,6 @@ fn import_converts_and_every_command_reads_the_result() {
         out_path.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ops"], 1695);
     assert_eq!(v["format"], "quickp");
     // The written file and the original both load through `--model`.
@@ -437,7 +412,7 @@ fn import_of_a_malformed_file_fails_cleanly_and_writes_nothing() {
 fn group_prints_statistics_and_writes_dot() {
     let dir = scratch("group");
     let dot = dir.join("g.dot");
-    let out = topoplace(&[
+    let v = json_of(&[
         "group",
         "--model",
         "resnet101",
@@ -449,12 +424,6 @@ fn group_prints_statistics_and_writes_dot() {
         dot.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["method"], "metis");
     assert!(v["groups"].as_u64().unwrap() <= 12);
     assert!(v["cut_bytes"].as_f64().unwrap() < v["total_edge_bytes"].as_f64().unwrap());

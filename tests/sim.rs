@@ -376,25 +376,59 @@ fn mlp() -> (Graph, [OpIdx; 2]) {
     (b.finish("<t>", "mlp", 8).unwrap(), [a1, a2])
 }
 
+/// The MLP simulated on `d` GPUs of one machine under the strategy `make` builds, with what a
+/// hand computation needs: op times at a 1/d batch share and the ring AllReduce time.
+struct MlpRun {
+    iteration: f64,
+    times: std::collections::HashMap<String, f64>,
+    bandwidth: f64,
+    latency: f64,
+    d: usize,
+}
+
+impl MlpRun {
+    fn new(d: usize, make: impl Fn(&Graph, &Cluster) -> Strategy) -> MlpRun {
+        let (g, _) = mlp();
+        let c = cluster(d, true);
+        let cost = CostModel::default();
+        let ev = evaluate(&g, &c, &make(&g, &c), &cost, Order::Fifo).unwrap();
+        let times = g
+            .ops()
+            .iter()
+            .map(|op| {
+                (
+                    op.name.clone(),
+                    cost.compute_time_us(op, &c.devices[0].gpu, 1.0 / d as f64),
+                )
+            })
+            .collect();
+        let route = c.path(0, 1);
+        MlpRun {
+            iteration: ev.report.iteration_us,
+            times,
+            bandwidth: route.bandwidth,
+            latency: route.latency_us,
+            d,
+        }
+    }
+
+    fn t(&self, op: &str) -> f64 {
+        self.times[op]
+    }
+
+    fn ring(&self, bytes: f64) -> f64 {
+        let d = self.d as f64;
+        2.0 * (d - 1.0) / d * bytes / self.bandwidth + 2.0 * (d - 1.0) * self.latency
+    }
+}
+
 #[test]
 fn data_parallel_mlp_matches_a_hand_computation() {
-    // DP-NCCL packs both gradients into one AllReduce after the whole backward pass.
-    let (g, _) = mlp();
-    let cost = CostModel::default();
+    // DP-NCCL packs both gradients (1 MB each) into one AllReduce after the backward pass.
     for d in [2usize, 4] {
-        let c = cluster(d, true);
-        let ev = evaluate(&g, &c, &Reference::Dp.strategy(&g, &c), &cost, Order::Fifo).unwrap();
-        let gpu = &c.devices[0].gpu;
-        let t = |name: &str| {
-            let op = g.ops().iter().find(|o| o.name == name).unwrap();
-            cost.compute_time_us(op, gpu, 1.0 / d as f64)
-        };
-        let route = c.path(0, 1);
-        let packed = 2e6;
-        let ring = 2.0 * (d - 1) as f64 / d as f64 * packed / route.bandwidth
-            + 2.0 * (d - 1) as f64 * route.latency_us;
-        // Every GPU runs its whole forward and backward share back to back (x, w1, w2 cost the
-        // launch overhead), then the packed AllReduce, then both updates.
+        let run = MlpRun::new(d, |g, c| Reference::Dp.strategy(g, c));
+        // Every GPU runs its forward and backward share back to back (x, w1, w2 cost the launch
+        // overhead), then the packed AllReduce, then both updates.
         let compute: f64 = [
             "x",
             "w1",
@@ -407,41 +441,30 @@ fn data_parallel_mlp_matches_a_hand_computation() {
             "fc1_grad_w",
         ]
         .iter()
-        .map(|n| t(n))
+        .map(|n| run.t(n))
         .sum();
-        let expected = compute + ring + t("adam1") + t("adam2");
+        let expected = compute + run.ring(2e6) + run.t("adam1") + run.t("adam2");
         assert!(
-            close(ev.report.iteration_us, expected),
+            close(run.iteration, expected),
             "D={d}: {} vs {expected}",
-            ev.report.iteration_us
+            run.iteration
         );
     }
 }
 
 #[test]
 fn per_tensor_allreduce_overlaps_the_backward_pass() {
-    let (g, _) = mlp();
-    let cost = CostModel::default();
     for d in [2usize, 4] {
-        let c = cluster(d, true);
-        let all: Vec<usize> = (0..d).collect();
-        let s = Strategy::uniform(
-            g.len(),
-            GroupDecision {
+        let run = MlpRun::new(d, |g, _| {
+            let all: Vec<usize> = (0..d).collect();
+            let decision = GroupDecision {
                 devices: all,
                 option: ReplicationOption::AllReduce,
-            },
-            BatchSplit::Even,
-        );
-        let ev = evaluate(&g, &c, &s, &cost, Order::Fifo).unwrap();
-        let gpu = &c.devices[0].gpu;
-        let t = |name: &str| {
-            let op = g.ops().iter().find(|o| o.name == name).unwrap();
-            cost.compute_time_us(op, gpu, 1.0 / d as f64)
-        };
-        let route = c.path(0, 1);
-        let ring = 2.0 * (d - 1) as f64 / d as f64 * 1e6 / route.bandwidth
-            + 2.0 * (d - 1) as f64 * route.latency_us;
+            };
+            Strategy::uniform(g.len(), decision, BatchSplit::Even)
+        });
+        let t = |n: &str| run.t(n);
+        let ring = run.ring(1e6);
         // Per GPU, FIFO: x, w1, w2, fc1, fc2, loss, then fc2_grad_in and fc2_grad_w (ready
         // together, id order), then fc1_grad_w. fc2's AllReduce starts after fc2_grad_w and
         // overlaps fc1_grad_w; fc1's waits for the ring; each update follows its AllReduce once
@@ -461,9 +484,9 @@ fn per_tensor_allreduce_overlaps_the_backward_pass() {
         let adam2_end = ar2_end.max(g1_end) + adam;
         let expected = (ar1_end.max(adam2_end) + adam).max(adam2_end);
         assert!(
-            close(ev.report.iteration_us, expected),
+            close(run.iteration, expected),
             "D={d}: {} vs {expected}",
-            ev.report.iteration_us
+            run.iteration
         );
     }
 }
