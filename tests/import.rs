@@ -493,3 +493,58 @@ fn torch_parameter_count_must_match_the_model() {
     assert_eq!(e.field, "torch.params_total", "{e}");
     assert!(e.message.contains("hold 6"), "{e}");
 }
+
+// ---------------------------------------------------------------- torch exports vs the zoo
+
+#[test]
+fn zz_print_torch_vs_zoo() {
+    let pairs = [
+        ("datasets/torch/vgg19_b96.json.gz", "vgg19"),
+        ("datasets/torch/resnet101_b96.json.gz", "resnet101"),
+        ("datasets/torch/inception_v3_b96.json.gz", "inception-v3"),
+        ("datasets/torch/alexnet_b128.json.gz", "alexnet"),
+        ("datasets/torch/vgg16_b96.json.gz", "vgg16"),
+        ("datasets/torch/bert_large_b16_s128.json.gz", "bert-large"),
+        ("datasets/torch/bert_small_b96_s128.json.gz", "bert-small"),
+        ("datasets/torch/transformer_b480_s32.json.gz", "transformer"),
+        ("datasets/torch/gpt2_b8_s1024.json.gz", "gpt"),
+    ];
+    for (file, zoo) in pairs {
+        let path = repo(file);
+        if !path.exists() {
+            continue;
+        }
+        let ex = import::import_torch(&path).unwrap();
+        let b = ex.graph.batch_size;
+        let z = topoplace::zoo::build(
+            zoo,
+            &topoplace::zoo::ZooOptions {
+                batch_size: Some(b as u32),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let (es, zs) = (ex.graph.summary(), z.summary());
+        let f = |s: &topoplace::graph::GraphSummary, p: &str| {
+            s.per_phase.get(p).map(|x| x.flops).unwrap_or(0.0)
+        };
+        let (ef, eb, zf, zb) = (
+            f(&es, "forward"),
+            f(&es, "backward"),
+            f(&zs, "forward"),
+            f(&zs, "backward"),
+        );
+        eprintln!(
+            "{zoo}: b{b} params {} vs {} | fwd {:.4e} vs {:.4e} ({:+.2}%) | bwd {:.4e} vs {:.4e} ({:+.2}%) | f+b {:+.2}%",
+            es.params,
+            zs.params,
+            ef,
+            zf,
+            100.0 * (ef / zf - 1.0),
+            eb,
+            zb,
+            100.0 * (eb / zb - 1.0),
+            100.0 * ((ef + eb) / (zf + zb) - 1.0)
+        );
+    }
+}
