@@ -62,8 +62,10 @@ SUMMABLE = {"mm", "bmm", "sum", "convolution_backward", "embedding_dense_backwar
             "native_batch_norm_backward", "native_layer_norm_backward", "_to_copy", "clone"}
 
 # Ops linear in their inputs: applied to partial sums they give partial sums, so a weight
-# gradient stays summable through the transpose/view/add (tied weights) that follow it.
-LINEAR_OPS = VIEW_OPS | {"add", "sub", "neg", "clone", "_to_copy", "embedding_dense_backward"}
+# gradient stays summable through the transpose/view/add (tied weights) that follow it, and
+# through the cat that joins the q and kv parts of nn.MultiheadAttention's packed in_proj
+# gradient in cross-attention.
+LINEAR_OPS = VIEW_OPS | {"add", "sub", "neg", "clone", "_to_copy", "embedding_dense_backward", "cat", "stack"}
 
 # Backward ops whose outputs mix the input gradient (batch-split → concat) with weight
 # gradients (→ sum): each becomes two graph ops, ``<name>.input`` and ``<name>.weight``.

@@ -381,6 +381,12 @@ fn torch_exports_load_with_exact_parameter_counts() {
             s.gradients, optimizers,
             "{file}: one gradient link per parameter tensor"
         );
+        // Weight gradients reduce over the batch: partial results of batch slices add up
+        // (through tied-weight adds and the cat of a packed cross-attention in_proj too).
+        for l in ex.graph.gradients() {
+            let op = ex.graph.op(l.grad);
+            assert_eq!(op.split, Splittability::Sum, "{file}: gradient {}", op.name);
+        }
         assert!(s.flops > 0.0 && s.edge_bytes > 0.0, "{file}");
         for phase in ["input", "parameter", "forward", "backward", "optimizer"] {
             assert!(s.per_phase.contains_key(phase), "{file}: no {phase} ops");
