@@ -4,6 +4,8 @@
     python datasets/export_torch.py --model torchvision:resnet50 --batch 64 --out resnet50.json.gz
     python datasets/export_torch.py --model transformers:bert-large-uncased --batch 16 --seq 128 --out bert.json
     python datasets/export_torch.py --model module:my.models:make_net --batch 8 --out net.json --profile
+    python datasets/export_torch.py --model transformers:gpt2 --batch 8 --seq 1024 --out gpt2.json.gz
+    python datasets/export_torch.py --model module:torch_models:transformer_base --tokens 32,32 --batch 480 --out t.json.gz
 
 How (see /docs/formats.md and datasets/README.md):
 - ``make_fx(functionalize(step, remove="mutations"), tracing_mode="fake")`` over a ``step`` that
@@ -60,8 +62,10 @@ SUMMABLE = {"mm", "bmm", "sum", "convolution_backward", "embedding_dense_backwar
             "native_batch_norm_backward", "native_layer_norm_backward", "_to_copy", "clone"}
 
 # Ops linear in their inputs: applied to partial sums they give partial sums, so a weight
-# gradient stays summable through the transpose/view/add (tied weights) that follow it.
-LINEAR_OPS = VIEW_OPS | {"add", "sub", "neg", "clone", "_to_copy", "embedding_dense_backward"}
+# gradient stays summable through the transpose/view/add (tied weights) that follow it, and
+# through the cat that joins the q and kv parts of nn.MultiheadAttention's packed in_proj
+# gradient in cross-attention.
+LINEAR_OPS = VIEW_OPS | {"add", "sub", "neg", "clone", "_to_copy", "embedding_dense_backward", "cat", "stack"}
 
 # Backward ops whose outputs mix the input gradient (batch-split → concat) with weight
 # gradients (→ sum): each becomes two graph ops, ``<name>.input`` and ``<name>.weight``.
@@ -148,9 +152,71 @@ def bert_workload(name, seq):
     return Workload(Wrapped(model), make_batch, loss)
 
 
+def gpt2_config(name):
+    """GPT-2 configs by hand (nothing is downloaded)."""
+    from transformers import GPT2Config
+    sizes = {
+        "gpt2": dict(n_embd=768, n_layer=12, n_head=12),
+        "gpt2-medium": dict(n_embd=1024, n_layer=24, n_head=16),
+        "gpt2-tiny": dict(n_embd=64, n_layer=2, n_head=2),
+    }
+    if name not in sizes:
+        sys.exit(f"unknown transformers config {name!r}; known: {', '.join(sizes)}")
+    cfg = GPT2Config(vocab_size=50257, n_positions=1024, **sizes[name])
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def gpt2_workload(name, seq):
+    """HF GPT2LMHeadModel (LM head tied to the token embedding); loss = CE over every position
+    against random next-token labels (the shift of HF's own loss is left out: same shapes)."""
+    from transformers import GPT2LMHeadModel
+    cfg = gpt2_config(name)
+    model = GPT2LMHeadModel(cfg)
+
+    def make_batch(b):
+        return (torch.randint(0, cfg.vocab_size, (b, seq)),), (torch.randint(0, cfg.vocab_size, (b, seq)),)
+
+    class Wrapped(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.gpt = inner
+
+        def forward(self, ids):
+            # A prepared 4-D additive causal mask: without one, transformers inspects the
+            # position ids for packed sequences (.all(), data-dependent under fake tensors).
+            s = ids.shape[1]
+            mask = torch.full((s, s), torch.finfo(torch.float32).min).triu(1)[None, None]
+            return self.gpt(input_ids=ids, attention_mask=mask, use_cache=False).logits
+
+    def loss(logits, labels):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+    return Workload(Wrapped(model), make_batch, loss)
+
+
+def token_workload(model, tokens):
+    """``--tokens SRC,TGT`` (or ``--tokens N``): ``model(*ids)`` takes one [B, n] token-id tensor
+    per length and returns logits [B, last length, vocab]; loss = cross-entropy of those logits
+    against random target ids. Ids are drawn below ``model.vocab_size``."""
+    lengths = [int(v) for v in tokens.split(",")]
+    vocab = getattr(model, "vocab_size", None)
+    if not isinstance(vocab, int):
+        sys.exit("--tokens needs the module to have an integer attribute vocab_size")
+
+    def make_batch(b):
+        ids = tuple(torch.randint(0, vocab, (b, n)) for n in lengths)
+        return ids, (torch.randint(0, vocab, (b, lengths[-1])),)
+
+    def loss(logits, labels):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+    return Workload(model, make_batch, loss)
+
+
 def module_workload(spec):
-    """``module:pkg.mod:factory``: factory() returns an nn.Module taking images (``--image``), or
-    a dict ``{"model", "make_batch": f(b) -> (inputs, targets), "loss": f(out, *targets)}``."""
+    """``module:pkg.mod:factory``: factory() returns an nn.Module taking images (``--image``) or
+    token ids (``--tokens``), or a dict ``{"model", "make_batch": f(b) -> (inputs, targets), "loss": f(out, *targets)}``."""
     mod_name, _, fn = spec.partition(":")
     made = getattr(importlib.import_module(mod_name), fn)()
     if isinstance(made, nn.Module):
@@ -163,10 +229,14 @@ def build_workload(args):
     if kind == "torchvision":
         return torchvision_workload(name)
     if kind == "transformers":
+        if name.startswith("gpt2"):
+            return gpt2_workload(name, args.seq)
         return bert_workload(name, args.seq)
     if kind == "module":
         w, model = module_workload(name)
-        if w is None:
+        if w is None and args.tokens:
+            w = token_workload(model, args.tokens)
+        elif w is None:
             c, h, wd = (int(v) for v in args.image.split(","))
             w = image_workload(model, (h, wd), args.classes)
             w.make_batch = _image_batch(c, h, wd, args.classes)
@@ -583,6 +653,7 @@ def export(args):
             "model": args.model, "params_total": int(params_total),
             "torch_version": torch.__version__, "batch_size": args.batch,
             "seq_len": args.seq if args.model.startswith("transformers:") else None,
+            "tokens": [int(v) for v in args.tokens.split(",")] if args.tokens else None,
             "trace_seconds": round(trace_s, 2), "fx_nodes": len(gm.graph.nodes),
             "optimizer": {"name": "adam", **ADAM}, "profiled": bool(args.profile),
             "op_info": ex.op_info if args.op_info else None,
@@ -612,10 +683,12 @@ def summary(doc):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, help="torchvision:NAME | transformers:CONFIG | module:pkg.mod:factory")
+    ap.add_argument("--model", required=True, help="torchvision:NAME | transformers:CONFIG (bert-*, gpt2*) | module:pkg.mod:factory")
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--seq", type=int, default=128, help="sequence length for transformers models")
     ap.add_argument("--image", default="3,224,224", help="C,H,W of the input for module: models returning a bare nn.Module")
+    ap.add_argument("--tokens", help="SRC,TGT (or N): token-id inputs of these lengths for module: models "
+                    "returning a bare nn.Module (it must have vocab_size; loss = CE over the last input's tokens)")
     ap.add_argument("--classes", type=int, default=1000, help="classes for module: image models")
     ap.add_argument("--out", required=True, help="output JSON path (.json.gz to compress)")
     ap.add_argument("--name", help="graph name (default: the model name)")

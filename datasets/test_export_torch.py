@@ -157,6 +157,65 @@ def test_resnet18_flops_match_flop_counter_mode():
     assert ours == counter.get_total_flops(), (ours, counter.get_total_flops())
 
 
+def transformer_params(vocab, d, ff, enc, dec):
+    """nn.Transformer (biases everywhere, final norms) + one shared vocab x d embedding."""
+    mha = 3 * d * d + 3 * d + d * d + d
+    ffn = d * ff + ff + ff * d + d
+    return vocab * d + enc * (mha + ffn + 2 * 2 * d) + dec * (2 * mha + ffn + 3 * 2 * d) + 2 * 2 * d
+
+
+def test_token_module_transformer_tiny():
+    """``module:`` with ``--tokens SRC,TGT``: the torch_models.py wrapper of nn.Transformer with a
+    shared embedding and tied output projection, at a small size."""
+    src, tgt, b = 8, 6, 4
+    doc = export("--model", "module:torch_models:transformer_tiny", "--tokens", f"{src},{tgt}", "--batch", str(b))
+    by_id = check_graph(doc)
+    n = transformer_params(vocab=100, d=16, ff=32, enc=1, dec=1)
+    assert n == 7_232
+    assert doc["torch"]["params_total"] == n
+    assert sum(op.get("params", 0) for op in doc["ops"] if op["phase"] == "parameter") == n
+    assert doc["torch"]["tokens"] == [src, tgt]
+    # the shared embedding is one parameter (one gradient link) used three times
+    params = [op for op in doc["ops"] if op["op_type"] == "parameter"]
+    assert [op["name"] for op in params].count("embedding.weight") == 1
+    assert len(doc["gradients"]) == len(params) == 35
+    emb = next(g for g in doc["gradients"] if by_id[g["optimizer"]]["name"] == "adam:embedding.weight")
+    assert by_id[emb["grad"]]["output_bytes"] == 100 * 16 * 4
+    # inputs: source and target ids (int64, batch-split) and the labels
+    inputs = {op["name"]: op for op in doc["ops"] if op["phase"] == "input"}
+    assert {k: v["output_bytes"] for k, v in inputs.items()} == {
+        "input0": b * src * 8, "input1": b * tgt * 8, "target0": b * tgt * 8}
+    assert all(v["split"] == "concat" for v in inputs.values())
+    # the tied output projection y @ E^T: 2·B·T·d·vocab forward flops
+    fwd_mm = [op["flops"] for op in doc["ops"] if op["phase"] == "forward" and op["op_type"] in ("aten.mm", "aten.bmm")]
+    assert 2 * b * tgt * 16 * 100 in fwd_mm
+    assert {"forward", "backward", "optimizer"} <= {op["phase"] for op in doc["ops"]}
+
+
+def test_transformer_base_and_gpt2_param_counts():
+    """The zoo equivalents: exact parameter counts without tracing."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch_models
+    m = torch_models.transformer_base()
+    assert sum(p.numel() for p in m.transformer.parameters()) == 44_140_544
+    assert sum(p.numel() for p in m.parameters()) == transformer_params(37000, 512, 2048, 6, 6) == 63_084_544
+    from transformers import GPT2LMHeadModel
+    gpt = GPT2LMHeadModel(export_torch.gpt2_config("gpt2"))
+    assert sum(p.numel() for p in gpt.parameters()) == 124_439_808
+
+
+def test_gpt2_tiny_exports_with_exact_params():
+    doc = export("--model", "transformers:gpt2-tiny", "--batch", "2", "--seq", "32", "--no-op-info")
+    check_graph(doc)
+    d, layers, vocab = 64, 2, 50257
+    n = vocab * d + 1024 * d + layers * (12 * d * d + 13 * d) + 2 * d
+    assert doc["torch"]["params_total"] == n == 3_382_080
+    assert sum(op.get("params", 0) for op in doc["ops"]) == n
+    # LM head tied to wte: one parameter op for it, no separate lm_head weight
+    names = [op["name"] for op in doc["ops"] if op["op_type"] == "parameter"]
+    assert not any("lm_head" in x for x in names)
+
+
 if __name__ == "__main__":
     for name, fn in list(globals().items()):
         if name.startswith("test_") and callable(fn):

@@ -11,3 +11,5 @@ $X --model torchvision:alexnet      --batch 128 --out datasets/torch/alexnet_b12
 $X --model torchvision:vgg16        --batch 96  --out datasets/torch/vgg16_b96.json.gz
 $X --model transformers:bert-large-uncased --batch 16 --seq 128 --name bert-large --out datasets/torch/bert_large_b16_s128.json.gz
 $X --model transformers:bert-small  --batch 96  --seq 128 --out datasets/torch/bert_small_b96_s128.json.gz
+$X --model module:torch_models:transformer_base --tokens 32,32 --batch 480 --name transformer --out datasets/torch/transformer_b480_s32.json.gz
+$X --model transformers:gpt2        --batch 8   --seq 1024 --out datasets/torch/gpt2_b8_s1024.json.gz
