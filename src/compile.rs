@@ -24,8 +24,9 @@ use std::collections::HashMap;
 use crate::cluster::{Cluster, GpuSpec};
 use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase, Splittability};
+use crate::group::metis::partition_ops_with_memory;
 use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
-use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
+use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption, Strategy};
 
 /// What a task of the compiled graph is, for reports and traces. The task's `label` in the
 /// [`ExecGraph`] is the original op it computes or whose tensor it carries.
@@ -200,9 +201,16 @@ pub fn compile_with_routes(
         whole_on: HashMap::new(),
         aggregated: HashMap::new(),
         ps_turn: vec![0; strategy.group_count()],
+        is_gradient: gradient_producers(graph),
+        packs: HashMap::new(),
     };
-    for op in graph.topological_order() {
+    // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
+    let order = graph.topological_order();
+    for &op in &order {
         c.place_op(op);
+    }
+    for &op in &order {
+        c.wire_inputs(op);
     }
     let (op_devices, op_shares) = c.layouts.into_iter().map(|l| (l.devices, l.shares)).unzip();
     Compiled {
@@ -255,6 +263,14 @@ fn layouts(graph: &Graph, cluster: &Cluster, strategy: &Strategy, cost: &CostMod
     out
 }
 
+fn gradient_producers(graph: &Graph) -> Vec<bool> {
+    let mut is = vec![false; graph.len()];
+    for link in graph.gradients() {
+        is[link.grad] = true;
+    }
+    is
+}
+
 /// Even shares, or shares proportional to each device's peak compute rate.
 pub fn batch_shares(cluster: &Cluster, devices: &[u32], split: BatchSplit) -> Vec<f64> {
     match split {
@@ -270,8 +286,10 @@ pub fn batch_shares(cluster: &Cluster, devices: &[u32], split: BatchSplit) -> Ve
     }
 }
 
-/// For model-parallel groups: each op's device, by cutting the group's ops (in topological order)
-/// into contiguous chunks of balanced compute, one chunk per device.
+/// For model-parallel groups: each op's device. TAG §4.2 divides the group with METIS; we
+/// balance compute (mean time over the group's devices) and memory (resident plus output bytes)
+/// as two METIS constraints, parts going to devices in order. Should METIS fail, the group's ops
+/// are cut in topological order into chunks of balanced compute.
 fn model_parallel_assignment(
     graph: &Graph,
     cluster: &Cluster,
@@ -289,26 +307,47 @@ fn model_parallel_assignment(
             .copied()
             .filter(|&op| strategy.group_of(op) == group)
             .collect();
-        let weight = |op: OpIdx| -> f64 {
-            let total: f64 = decision
+        let parts = decision.devices.len();
+        let mut weights = vec![0.0; graph.len()];
+        let mut memory = vec![0.0; graph.len()];
+        for &op in &members {
+            let o = graph.op(op);
+            weights[op] = decision
                 .devices
                 .iter()
-                .map(|&d| cost.compute_time_us(graph.op(op), &cluster.devices[d].gpu, 1.0))
-                .sum();
-            total / decision.devices.len() as f64
-        };
-        let weights: Vec<f64> = members.iter().map(|&op| weight(op)).collect();
-        let total: f64 = weights.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-        let parts = decision.devices.len();
-        let mut before = 0.0;
-        for (&op, &w) in members.iter().zip(&weights) {
-            let middle = before + w / 2.0;
-            let chunk = ((middle / total) * parts as f64).floor() as usize;
-            device[op] = decision.devices[chunk.min(parts - 1)] as u32;
-            before += w;
+                .map(|&d| cost.compute_time_us(o, &cluster.devices[d].gpu, 1.0))
+                .sum::<f64>()
+                / parts as f64;
+            memory[op] = o.resident_bytes + o.output_bytes;
+        }
+        let chunks = if parts > 1 {
+            partition_ops_with_memory(graph, &weights, &memory, &members, parts, 0).ok()
+        } else {
+            None
+        }
+        .unwrap_or_else(|| topological_chunks(&members, &weights, parts));
+        for (&op, &part) in members.iter().zip(&chunks) {
+            device[op] = decision.devices[part as usize % parts] as u32;
         }
     }
     device
+}
+
+/// `ops` (in topological order) cut into `parts` consecutive chunks of balanced weight.
+fn topological_chunks(ops: &[OpIdx], weights: &[f64], parts: usize) -> Vec<u32> {
+    let total: f64 = ops
+        .iter()
+        .map(|&op| weights[op])
+        .sum::<f64>()
+        .max(f64::MIN_POSITIVE);
+    let mut before = 0.0;
+    ops.iter()
+        .map(|&op| {
+            let middle = before + weights[op] / 2.0;
+            before += weights[op];
+            (((middle / total) * parts as f64).floor() as usize).min(parts - 1) as u32
+        })
+        .collect()
 }
 
 struct Compiler<'a> {
@@ -328,6 +367,10 @@ struct Compiler<'a> {
     aggregated: HashMap<OpIdx, Vec<(u32, TaskId)>>,
     /// Next parameter server per group, for aggregations that are not optimizer inputs.
     ps_turn: Vec<usize>,
+    /// Whether each op produces a gradient an optimizer applies.
+    is_gradient: Vec<bool>,
+    /// Holders of each group's packed AllReduce result.
+    packs: HashMap<usize, Vec<(u32, TaskId)>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -397,7 +440,7 @@ impl<'a> Compiler<'a> {
         t
     }
 
-    /// Create the replicas of `op` and wire their inputs.
+    /// Create the replicas of `op`.
     fn place_op(&mut self, op: OpIdx) {
         let o = self.graph.op(op);
         let layout = self.layouts[op].clone();
@@ -419,11 +462,15 @@ impl<'a> Compiler<'a> {
             self.exec.add_resident(d as usize, o.resident_bytes);
         }
         self.first_task[op] = first;
+    }
+
+    /// Feed every input of `op`'s replicas; after an optimizer update, pull parameters back.
+    fn wire_inputs(&mut self, op: OpIdx) {
         for &e in self.graph.in_edges(op) {
             let edge = self.graph.edges()[e];
             self.wire(edge.src, op, edge.bytes);
         }
-        if o.phase == Phase::Optimizer {
+        if self.graph.op(op).phase == Phase::Optimizer {
             self.pull_parameters(op);
         }
     }
@@ -584,9 +631,43 @@ impl<'a> Compiler<'a> {
                 };
                 vec![(ps, self.push_and_sum(u, &producer, ps, bytes))]
             }
-            _ => self.all_reduce(u, &producer, bytes),
+            _ if self.strategy.allreduce == AllReducePacking::Packed && self.is_gradient[u] => {
+                self.packed_all_reduce(group)
+            }
+            _ => {
+                let ring = producer.devices.clone();
+                let inputs: Vec<TaskId> = (0..ring.len()).map(|i| self.task_of(u, i)).collect();
+                self.all_reduce(u, &ring, &inputs, bytes)
+            }
         };
         self.aggregated.insert(u, holders.clone());
+        holders
+    }
+
+    /// One AllReduce of all of `group`'s gradients, after every replica has produced all of them.
+    fn packed_all_reduce(&mut self, group: usize) -> Vec<(u32, TaskId)> {
+        if let Some(h) = self.packs.get(&group) {
+            return h.clone();
+        }
+        let members: Vec<OpIdx> = (0..self.graph.len())
+            .filter(|&op| {
+                self.is_gradient[op]
+                    && self.strategy.group_of(op) == group
+                    && self.layouts[op].kind == LayoutKind::Partial
+            })
+            .collect();
+        let ring = self.layouts[members[0]].devices.clone();
+        let bytes: f64 = members
+            .iter()
+            .map(|&op| self.graph.op(op).output_bytes)
+            .sum();
+        let inputs: Vec<TaskId> = members
+            .iter()
+            .flat_map(|&op| (0..ring.len()).map(move |i| (op, i)))
+            .map(|(op, i)| self.task_of(op, i))
+            .collect();
+        let holders = self.all_reduce(members[0], &ring, &inputs, bytes);
+        self.packs.insert(group, holders.clone());
         holders
     }
 
@@ -612,9 +693,15 @@ impl<'a> Compiler<'a> {
         t
     }
 
-    /// Ring AllReduce of `u`'s partial sums among its replicas; the reduced tensor stays on each.
-    fn all_reduce(&mut self, u: OpIdx, producer: &Layout, bytes: f64) -> Vec<(u32, TaskId)> {
-        let ring = &producer.devices;
+    /// Ring AllReduce of `bytes` among the devices of `ring` once all `inputs` are done; the
+    /// reduced tensor stays on each device until its consumers are done. `u` labels the tasks.
+    fn all_reduce(
+        &mut self,
+        u: OpIdx,
+        ring: &[u32],
+        inputs: &[TaskId],
+        bytes: f64,
+    ) -> Vec<(u32, TaskId)> {
         let n = ring.len();
         let mut links: Vec<u32> = Vec::new();
         let mut bottleneck = f64::INFINITY;
@@ -642,9 +729,8 @@ impl<'a> Compiler<'a> {
                 label: u as u32,
             },
         );
-        for i in 0..n {
-            let src = self.task_of(u, i);
-            self.exec.add_dep(src, ar);
+        for &input in inputs {
+            self.exec.add_dep(input, ar);
         }
         // The reduced buffer lives on every replica until its consumers are done.
         let mut holders = Vec::with_capacity(n);

@@ -10,11 +10,11 @@ use serde::Serialize;
 use topoplace::cluster::{Cluster, load_cluster, random_cluster};
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
-use topoplace::graph::{Graph, load_graph, save_graph, simplify};
+use topoplace::graph::{Graph, save_graph, simplify};
 use topoplace::sim::summary as simulation;
 use topoplace::sim::{Order, chrome_trace, evaluate};
 use topoplace::strategy::{Reference, load_strategy};
-use topoplace::{inspect, zoo};
+use topoplace::{group as grouping, import, inspect, zoo};
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +46,11 @@ enum Command {
     },
     /// Compile a strategy for a model on a cluster and simulate one training iteration.
     Simulate(SimulateArgs),
+    /// Convert a graph from another format (PyTorch export, QuickP node-link JSON, CSV) into
+    /// topoplace's graph JSON.
+    Import(ImportArgs),
+    /// Group ops into op groups (METIS, QuickP, MOIRAI, Celeritas) and print the statistics.
+    Group(GroupArgs),
     /// Synthetic cluster topologies.
     Topology {
         #[command(subcommand)]
@@ -92,6 +97,45 @@ struct SimulateArgs {
     /// Write a Chrome trace (chrome://tracing, Perfetto) of every task here.
     #[arg(long)]
     trace: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The file (or, for CSV, the directory holding ops.csv and edges.csv) to convert.
+    input: PathBuf,
+    /// `torch`, `quickp`, `csv` or `topoplace`; detected from the file when left out.
+    #[arg(long)]
+    format: Option<String>,
+    /// Where to write the graph JSON.
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct GroupArgs {
+    /// A zoo name or a graph file of any supported format.
+    #[arg(long)]
+    model: String,
+    /// `metis`, `quickp`, `moirai`, `celeritas` or `chunks` (contiguous topological chunks).
+    #[arg(long, default_value = "metis")]
+    method: String,
+    /// Number of groups for `metis` and `chunks` (TAG uses 60).
+    #[arg(short, long, default_value_t = 60)]
+    k: usize,
+    /// GPU whose compute times weight the ops (default: the profiled GPU of an imported graph,
+    /// else V100-SXM2-32GB).
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Override the zoo model's batch size.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Write the coarse graph for Graphviz here.
+    #[arg(long)]
+    dot: Option<PathBuf>,
     #[arg(long)]
     json: bool,
 }
@@ -160,6 +204,8 @@ fn run(command: Command) -> Result<()> {
             ZooCommand::Export { out, models, json } => zoo_export(&out, &models, json),
         },
         Command::Simulate(args) => simulate(args),
+        Command::Import(args) => import_graph(args),
+        Command::Group(args) => group(args),
         Command::Topology { command } => match command {
             TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
         },
@@ -203,7 +249,7 @@ fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
         )
         .into());
     }
-    load_graph(path)
+    import::import(path, None)
 }
 
 fn info(args: InfoArgs) -> Result<()> {
@@ -338,4 +384,91 @@ fn simulate(args: SimulateArgs) -> Result<()> {
         print!("{}", summary.render_text());
         Ok(())
     }
+}
+
+#[derive(Serialize)]
+struct Imported {
+    input: String,
+    format: &'static str,
+    out: String,
+    name: String,
+    batch_size: u32,
+    ops: usize,
+    edges: usize,
+    params: u64,
+}
+
+fn import_graph(args: ImportArgs) -> Result<()> {
+    let format = match &args.format {
+        Some(name) => import::parse_format(name)?,
+        None => import::detect(&args.input)?,
+    };
+    let graph = import::import(&args.input, Some(format))?;
+    save_graph(&graph, &args.out)?;
+    let done = Imported {
+        input: args.input.display().to_string(),
+        format: format.name(),
+        out: args.out.display().to_string(),
+        name: graph.name.clone(),
+        batch_size: graph.batch_size,
+        ops: graph.len(),
+        edges: graph.edges().len(),
+        params: graph.summary().params,
+    };
+    if args.json {
+        print_json(&done)
+    } else {
+        println!(
+            "{} ({}) -> {}: {} ops, {} edges, {} parameters, batch {}",
+            done.input, done.format, done.out, done.ops, done.edges, done.params, done.batch_size
+        );
+        Ok(())
+    }
+}
+
+fn group(args: GroupArgs) -> Result<()> {
+    let graph = load_model(&args.model, args.batch)?;
+    let gpu = match &args.gpu {
+        Some(name) => topoplace::cluster::catalog::lookup_gpu("<cli>", "--gpu", name)?,
+        None => grouping::reference_gpu(&graph),
+    };
+    let weights = grouping::op_weights(&graph, gpu, &CostModel::default());
+    let result = grouping::group_by_name(&graph, &weights, &args.method, args.k)?;
+    if let Some(path) = &args.dot {
+        write_atomic(path, result.to_dot().as_bytes())?;
+    }
+    if args.json {
+        return print_json(&result.stats);
+    }
+    let s = &result.stats;
+    println!(
+        "{} grouped by {} (weights: {} compute times)",
+        graph.name, s.method, gpu.name
+    );
+    println!("ops -> groups  {} -> {}", s.ops, s.groups);
+    println!(
+        "cut           {} of {} tensor bytes ({:.1}%)",
+        topoplace::report::bytes(s.cut_bytes),
+        topoplace::report::bytes(s.total_edge_bytes),
+        100.0 * s.cut_bytes / s.total_edge_bytes.max(f64::MIN_POSITIVE)
+    );
+    println!(
+        "balance       {:.3} (largest group compute / mean)",
+        s.balance
+    );
+    println!(
+        "CCR           {:.3} -> {:.3} (Celeritas eq. 1 at {} GB/s)",
+        s.ccr_before,
+        s.ccr_after,
+        topoplace::units::to_gbs(s.bandwidth_bytes_per_us)
+    );
+    println!(
+        "coarse graph  {}",
+        if result.is_acyclic() {
+            "acyclic"
+        } else {
+            "has cycles (fine: the simulator runs ops)"
+        }
+    );
+    Ok(())
 }

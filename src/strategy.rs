@@ -59,6 +59,21 @@ pub enum BatchSplit {
     Proportional,
 }
 
+/// How gradients of AllReduce groups are synchronised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AllReducePacking {
+    /// One AllReduce per gradient as soon as its replicas are done, overlapping the rest of the
+    /// backward pass (TAG's per-group strategies).
+    #[default]
+    PerTensor,
+    /// All of a group's gradients packed into one AllReduce once every replica has produced all
+    /// of them: TensorFlow's NCCL all-reduce with one pack, which TAG's DP-NCCL baseline is —
+    /// "parameter synchronization happens after the slowest devices are ready" (§5.3), with no
+    /// overlap with the backward pass (the optimisation it credits Horovod with).
+    Packed,
+}
+
 /// The decision for one op group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupDecision {
@@ -74,6 +89,7 @@ pub struct Strategy {
     op_group: Vec<u32>,
     decisions: Vec<GroupDecision>,
     pub batch_split: BatchSplit,
+    pub allreduce: AllReducePacking,
 }
 
 impl Strategy {
@@ -131,6 +147,7 @@ impl Strategy {
             op_group,
             decisions,
             batch_split,
+            allreduce: AllReducePacking::default(),
         })
     }
 
@@ -140,6 +157,7 @@ impl Strategy {
             op_group: vec![0; ops],
             decisions: vec![decision],
             batch_split,
+            allreduce: AllReducePacking::default(),
         }
     }
 
@@ -187,6 +205,8 @@ pub struct StrategyFile {
     pub cluster: String,
     #[serde(default)]
     pub batch_split: BatchSplit,
+    #[serde(default)]
+    pub allreduce: AllReducePacking,
     pub groups: Vec<GroupRecord>,
 }
 
@@ -222,6 +242,7 @@ impl StrategyFile {
             model: g.name.clone(),
             cluster: cluster.to_string(),
             batch_split: s.batch_split,
+            allreduce: s.allreduce,
             groups,
         }
     }
@@ -329,7 +350,8 @@ pub fn save_strategy(s: &Strategy, g: &Graph, cluster: &str, path: &Path) -> Res
 pub enum Reference {
     /// Everything on the fastest GPU (highest FP32 peak; ties: more memory, lower index).
     Single,
-    /// DP-NCCL: every op replicated on every GPU, even batch split, ring AllReduce.
+    /// DP-NCCL: every op replicated on every GPU, even batch split, all gradients in one packed
+    /// ring AllReduce after the backward pass (see [`AllReducePacking::Packed`]).
     Dp,
     /// DP-NCCL-P: as DP, with batch shares proportional to each GPU's speed.
     DpP,
@@ -352,14 +374,16 @@ impl Reference {
             Reference::Dp => (all, BatchSplit::Even),
             Reference::DpP => (all, BatchSplit::Proportional),
         };
-        Strategy::uniform(
+        let mut strategy = Strategy::uniform(
             g.len(),
             GroupDecision {
                 devices,
                 option: ReplicationOption::AllReduce,
             },
             batch_split,
-        )
+        );
+        strategy.allreduce = AllReducePacking::Packed;
+        strategy
     }
 }
 

@@ -12,6 +12,17 @@ fn topoplace(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+/// Run a command that must succeed and print JSON; its parsed output.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = topoplace(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("--json prints JSON")
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("topoplace-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -51,13 +62,7 @@ fn good_graph_file_reports_its_ops() {
     let dir = scratch("good");
     let path = dir.join("g.json");
     std::fs::write(&path, GRAPH).unwrap();
-    let out = topoplace(&["info", path.to_str().unwrap(), "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&["info", path.to_str().unwrap(), "--json"]);
     assert_eq!(v["ops"], 2);
     assert_eq!(v["flops"], 11.0);
     assert_eq!(v["per_phase"]["forward"]["ops"], 2);
@@ -123,13 +128,7 @@ fn good_cluster_prints_json() {
     let dir = scratch("cluster-good");
     let path = dir.join("c.toml");
     std::fs::write(&path, CLUSTER).unwrap();
-    let out = topoplace(&["cluster", path.to_str().unwrap(), "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(&["cluster", path.to_str().unwrap(), "--json"]);
     assert_eq!(v["devices"].as_array().unwrap().len(), 2);
     assert_eq!(v["groups"].as_array().unwrap().len(), 1);
     assert_eq!(v["bandwidth_gbs"][0][1], 150.0);
@@ -203,19 +202,13 @@ fn random_topology_is_deterministic_and_loads() {
 
 #[test]
 fn info_on_zoo_model_with_cluster() {
-    let out = topoplace(&[
+    let v = json_of(&[
         "info",
         "vgg19",
         "--cluster",
         "configs/tag-testbed.toml",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["params"], 143_667_240u64);
     assert_eq!(v["batch_size"], 96);
     let gpus = v["on_gpu"].as_array().unwrap();
@@ -233,7 +226,7 @@ fn info_on_zoo_model_with_cluster() {
 #[test]
 fn zoo_export_writes_loadable_files() {
     let dir = scratch("export");
-    let out = topoplace(&[
+    let v = json_of(&[
         "zoo",
         "export",
         "--models",
@@ -242,12 +235,6 @@ fn zoo_export_writes_loadable_files() {
         dir.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v.as_array().unwrap().len(), 2, "training and forward-only");
     for name in ["mlp.json", "mlp-inference.json"] {
         let path = dir.join(name);
@@ -276,26 +263,45 @@ fn zoo_export_writes_loadable_files() {
 fn simulate_reports_against_dp_and_writes_a_trace() {
     let dir = scratch("simulate");
     let trace = dir.join("trace.json");
-    let out = topoplace(&[
-        "simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-4.toml", "--strategy", "dp-p",
-        "--trace", trace.to_str().unwrap(), "--json",
+    let v = json_of(&[
+        "simulate",
+        "--model",
+        "mlp",
+        "--cluster",
+        "configs/quickp-fat-tree-4.toml",
+        "--strategy",
+        "dp-p",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // On identical GPUs proportional shares are even shares: DP-P is DP.
-    let (t, dp) = (v["iteration_us"].as_f64().unwrap(), v["dp_iteration_us"].as_f64().unwrap());
+    let (t, dp) = (
+        v["iteration_us"].as_f64().unwrap(),
+        v["dp_iteration_us"].as_f64().unwrap(),
+    );
     assert!((t - dp).abs() <= 1e-9 * dp, "{t} vs {dp}");
     assert_eq!(v["devices"].as_array().unwrap().len(), 4);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
-    assert!(events.iter().filter(|e| e["ph"] == "X").count() >= v["tasks"].as_u64().unwrap() as usize);
+    assert!(
+        events.iter().filter(|e| e["ph"] == "X").count() >= v["tasks"].as_u64().unwrap() as usize
+    );
 }
 
 #[test]
 fn strategy_file_errors_name_the_field() {
-    let strategy = r#"{"groups": [{"ops": [999, 1, 2], "devices": [0, 1], "option": "all-reduce"}]}"#;
+    let strategy =
+        r#"{"groups": [{"ops": [999, 1, 2], "devices": [0, 1], "option": "all-reduce"}]}"#;
     fails_naming(
-        &["simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-2.toml", "--strategy"],
+        &[
+            "simulate",
+            "--model",
+            "mlp",
+            "--cluster",
+            "configs/quickp-fat-tree-2.toml",
+            "--strategy",
+        ],
         "strategy.json",
         strategy,
         &["groups[0].ops[0]", "no op has id 999"],
@@ -307,16 +313,130 @@ fn strategy_file_errors_name_the_field() {
         ops.join(",")
     );
     fails_naming(
-        &["simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-2.toml", "--strategy"],
+        &[
+            "simulate",
+            "--model",
+            "mlp",
+            "--cluster",
+            "configs/quickp-fat-tree-2.toml",
+            "--strategy",
+        ],
         "strategy2.json",
         &strategy,
         &["groups[0].devices", "device 9"],
     );
     let bad_option = strategy.replace("all-reduce", "allreduce-ish");
     fails_naming(
-        &["simulate", "--model", "mlp", "--cluster", "configs/quickp-fat-tree-2.toml", "--strategy"],
+        &[
+            "simulate",
+            "--model",
+            "mlp",
+            "--cluster",
+            "configs/quickp-fat-tree-2.toml",
+            "--strategy",
+        ],
         "strategy3.json",
         &bad_option,
         &["groups[0].option"],
     );
+}
+
+#[test]
+fn import_converts_and_every_command_reads_the_result() {
+    let dir = scratch("import");
+    let out_path = dir.join("vgg.json");
+    let v = json_of(&[
+        "import",
+        "datasets/quickp/comp_graph_alexnet.json.gz",
+        "--format",
+        "quickp",
+        "--out",
+        out_path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(v["ops"], 1695);
+    assert_eq!(v["format"], "quickp");
+    // The written file and the original both load through `--model`.
+    for model in [
+        out_path.to_str().unwrap(),
+        "datasets/quickp/comp_graph_alexnet.json.gz",
+    ] {
+        let info = topoplace(&["info", model, "--json"]);
+        assert!(
+            info.status.success(),
+            "{}",
+            String::from_utf8_lossy(&info.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        assert_eq!(v["ops"], 1695);
+    }
+}
+
+#[test]
+fn import_of_a_malformed_file_fails_cleanly_and_writes_nothing() {
+    let dir = scratch("import-bad");
+    let out_path = dir.join("never.json");
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"directed": true, "nodes": [{"id": "a"}], "links": []}"#,
+    )
+    .unwrap();
+    let out = topoplace(&[
+        "import",
+        bad.to_str().unwrap(),
+        "--out",
+        out_path.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("bad.json") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    assert!(!out_path.exists());
+    let out = topoplace(&[
+        "import",
+        bad.to_str().unwrap(),
+        "--format",
+        "onnx",
+        "--out",
+        "x.json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("onnx"), "{stderr}");
+}
+
+#[test]
+fn group_prints_statistics_and_writes_dot() {
+    let dir = scratch("group");
+    let dot = dir.join("g.dot");
+    let v = json_of(&[
+        "group",
+        "--model",
+        "resnet101",
+        "--method",
+        "metis",
+        "-k",
+        "12",
+        "--dot",
+        dot.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(v["method"], "metis");
+    assert!(v["groups"].as_u64().unwrap() <= 12);
+    assert!(v["cut_bytes"].as_f64().unwrap() < v["total_edge_bytes"].as_f64().unwrap());
+    let text = std::fs::read_to_string(&dot).unwrap();
+    assert!(
+        text.starts_with("digraph"),
+        "{}",
+        &text[..40.min(text.len())]
+    );
+    let out = topoplace(&["group", "--model", "mlp", "--method", "spectral"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("spectral"));
+    let out = topoplace(&["group", "--model", "mlp", "--gpu", "Voodoo-5"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Voodoo-5"));
 }

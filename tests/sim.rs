@@ -7,7 +7,9 @@ use topoplace::compile::{TaskRole, compile};
 use topoplace::cost::CostModel;
 use topoplace::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
 use topoplace::sim::{Order, Simulator, evaluate};
-use topoplace::strategy::{BatchSplit, GroupDecision, Reference, ReplicationOption, Strategy};
+use topoplace::strategy::{
+    AllReducePacking, BatchSplit, GroupDecision, Reference, ReplicationOption, Strategy,
+};
 
 const GPU: &str = "V100-SXM2-32GB";
 
@@ -374,25 +376,99 @@ fn mlp() -> (Graph, [OpIdx; 2]) {
     (b.finish("<t>", "mlp", 8).unwrap(), [a1, a2])
 }
 
+/// The MLP simulated on `d` GPUs of one machine under the strategy `make` builds, with what a
+/// hand computation needs: op times at a 1/d batch share and the ring AllReduce time.
+struct MlpRun {
+    iteration: f64,
+    times: std::collections::HashMap<String, f64>,
+    bandwidth: f64,
+    latency: f64,
+    d: usize,
+}
+
+impl MlpRun {
+    fn new(d: usize, make: impl Fn(&Graph, &Cluster) -> Strategy) -> MlpRun {
+        let (g, _) = mlp();
+        let c = cluster(d, true);
+        let cost = CostModel::default();
+        let ev = evaluate(&g, &c, &make(&g, &c), &cost, Order::Fifo).unwrap();
+        let times = g
+            .ops()
+            .iter()
+            .map(|op| {
+                (
+                    op.name.clone(),
+                    cost.compute_time_us(op, &c.devices[0].gpu, 1.0 / d as f64),
+                )
+            })
+            .collect();
+        let route = c.path(0, 1);
+        MlpRun {
+            iteration: ev.report.iteration_us,
+            times,
+            bandwidth: route.bandwidth,
+            latency: route.latency_us,
+            d,
+        }
+    }
+
+    fn t(&self, op: &str) -> f64 {
+        self.times[op]
+    }
+
+    fn ring(&self, bytes: f64) -> f64 {
+        let d = self.d as f64;
+        2.0 * (d - 1.0) / d * bytes / self.bandwidth + 2.0 * (d - 1.0) * self.latency
+    }
+}
+
 #[test]
 fn data_parallel_mlp_matches_a_hand_computation() {
-    let (g, _) = mlp();
-    let cost = CostModel::default();
+    // DP-NCCL packs both gradients (1 MB each) into one AllReduce after the backward pass.
     for d in [2usize, 4] {
-        let c = cluster(d, true);
-        let ev = evaluate(&g, &c, &Reference::Dp.strategy(&g, &c), &cost, Order::Fifo).unwrap();
-        let gpu = &c.devices[0].gpu;
-        let t = |name: &str| {
-            let op = g.ops().iter().find(|o| o.name == name).unwrap();
-            cost.compute_time_us(op, gpu, 1.0 / d as f64)
-        };
-        let route = c.path(0, 1);
-        let ring = 2.0 * (d - 1) as f64 / d as f64 * 1e6 / route.bandwidth
-            + 2.0 * (d - 1) as f64 * route.latency_us;
-        // Per GPU, FIFO: x, w1, w2 (zero work but launch overhead), fc1, fc2, loss, then
-        // fc2_grad_in and fc2_grad_w are ready together (id order: grad_in first), then
-        // fc1_grad_w. AllReduce of fc2's gradient starts after fc2_grad_w and overlaps
-        // fc1_grad_w; adam1 follows the second AllReduce (the ring is busy until the first ends).
+        let run = MlpRun::new(d, |g, c| Reference::Dp.strategy(g, c));
+        // Every GPU runs its forward and backward share back to back (x, w1, w2 cost the launch
+        // overhead), then the packed AllReduce, then both updates.
+        let compute: f64 = [
+            "x",
+            "w1",
+            "w2",
+            "fc1",
+            "fc2",
+            "loss",
+            "fc2_grad_in",
+            "fc2_grad_w",
+            "fc1_grad_w",
+        ]
+        .iter()
+        .map(|n| run.t(n))
+        .sum();
+        let expected = compute + run.ring(2e6) + run.t("adam1") + run.t("adam2");
+        assert!(
+            close(run.iteration, expected),
+            "D={d}: {} vs {expected}",
+            run.iteration
+        );
+    }
+}
+
+#[test]
+fn per_tensor_allreduce_overlaps_the_backward_pass() {
+    for d in [2usize, 4] {
+        let run = MlpRun::new(d, |g, _| {
+            let all: Vec<usize> = (0..d).collect();
+            let decision = GroupDecision {
+                devices: all,
+                option: ReplicationOption::AllReduce,
+            };
+            Strategy::uniform(g.len(), decision, BatchSplit::Even)
+        });
+        let t = |n: &str| run.t(n);
+        let ring = run.ring(1e6);
+        // Per GPU, FIFO: x, w1, w2, fc1, fc2, loss, then fc2_grad_in and fc2_grad_w (ready
+        // together, id order), then fc1_grad_w. fc2's AllReduce starts after fc2_grad_w and
+        // overlaps fc1_grad_w; fc1's waits for the ring; each update follows its AllReduce once
+        // the GPU is free.
         let front = t("x")
             + t("w1")
             + t("w2")
@@ -404,18 +480,13 @@ fn data_parallel_mlp_matches_a_hand_computation() {
         let ar2_end = front + ring;
         let g1_end = front + t("fc1_grad_w");
         let ar1_end = g1_end.max(ar2_end) + ring;
-        let adam = cost.compute_time_us(
-            g.ops().iter().find(|o| o.name == "adam1").unwrap(),
-            gpu,
-            1.0,
-        );
-        // adam2 runs when its AllReduce is done and the GPU is free (after fc1_grad_w).
+        let adam = t("adam1");
         let adam2_end = ar2_end.max(g1_end) + adam;
         let expected = (ar1_end.max(adam2_end) + adam).max(adam2_end);
         assert!(
-            close(ev.report.iteration_us, expected),
+            close(run.iteration, expected),
             "D={d}: {} vs {expected}",
-            ev.report.iteration_us
+            run.iteration
         );
     }
 }
@@ -626,10 +697,14 @@ proptest! {
         picks in prop::collection::vec((any::<u8>(), any::<u8>(), any::<u8>()), 1..40),
         groups in 1usize..5,
         spread in any::<bool>(),
+        packed in any::<bool>(),
     ) {
         let g = random_training_graph(n, &edge_bits, &params);
         let c = cluster(3, !spread);
-        let s = random_strategy(&g, 3, &picks, groups);
+        let mut s = random_strategy(&g, 3, &picks, groups);
+        if packed {
+            s.allreduce = AllReducePacking::Packed;
+        }
         let cost = CostModel::default();
         let mut compiled = compile(&g, &c, &s, &cost);
         compiled.exec.seal();
@@ -683,4 +758,35 @@ proptest! {
             prop_assert!((r.final_memory[d] - exec.resident()[d]).abs() < 1e-6);
         }
     }
+}
+
+/// TAG §5.3 on its testbed: DP-NCCL-P is never slower than DP-NCCL (it balances the batch to the
+/// GPUs' speeds with the same communication), and VGG19 (548 MiB of gradients for 19.6 GMAC per
+/// sample) spends a larger share of its DP iteration synchronising than ResNet101 (170 MiB for
+/// 7.8 GMAC). The iteration of VGG19 is not dominated by sync under this cost model (see the issue
+/// note): the published comparison is about the direction, which is what is asserted.
+#[test]
+fn testbed_dp_directions_follow_tag() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let c = topoplace::cluster::load_cluster(root.join("configs/tag-testbed.toml")).unwrap();
+    let cost = CostModel::default();
+    let mut sync_share = std::collections::HashMap::new();
+    for &name in topoplace::zoo::NAMES {
+        let g = topoplace::zoo::build(name, &topoplace::zoo::ZooOptions::default()).unwrap();
+        let dp = evaluate(&g, &c, &Reference::Dp.strategy(&g, &c), &cost, Order::Fifo).unwrap();
+        let dpp = evaluate(&g, &c, &Reference::DpP.strategy(&g, &c), &cost, Order::Fifo).unwrap();
+        assert!(
+            dpp.report.iteration_us <= dp.report.iteration_us * (1.0 + 1e-9),
+            "{name}: DP-P {} > DP {}",
+            dpp.report.iteration_us,
+            dp.report.iteration_us
+        );
+        sync_share.insert(name, dp.report.sync_busy_us / dp.report.iteration_us);
+    }
+    assert!(
+        sync_share["vgg19"] > sync_share["resnet101"],
+        "VGG19 sync share {} vs ResNet101 {}",
+        sync_share["vgg19"],
+        sync_share["resnet101"]
+    );
 }

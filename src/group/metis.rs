@@ -77,6 +77,43 @@ pub fn partition_ops(
     )
 }
 
+/// Like [`partition_ops`], balancing memory (`memory[op]` bytes) as a second constraint beside
+/// compute: model parallelism splits a group across devices to fit memory (TAG §4.2), so both
+/// must be balanced.
+pub fn partition_ops_with_memory(
+    graph: &Graph,
+    weights: &[f64],
+    memory: &[f64],
+    ops: &[OpIdx],
+    k: usize,
+    seed: u64,
+) -> Result<Vec<u32>> {
+    if weights.len() != graph.len() || memory.len() != graph.len() {
+        return Err(Error::Other(format!(
+            "metis: {} compute times and {} memory sizes for {} ops",
+            weights.len(),
+            memory.len(),
+            graph.len()
+        )));
+    }
+    let mut mg = undirected_csr(graph, weights, ops);
+    let memory_scale = scale_for(ops.iter().map(|&op| memory[op]).sum());
+    mg.vwgt = ops
+        .iter()
+        .zip(&mg.vwgt)
+        .flat_map(|(&op, &time)| [time, to_idx(memory[op], memory_scale)])
+        .collect();
+    metis_partition(
+        ops.len(),
+        &mg.xadj,
+        &mg.adjncy,
+        &mg.vwgt,
+        &mg.adjwgt,
+        k,
+        seed,
+    )
+}
+
 /// Build the METIS input for the ops in `ops` (local index = position in `ops`).
 pub fn undirected_csr(graph: &Graph, weights: &[f64], ops: &[OpIdx]) -> MetisGraph {
     let mut local = vec![usize::MAX; graph.len()];
@@ -155,7 +192,9 @@ pub fn metis_partition(
     if n == 0 {
         return Ok(Vec::new());
     }
-    if xadj.len() != n + 1 || vwgt.len() != n || adjwgt.len() != adjncy.len() {
+    // One weight per vertex and balance constraint, interleaved (METIS's `ncon`).
+    let ncon = vwgt.len() / n;
+    if xadj.len() != n + 1 || ncon == 0 || vwgt.len() != n * ncon || adjwgt.len() != adjncy.len() {
         return Err(Error::Other(format!(
             "metis: inconsistent CSR (n = {n}, xadj {}, vwgt {}, adjncy {}, adjwgt {})",
             xadj.len(),
@@ -176,7 +215,7 @@ pub fn metis_partition(
         // reproducible. Serialise the calls.
         let _guard = METIS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let ufactor = ((BALANCE_FACTOR - 1.0) * 1000.0).round() as Idx;
-        metis::Graph::new(1, k as Idx, xadj, adjncy)
+        metis::Graph::new(ncon as Idx, k as Idx, xadj, adjncy)
             .map_err(|e| Error::Other(format!("metis: bad input graph: {e:?}")))?
             .set_vwgt(vwgt)
             .set_adjwgt(adjwgt)

@@ -362,3 +362,34 @@ fn ccr(bytes: f64, bandwidth: f64, compute_us: f64) -> f64 {
         0.0
     }
 }
+
+/// The per-op weights every method takes: compute time in µs at the full batch on `gpu` (TAG
+/// §4.1.1 balances METIS parts by computation time).
+pub fn op_weights(
+    graph: &Graph,
+    gpu: &crate::cluster::GpuSpec,
+    cost: &crate::cost::CostModel,
+) -> Vec<f64> {
+    graph
+        .ops()
+        .iter()
+        .map(|op| cost.compute_time_us(op, gpu, 1.0))
+        .collect()
+}
+
+/// The GPU whose times weight the ops when none is named: the one GPU type the graph carries
+/// profiled times for (an imported profile), else a V100-SXM2-32GB.
+pub fn reference_gpu(graph: &Graph) -> &'static crate::cluster::GpuSpec {
+    use crate::cluster::catalog::find_gpu;
+    let mut profiled = graph
+        .ops()
+        .iter()
+        .flat_map(|op| op.profiled_us.keys())
+        .filter_map(|name| find_gpu(name));
+    if let Some(first) = profiled.next()
+        && profiled.all(|g| g.name == first.name)
+    {
+        return first;
+    }
+    find_gpu("V100-SXM2-32GB").expect("the catalog has the V100")
+}
