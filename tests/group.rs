@@ -1165,14 +1165,12 @@ const QUICKP_PROFILE_GPU: &str = "RTX-3070";
 /// TAG's number of groups.
 const TAG_K: usize = 60;
 
-/// Compute time of every op on `gpu` at full batch: TAG's vertex weights.
+/// Compute time of every op on `gpu` at full batch: TAG's vertex weights. The GPU is named here
+/// rather than left to `group::reference_gpu` so that a change there cannot silently change
+/// what these tests measure; `real_models_are_loaded_with_their_weights` checks they agree.
 fn tag_weights(g: &Graph, gpu: &str) -> Vec<f64> {
     let gpu = topoplace::cluster::catalog::find_gpu(gpu).expect("GPU in the catalog");
-    let cost = topoplace::cost::CostModel::default();
-    g.ops()
-        .iter()
-        .map(|op| cost.compute_time_us(op, gpu, 1.0))
-        .collect()
+    group::op_weights(g, gpu, &topoplace::cost::CostModel::default())
 }
 
 /// Every zoo model's training graph, built once for all the tests of this file.
@@ -1229,6 +1227,14 @@ fn real_models_are_loaded_with_their_weights() {
     let total: f64 = vgg.weights.iter().sum();
     assert!((total - 122_337.0).abs() < 1.0, "VGG total {total} µs");
     for m in all_real_models() {
+        // The CLI's default weights are the ones tested here.
+        let reference = group::reference_gpu(&m.graph).name;
+        let expected = if m.graph.name.starts_with("comp_graph_") {
+            QUICKP_PROFILE_GPU
+        } else {
+            ZOO_REFERENCE_GPU
+        };
+        assert_eq!(reference, expected, "{}", m.graph.name);
         assert_eq!(m.weights.len(), m.graph.len());
         assert!(m.weights.iter().all(|w| w.is_finite() && *w >= 0.0));
     }
