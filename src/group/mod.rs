@@ -325,8 +325,14 @@ fn compute_stats(
     bandwidth: f64,
 ) -> GroupingStats {
     let total_compute: f64 = weights.iter().sum();
-    let total_edge_bytes: f64 = graph.edges().iter().map(|e| e.bytes).sum();
-    let cut_bytes: f64 = coarse.iter().map(|e| e.bytes).sum();
+    // Folded from +0.0: `Sum` for floats starts from -0.0, so a graph without edges, or a
+    // grouping without cut edges, would report bytes (and CCRs) of -0, which JSON prints "-0.0".
+    let total_edge_bytes: f64 = graph
+        .edges()
+        .iter()
+        .map(|e| e.bytes)
+        .fold(0.0, |a, b| a + b);
+    let cut_bytes: f64 = coarse.iter().map(|e| e.bytes).fold(0.0, |a, b| a + b);
     let max_group = groups.iter().map(|g| g.compute_us).fold(0.0, f64::max);
     let mean_group = total_compute / groups.len().max(1) as f64;
     GroupingStats {
