@@ -44,8 +44,22 @@ pub struct MetisGraph {
 /// TAG grouping: METIS k-way on the whole graph. `k` defaults to [`DEFAULT_K`] at the CLI.
 pub fn metis(graph: &Graph, weights: &[f64], k: usize, seed: u64) -> Result<Grouping> {
     let all: Vec<OpIdx> = (0..graph.len()).collect();
-    let parts = partition_ops(graph, weights, &all, k, seed)?;
+    let parts = partition_ops(graph, weights, &all, balanced_group_limit(weights, k), seed)?;
     Grouping::from_assignment(graph, weights, "metis", parts)
+}
+
+/// TAG asks for at most `k` groups balanced within [`BALANCE_FACTOR`]. The group holding the
+/// heaviest op weighs at least that op, so when it exceeds the factor times the mean of `k`
+/// groups (a vocabulary projection, a large convolution) no `k`-way split is balanced; fewer
+/// groups are: the most groups whose mean is at least the heaviest op over the factor.
+pub fn balanced_group_limit(weights: &[f64], k: usize) -> usize {
+    let total: f64 = weights.iter().sum();
+    let heaviest = weights.iter().copied().fold(0.0, f64::max);
+    if heaviest <= 0.0 {
+        return k;
+    }
+    let limit = (BALANCE_FACTOR * total / heaviest).floor() as usize;
+    k.min(limit.max(1))
 }
 
 /// Split a subset of ops (for instance one op group that model parallelism divides among
