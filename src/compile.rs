@@ -183,6 +183,21 @@ pub fn compile_with_routes(
     strategy: &Strategy,
     cost: &CostModel,
 ) -> Compiled {
+    compile_ordered(graph, cluster, routes, strategy, cost, None)
+}
+
+/// As [`compile_with_routes`], with an execution order: every task of op `u` (its replicas, and
+/// the transfers, concats and collectives of its tensor) gets dispatch priority `priority[u]`,
+/// which the simulator honours under [`crate::sim::Order::Priority`]. `None` leaves every
+/// priority at 0 (FIFO placements).
+pub fn compile_ordered(
+    graph: &Graph,
+    cluster: &Cluster,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    cost: &CostModel,
+    priority: Option<&[f64]>,
+) -> Compiled {
     let layouts = layouts(graph, cluster, strategy, cost);
     let mut c = Compiler {
         graph,
@@ -202,6 +217,7 @@ pub fn compile_with_routes(
         ps_turn: vec![0; strategy.group_count()],
         is_gradient: gradient_producers(graph),
         packs: HashMap::new(),
+        priority,
     };
     // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
     let order = graph.topological_order();
@@ -347,6 +363,8 @@ struct Compiler<'a> {
     is_gradient: Vec<bool>,
     /// Holders of each group's packed AllReduce result.
     packs: HashMap<usize, Vec<(u32, TaskId)>>,
+    /// Per-op dispatch priority, copied onto every task labelled with the op.
+    priority: Option<&'a [f64]>,
 }
 
 impl<'a> Compiler<'a> {
@@ -354,7 +372,10 @@ impl<'a> Compiler<'a> {
         &self.cluster.devices[device as usize].gpu
     }
 
-    fn add(&mut self, role: TaskRole, spec: TaskSpec<'_>) -> TaskId {
+    fn add(&mut self, role: TaskRole, mut spec: TaskSpec<'_>) -> TaskId {
+        if let Some(p) = self.priority {
+            spec.priority = p[spec.label as usize];
+        }
         self.roles.push(role);
         self.exec.add_task(spec)
     }
