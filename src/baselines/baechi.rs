@@ -77,7 +77,7 @@ fn topo(s: &mut Schedule) {
                 })
                 .expect("there is a device")
         };
-        s.assign(op, target, false);
+        s.assign(op, target, true);
     }
 }
 

@@ -10,6 +10,8 @@
 //! input it receives from another GPU, as if nothing were ever freed — so when a scheduler claims
 //! a placement fits, the simulator's reference-counted peak cannot exceed it.
 
+use std::collections::HashMap;
+
 use super::Placement;
 use super::Problem;
 use crate::compile::RouteTable;
@@ -98,6 +100,10 @@ pub struct Schedule<'a> {
     /// Busy intervals per device, sorted by start.
     busy: Vec<Vec<(f64, f64)>>,
     pub memory: Vec<f64>,
+    /// When each link (by cluster index) is next free.
+    link_free: Vec<f64>,
+    /// When op `u`'s tensor arrived on device `d` (for tensors sent there).
+    arrived: HashMap<(OpIdx, usize), f64>,
     /// False once some op had to go on a GPU without room for it.
     pub fits: bool,
 }
@@ -113,21 +119,59 @@ impl<'a> Schedule<'a> {
             finish: vec![0.0; n],
             busy: vec![Vec::new(); costs.devices],
             memory: vec![0.0; costs.devices],
+            link_free: vec![0.0; p.cluster.links.len()],
+            arrived: HashMap::new(),
             fits: true,
         }
     }
 
     /// When all of `op`'s inputs can be on device `d` (its predecessors must be scheduled).
     pub fn data_ready(&self, op: OpIdx, d: usize) -> f64 {
+        self.transfers(op, d).0
+    }
+
+    /// The inputs of `op` on `d`: when the last arrives, and the transfers that would carry them
+    /// as (producer, start, arrival). Like the compiler, a tensor crosses to a device once, and
+    /// like the simulator, a transfer holds every link of its route, one transfer at a time (a
+    /// transfer queues after the last one planned on each of its links).
+    fn transfers(&self, op: OpIdx, d: usize) -> (f64, Vec<(OpIdx, f64, f64)>) {
         let g = self.p.graph;
+        let routes = &self.costs.routes;
         let mut ready: f64 = 0.0;
+        let mut planned: Vec<(OpIdx, f64, f64)> = Vec::new();
+        // Links this call has already booked: (link, free from).
+        let mut booked: Vec<(u32, f64)> = Vec::new();
         for &e in g.in_edges(op) {
             let edge = g.edges()[e];
-            let from = self.device[edge.src].expect("predecessors are scheduled first");
-            let arrive = self.finish[edge.src] + self.costs.routes.transfer_us(from, d, edge.bytes);
+            let u = edge.src;
+            let from = self.device[u].expect("predecessors are scheduled first");
+            let arrive = if from == d {
+                self.finish[u]
+            } else if let Some(&t) = self.arrived.get(&(u, d)) {
+                t
+            } else if let Some(&(_, _, t)) = planned.iter().find(|x| x.0 == u) {
+                t
+            } else {
+                let links = routes.links(from, d);
+                let free = |l: u32| {
+                    booked
+                        .iter()
+                        .rev()
+                        .find(|b| b.0 == l)
+                        .map_or(self.link_free[l as usize], |b| b.1)
+                };
+                let start = links
+                    .iter()
+                    .map(|&l| free(l))
+                    .fold(self.finish[u], f64::max);
+                let end = start + routes.transfer_us(from, d, edge.bytes);
+                booked.extend(links.iter().map(|&l| (l, end)));
+                planned.push((u, start, end));
+                end
+            };
             ready = ready.max(arrive);
         }
-        ready
+        (ready, planned)
     }
 
     /// Earliest start of `op` on `d` no earlier than `ready`: after the device's last task, or,
@@ -202,6 +246,14 @@ impl<'a> Schedule<'a> {
     /// Put `op` on `d`, as early as the policy allows.
     pub fn assign(&mut self, op: OpIdx, d: usize, insertion: bool) {
         let (start, finish) = self.times(op, d, insertion);
+        let (_, planned) = self.transfers(op, d);
+        for (u, _, end) in planned {
+            let from = self.device[u].expect("predecessors are scheduled first");
+            for &l in self.costs.routes.links(from, d) {
+                self.link_free[l as usize] = end;
+            }
+            self.arrived.insert((u, d), end);
+        }
         self.memory[d] += self.memory_cost(op, d);
         self.device[op] = Some(d);
         self.start[op] = start;

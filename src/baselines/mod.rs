@@ -7,10 +7,12 @@
 //! - [`mcmc`]: FlexFlow-style Metropolis search over group decisions.
 //! - [`list`]: the list-scheduling machinery shared by [`baechi`] (`m-topo`, `m-etf`, `m-sct`)
 //!   and [`heft`].
+//! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order).
 
 pub mod baechi;
 pub mod compare;
 pub mod dp;
+pub mod fastt;
 pub mod heft;
 pub mod list;
 pub mod mcmc;
@@ -98,6 +100,7 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(baechi::Baechi::Etf),
         Box::new(baechi::Baechi::Sct),
         Box::new(heft::Heft),
+        Box::new(fastt::Dpos),
     ]
 }
 
