@@ -178,12 +178,19 @@ impl<'a> Schedule<'a> {
     /// with `insertion`, in the first idle gap long enough (HEFT's insertion policy).
     pub fn slot(&self, op: OpIdx, d: usize, ready: f64, insertion: bool) -> f64 {
         let duration = self.costs.compute[op][d];
-        let busy = &self.busy[d];
-        if !insertion {
-            return busy.last().map_or(ready, |&(_, end)| end.max(ready));
+        if insertion {
+            self.gap_after(d, ready, duration)
+        } else {
+            self.busy[d]
+                .last()
+                .map_or(ready, |&(_, end)| end.max(ready))
         }
+    }
+
+    /// Start of the first idle stretch of `duration` on `d` no earlier than `ready`.
+    pub fn gap_after(&self, d: usize, ready: f64, duration: f64) -> f64 {
         let mut t = ready;
-        for &(s, e) in busy {
+        for &(s, e) in &self.busy[d] {
             if t + duration <= s {
                 return t;
             }

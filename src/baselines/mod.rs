@@ -8,8 +8,10 @@
 //! - [`list`]: the list-scheduling machinery shared by [`baechi`] (`m-topo`, `m-etf`, `m-sct`)
 //!   and [`heft`].
 //! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order).
+//! - [`celeritas`]: Celeritas's Order-Place and Adjusting Placement over its fused clusters.
 
 pub mod baechi;
+pub mod celeritas;
 pub mod compare;
 pub mod dp;
 pub mod fastt;
@@ -101,6 +103,8 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(baechi::Baechi::Sct),
         Box::new(heft::Heft),
         Box::new(fastt::Dpos),
+        Box::new(celeritas::Celeritas::OrderPlace),
+        Box::new(celeritas::Celeritas::Adjusting),
     ]
 }
 
