@@ -311,14 +311,16 @@ impl StrategyFile {
                 option: r.option,
             })
             .collect();
-        Strategy::new(
+        let mut strategy = Strategy::new(
             source,
             op_group,
             decisions,
             self.batch_split,
             g.len(),
             devices,
-        )
+        )?;
+        strategy.allreduce = self.allreduce;
+        Ok(strategy)
     }
 }
 

@@ -440,3 +440,26 @@ fn adjusting_placement_is_no_slower_than_order_place() {
         );
     }
 }
+
+#[test]
+fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
+    use topoplace::strategy::{load_strategy, save_strategy};
+    let cost = CostModel::default();
+    let g = model("mlp");
+    let c = config("celeritas-4xv100");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let s = placer("horovod")
+        .unwrap()
+        .place(&p, &budget())
+        .unwrap()
+        .strategy;
+    let path = temp_dir("roundtrip").join("horovod.json");
+    save_strategy(&s, &g, &c.name, &path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"buckets\": 67108864"), "{text}");
+    assert_eq!(load_strategy(&path, &g, c.devices.len()).unwrap(), s);
+}
