@@ -20,6 +20,7 @@ const LIST_SCHEDULERS: &[&str] = &[
     "dpos",
     "order-place",
     "adjusting",
+    "quickp",
 ];
 
 fn config(name: &str) -> Cluster {

@@ -74,66 +74,19 @@ fn clusters(p: &Problem) -> Result<Vec<Vec<OpIdx>>> {
     Ok(out)
 }
 
-fn cluster_bytes(s: &Schedule, cluster: &[OpIdx]) -> f64 {
-    cluster.iter().map(|&op| s.costs.own_bytes[op]).sum()
-}
-
-fn has_room(s: &Schedule, cluster: &[OpIdx], d: usize) -> bool {
-    s.memory[d] + cluster_bytes(s, cluster) <= s.costs.capacity[d]
-}
-
-/// Assign the cluster's ops to `d`; the schedule stops claiming to fit if the conservative
-/// estimate (inputs received included) overflows `d`.
-fn place_cluster(s: &mut Schedule, cluster: &[OpIdx], d: usize) {
-    for &op in cluster {
-        s.assign(op, d, true);
-    }
-    if s.memory[d] > s.costs.capacity[d] {
-        s.fits = false;
-    }
-}
-
-/// The GPU with the most free memory (the best-effort target).
-fn most_free(s: &Schedule) -> usize {
-    (0..s.costs.devices)
-        .max_by(|&a, &b| {
-            let free = |d: usize| s.costs.capacity[d] - s.memory[d];
-            free(a).total_cmp(&free(b)).then(b.cmp(&a))
-        })
-        .expect("there is a device")
-}
-
 fn order_place(s: &mut Schedule, clusters: &[Vec<OpIdx>], by_speed: &[usize]) {
     let mut k = 0;
     for c in clusters {
-        while k + 1 < by_speed.len() && !has_room(s, c, by_speed[k]) {
+        while k + 1 < by_speed.len() && !s.unit_has_room(c, by_speed[k]) {
             k += 1;
         }
-        let d = if has_room(s, c, by_speed[k]) {
+        let d = if s.unit_has_room(c, by_speed[k]) {
             by_speed[k]
         } else {
-            most_free(s)
+            s.most_free()
         };
-        place_cluster(s, c, d);
+        s.place_unit(c, d);
     }
-}
-
-/// Earliest start of a cluster on `d`: its inputs from outside the cluster have arrived and `d`
-/// has an idle slot as long as the whole cluster.
-fn cluster_est(s: &Schedule, cluster: &[OpIdx], d: usize) -> f64 {
-    let g = s.p.graph;
-    let mut ready: f64 = 0.0;
-    for &op in cluster {
-        for &e in g.in_edges(op) {
-            let edge = g.edges()[e];
-            if let Some(from) = s.device[edge.src] {
-                let arrive = s.finish[edge.src] + s.costs.routes.transfer_us(from, d, edge.bytes);
-                ready = ready.max(arrive);
-            }
-        }
-    }
-    let total: f64 = cluster.iter().map(|&op| s.costs.compute[op][d]).sum();
-    s.gap_after(d, ready, total)
 }
 
 /// Eq. 8: the longest time to send one of the cluster's outputs from `from` to `to`.
@@ -152,8 +105,8 @@ fn adjusting(s: &mut Schedule, clusters: &[Vec<OpIdx>], first: usize) {
     for c in clusters {
         let est: Vec<f64> = (0..s.costs.devices)
             .map(|d| {
-                if has_room(s, c, d) {
-                    cluster_est(s, c, d)
+                if s.unit_has_room(c, d) {
+                    s.unit_start(c, d)
                 } else {
                     f64::INFINITY
                 }
@@ -163,7 +116,7 @@ fn adjusting(s: &mut Schedule, clusters: &[Vec<OpIdx>], first: usize) {
             .min_by(|&a, &b| est[a].total_cmp(&est[b]).then(a.cmp(&b)))
             .expect("there is a device");
         let d = if est[best].is_infinite() {
-            most_free(s)
+            s.most_free()
         } else if est[previous].is_infinite()
             || est[previous] - est[best] > back_cost(s, c, best, previous)
         {
@@ -171,7 +124,7 @@ fn adjusting(s: &mut Schedule, clusters: &[Vec<OpIdx>], first: usize) {
         } else {
             previous
         };
-        place_cluster(s, c, d);
+        s.place_unit(c, d);
         previous = d;
     }
 }

@@ -270,6 +270,55 @@ impl<'a> Schedule<'a> {
         busy.insert(at, (start, finish));
     }
 
+    /// Whether a unit of ops placed together (a fused cluster, a co-location group) fits on `d`
+    /// by their own bytes.
+    pub fn unit_has_room(&self, unit: &[OpIdx], d: usize) -> bool {
+        let bytes: f64 = unit.iter().map(|&op| self.costs.own_bytes[op]).sum();
+        self.memory[d] + bytes <= self.costs.capacity[d]
+    }
+
+    /// Earliest start of a unit on `d`: its inputs from already placed ops have arrived and `d`
+    /// has an idle stretch as long as the whole unit.
+    pub fn unit_start(&self, unit: &[OpIdx], d: usize) -> f64 {
+        let g = self.p.graph;
+        let mut ready: f64 = 0.0;
+        for &op in unit {
+            for &e in g.in_edges(op) {
+                let edge = g.edges()[e];
+                if let Some(from) = self.device[edge.src] {
+                    let transfer = self.costs.routes.transfer_us(from, d, edge.bytes);
+                    ready = ready.max(self.finish[edge.src] + transfer);
+                }
+            }
+        }
+        self.gap_after(d, ready, self.unit_compute(unit, d))
+    }
+
+    pub fn unit_compute(&self, unit: &[OpIdx], d: usize) -> f64 {
+        unit.iter().map(|&op| self.costs.compute[op][d]).sum()
+    }
+
+    /// Assign a unit's ops (given in a topological order) to `d`; the schedule stops claiming to
+    /// fit if the conservative estimate (received inputs included) overflows `d`.
+    pub fn place_unit(&mut self, unit: &[OpIdx], d: usize) {
+        for &op in unit {
+            self.assign(op, d, true);
+        }
+        if self.memory[d] > self.costs.capacity[d] {
+            self.fits = false;
+        }
+    }
+
+    /// The GPU with the most free memory (the best-effort target when nothing fits).
+    pub fn most_free(&self) -> usize {
+        (0..self.costs.devices)
+            .max_by(|&a, &b| {
+                let free = |d: usize| self.costs.capacity[d] - self.memory[d];
+                free(a).total_cmp(&free(b)).then(b.cmp(&a))
+            })
+            .expect("there is a device")
+    }
+
     pub fn makespan(&self) -> f64 {
         self.finish.iter().copied().fold(0.0, f64::max)
     }

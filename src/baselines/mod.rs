@@ -9,6 +9,7 @@
 //!   and [`heft`].
 //! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order).
 //! - [`celeritas`]: Celeritas's Order-Place and Adjusting Placement over its fused clusters.
+//! - [`quickp`]: QuickP's co-location groups placed by list scheduling (no MILP).
 
 pub mod baechi;
 pub mod celeritas;
@@ -19,6 +20,7 @@ pub mod heft;
 pub mod list;
 pub mod mcmc;
 pub mod metis;
+pub mod quickp;
 
 use crate::cluster::Cluster;
 use crate::compile::{RouteTable, compile_ordered};
@@ -105,6 +107,7 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(fastt::Dpos),
         Box::new(celeritas::Celeritas::OrderPlace),
         Box::new(celeritas::Celeritas::Adjusting),
+        Box::new(quickp::Quickp),
     ]
 }
 
