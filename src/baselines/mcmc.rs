@@ -1,6 +1,7 @@
 //! FlexFlow-style MCMC search (Jia et al., 2019; QuickP's MCMC baseline): ops are grouped by
-//! METIS, each group is either data-parallel over every GPU or placed whole on one GPU; a step
-//! changes one random group's choice, simulates, and accepts by the Metropolis rule on the
+//! METIS, and each group takes one configuration from a menu — data-parallel over every GPU, over
+//! one machine's GPUs or one device group's GPUs, or whole on one GPU; a step changes one random
+//! group's configuration, simulates, and accepts by the Metropolis rule on the
 //! simulated iteration time. It starts from data parallelism and returns the best strategy
 //! seen. Seeded, so the same seed gives the same placement.
 
@@ -36,9 +37,10 @@ impl Placer for Mcmc {
         let grouping = metis(p.graph, &weights, k, budget.seed)?;
         let routes = RouteTable::new(p.cluster);
         let mut rng = StdRng::seed_from_u64(budget.seed);
-        // Choice `n` is data parallel over every GPU; choice `d < n` is the whole group on GPU d.
-        let mut current = vec![n; grouping.num_groups()];
-        let build = |choices: &[usize]| strategy(p, &grouping.op_group, choices);
+        let menu = menu(p);
+        // Choice 0, data parallel over every GPU, for every group: DP-NCCL.
+        let mut current = vec![0; grouping.num_groups()];
+        let build = |choices: &[usize]| strategy(p, &grouping.op_group, &menu, choices);
         let mut current_cost = cost(p, &routes, &build(&current)?)?;
         let (mut best, mut best_cost) = (current.clone(), current_cost);
         for _ in 0..budget.steps {
@@ -50,7 +52,7 @@ impl Placer for Mcmc {
             }
             let mut next = current.clone();
             let g = rng.random_range(0..next.len());
-            next[g] = rng.random_range(0..=n);
+            next[g] = rng.random_range(0..menu.len());
             if next[g] == current[g] {
                 continue;
             }
@@ -79,26 +81,53 @@ impl Placer for Mcmc {
     }
 }
 
-/// The strategy for one choice per METIS group. Groups with the same choice share one strategy
-/// group, so the all-data-parallel start is exactly DP-NCCL (one packed AllReduce).
-fn strategy(p: &Problem, op_group: &[u32], choices: &[usize]) -> Result<Strategy> {
+/// The configurations a group may take: data parallel over every GPU (first), over each
+/// machine's and each device group's GPUs (when that is a proper subset of two or more), and
+/// whole on each single GPU.
+fn menu(p: &Problem) -> Vec<GroupDecision> {
     let n = p.cluster.devices.len();
-    let mut slot = vec![u32::MAX; n + 1];
+    let data_parallel = |devices: Vec<usize>| GroupDecision {
+        devices,
+        option: ReplicationOption::AllReduce,
+    };
+    let mut menu = vec![data_parallel((0..n).collect())];
+    let subsets = p
+        .cluster
+        .machines
+        .iter()
+        .map(|m| &m.devices)
+        .chain(p.cluster.groups.iter().map(|g| &g.devices));
+    for devices in subsets {
+        let mut devices = devices.clone();
+        devices.sort_unstable();
+        let candidate = data_parallel(devices);
+        if candidate.devices.len() > 1 && candidate.devices.len() < n && !menu.contains(&candidate)
+        {
+            menu.push(candidate);
+        }
+    }
+    menu.extend((0..n).map(|d| GroupDecision {
+        devices: vec![d],
+        option: ReplicationOption::ModelParallel,
+    }));
+    menu
+}
+
+/// The strategy for one menu choice per METIS group. Groups with the same choice share one
+/// strategy group, so the all-data-parallel start is exactly DP-NCCL (one packed AllReduce).
+fn strategy(
+    p: &Problem,
+    op_group: &[u32],
+    menu: &[GroupDecision],
+    choices: &[usize],
+) -> Result<Strategy> {
+    let n = p.cluster.devices.len();
+    let mut slot = vec![u32::MAX; menu.len()];
     let mut decisions = Vec::new();
     for &c in choices {
         if slot[c] == u32::MAX {
             slot[c] = decisions.len() as u32;
-            decisions.push(if c == n {
-                GroupDecision {
-                    devices: (0..n).collect(),
-                    option: ReplicationOption::AllReduce,
-                }
-            } else {
-                GroupDecision {
-                    devices: vec![c],
-                    option: ReplicationOption::ModelParallel,
-                }
-            });
+            decisions.push(menu[c].clone());
         }
     }
     let ops = op_group
