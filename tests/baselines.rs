@@ -464,3 +464,26 @@ fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
     assert!(text.contains("\"buckets\": 67108864"), "{text}");
     assert_eq!(load_strategy(&path, &g, c.devices.len()).unwrap(), s);
 }
+
+#[test]
+fn os_dpos_keeps_only_splits_that_shorten_dpos() {
+    let cost = CostModel::default();
+    let c = config("tag-testbed");
+    let mut improved = 0;
+    for name in ["vgg19", "bert-small", "resnet101"] {
+        let g = model(name);
+        let p = Problem {
+            graph: &g,
+            cluster: &c,
+            cost: &cost,
+        };
+        let time = |m: &str| judge(&p, &placer(m).unwrap().place(&p, &budget()).unwrap());
+        let ((dpos_oom, dpos), (oom, split)) = (time("dpos"), time("os-dpos"));
+        assert!(!dpos_oom && !oom);
+        assert!(split <= dpos, "{name}: {split} > {dpos}");
+        if split < dpos {
+            improved += 1;
+        }
+    }
+    assert!(improved > 0, "no split ever helped");
+}

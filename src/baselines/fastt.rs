@@ -4,13 +4,22 @@
 //! successor) goes to a critical-path GPU — the one with the smallest mean compute time over as
 //! many remaining critical-path ops as its memory holds, the next such GPU once it is full — and
 //! every other op goes to the GPU with room where it finishes earliest, inserted into idle gaps.
-//! The start times are the execution order FastT enforces. OS-DPOS (operation splitting) is not
-//! implemented.
+//! The start times are the execution order FastT enforces.
+//!
+//! OS-DPOS (Alg. 2) then splits critical-path ops, longest first, keeping a split only while it
+//! shortens the iteration and stopping at the first op no split helps. Stand-ins: a split is the
+//! op's batch dimension over the n fastest GPUs (n = 2, 4, 8, …), expressed as a one-op
+//! all-reduce group (the compiler adds the slicing, concatenation and, for weight gradients, the
+//! reduction), and each candidate is judged by the simulator rather than by re-running DPOS on
+//! the split graph; the start is DPOS's placement, not FastT's data-parallel graph.
 
 use super::list::{Costs, Schedule};
-use super::{Budget, Placement, Placer, Problem};
+use super::metis::devices_by_speed;
+use super::{Budget, Placement, Placer, Problem, simulate};
+use crate::compile::RouteTable;
 use crate::error::Result;
-use crate::graph::{Graph, OpIdx};
+use crate::graph::{Graph, OpIdx, Splittability};
+use crate::strategy::{GroupDecision, ReplicationOption, Strategy};
 
 pub struct Dpos;
 
@@ -135,4 +144,108 @@ fn critical_path_device(
         }
     }
     best
+}
+
+pub struct OsDpos;
+
+impl Placer for OsDpos {
+    fn name(&self) -> &'static str {
+        "os-dpos"
+    }
+
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
+        let base = Dpos.place(p, budget)?;
+        let routes = RouteTable::new(p.cluster);
+        let costs = Costs::new(p);
+        let on_path = critical_path(p.graph, &max_cost_ranks(p.graph, &costs));
+        let fastest = devices_by_speed(p);
+        let device_of = |op: OpIdx| base.strategy.decision(base.strategy.group_of(op)).devices[0];
+        let mut path: Vec<OpIdx> = (0..p.graph.len())
+            .filter(|&op| on_path[op] && splittable(p, op))
+            .collect();
+        path.sort_by(|&a, &b| {
+            let t = |op: OpIdx| costs.compute[op][device_of(op)];
+            t(b).total_cmp(&t(a)).then(a.cmp(&b))
+        });
+        let time = |s: &Strategy| -> Result<f64> {
+            let candidate = Placement {
+                strategy: s.clone(),
+                ..base.clone()
+            };
+            let e = simulate(p, &routes, &candidate)?;
+            // An out-of-memory split is never an improvement.
+            Ok(if e.result.oom.is_empty() {
+                e.report.iteration_us
+            } else {
+                f64::INFINITY
+            })
+        };
+        let mut current = base.strategy.clone();
+        let mut current_time = time(&current)?;
+        let mut trials = 0;
+        let mut splits = 0;
+        'ops: for op in path {
+            let mut best: Option<(f64, Strategy)> = None;
+            let mut n = 2;
+            while n <= fastest.len() {
+                if trials >= budget.steps {
+                    break 'ops;
+                }
+                trials += 1;
+                let mut devices = fastest[..n].to_vec();
+                devices.sort_unstable();
+                let candidate = split(&current, op, devices, fastest.len())?;
+                let t = time(&candidate)?;
+                if best.as_ref().is_none_or(|b| t < b.0) {
+                    best = Some((t, candidate));
+                }
+                n *= 2;
+            }
+            match best {
+                Some((t, s)) if t < current_time => {
+                    current = s;
+                    current_time = t;
+                    splits += 1;
+                }
+                _ => break,
+            }
+        }
+        Ok(Placement {
+            strategy: current,
+            order: base.order,
+            note: format!(
+                "os-dpos: {splits} critical-path ops batch-split after DPOS, judged by the \
+                 simulator (stand-in for re-running DPOS on the split graph)"
+            ),
+            predicted_us: None,
+            fits: None,
+        })
+    }
+}
+
+/// Whether `op` has a batch dimension to split along.
+fn splittable(p: &Problem, op: OpIdx) -> bool {
+    let o = p.graph.op(op);
+    o.scales_with_batch() && o.split != Splittability::None
+}
+
+/// `s` with `op` moved to a group of its own, batch-split over `devices`.
+fn split(s: &Strategy, op: OpIdx, devices: Vec<usize>, gpus: usize) -> Result<Strategy> {
+    let mut op_group = s.op_groups().to_vec();
+    let mut decisions = s.decisions().to_vec();
+    op_group[op] = decisions.len() as u32;
+    decisions.push(GroupDecision {
+        devices,
+        option: ReplicationOption::AllReduce,
+    });
+    let mut out = Strategy::new(
+        "os-dpos",
+        op_group,
+        decisions,
+        s.batch_split,
+        s.op_groups().len(),
+        gpus,
+    )?;
+    out.allreduce = s.allreduce;
+    Ok(out)
 }

@@ -7,7 +7,7 @@
 //! - [`mcmc`]: FlexFlow-style Metropolis search over group decisions.
 //! - [`list`]: the list-scheduling machinery shared by [`baechi`] (`m-topo`, `m-etf`, `m-sct`)
 //!   and [`heft`].
-//! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order).
+//! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order) and OS-DPOS.
 //! - [`celeritas`]: Celeritas's Order-Place and Adjusting Placement over its fused clusters.
 //! - [`quickp`]: QuickP's co-location groups placed by list scheduling (no MILP).
 
@@ -105,6 +105,7 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(baechi::Baechi::Sct),
         Box::new(heft::Heft),
         Box::new(fastt::Dpos),
+        Box::new(fastt::OsDpos),
         Box::new(celeritas::Celeritas::OrderPlace),
         Box::new(celeritas::Celeritas::Adjusting),
         Box::new(quickp::Quickp),
