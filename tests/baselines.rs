@@ -350,6 +350,7 @@ fn dpos_meets_fastt_theorem_1_on_random_dags() {
     let cost = CostModel::default();
     let mut rng = StdRng::seed_from_u64(5);
     let dpos = placer("dpos").unwrap();
+    let mut tightest: f64 = 0.0;
     for case in 0..20 {
         let g = random_dag(&mut rng, 10 + 5 * (case % 6));
         let c = cluster(2 + case % 3, case % 2 == 0, None);
@@ -382,7 +383,9 @@ fn dpos_meets_fastt_theorem_1_on_random_dags() {
             simulated <= bound + 1e-6,
             "case {case}: simulated {simulated} > {bound}"
         );
+        tightest = tightest.max(omega / bound);
     }
+    eprintln!("largest ω / (2·ω_opt lower bound + C_max): {tightest:.3}");
 }
 
 #[test]
