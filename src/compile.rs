@@ -184,6 +184,21 @@ pub fn compile_with_routes(
     strategy: &Strategy,
     cost: &CostModel,
 ) -> Compiled {
+    compile_ordered(graph, cluster, routes, strategy, cost, None)
+}
+
+/// As [`compile_with_routes`], with an execution order: every task of op `u` (its replicas, and
+/// the transfers, concats and collectives of its tensor) gets dispatch priority `priority[u]`,
+/// which the simulator honours under [`crate::sim::Order::Priority`]. `None` leaves every
+/// priority at 0 (FIFO placements).
+pub fn compile_ordered(
+    graph: &Graph,
+    cluster: &Cluster,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    cost: &CostModel,
+    priority: Option<&[f64]>,
+) -> Compiled {
     let layouts = layouts(graph, cluster, strategy, cost);
     let mut c = Compiler {
         graph,
@@ -203,6 +218,10 @@ pub fn compile_with_routes(
         ps_turn: vec![0; strategy.group_count()],
         is_gradient: gradient_producers(graph),
         packs: HashMap::new(),
+        priority,
+        buckets: Vec::new(),
+        bucket_of: HashMap::new(),
+        bucket_holders: HashMap::new(),
     };
     // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
     let order = graph.topological_order();
@@ -371,6 +390,13 @@ struct Compiler<'a> {
     is_gradient: Vec<bool>,
     /// Holders of each group's packed AllReduce result.
     packs: HashMap<usize, Vec<(u32, TaskId)>>,
+    /// Per-op dispatch priority, copied onto every task labelled with the op.
+    priority: Option<&'a [f64]>,
+    /// Gradient buckets ([`AllReducePacking::Buckets`]): members of each, the bucket of each
+    /// gradient, and the holders of each bucket's reduced buffer.
+    buckets: Vec<Vec<OpIdx>>,
+    bucket_of: HashMap<OpIdx, usize>,
+    bucket_holders: HashMap<usize, Vec<(u32, TaskId)>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -378,7 +404,10 @@ impl<'a> Compiler<'a> {
         &self.cluster.devices[device as usize].gpu
     }
 
-    fn add(&mut self, role: TaskRole, spec: TaskSpec<'_>) -> TaskId {
+    fn add(&mut self, role: TaskRole, mut spec: TaskSpec<'_>) -> TaskId {
+        if let Some(p) = self.priority {
+            spec.priority = p[spec.label as usize];
+        }
         self.roles.push(role);
         self.exec.add_task(spec)
     }
@@ -634,6 +663,11 @@ impl<'a> Compiler<'a> {
             _ if self.strategy.allreduce == AllReducePacking::Packed && self.is_gradient[u] => {
                 self.packed_all_reduce(group)
             }
+            _ if self.is_gradient[u]
+                && let AllReducePacking::Buckets(cap) = self.strategy.allreduce =>
+            {
+                self.bucketed_all_reduce(group, u, cap as f64)
+            }
             _ => {
                 let ring = producer.devices.clone();
                 let inputs: Vec<TaskId> = (0..ring.len()).map(|i| self.task_of(u, i)).collect();
@@ -669,6 +703,53 @@ impl<'a> Compiler<'a> {
         let holders = self.all_reduce(members[0], &ring, &inputs, bytes);
         self.packs.insert(group, holders.clone());
         holders
+    }
+
+    /// The AllReduce of the bucket holding gradient `u`: `group`'s gradients, in topological
+    /// order (the order the backward pass makes them), cut into runs of at most `cap` bytes (a
+    /// larger gradient is a bucket of its own). Each bucket's AllReduce waits for its gradients.
+    fn bucketed_all_reduce(&mut self, group: usize, u: OpIdx, cap: f64) -> Vec<(u32, TaskId)> {
+        if !self.bucket_of.contains_key(&u) {
+            self.form_buckets(group, cap);
+        }
+        let bucket = self.bucket_of[&u];
+        if let Some(h) = self.bucket_holders.get(&bucket) {
+            return h.clone();
+        }
+        let members = self.buckets[bucket].clone();
+        let ring = self.layouts[members[0]].devices.clone();
+        let bytes: f64 = members
+            .iter()
+            .map(|&op| self.graph.op(op).output_bytes)
+            .sum();
+        let inputs: Vec<TaskId> = members
+            .iter()
+            .flat_map(|&op| (0..ring.len()).map(move |i| (op, i)))
+            .map(|(op, i)| self.task_of(op, i))
+            .collect();
+        let holders = self.all_reduce(members[0], &ring, &inputs, bytes);
+        self.bucket_holders.insert(bucket, holders.clone());
+        holders
+    }
+
+    fn form_buckets(&mut self, group: usize, cap: f64) {
+        let mut filled = f64::INFINITY;
+        for op in self.graph.topological_order() {
+            if !(self.is_gradient[op]
+                && self.strategy.group_of(op) == group
+                && self.layouts[op].kind == LayoutKind::Partial)
+            {
+                continue;
+            }
+            let bytes = self.graph.op(op).output_bytes;
+            if filled + bytes > cap {
+                self.buckets.push(Vec::new());
+                filled = 0.0;
+            }
+            filled += bytes;
+            self.buckets.last_mut().expect("a bucket is open").push(op);
+            self.bucket_of.insert(op, self.buckets.len() - 1);
+        }
     }
 
     /// Parameter-server aggregation: every replica pushes its partial sum to `ps`, which adds them.

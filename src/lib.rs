@@ -3,6 +3,7 @@
 //! Data flows one way: graph → groups → strategy → compiled graph → simulation → report.
 //! The README lists the modules and the modelling conventions they share.
 
+pub mod baselines;
 pub mod cluster;
 pub mod compile;
 pub mod cost;

@@ -14,7 +14,7 @@ use topoplace::graph::{Graph, save_graph, simplify};
 use topoplace::sim::summary as simulation;
 use topoplace::sim::{Order, chrome_trace, evaluate};
 use topoplace::strategy::{Reference, load_strategy};
-use topoplace::{group as grouping, import, inspect, zoo};
+use topoplace::{baselines, group as grouping, import, inspect, zoo};
 
 #[derive(Parser)]
 #[command(
@@ -51,6 +51,8 @@ enum Command {
     Import(ImportArgs),
     /// Group ops into op groups (METIS, QuickP, MOIRAI, Celeritas) and print the statistics.
     Group(GroupArgs),
+    /// Run baseline placers on models × clusters; write results.csv, results.md and SVG charts.
+    Compare(CompareArgs),
     /// Synthetic cluster topologies.
     Topology {
         #[command(subcommand)]
@@ -140,6 +142,30 @@ struct GroupArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct CompareArgs {
+    /// Comma-separated zoo models or graph files.
+    #[arg(long, value_delimiter = ',', required = true)]
+    models: Vec<String>,
+    /// Comma-separated cluster configs: files, or names of configs/*.toml.
+    #[arg(long, value_delimiter = ',', required = true)]
+    clusters: Vec<String>,
+    /// `all`, or comma-separated method names.
+    #[arg(long, default_value = "all")]
+    methods: String,
+    /// Directory for results.csv, results.md and the charts.
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Simulator calls each search may make.
+    #[arg(long, default_value_t = 100)]
+    budget: usize,
+    /// Print the rows as JSON instead of the Markdown table.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Subcommand)]
 enum ZooCommand {
     /// Names, variants, batch sizes and sizes of the zoo models.
@@ -206,6 +232,7 @@ fn run(command: Command) -> Result<()> {
         Command::Simulate(args) => simulate(args),
         Command::Import(args) => import_graph(args),
         Command::Group(args) => group(args),
+        Command::Compare(args) => compare(args),
         Command::Topology { command } => match command {
             TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
         },
@@ -471,4 +498,61 @@ fn group(args: GroupArgs) -> Result<()> {
         }
     );
     Ok(())
+}
+
+/// A cluster config path, or the name of one of the shipped configs.
+fn load_named_cluster(name: &str) -> Result<Cluster> {
+    let path = Path::new(name);
+    if path.exists() {
+        return load_cluster(path);
+    }
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs")
+        .join(format!("{name}.toml"));
+    if shipped.exists() {
+        return load_cluster(&shipped);
+    }
+    Err(InputError::new(
+        "<cli>",
+        "--clusters",
+        format!("\"{name}\" is neither a config file nor a config in configs/"),
+    )
+    .into())
+}
+
+fn compare(args: CompareArgs) -> Result<()> {
+    let methods = baselines::compare::parse_methods(&args.methods)?;
+    let models = args
+        .models
+        .iter()
+        .map(|m| Ok((m.clone(), load_model(m, None)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let clusters = args
+        .clusters
+        .iter()
+        .map(|c| Ok((c.clone(), load_named_cluster(c)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let budget = baselines::Budget {
+        steps: args.budget,
+        seconds: None,
+        seed: args.seed,
+    };
+    let total = (models.len() * clusters.len() * methods.len()) as u64;
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
+            .map_err(|e| Error::Other(e.to_string()))?,
+    );
+    let rows = baselines::compare::run(&models, &clusters, &methods, &budget, |row| {
+        bar.set_message(format!("{} {} {}", row.model, row.cluster, row.method));
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    baselines::compare::write_outputs(&args.out, &rows)?;
+    if args.json {
+        print_json(&rows)
+    } else {
+        print!("{}", baselines::compare::markdown(&rows));
+        Ok(())
+    }
 }

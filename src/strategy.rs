@@ -72,7 +72,15 @@ pub enum AllReducePacking {
     /// "parameter synchronization happens after the slowest devices are ready" (§5.3), with no
     /// overlap with the backward pass (the optimisation it credits Horovod with).
     Packed,
+    /// Gradients fused into buckets of consecutive gradients (in the order the backward pass
+    /// produces them) of at most this many bytes, one AllReduce per bucket once its gradients
+    /// are ready: Horovod's tensor fusion (64 MiB buffer, [`HOROVOD_FUSION_BYTES`]) with fixed
+    /// buckets, as PyTorch DDP forms them, rather than Horovod's time-cycle batching.
+    Buckets(u64),
 }
+
+/// Horovod's default tensor-fusion buffer.
+pub const HOROVOD_FUSION_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The decision for one op group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -303,14 +311,16 @@ impl StrategyFile {
                 option: r.option,
             })
             .collect();
-        Strategy::new(
+        let mut strategy = Strategy::new(
             source,
             op_group,
             decisions,
             self.batch_split,
             g.len(),
             devices,
-        )
+        )?;
+        strategy.allreduce = self.allreduce;
+        Ok(strategy)
     }
 }
 

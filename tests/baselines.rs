@@ -1,0 +1,492 @@
+//! Baseline placers: honest memory claims, list schedules checked against the simulator, brute
+//! force on tiny graphs, MCMC determinism, and the `compare` command end to end.
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use topoplace::baselines::{Budget, Placement, Problem, names, placer, registry, simulate};
+use topoplace::cluster::{Cluster, load_cluster, parse_cluster};
+use topoplace::compile::RouteTable;
+use topoplace::cost::CostModel;
+use topoplace::graph::{Graph, GraphBuilder, Op, Phase};
+use topoplace::strategy::{BatchSplit, GroupDecision, Reference, ReplicationOption, Strategy};
+use topoplace::zoo;
+
+const GPU: &str = "V100-SXM2-32GB";
+const LIST_SCHEDULERS: &[&str] = &[
+    "m-topo",
+    "m-etf",
+    "m-sct",
+    "heft",
+    "dpos",
+    "order-place",
+    "adjusting",
+    "quickp",
+];
+
+fn config(name: &str) -> Cluster {
+    load_cluster(format!(
+        "{}/configs/{name}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// `n` V100s on one machine (100 GB/s) or on `n` machines (10 GB/s NICs); optional memory cap.
+fn cluster(n: usize, one_machine: bool, memory: Option<&str>) -> Cluster {
+    let memory = memory.map_or(String::new(), |m| format!("memory = \"{m}\"\n"));
+    let text = if one_machine {
+        format!(
+            "name = \"t\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = {n}\nintra_bandwidth = \"100 GB/s\"\nintra_latency = \"5 us\"\nnic = \"80 Gbps\"\n{memory}"
+        )
+    } else {
+        format!(
+            "name = \"t\"\ninter_latency = \"20 us\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = 1\nintra_bandwidth = \"100 GB/s\"\nnic = \"80 Gbps\"\ncount = {n}\n{memory}"
+        )
+    };
+    parse_cluster(&text, "<test>").unwrap()
+}
+
+/// A random forward-only DAG of `n` ops with known times on the test GPU (10–100 µs) and
+/// tensors of up to 4 MB; every op after the first has at least one input.
+fn random_dag(rng: &mut StdRng, n: usize) -> Graph {
+    let mut b = GraphBuilder::new();
+    for i in 0..n {
+        let mut op = Op::new(i as u64, format!("op{i}"), "MatMul", Phase::Forward);
+        op.profiled_us
+            .insert(GPU.to_string(), rng.random_range(10.0..100.0));
+        op.output_bytes = rng.random_range(0.0..4e6);
+        let v = b.add_op(op);
+        if i > 0 {
+            let first = rng.random_range(0..i);
+            b.add_edge(first, v, b.op(first).output_bytes);
+            for u in 0..i {
+                if u != first && rng.random_bool(0.3) {
+                    b.add_edge(u, v, b.op(u).output_bytes);
+                }
+            }
+        }
+    }
+    b.finish("<test>", "dag", 1).unwrap()
+}
+
+fn model(name: &str) -> Graph {
+    zoo::build(name, &zoo::ZooOptions::default()).unwrap()
+}
+
+fn budget() -> Budget {
+    Budget {
+        steps: 20,
+        seconds: None,
+        seed: 7,
+    }
+}
+
+/// Whether any GPU runs out of memory, and the simulated iteration time.
+fn judge(p: &Problem, placement: &Placement) -> (bool, f64) {
+    let routes = RouteTable::new(p.cluster);
+    let e = simulate(p, &routes, placement).unwrap();
+    (!e.result.oom.is_empty(), e.report.iteration_us)
+}
+
+#[test]
+fn registry_names_are_unique_and_unknown_names_list_them() {
+    let mut n = names();
+    assert!(n.len() >= 10);
+    n.sort_unstable();
+    n.dedup();
+    assert_eq!(n.len(), registry().len());
+    let err = placer("no-such-method").err().unwrap().to_string();
+    assert!(err.contains("no-such-method") && err.contains("heft") && err.contains("m-sct"));
+}
+
+#[test]
+fn a_fit_claim_is_confirmed_by_the_simulator() {
+    let cost = CostModel::default();
+    let clusters = [
+        config("tag-testbed"),
+        config("celeritas-4xv100"),
+        // Small GPUs: list schedulers must spread memory or admit OOM.
+        cluster(3, true, Some("1 GiB")),
+    ];
+    let mut claims = 0;
+    for name in ["mlp", "resnet101", "transformer", "bert-small"] {
+        let g = model(name);
+        for c in &clusters {
+            let p = Problem {
+                graph: &g,
+                cluster: c,
+                cost: &cost,
+            };
+            for m in registry() {
+                let placement = m.place(&p, &budget()).unwrap();
+                let (oom, t) = judge(&p, &placement);
+                assert!(t.is_finite() && t > 0.0, "{name} {}: {t}", m.name());
+                if placement.fits == Some(true) {
+                    claims += 1;
+                    assert!(
+                        !oom,
+                        "{} claims {name} fits on {}, simulator says OOM",
+                        m.name(),
+                        c.name
+                    );
+                }
+            }
+        }
+    }
+    assert!(claims > 0, "no placer ever claimed a fit");
+}
+
+#[test]
+fn memory_starved_list_schedules_are_reported_oom_not_crashed() {
+    let cost = CostModel::default();
+    let g = model("bert-small");
+    let c = cluster(2, true, Some("0.01 GiB"));
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    for name in LIST_SCHEDULERS {
+        let placement = placer(name).unwrap().place(&p, &budget()).unwrap();
+        assert_eq!(placement.fits, Some(false), "{name}");
+        let (oom, _) = judge(&p, &placement);
+        assert!(oom, "{name}: 10 MiB per GPU cannot hold bert-small");
+    }
+}
+
+/// Every op on one GPU: the strategy a list scheduler would produce for `devices`.
+fn assignment_strategy(devices: &[usize], gpus: usize) -> Strategy {
+    let decisions = (0..gpus)
+        .map(|d| GroupDecision {
+            devices: vec![d],
+            option: ReplicationOption::ModelParallel,
+        })
+        .collect();
+    let groups = devices.iter().map(|&d| d as u32).collect();
+    Strategy::new(
+        "<test>",
+        groups,
+        decisions,
+        BatchSplit::Even,
+        devices.len(),
+        gpus,
+    )
+    .unwrap()
+}
+
+/// The best simulated (FIFO) time over all op → GPU assignments.
+fn brute_force(p: &Problem) -> f64 {
+    let (ops, gpus) = (p.graph.len(), p.cluster.devices.len());
+    let mut best = f64::INFINITY;
+    let mut devices = vec![0usize; ops];
+    loop {
+        let placement = Placement::plain(assignment_strategy(&devices, gpus), "");
+        best = best.min(judge(p, &placement).1);
+        // Next assignment in mixed-radix order.
+        let mut i = 0;
+        while i < ops && devices[i] + 1 == gpus {
+            devices[i] = 0;
+            i += 1;
+        }
+        if i == ops {
+            return best;
+        }
+        devices[i] += 1;
+    }
+}
+
+#[test]
+fn list_schedules_on_tiny_graphs_match_the_simulator_and_brute_force_bounds_them() {
+    let cost = CostModel::default();
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut worst_gap: f64 = 0.0;
+    let mut ratios = Vec::new();
+    for case in 0..12 {
+        let g = random_dag(&mut rng, 4 + case % 5);
+        let c = cluster(2 + case % 2, case % 3 != 0, None);
+        let p = Problem {
+            graph: &g,
+            cluster: &c,
+            cost: &cost,
+        };
+        let best_assignment = brute_force(&p);
+        let mut best_placer = f64::INFINITY;
+        for m in registry() {
+            let placement = m.place(&p, &budget()).unwrap();
+            let (_, t) = judge(&p, &placement);
+            best_placer = best_placer.min(t);
+            if LIST_SCHEDULERS.contains(&m.name()) {
+                let predicted = placement.predicted_us.unwrap();
+                let gap = (t - predicted).abs() / predicted;
+                eprintln!(
+                    "case {case} {}: predicted {predicted:.1} simulated {t:.1}",
+                    m.name()
+                );
+                // ETF and HEFT plan links and GPUs the way the simulator runs them, so their
+                // schedules are exact; m-TOPO's topological walk books links out of time order.
+                let tolerance = if m.name() == "m-topo" { 0.1 } else { 1e-9 };
+                assert!(
+                    gap <= tolerance,
+                    "case {case} {}: predicted {predicted} simulated {t}",
+                    m.name()
+                );
+                worst_gap = worst_gap.max(gap);
+                // The same assignment, judged FIFO, is one the brute force tried.
+                let fifo = Placement::plain(placement.strategy.clone(), "");
+                assert!(best_assignment <= judge(&p, &fifo).1 + 1e-6, "{}", m.name());
+            }
+        }
+        ratios.push(best_placer / best_assignment);
+        // The placers (with their execution orders) get within 20% of the best assignment.
+        eprintln!("case {case}: best placer {best_placer:.1} brute force {best_assignment:.1}");
+    }
+    eprintln!("worst |simulated - predicted| / predicted: {worst_gap:.3}");
+    eprintln!("best placer / brute force: {ratios:.3?}");
+    // Measured at this seed: the best placer is optimal on 11 of 12 graphs, 1.32x on the other.
+    assert!(ratios.iter().all(|&r| r <= 1.5), "{ratios:?}");
+    let optimal = ratios.iter().filter(|&&r| r <= 1.0 + 1e-9).count();
+    assert!(optimal >= 10, "{ratios:?}");
+}
+
+#[test]
+fn mcmc_is_deterministic_per_seed_and_never_worse_than_its_dp_start() {
+    let cost = CostModel::default();
+    let g = model("resnet101");
+    let c = config("celeritas-4xv100");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let mcmc = placer("mcmc").unwrap();
+    let a = mcmc.place(&p, &budget()).unwrap();
+    let b = mcmc.place(&p, &budget()).unwrap();
+    assert_eq!(a.strategy, b.strategy);
+    let dp = Placement::plain(Reference::Dp.strategy(&g, &c), "");
+    let (dp_oom, dp_t) = judge(&p, &dp);
+    let (oom, t) = judge(&p, &a);
+    assert!(!dp_oom && !oom);
+    assert!(t <= dp_t * (1.0 + 1e-9), "mcmc {t} vs its start {dp_t}");
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("topoplace-baselines-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn compare_writes_csv_markdown_and_charts_and_rejects_bad_methods() {
+    let dir = temp_dir("compare");
+    let a = dir.join("two.toml");
+    let b = dir.join("three.toml");
+    std::fs::write(&a, cluster(2, true, None).to_toml()).unwrap();
+    std::fs::write(&b, cluster(3, false, None).to_toml()).unwrap();
+    let out = dir.join("out");
+    let clusters = format!("{},{}", a.display(), b.display());
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .args([
+            "compare",
+            "--models",
+            "mlp",
+            "--clusters",
+            &clusters,
+            "--methods",
+            "all",
+        ])
+        .args(["--budget", "5", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let methods = names().len();
+    assert_eq!(csv.lines().count(), 1 + 2 * methods, "{csv}");
+    let md = std::fs::read_to_string(out.join("results.md")).unwrap();
+    assert!(md.contains("| mlp | ") && md.contains("heft"));
+    assert_eq!(String::from_utf8_lossy(&run.stdout), md);
+    for stem in ["two", "three"] {
+        let svg = std::fs::read_to_string(out.join(format!("mlp_{stem}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.matches("<rect").count() == methods);
+    }
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .args(["compare", "--models", "mlp", "--clusters", &clusters])
+        .args(["--methods", "heft,nonsense", "--out"])
+        .arg(dir.join("bad"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("nonsense") && err.contains("m-etf"));
+    assert!(!dir.join("bad").exists());
+}
+
+/// Longest chain of `weight(op)` plus `edge_cost(bytes)` along its edges.
+fn longest_chain(g: &Graph, weight: impl Fn(usize) -> f64, edge_cost: impl Fn(f64) -> f64) -> f64 {
+    let mut best = vec![0.0f64; g.len()];
+    for op in g.topological_order() {
+        let before = g
+            .in_edges(op)
+            .iter()
+            .map(|&e| g.edges()[e])
+            .map(|edge| best[edge.src] + edge_cost(edge.bytes))
+            .fold(0.0, f64::max);
+        best[op] = before + weight(op);
+    }
+    best.into_iter().fold(0.0, f64::max)
+}
+
+#[test]
+fn dpos_meets_fastt_theorem_1_on_random_dags() {
+    // ω_DPOS ≤ 2·ω_opt + C_max, checked against a lower bound of ω_opt (so the check is at
+    // least as strict): ω_opt ≥ max(longest compute chain, total work / #GPUs).
+    let cost = CostModel::default();
+    let mut rng = StdRng::seed_from_u64(5);
+    let dpos = placer("dpos").unwrap();
+    let mut tightest: f64 = 0.0;
+    for case in 0..20 {
+        let g = random_dag(&mut rng, 10 + 5 * (case % 6));
+        let c = cluster(2 + case % 3, case % 2 == 0, None);
+        let p = Problem {
+            graph: &g,
+            cluster: &c,
+            cost: &cost,
+        };
+        let routes = RouteTable::new(&c);
+        let gpu = &c.devices[0].gpu;
+        let w = |op: usize| cost.compute_time_us(g.op(op), gpu, 1.0);
+        let n = c.devices.len();
+        let worst_transfer = |bytes: f64| {
+            (0..n)
+                .flat_map(|a| (0..n).map(move |b| (a, b)))
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| routes.transfer_us(a, b, bytes))
+                .fold(0.0, f64::max)
+        };
+        let chain = longest_chain(&g, w, |_| 0.0);
+        let work: f64 = (0..g.len()).map(w).sum();
+        let opt_lower = chain.max(work / n as f64);
+        let c_max = longest_chain(&g, |_| 0.0, worst_transfer);
+        let placement = dpos.place(&p, &budget()).unwrap();
+        let omega = placement.predicted_us.unwrap();
+        let (_, simulated) = judge(&p, &placement);
+        let bound = 2.0 * opt_lower + c_max;
+        assert!(omega <= bound + 1e-6, "case {case}: ω {omega} > {bound}");
+        assert!(
+            simulated <= bound + 1e-6,
+            "case {case}: simulated {simulated} > {bound}"
+        );
+        tightest = tightest.max(omega / bound);
+    }
+    eprintln!("largest ω / (2·ω_opt lower bound + C_max): {tightest:.3}");
+}
+
+#[test]
+fn gradient_buckets_span_per_tensor_to_packed() {
+    use topoplace::strategy::AllReducePacking;
+    let cost = CostModel::default();
+    let g = model("resnet101");
+    let c = config("tag-testbed");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let time = |packing| {
+        let mut s = Reference::Dp.strategy(&g, &c);
+        s.allreduce = packing;
+        judge(&p, &Placement::plain(s, "")).1
+    };
+    let packed = time(AllReducePacking::Packed);
+    let per_tensor = time(AllReducePacking::PerTensor);
+    // One bucket holding everything is the packed AllReduce; one-byte buckets are per tensor.
+    assert!((time(AllReducePacking::Buckets(u64::MAX)) - packed).abs() <= 1e-6 * packed);
+    assert!((time(AllReducePacking::Buckets(1)) - per_tensor).abs() <= 1e-6 * per_tensor);
+    // Horovod's 64 MiB buckets beat both on the 16-GPU testbed: fewer latency terms than per
+    // tensor, overlap with the backward pass unlike packed.
+    let horovod = placer("horovod").unwrap().place(&p, &budget()).unwrap();
+    let fused = judge(&p, &horovod).1;
+    assert!(
+        fused < packed && fused < per_tensor,
+        "{fused} {packed} {per_tensor}"
+    );
+}
+
+#[test]
+fn adjusting_placement_is_no_slower_than_order_place() {
+    // Celeritas proves each adjustment keeps or shortens the schedule; the simulator agrees on
+    // these models.
+    let cost = CostModel::default();
+    for (name, cluster_name) in [
+        ("resnet101", "tag-testbed"),
+        ("transformer", "tag-testbed"),
+        ("bert-small", "celeritas-4xv100"),
+    ] {
+        let g = model(name);
+        let c = config(cluster_name);
+        let p = Problem {
+            graph: &g,
+            cluster: &c,
+            cost: &cost,
+        };
+        let time = |m: &str| judge(&p, &placer(m).unwrap().place(&p, &budget()).unwrap()).1;
+        let (order, adjusting) = (time("order-place"), time("adjusting"));
+        assert!(
+            adjusting <= order * (1.0 + 1e-9),
+            "{name}: {adjusting} > {order}"
+        );
+    }
+}
+
+#[test]
+fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
+    use topoplace::strategy::{load_strategy, save_strategy};
+    let cost = CostModel::default();
+    let g = model("mlp");
+    let c = config("celeritas-4xv100");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let s = placer("horovod")
+        .unwrap()
+        .place(&p, &budget())
+        .unwrap()
+        .strategy;
+    let path = temp_dir("roundtrip").join("horovod.json");
+    save_strategy(&s, &g, &c.name, &path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"buckets\": 67108864"), "{text}");
+    assert_eq!(load_strategy(&path, &g, c.devices.len()).unwrap(), s);
+}
+
+#[test]
+fn os_dpos_keeps_only_splits_that_shorten_dpos() {
+    let cost = CostModel::default();
+    let c = config("tag-testbed");
+    let mut improved = 0;
+    for name in ["vgg19", "bert-small", "resnet101"] {
+        let g = model(name);
+        let p = Problem {
+            graph: &g,
+            cluster: &c,
+            cost: &cost,
+        };
+        let time = |m: &str| judge(&p, &placer(m).unwrap().place(&p, &budget()).unwrap());
+        let ((dpos_oom, dpos), (oom, split)) = (time("dpos"), time("os-dpos"));
+        assert!(!dpos_oom && !oom);
+        assert!(split <= dpos, "{name}: {split} > {dpos}");
+        if split < dpos {
+            improved += 1;
+        }
+    }
+    assert!(improved > 0, "no split ever helped");
+}
