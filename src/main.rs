@@ -501,6 +501,15 @@ fn group(args: GroupArgs) -> Result<()> {
 }
 
 /// A cluster config path, or the name of one of the shipped configs.
+/// How a cluster argument appears in results: a config file by its stem ("tag-testbed" for
+/// configs/tag-testbed.toml), a shipped config by its name.
+fn cluster_label(arg: &str) -> String {
+    Path::new(arg)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| arg.to_string())
+}
+
 fn load_named_cluster(name: &str) -> Result<Cluster> {
     let path = Path::new(name);
     if path.exists() {
@@ -530,7 +539,7 @@ fn compare(args: CompareArgs) -> Result<()> {
     let clusters = args
         .clusters
         .iter()
-        .map(|c| Ok((c.clone(), load_named_cluster(c)?)))
+        .map(|c| Ok((cluster_label(c), load_named_cluster(c)?)))
         .collect::<Result<Vec<_>>>()?;
     let budget = baselines::Budget {
         steps: args.budget,
