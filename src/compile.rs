@@ -20,6 +20,7 @@
 //! updated parameters are pulled back by every other replica.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use crate::cluster::{Cluster, GpuSpec};
 use crate::cost::CostModel;
@@ -199,7 +200,10 @@ pub fn compile_ordered(
     cost: &CostModel,
     priority: Option<&[f64]>,
 ) -> Compiled {
-    let layouts = layouts(graph, cluster, strategy, cost);
+    let layouts = layouts(graph, cluster, strategy, cost)
+        .into_iter()
+        .map(Rc::new)
+        .collect();
     let mut c = Compiler {
         graph,
         cluster,
@@ -231,7 +235,12 @@ pub fn compile_ordered(
     for &op in &order {
         c.wire_inputs(op);
     }
-    let (op_devices, op_shares) = c.layouts.into_iter().map(|l| (l.devices, l.shares)).unzip();
+    let (op_devices, op_shares) = c
+        .layouts
+        .into_iter()
+        .map(|l| Rc::try_unwrap(l).unwrap_or_else(|shared| (*shared).clone()))
+        .map(|l| (l.devices, l.shares))
+        .unzip();
     Compiled {
         exec: c.exec,
         roles: c.roles,
@@ -375,7 +384,8 @@ struct Compiler<'a> {
     routes: &'a RouteTable,
     strategy: &'a Strategy,
     cost: &'a CostModel,
-    layouts: Vec<Layout>,
+    /// Shared so a layout can be read while the compiler mutates itself.
+    layouts: Vec<Rc<Layout>>,
     exec: ExecGraph,
     roles: Vec<TaskRole>,
     /// First replica task of each placed op.
@@ -472,7 +482,7 @@ impl<'a> Compiler<'a> {
     /// Create the replicas of `op`.
     fn place_op(&mut self, op: OpIdx) {
         let o = self.graph.op(op);
-        let layout = self.layouts[op].clone();
+        let layout = Rc::clone(&self.layouts[op]);
         let first = self.exec.len() as TaskId;
         for (i, &d) in layout.devices.iter().enumerate() {
             let share = if layout.kind == LayoutKind::Full {
@@ -514,7 +524,7 @@ impl<'a> Compiler<'a> {
 
     /// Feed tensor `u → v` of `bytes` (at the full batch) to every replica of `v`.
     fn wire(&mut self, u: OpIdx, v: OpIdx, bytes: f64) {
-        let consumer = self.layouts[v].clone();
+        let consumer = Rc::clone(&self.layouts[v]);
         let producer_kind = self.layouts[u].kind;
         let producer_batched = producer_kind == LayoutKind::Split || self.is_batch_tensor(u);
         for (j, &d) in consumer.devices.iter().enumerate() {
@@ -537,7 +547,7 @@ impl<'a> Compiler<'a> {
     /// Consumer replica `j` of `v` needs its batch slice of `u`'s tensor.
     fn feed_slice(&mut self, u: OpIdx, consumer: &Layout, j: usize, bytes: f64, task: TaskId) {
         let d = consumer.devices[j];
-        let producer = self.layouts[u].clone();
+        let producer = Rc::clone(&self.layouts[u]);
         if producer.kind == LayoutKind::Full {
             // Slice a whole tensor held somewhere: local if possible, else from the nearest holder.
             if let Some(i) = producer.position(d) {
@@ -591,7 +601,7 @@ impl<'a> Compiler<'a> {
         if let Some(&t) = self.whole_on.get(&(u, device)) {
             return t;
         }
-        let producer = self.layouts[u].clone();
+        let producer = Rc::clone(&self.layouts[u]);
         let t = match producer.kind {
             LayoutKind::Full => match producer.position(device) {
                 Some(i) => self.task_of(u, i),
@@ -647,7 +657,7 @@ impl<'a> Compiler<'a> {
         if let Some(h) = self.aggregated.get(&u) {
             return h.clone();
         }
-        let producer = self.layouts[u].clone();
+        let producer = Rc::clone(&self.layouts[u]);
         let group = self.strategy.group_of(u);
         let holders = match self.strategy.decision(group).option {
             ReplicationOption::Ps => {
@@ -836,14 +846,14 @@ impl<'a> Compiler<'a> {
 
     /// After a PS-style update, replicas of the parameter elsewhere pull the new value.
     fn pull_parameters(&mut self, opt: OpIdx) {
-        let opt_layout = self.layouts[opt].clone();
+        let opt_layout = Rc::clone(&self.layouts[opt]);
         for &e in self.graph.in_edges(opt) {
             let edge = self.graph.edges()[e];
             if self.graph.op(edge.src).phase != Phase::Parameter {
                 continue;
             }
-            let param_devices = self.layouts[edge.src].devices.clone();
-            for d in param_devices {
+            let params = Rc::clone(&self.layouts[edge.src]);
+            for &d in &params.devices {
                 if opt_layout.position(d).is_some() {
                     continue;
                 }
