@@ -221,7 +221,6 @@ pub fn compile_ordered(
         aggregated: HashMap::new(),
         ps_turn: vec![0; strategy.group_count()],
         is_gradient: gradient_producers(graph),
-        packs: HashMap::new(),
         priority,
         buckets: Vec::new(),
         bucket_of: HashMap::new(),
@@ -398,8 +397,6 @@ struct Compiler<'a> {
     ps_turn: Vec<usize>,
     /// Whether each op produces a gradient an optimizer applies.
     is_gradient: Vec<bool>,
-    /// Holders of each group's packed AllReduce result.
-    packs: HashMap<usize, Vec<(u32, TaskId)>>,
     /// Per-op dispatch priority, copied onto every task labelled with the op.
     priority: Option<&'a [f64]>,
     /// Gradient buckets ([`AllReducePacking::Buckets`]): members of each, the bucket of each
@@ -670,8 +667,9 @@ impl<'a> Compiler<'a> {
                 };
                 vec![(ps, self.push_and_sum(u, &producer, ps, bytes))]
             }
+            // Packing is one bucket with no size limit.
             _ if self.strategy.allreduce == AllReducePacking::Packed && self.is_gradient[u] => {
-                self.packed_all_reduce(group)
+                self.bucketed_all_reduce(group, u, f64::INFINITY)
             }
             _ if self.is_gradient[u]
                 && let AllReducePacking::Buckets(cap) = self.strategy.allreduce =>
@@ -685,33 +683,6 @@ impl<'a> Compiler<'a> {
             }
         };
         self.aggregated.insert(u, holders.clone());
-        holders
-    }
-
-    /// One AllReduce of all of `group`'s gradients, after every replica has produced all of them.
-    fn packed_all_reduce(&mut self, group: usize) -> Vec<(u32, TaskId)> {
-        if let Some(h) = self.packs.get(&group) {
-            return h.clone();
-        }
-        let members: Vec<OpIdx> = (0..self.graph.len())
-            .filter(|&op| {
-                self.is_gradient[op]
-                    && self.strategy.group_of(op) == group
-                    && self.layouts[op].kind == LayoutKind::Partial
-            })
-            .collect();
-        let ring = self.layouts[members[0]].devices.clone();
-        let bytes: f64 = members
-            .iter()
-            .map(|&op| self.graph.op(op).output_bytes)
-            .sum();
-        let inputs: Vec<TaskId> = members
-            .iter()
-            .flat_map(|&op| (0..ring.len()).map(move |i| (op, i)))
-            .map(|(op, i)| self.task_of(op, i))
-            .collect();
-        let holders = self.all_reduce(members[0], &ring, &inputs, bytes);
-        self.packs.insert(group, holders.clone());
         holders
     }
 
@@ -743,7 +714,8 @@ impl<'a> Compiler<'a> {
     }
 
     fn form_buckets(&mut self, group: usize, cap: f64) {
-        let mut filled = f64::INFINITY;
+        let mut filled = 0.0;
+        let mut open = false;
         for op in self.graph.topological_order() {
             if !(self.is_gradient[op]
                 && self.strategy.group_of(op) == group
@@ -752,9 +724,10 @@ impl<'a> Compiler<'a> {
                 continue;
             }
             let bytes = self.graph.op(op).output_bytes;
-            if filled + bytes > cap {
+            if !open || filled + bytes > cap {
                 self.buckets.push(Vec::new());
                 filled = 0.0;
+                open = true;
             }
             filled += bytes;
             self.buckets.last_mut().expect("a bucket is open").push(op);
