@@ -422,13 +422,15 @@ fn gradient_buckets_span_per_tensor_to_packed() {
 #[test]
 fn adjusting_placement_is_no_slower_than_order_place() {
     // Celeritas proves each adjustment keeps or shortens the schedule; the simulator agrees on
-    // these models.
+    // every zoo model on the paper's own cluster (4 V100s on PCIe), and on these TAG models.
+    // Adjusting's own plan is no longer than Order-Place's either: with contention-free earliest
+    // starts (but contended finish times) Inception-v3 planned 917 ms against 490 and ran 1030.
     let cost = CostModel::default();
-    for (name, cluster_name) in [
-        ("resnet101", "tag-testbed"),
-        ("transformer", "tag-testbed"),
-        ("bert-small", "celeritas-4xv100"),
-    ] {
+    let cases = zoo::NAMES
+        .iter()
+        .map(|&name| (name, "celeritas-4xv100"))
+        .chain([("resnet101", "tag-testbed"), ("transformer", "tag-testbed")]);
+    for (name, cluster_name) in cases {
         let g = model(name);
         let c = config(cluster_name);
         let p = Problem {
@@ -436,11 +438,18 @@ fn adjusting_placement_is_no_slower_than_order_place() {
             cluster: &c,
             cost: &cost,
         };
-        let time = |m: &str| judge(&p, &placer(m).unwrap().place(&p, &budget()).unwrap()).1;
-        let (order, adjusting) = (time("order-place"), time("adjusting"));
+        let place = |m: &str| placer(m).unwrap().place(&p, &budget()).unwrap();
+        let (order, adjusting) = (place("order-place"), place("adjusting"));
+        let (planned_order, planned_adjusting) =
+            (order.predicted_us.unwrap(), adjusting.predicted_us.unwrap());
+        assert!(
+            planned_adjusting <= planned_order * (1.0 + 1e-9),
+            "{name} on {cluster_name}: planned {planned_adjusting} > {planned_order}"
+        );
+        let (order, adjusting) = (judge(&p, &order).1, judge(&p, &adjusting).1);
         assert!(
             adjusting <= order * (1.0 + 1e-9),
-            "{name}: {adjusting} > {order}"
+            "{name} on {cluster_name}: {adjusting} > {order}"
         );
     }
 }

@@ -7,6 +7,11 @@
 //!   earliest start is earlier by more than the cost of sending its output back
 //!   (`back_cost`); GPUs without room are skipped, and when none has room the one with the most
 //!   free memory takes it (the paper's best-effort rule; the simulator then reports OOM).
+//!   A GPU's earliest start queues the cluster's inputs from other GPUs on their links, as the
+//!   schedule then sends them (§6.1: Celeritas models transfers as tasks to account for
+//!   congestion); with contention-free estimates but contended finish times, a cluster that
+//!   pulls many activations across one PCIe link looked as early on the far GPU as at home, and
+//!   Inception-v3's whole backward pass drifted onto GPU 1 (917 ms planned vs Order-Place's 490).
 //!
 //! Within a cluster, ops run in CPD-TOPO order, inserted into idle gaps (the list machinery), and
 //! the schedule's start times are the execution order.
@@ -106,7 +111,7 @@ fn adjusting(s: &mut Schedule, clusters: &[Vec<OpIdx>], first: usize) {
         let est: Vec<f64> = (0..s.costs.devices)
             .map(|d| {
                 if s.unit_has_room(c, d) {
-                    s.unit_start(c, d)
+                    s.unit_start_contended(c, d)
                 } else {
                     f64::INFINITY
                 }

@@ -135,16 +135,31 @@ impl<'a> Schedule<'a> {
     /// like the simulator, a transfer holds every link of its route, one transfer at a time (a
     /// transfer queues after the last one planned on each of its links).
     fn transfers(&self, op: OpIdx, d: usize) -> (f64, Vec<(OpIdx, f64, f64)>) {
+        self.inputs_of(&[op], d, false)
+    }
+
+    /// [`Schedule::transfers`] for the inputs of several ops booked together; with `skip_unplaced`
+    /// an input from an op not yet scheduled (one of `ops` itself) is left out.
+    fn inputs_of(
+        &self,
+        ops: &[OpIdx],
+        d: usize,
+        skip_unplaced: bool,
+    ) -> (f64, Vec<(OpIdx, f64, f64)>) {
         let g = self.p.graph;
         let routes = &self.costs.routes;
         let mut ready: f64 = 0.0;
         let mut planned: Vec<(OpIdx, f64, f64)> = Vec::new();
         // Links this call has already booked: (link, free from).
         let mut booked: Vec<(u32, f64)> = Vec::new();
-        for &e in g.in_edges(op) {
-            let edge = g.edges()[e];
+        for e in ops.iter().flat_map(|&op| g.in_edges(op)) {
+            let edge = g.edges()[*e];
             let u = edge.src;
-            let from = self.device[u].expect("predecessors are scheduled first");
+            let from = match self.device[u] {
+                Some(from) => from,
+                None if skip_unplaced => continue,
+                None => panic!("predecessors are scheduled first"),
+            };
             let arrive = if from == d {
                 self.finish[u]
             } else if let Some(&t) = self.arrived.get(&(u, d)) {
@@ -291,6 +306,14 @@ impl<'a> Schedule<'a> {
                 }
             }
         }
+        self.gap_after(d, ready, self.unit_compute(unit, d))
+    }
+
+    /// [`Schedule::unit_start`] with the unit's inputs from other GPUs queued on their links as
+    /// [`Schedule::assign`] will send them (a tensor already on `d` is not sent again), so the
+    /// estimate matches the finish times placing the unit then records.
+    pub fn unit_start_contended(&self, unit: &[OpIdx], d: usize) -> f64 {
+        let (ready, _) = self.inputs_of(unit, d, true);
         self.gap_after(d, ready, self.unit_compute(unit, d))
     }
 
