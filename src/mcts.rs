@@ -1,0 +1,520 @@
+//! TAG's strategy search (§4.2.2): Monte-Carlo tree search over per-op-group decisions.
+//!
+//! - Op groups come from METIS (weights = compute times on the reference GPU) and are ordered by
+//!   descending compute, so the tree decides the expensive groups first.
+//! - A vertex at depth `i` is a partial strategy: decisions for the first `i` groups. An action
+//!   is a (non-empty set of device groups, replication option) pair; see [`actions`] for how the
+//!   set is restricted on large clusters.
+//! - A leaf is completed by giving every undecided group the first group's decision (TAG
+//!   footnote 2), compiled and simulated; its reward is `T_DP / T − 1` (DP-NCCL scores 0), or −1
+//!   when it runs out of memory.
+//! - Selection by PUCT, `U = Q + c·G·√ΣN / (1 + N)`, with uniform priors `G` (the GNN that
+//!   supplies priors in TAG is not built yet). Expansion adds one level per iteration.
+//! - Parallelism: each batch of leaves is selected sequentially with a virtual loss (so the
+//!   batch spreads over the tree), evaluated in parallel with rayon, and backed up in selection
+//!   order. The batch size is fixed, not the thread count, so a seed gives the same search on any
+//!   machine.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use rayon::prelude::*;
+
+use crate::baselines::{Placement, Problem, simulate};
+use crate::cluster::Cluster;
+use crate::compile::RouteTable;
+use crate::error::{Error, Result};
+use crate::group::{metis::metis, op_weights, reference_gpu};
+use crate::sim::Evaluation;
+use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+
+/// TAG's default number of op groups.
+pub const DEFAULT_GROUPS: usize = 60;
+/// Clusters with at most this many device groups get every subset as an action.
+pub const FULL_SUBSETS_UP_TO: usize = 8;
+/// Reward of a strategy that runs out of memory.
+const OOM_REWARD: f64 = -1.0;
+/// Reward charged to an edge per virtual visit while its batch is in flight.
+const VIRTUAL_LOSS: f64 = 1.0;
+
+/// How the search runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MctsConfig {
+    /// Leaf evaluations (simulator calls, cache hits included).
+    pub iterations: usize,
+    /// Wall-clock cap, checked between batches.
+    pub seconds: Option<f64>,
+    pub seed: u64,
+    /// Exploration constant `c` of PUCT.
+    pub exploration: f64,
+    /// Leaves selected (with virtual loss) and evaluated together.
+    pub batch: usize,
+}
+
+impl Default for MctsConfig {
+    fn default() -> MctsConfig {
+        MctsConfig {
+            iterations: 300,
+            seconds: None,
+            seed: 0,
+            exploration: 2.0,
+            batch: 8,
+        }
+    }
+}
+
+/// What the search found.
+#[derive(Debug, Clone)]
+pub struct SearchResult {
+    /// The fastest strategy that fits; when none fits, the fastest one tried.
+    pub strategy: Strategy,
+    pub evaluation: Evaluation,
+    /// Whether the strategy fits in memory.
+    pub fits: bool,
+    /// The chosen action of each op group, in search order (descending compute).
+    pub decisions: Vec<GroupDecision>,
+    /// Ops in each op group, in search order.
+    pub group_ops: Vec<usize>,
+    /// DP-NCCL's simulated iteration time, µs, and whether it fits.
+    pub dp_us: f64,
+    pub dp_fits: bool,
+    /// The first iteration (1-based) whose strategy fit and beat DP-NCCL.
+    pub beat_dp_at: Option<usize>,
+    pub iterations: usize,
+    /// Distinct strategies simulated.
+    pub simulated: usize,
+    pub seconds: f64,
+    pub actions: usize,
+}
+
+impl SearchResult {
+    pub fn iteration_us(&self) -> f64 {
+        self.evaluation.report.iteration_us
+    }
+
+    pub fn iterations_per_second(&self) -> f64 {
+        self.iterations as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Progress reported after each batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub iterations: usize,
+    pub best_us: Option<f64>,
+    pub dp_us: f64,
+}
+
+/// METIS op groups (at most `k`, fewer on small graphs), renumbered by descending compute.
+pub fn metis_groups(p: &Problem, k: usize, seed: u64) -> Result<Vec<u32>> {
+    let weights = op_weights(p.graph, reference_gpu(p.graph), p.cost);
+    // METIS refuses parts of a vertex or two, as in the MCMC baseline.
+    let k = k.min(p.graph.len() / 4).max(1);
+    let grouping = metis(p.graph, &weights, k, seed)?;
+    Ok(order_by_compute(&grouping.op_group, &weights))
+}
+
+/// Renumber groups so group 0 has the most compute (ties: lower old id first).
+pub fn order_by_compute(op_group: &[u32], weights: &[f64]) -> Vec<u32> {
+    let n = op_group.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+    let mut compute = vec![0.0; n];
+    for (op, &g) in op_group.iter().enumerate() {
+        compute[g as usize] += weights[op];
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| compute[b].total_cmp(&compute[a]).then(a.cmp(&b)));
+    let mut rank = vec![0u32; n];
+    for (r, &g) in order.iter().enumerate() {
+        rank[g] = r as u32;
+    }
+    op_group.iter().map(|&g| rank[g as usize]).collect()
+}
+
+/// Sets of device groups an action may use. Up to [`FULL_SUBSETS_UP_TO`] device groups: every
+/// non-empty subset. Beyond, the (2^M − 1) subsets are too many, so the search is restricted to
+/// one or two device groups, each machine's device groups, and all of them.
+pub fn device_group_sets(cluster: &Cluster) -> Vec<Vec<usize>> {
+    let m = cluster.groups.len();
+    if m <= FULL_SUBSETS_UP_TO {
+        return (1u32..(1 << m))
+            .map(|mask| (0..m).filter(|&g| mask >> g & 1 == 1).collect())
+            .collect();
+    }
+    let mut sets: Vec<Vec<usize>> = (0..m).map(|g| vec![g]).collect();
+    for a in 0..m {
+        sets.extend((a + 1..m).map(|b| vec![a, b]));
+    }
+    for machine in &cluster.machines {
+        let mut g = machine.groups.clone();
+        g.sort_unstable();
+        if g.len() > 2 && !sets.contains(&g) {
+            sets.push(g);
+        }
+    }
+    sets.push((0..m).collect());
+    sets
+}
+
+/// Every action: each device-group set with each option, as a decision over its GPUs. The
+/// all-GPU all-reduce action (DP-NCCL's) comes first.
+pub fn actions(cluster: &Cluster) -> Vec<GroupDecision> {
+    let mut sets = device_group_sets(cluster);
+    // Largest set first so DP's action is index 0.
+    sets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = Vec::new();
+    for set in sets {
+        let mut devices: Vec<usize> = set
+            .iter()
+            .flat_map(|&g| cluster.groups[g].devices.iter().copied())
+            .collect();
+        devices.sort_unstable();
+        for option in ReplicationOption::ALL {
+            out.push(GroupDecision {
+                devices: devices.clone(),
+                option,
+            });
+        }
+    }
+    out
+}
+
+/// The strategy that gives op group `g` the decision `actions[choice[g]]`. Groups with the same
+/// action share one strategy group, so all-DP is exactly DP-NCCL (one packed AllReduce).
+pub fn build_strategy(
+    op_group: &[u32],
+    actions: &[GroupDecision],
+    choice: &[u16],
+    devices: usize,
+) -> Result<Strategy> {
+    let mut slot = vec![u32::MAX; actions.len()];
+    let mut decisions = Vec::new();
+    for &a in choice {
+        if slot[a as usize] == u32::MAX {
+            slot[a as usize] = decisions.len() as u32;
+            decisions.push(actions[a as usize].clone());
+        }
+    }
+    let ops = op_group
+        .iter()
+        .map(|&g| slot[choice[g as usize] as usize])
+        .collect();
+    let mut s = Strategy::new(
+        "mcts",
+        ops,
+        decisions,
+        BatchSplit::Even,
+        op_group.len(),
+        devices,
+    )?;
+    s.allreduce = AllReducePacking::Packed;
+    Ok(s)
+}
+
+/// Statistics of one action out of a vertex.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    visits: u32,
+    /// Sum of backed-up rewards.
+    total: f64,
+    /// Visits of selections still being evaluated.
+    virtual_visits: u32,
+    child: u32,
+}
+
+const NO_CHILD: u32 = u32::MAX;
+
+struct Node {
+    edges: Vec<Edge>,
+}
+
+impl Node {
+    fn new(actions: usize) -> Node {
+        Node {
+            edges: vec![
+                Edge {
+                    visits: 0,
+                    total: 0.0,
+                    virtual_visits: 0,
+                    child: NO_CHILD,
+                };
+                actions
+            ],
+        }
+    }
+}
+
+/// One simulated complete strategy.
+#[derive(Clone, Copy)]
+struct Outcome {
+    time_us: f64,
+    fits: bool,
+}
+
+/// The search state: tree, evaluation cache and best strategy so far.
+pub struct Mcts<'a> {
+    problem: Problem<'a>,
+    routes: RouteTable,
+    op_group: Vec<u32>,
+    groups: usize,
+    actions: Vec<GroupDecision>,
+    config: MctsConfig,
+    nodes: Vec<Node>,
+    cache: HashMap<Vec<u16>, Outcome>,
+    rng: StdRng,
+    dp: Outcome,
+    /// Best (by fit, then time) complete choice seen.
+    best: Option<(Vec<u16>, Outcome)>,
+    beat_dp_at: Option<usize>,
+    iterations: usize,
+}
+
+impl<'a> Mcts<'a> {
+    /// A search over the given op groups (ids dense, 0 = decided first).
+    pub fn new(problem: Problem<'a>, op_group: Vec<u32>, config: MctsConfig) -> Result<Mcts<'a>> {
+        let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+        if groups == 0 {
+            return Err(Error::Other("the graph has no ops to place".into()));
+        }
+        let actions = actions(problem.cluster);
+        if actions.len() > u16::MAX as usize {
+            return Err(Error::Other(format!("{} actions is too many", actions.len())));
+        }
+        let mut search = Mcts {
+            routes: RouteTable::new(problem.cluster),
+            problem,
+            op_group,
+            groups,
+            nodes: vec![Node::new(actions.len())],
+            actions,
+            cache: HashMap::new(),
+            rng: StdRng::seed_from_u64(config.seed),
+            config,
+            dp: Outcome {
+                time_us: 0.0,
+                fits: false,
+            },
+            best: None,
+            beat_dp_at: None,
+            iterations: 0,
+        };
+        // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
+        // makes it the incumbent, so the search never returns anything slower that fits.
+        let dp_choice = vec![0u16; search.groups];
+        search.dp = search.simulate(&dp_choice)?;
+        search.cache.insert(dp_choice.clone(), search.dp);
+        search.best = Some((dp_choice, search.dp));
+        Ok(search)
+    }
+
+    pub fn actions(&self) -> &[GroupDecision] {
+        &self.actions
+    }
+
+    /// Run the search to its budget, calling `progress` after every batch.
+    pub fn run(mut self, mut progress: impl FnMut(Progress)) -> Result<SearchResult> {
+        let began = Instant::now();
+        while self.iterations < self.config.iterations {
+            if self
+                .config
+                .seconds
+                .is_some_and(|s| began.elapsed().as_secs_f64() >= s)
+            {
+                break;
+            }
+            let room = self.config.iterations - self.iterations;
+            self.batch(self.config.batch.max(1).min(room))?;
+            progress(Progress {
+                iterations: self.iterations,
+                best_us: self
+                    .best
+                    .as_ref()
+                    .filter(|(_, o)| o.fits)
+                    .map(|(_, o)| o.time_us),
+                dp_us: self.dp.time_us,
+            });
+        }
+        self.finish(began.elapsed().as_secs_f64())
+    }
+
+    /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
+    fn batch(&mut self, n: usize) -> Result<()> {
+        let paths: Vec<Vec<u16>> = (0..n).map(|_| self.select()).collect();
+        let complete: Vec<Vec<u16>> = paths.iter().map(|p| self.complete(p)).collect();
+        let mut fresh: Vec<&Vec<u16>> = complete
+            .iter()
+            .filter(|c| !self.cache.contains_key(*c))
+            .collect();
+        fresh.sort();
+        fresh.dedup();
+        let this = &*self;
+        let outcomes: Vec<Result<Outcome>> = fresh.par_iter().map(|c| this.simulate(c)).collect();
+        for (c, o) in fresh.into_iter().zip(outcomes) {
+            let o = o?;
+            self.cache.insert(c.clone(), o);
+        }
+        for (path, c) in paths.iter().zip(&complete) {
+            let outcome = self.cache[c];
+            self.iterations += 1;
+            self.record(c, outcome);
+            let reward = self.reward(outcome);
+            self.backup(path, reward);
+        }
+        Ok(())
+    }
+
+    /// Walk down by PUCT, adding virtual visits, until an edge with no child (expanded here)
+    /// or a complete strategy.
+    fn select(&mut self) -> Vec<u16> {
+        let mut path = Vec::new();
+        let mut node = 0usize;
+        while path.len() < self.groups {
+            let a = self.pick(node);
+            path.push(a as u16);
+            let edge = &mut self.nodes[node].edges[a];
+            edge.virtual_visits += 1;
+            if edge.child == NO_CHILD {
+                let child = self.nodes.len() as u32;
+                self.nodes[node].edges[a].child = child;
+                self.nodes.push(Node::new(self.actions.len()));
+                break;
+            }
+            node = edge.child as usize;
+        }
+        path
+    }
+
+    /// The PUCT argmax at `node`, ties broken uniformly at random.
+    fn pick(&mut self, node: usize) -> usize {
+        let edges = &self.nodes[node].edges;
+        let prior = 1.0 / edges.len() as f64;
+        let total: u32 = edges.iter().map(|e| e.visits + e.virtual_visits).sum();
+        let sqrt_total = (total as f64).sqrt();
+        let (mut best, mut best_u, mut ties) = (0, f64::NEG_INFINITY, 0u32);
+        for (a, e) in edges.iter().enumerate() {
+            let n = e.visits + e.virtual_visits;
+            // An unvisited action is assumed as good as DP-NCCL (reward 0).
+            let q = if n == 0 {
+                0.0
+            } else {
+                (e.total - VIRTUAL_LOSS * e.virtual_visits as f64) / n as f64
+            };
+            let u = q + self.config.exploration * prior * sqrt_total / (1.0 + n as f64);
+            if u > best_u {
+                (best, best_u, ties) = (a, u, 1);
+            } else if u == best_u {
+                // Reservoir sampling over the tied actions.
+                ties += 1;
+                if self.rng.random_range(0..ties) == 0 {
+                    best = a;
+                }
+            }
+        }
+        best
+    }
+
+    /// Back up `reward` along `path`, removing its virtual visits.
+    fn backup(&mut self, path: &[u16], reward: f64) {
+        let mut node = 0usize;
+        for &a in path {
+            let e = &mut self.nodes[node].edges[a as usize];
+            e.virtual_visits -= 1;
+            e.visits += 1;
+            e.total += reward;
+            node = e.child as usize;
+        }
+    }
+
+    /// Undecided groups take the first group's decision (TAG footnote 2).
+    fn complete(&self, path: &[u16]) -> Vec<u16> {
+        let mut c = path.to_vec();
+        c.resize(self.groups, path[0]);
+        c
+    }
+
+    fn reward(&self, o: Outcome) -> f64 {
+        if o.fits {
+            self.dp.time_us / o.time_us - 1.0
+        } else {
+            OOM_REWARD
+        }
+    }
+
+    fn record(&mut self, choice: &[u16], o: Outcome) {
+        if o.fits && self.dp.fits && o.time_us < self.dp.time_us && self.beat_dp_at.is_none() {
+            self.beat_dp_at = Some(self.iterations);
+        }
+        let better = match &self.best {
+            None => true,
+            Some((_, b)) => (o.fits, -o.time_us) > (b.fits, -b.time_us),
+        };
+        if better {
+            self.best = Some((choice.to_vec(), o));
+        }
+    }
+
+    fn strategy(&self, choice: &[u16]) -> Result<Strategy> {
+        build_strategy(
+            &self.op_group,
+            &self.actions,
+            choice,
+            self.problem.cluster.devices.len(),
+        )
+    }
+
+    fn evaluate(&self, choice: &[u16]) -> Result<(Strategy, Evaluation)> {
+        let s = self.strategy(choice)?;
+        let e = simulate(
+            &self.problem,
+            &self.routes,
+            &Placement::plain(s.clone(), ""),
+        )?;
+        Ok((s, e))
+    }
+
+    fn simulate(&self, choice: &[u16]) -> Result<Outcome> {
+        let (_, e) = self.evaluate(choice)?;
+        Ok(Outcome {
+            time_us: e.report.iteration_us,
+            fits: e.result.oom.is_empty(),
+        })
+    }
+
+    fn finish(self, seconds: f64) -> Result<SearchResult> {
+        let (choice, best) = self.best.clone().expect("DP is evaluated first");
+        let (strategy, evaluation) = self.evaluate(&choice)?;
+        let mut group_ops = vec![0; self.groups];
+        for &g in &self.op_group {
+            group_ops[g as usize] += 1;
+        }
+        Ok(SearchResult {
+            strategy,
+            evaluation,
+            fits: best.fits,
+            decisions: choice
+                .iter()
+                .map(|&a| self.actions[a as usize].clone())
+                .collect(),
+            group_ops,
+            dp_us: self.dp.time_us,
+            dp_fits: self.dp.fits,
+            beat_dp_at: self.beat_dp_at,
+            iterations: self.iterations,
+            simulated: self.cache.len(),
+            seconds,
+            actions: self.actions.len(),
+        })
+    }
+}
+
+/// Group with METIS and search: what `topoplace place` and the `tag` placer run.
+pub fn search(
+    p: &Problem,
+    groups: usize,
+    config: MctsConfig,
+    progress: impl FnMut(Progress),
+) -> Result<SearchResult> {
+    let op_group = metis_groups(p, groups, config.seed)?;
+    Mcts::new(*p, op_group, config)?.run(progress)
+}
