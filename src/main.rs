@@ -8,12 +8,12 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use topoplace::cluster::{Cluster, load_cluster, random_cluster};
+use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
 use topoplace::graph::{Graph, save_graph, simplify};
 use topoplace::sim::summary as simulation;
 use topoplace::sim::{Order, chrome_trace, evaluate};
-use topoplace::compile::RouteTable;
 use topoplace::strategy::{Reference, load_strategy, save_strategy};
 use topoplace::{baselines, group as grouping, import, inspect, zoo};
 

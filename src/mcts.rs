@@ -36,8 +36,6 @@ pub const DEFAULT_GROUPS: usize = 60;
 pub const FULL_SUBSETS_UP_TO: usize = 8;
 /// Reward of a strategy that runs out of memory.
 const OOM_REWARD: f64 = -1.0;
-/// Reward charged to an edge per virtual visit while its batch is in flight.
-const VIRTUAL_LOSS: f64 = 1.0;
 
 /// How the search runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +57,7 @@ impl Default for MctsConfig {
             iterations: 300,
             seconds: None,
             seed: 0,
-            exploration: 2.0,
+            exploration: 10.0,
             batch: 8,
         }
     }
@@ -268,6 +266,8 @@ pub struct Mcts<'a> {
     best: Option<(Vec<u16>, Outcome)>,
     beat_dp_at: Option<usize>,
     iterations: usize,
+    /// Lowest and highest reward backed up (DP-NCCL's 0 included).
+    reward_range: (f64, f64),
 }
 
 impl<'a> Mcts<'a> {
@@ -279,7 +279,10 @@ impl<'a> Mcts<'a> {
         }
         let actions = actions(problem.cluster);
         if actions.len() > u16::MAX as usize {
-            return Err(Error::Other(format!("{} actions is too many", actions.len())));
+            return Err(Error::Other(format!(
+                "{} actions is too many",
+                actions.len()
+            )));
         }
         let mut search = Mcts {
             routes: RouteTable::new(problem.cluster),
@@ -298,6 +301,7 @@ impl<'a> Mcts<'a> {
             best: None,
             beat_dp_at: None,
             iterations: 0,
+            reward_range: (0.0, 0.0),
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -359,6 +363,10 @@ impl<'a> Mcts<'a> {
             self.iterations += 1;
             self.record(c, outcome);
             let reward = self.reward(outcome);
+            self.reward_range = (
+                self.reward_range.0.min(reward),
+                self.reward_range.1.max(reward),
+            );
             self.backup(path, reward);
         }
         Ok(())
@@ -369,8 +377,9 @@ impl<'a> Mcts<'a> {
     fn select(&mut self) -> Vec<u16> {
         let mut path = Vec::new();
         let mut node = 0usize;
+        let mut parent_q = self.root_q();
         while path.len() < self.groups {
-            let a = self.pick(node);
+            let a = self.pick(node, parent_q);
             path.push(a as u16);
             let edge = &mut self.nodes[node].edges[a];
             edge.virtual_visits += 1;
@@ -380,25 +389,50 @@ impl<'a> Mcts<'a> {
                 self.nodes.push(Node::new(self.actions.len()));
                 break;
             }
+            if edge.visits > 0 {
+                parent_q = edge.total / edge.visits as f64;
+            }
             node = edge.child as usize;
         }
         path
     }
 
-    /// The PUCT argmax at `node`, ties broken uniformly at random.
-    fn pick(&mut self, node: usize) -> usize {
+    /// Mean reward of every backed-up iteration (0, DP-NCCL's, before any).
+    fn root_q(&self) -> f64 {
+        let (n, total) = self.nodes[0]
+            .edges
+            .iter()
+            .fold((0, 0.0), |(n, t), e| (n + e.visits, t + e.total));
+        if n == 0 { 0.0 } else { total / n as f64 }
+    }
+
+    /// The PUCT argmax at `node`, ties broken uniformly at random. `parent_q` is the mean reward
+    /// through `node`, the first-play value of its unvisited actions.
+    fn pick(&mut self, node: usize, parent_q: f64) -> usize {
         let edges = &self.nodes[node].edges;
         let prior = 1.0 / edges.len() as f64;
         let total: u32 = edges.iter().map(|e| e.visits + e.virtual_visits).sum();
         let sqrt_total = (total as f64).sqrt();
+        let (low, high) = self.reward_range;
+        // Rewards are unbounded above (T_DP / T − 1), so Q is rescaled to [0, 1] by the range
+        // seen so far (as in MuZero) to keep the exploration constant meaningful.
+        let scale = |q: f64| {
+            if high > low {
+                (q - low) / (high - low)
+            } else {
+                0.5
+            }
+        };
+        let first_play = scale(parent_q);
         let (mut best, mut best_u, mut ties) = (0, f64::NEG_INFINITY, 0u32);
         for (a, e) in edges.iter().enumerate() {
             let n = e.visits + e.virtual_visits;
-            // An unvisited action is assumed as good as DP-NCCL (reward 0).
+            // An unvisited action is assumed as good as its parent; a virtual visit counts as
+            // the worst reward seen.
             let q = if n == 0 {
-                0.0
+                first_play
             } else {
-                (e.total - VIRTUAL_LOSS * e.virtual_visits as f64) / n as f64
+                scale((e.total + low * e.virtual_visits as f64) / n as f64)
             };
             let u = q + self.config.exploration * prior * sqrt_total / (1.0 + n as f64);
             if u > best_u {
