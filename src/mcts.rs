@@ -178,12 +178,28 @@ pub fn actions(cluster: &Cluster) -> Vec<GroupDecision> {
     out
 }
 
-/// The strategy that gives op group `g` the decision `actions[choice[g]]`. Groups with the same
-/// action share one strategy group, so all-DP is exactly DP-NCCL (one packed AllReduce).
+/// How a searched strategy's AllReduce groups synchronise: each leaf is simulated with both and
+/// keeps the faster. Gradients in 64 MiB buckets overlap the backward pass (Horovod's fusion, the
+/// overlap TAG's per-group strategies have); one pack per strategy group after the backward pass
+/// wins where many small AllReduces would each pay the ring latency.
+pub const PACKINGS: [AllReducePacking; 2] = [
+    AllReducePacking::Buckets(crate::strategy::HOROVOD_FUSION_BYTES),
+    AllReducePacking::Packed,
+];
+
+/// Whether `choice` is DP-NCCL: every group on action 0 (all GPUs, all-reduce).
+pub fn is_dp(choice: &[u16]) -> bool {
+    choice.iter().all(|&a| a == 0)
+}
+
+/// The strategy that gives op group `g` the decision `actions[choice[g]]`, synchronised by
+/// `packing`. Groups with the same action share one strategy group, so every group on action 0
+/// with [`AllReducePacking::Packed`] is exactly DP-NCCL and scores 0.
 pub fn build_strategy(
     op_group: &[u32],
     actions: &[GroupDecision],
     choice: &[u16],
+    packing: AllReducePacking,
     devices: usize,
 ) -> Result<Strategy> {
     let mut slot = vec![u32::MAX; actions.len()];
@@ -206,7 +222,7 @@ pub fn build_strategy(
         op_group.len(),
         devices,
     )?;
-    s.allreduce = AllReducePacking::Packed;
+    s.allreduce = packing;
     Ok(s)
 }
 
@@ -248,6 +264,14 @@ impl Node {
 struct Outcome {
     time_us: f64,
     fits: bool,
+    packing: AllReducePacking,
+}
+
+impl Outcome {
+    /// Fitting first, then faster.
+    fn better_than(&self, other: &Outcome) -> bool {
+        (self.fits, -self.time_us) > (other.fits, -other.time_us)
+    }
 }
 
 /// The search state: tree, evaluation cache and best strategy so far.
@@ -297,6 +321,7 @@ impl<'a> Mcts<'a> {
             dp: Outcome {
                 time_us: 0.0,
                 fits: false,
+                packing: AllReducePacking::Packed,
             },
             best: None,
             beat_dp_at: None,
@@ -309,6 +334,14 @@ impl<'a> Mcts<'a> {
         search.dp = search.simulate(&dp_choice)?;
         search.cache.insert(dp_choice.clone(), search.dp);
         search.best = Some((dp_choice, search.dp));
+        // Back DP-NCCL's first decision into the tree as one visit (reward 0), so the search
+        // starts from a known-good vertex: once worse strategies pull the root's mean below 0,
+        // the DP edge is preferred and its children, DP-NCCL with one group changed, are tried.
+        // Not counted as an iteration.
+        search.nodes[0].edges[0].virtual_visits = 1;
+        search.nodes[0].edges[0].child = 1;
+        search.nodes.push(Node::new(search.actions.len()));
+        search.backup(&[0], 0.0);
         Ok(search)
     }
 
@@ -479,26 +512,24 @@ impl<'a> Mcts<'a> {
         if o.fits && self.dp.fits && o.time_us < self.dp.time_us && self.beat_dp_at.is_none() {
             self.beat_dp_at = Some(self.iterations);
         }
-        let better = match &self.best {
-            None => true,
-            Some((_, b)) => (o.fits, -o.time_us) > (b.fits, -b.time_us),
-        };
+        let better = self.best.as_ref().is_none_or(|(_, b)| o.better_than(b));
         if better {
             self.best = Some((choice.to_vec(), o));
         }
     }
 
-    fn strategy(&self, choice: &[u16]) -> Result<Strategy> {
-        build_strategy(
+    fn evaluate(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+    ) -> Result<(Strategy, Evaluation)> {
+        let s = build_strategy(
             &self.op_group,
             &self.actions,
             choice,
+            packing,
             self.problem.cluster.devices.len(),
-        )
-    }
-
-    fn evaluate(&self, choice: &[u16]) -> Result<(Strategy, Evaluation)> {
-        let s = self.strategy(choice)?;
+        )?;
         let e = simulate(
             &self.problem,
             &self.routes,
@@ -507,17 +538,31 @@ impl<'a> Mcts<'a> {
         Ok((s, e))
     }
 
+    /// Simulate `choice` under each packing (DP-NCCL: packed only) and keep the better.
     fn simulate(&self, choice: &[u16]) -> Result<Outcome> {
-        let (_, e) = self.evaluate(choice)?;
-        Ok(Outcome {
-            time_us: e.report.iteration_us,
-            fits: e.result.oom.is_empty(),
-        })
+        let packings: &[AllReducePacking] = if is_dp(choice) {
+            &[AllReducePacking::Packed]
+        } else {
+            &PACKINGS
+        };
+        let mut best: Option<Outcome> = None;
+        for &packing in packings {
+            let (_, e) = self.evaluate(choice, packing)?;
+            let o = Outcome {
+                time_us: e.report.iteration_us,
+                fits: e.result.oom.is_empty(),
+                packing,
+            };
+            if best.is_none_or(|b| o.better_than(&b)) {
+                best = Some(o);
+            }
+        }
+        Ok(best.expect("at least one packing"))
     }
 
     fn finish(self, seconds: f64) -> Result<SearchResult> {
         let (choice, best) = self.best.clone().expect("DP is evaluated first");
-        let (strategy, evaluation) = self.evaluate(&choice)?;
+        let (strategy, evaluation) = self.evaluate(&choice, best.packing)?;
         let mut group_ops = vec![0; self.groups];
         for &g in &self.op_group {
             group_ops[g as usize] += 1;

@@ -8,7 +8,10 @@ use topoplace::cluster::{Cluster, load_cluster, parse_cluster};
 use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, save_graph};
-use topoplace::mcts::{Mcts, MctsConfig, actions, build_strategy, metis_groups, search};
+use topoplace::mcts::{
+    Mcts, MctsConfig, PACKINGS, actions, build_strategy, is_dp, metis_groups, search,
+};
+use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
 
 fn model(name: &str) -> Graph {
@@ -40,7 +43,8 @@ fn config(iterations: usize, seed: u64) -> MctsConfig {
     }
 }
 
-/// The fastest fitting time over every complete strategy (12^groups of them).
+/// The fastest fitting time over every complete strategy (12^groups choices, each with both
+/// packings; DP-NCCL packed only).
 fn enumerate_best(p: &Problem, op_group: &[u32]) -> f64 {
     let acts = actions(p.cluster);
     let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
@@ -48,10 +52,18 @@ fn enumerate_best(p: &Problem, op_group: &[u32]) -> f64 {
     let mut choice = vec![0u16; groups];
     let mut best = f64::INFINITY;
     loop {
-        let s = build_strategy(op_group, &acts, &choice, p.cluster.devices.len()).unwrap();
-        let e = simulate(p, &routes, &Placement::plain(s, "")).unwrap();
-        if e.result.oom.is_empty() {
-            best = best.min(e.report.iteration_us);
+        let packings: &[AllReducePacking] = if is_dp(&choice) {
+            &[AllReducePacking::Packed]
+        } else {
+            &PACKINGS
+        };
+        for &packing in packings {
+            let s =
+                build_strategy(op_group, &acts, &choice, packing, p.cluster.devices.len()).unwrap();
+            let e = simulate(p, &routes, &Placement::plain(s, "")).unwrap();
+            if e.result.oom.is_empty() {
+                best = best.min(e.report.iteration_us);
+            }
         }
         // Odometer over the choices.
         let mut i = 0;
