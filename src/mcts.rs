@@ -78,7 +78,8 @@ pub struct SearchResult {
     /// DP-NCCL's simulated iteration time, µs, and whether it fits.
     pub dp_us: f64,
     pub dp_fits: bool,
-    /// The first iteration (1-based) whose strategy fit and beat DP-NCCL.
+    /// The first iteration (1-based) whose strategy fit and beat DP-NCCL; 0 when the start,
+    /// data parallelism with bucketed AllReduce (Horovod), already does.
     pub beat_dp_at: Option<usize>,
     pub iterations: usize,
     /// Distinct strategies simulated.
@@ -179,18 +180,13 @@ pub fn actions(cluster: &Cluster) -> Vec<GroupDecision> {
 }
 
 /// How a searched strategy's AllReduce groups synchronise: each leaf is simulated with both and
-/// keeps the faster. Gradients in 64 MiB buckets overlap the backward pass (Horovod's fusion, the
+/// keeps the faster (an extension of TAG's action space, which fixes one scheme). Gradients in 64 MiB buckets overlap the backward pass (Horovod's fusion, the
 /// overlap TAG's per-group strategies have); one pack per strategy group after the backward pass
 /// wins where many small AllReduces would each pay the ring latency.
 pub const PACKINGS: [AllReducePacking; 2] = [
     AllReducePacking::Buckets(crate::strategy::HOROVOD_FUSION_BYTES),
     AllReducePacking::Packed,
 ];
-
-/// Whether `choice` is DP-NCCL: every group on action 0 (all GPUs, all-reduce).
-pub fn is_dp(choice: &[u16]) -> bool {
-    choice.iter().all(|&a| a == 0)
-}
 
 /// The strategy that gives op group `g` the decision `actions[choice[g]]`, synchronised by
 /// `packing`. Groups with the same action share one strategy group, so every group on action 0
@@ -331,17 +327,21 @@ impl<'a> Mcts<'a> {
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
         let dp_choice = vec![0u16; search.groups];
-        search.dp = search.simulate(&dp_choice)?;
-        search.cache.insert(dp_choice.clone(), search.dp);
-        search.best = Some((dp_choice, search.dp));
-        // Back DP-NCCL's first decision into the tree as one visit (reward 0), so the search
-        // starts from a known-good vertex: once worse strategies pull the root's mean below 0,
-        // the DP edge is preferred and its children, DP-NCCL with one group changed, are tried.
-        // Not counted as an iteration.
+        search.dp = search.outcome(&dp_choice, AllReducePacking::Packed)?;
+        search.best = Some((dp_choice.clone(), search.dp));
+        // The same choice under the best packing (bucketed: Horovod) is the search's start:
+        // backed into the tree as one visit of the root's DP edge, so once worse strategies
+        // pull the root's mean down, that edge is preferred and its children, data parallelism
+        // with one group changed, are tried. It is iteration 0, not counted in the budget.
+        let start = search.simulate(&dp_choice)?;
+        search.cache.insert(dp_choice.clone(), start);
+        search.record(&dp_choice, start);
+        let reward = search.reward(start);
+        search.reward_range = (reward.min(0.0), reward.max(0.0));
         search.nodes[0].edges[0].virtual_visits = 1;
         search.nodes[0].edges[0].child = 1;
         search.nodes.push(Node::new(search.actions.len()));
-        search.backup(&[0], 0.0);
+        search.backup(&[0], reward);
         Ok(search)
     }
 
@@ -538,26 +538,26 @@ impl<'a> Mcts<'a> {
         Ok((s, e))
     }
 
-    /// Simulate `choice` under each packing (DP-NCCL: packed only) and keep the better.
+    /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
+    /// Horovod-style when bucketing wins).
     fn simulate(&self, choice: &[u16]) -> Result<Outcome> {
-        let packings: &[AllReducePacking] = if is_dp(choice) {
-            &[AllReducePacking::Packed]
-        } else {
-            &PACKINGS
-        };
         let mut best: Option<Outcome> = None;
-        for &packing in packings {
-            let (_, e) = self.evaluate(choice, packing)?;
-            let o = Outcome {
-                time_us: e.report.iteration_us,
-                fits: e.result.oom.is_empty(),
-                packing,
-            };
+        for packing in PACKINGS {
+            let o = self.outcome(choice, packing)?;
             if best.is_none_or(|b| o.better_than(&b)) {
                 best = Some(o);
             }
         }
         Ok(best.expect("at least one packing"))
+    }
+
+    fn outcome(&self, choice: &[u16], packing: AllReducePacking) -> Result<Outcome> {
+        let (_, e) = self.evaluate(choice, packing)?;
+        Ok(Outcome {
+            time_us: e.report.iteration_us,
+            fits: e.result.oom.is_empty(),
+            packing,
+        })
     }
 
     fn finish(self, seconds: f64) -> Result<SearchResult> {
