@@ -12,6 +12,7 @@ pub mod graph;
 pub mod group;
 pub mod import;
 pub mod inspect;
+pub mod mcts;
 pub mod report;
 pub mod sim;
 pub mod strategy;

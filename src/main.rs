@@ -8,12 +8,13 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use topoplace::cluster::{Cluster, load_cluster, random_cluster};
+use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
 use topoplace::graph::{Graph, save_graph, simplify};
 use topoplace::sim::summary as simulation;
 use topoplace::sim::{Order, chrome_trace, evaluate};
-use topoplace::strategy::{Reference, load_strategy};
+use topoplace::strategy::{Reference, load_strategy, save_strategy};
 use topoplace::{baselines, group as grouping, import, inspect, zoo};
 
 #[derive(Parser)]
@@ -53,6 +54,9 @@ enum Command {
     Group(GroupArgs),
     /// Run baseline placers on models × clusters; write results.csv, results.md and SVG charts.
     Compare(CompareArgs),
+    /// Search a strategy with TAG's Monte-Carlo tree search and compare it with DP-NCCL and the
+    /// best heuristic (DP-NCCL-P, Horovod).
+    Place(PlaceArgs),
     /// Synthetic cluster topologies.
     Topology {
         #[command(subcommand)]
@@ -166,6 +170,39 @@ struct CompareArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct PlaceArgs {
+    /// A zoo name or a graph JSON file.
+    #[arg(long)]
+    model: String,
+    /// A cluster config: a file, or the name of one in configs/.
+    #[arg(long)]
+    cluster: String,
+    /// Prior policy: `none` (uniform priors). A trained GNN file is not supported yet.
+    #[arg(long, default_value = "none")]
+    policy: String,
+    /// MCTS iterations (leaf evaluations).
+    #[arg(long, default_value_t = 300)]
+    budget: usize,
+    /// Stop after this many seconds instead (the iteration budget still applies if reached
+    /// first; pass a large --budget to search by time only).
+    #[arg(long)]
+    time: Option<f64>,
+    /// METIS op groups (fewer on small graphs).
+    #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS)]
+    groups: usize,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the chosen strategy JSON here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write a Chrome trace of the chosen strategy's iteration here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Subcommand)]
 enum ZooCommand {
     /// Names, variants, batch sizes and sizes of the zoo models.
@@ -233,6 +270,7 @@ fn run(command: Command) -> Result<()> {
         Command::Import(args) => import_graph(args),
         Command::Group(args) => group(args),
         Command::Compare(args) => compare(args),
+        Command::Place(args) => place(args),
         Command::Topology { command } => match command {
             TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
         },
@@ -564,4 +602,212 @@ fn compare(args: CompareArgs) -> Result<()> {
         print!("{}", baselines::compare::markdown(&rows));
         Ok(())
     }
+}
+
+#[derive(Serialize)]
+struct PlacedGroup {
+    group: usize,
+    ops: usize,
+    devices: Vec<usize>,
+    device_groups: Vec<String>,
+    option: &'static str,
+}
+
+#[derive(Serialize)]
+struct PlaceSummary {
+    model: String,
+    cluster: String,
+    policy: String,
+    iteration_us: f64,
+    dp_nccl_us: f64,
+    speedup_over_dp: f64,
+    best_heuristic: String,
+    best_heuristic_us: f64,
+    speedup_over_heuristic: f64,
+    peak_memory_bytes: f64,
+    iterations: usize,
+    simulated: usize,
+    actions: usize,
+    search_seconds: f64,
+    iterations_per_second: f64,
+    iterations_to_beat_dp: Option<usize>,
+    groups: Vec<PlacedGroup>,
+}
+
+/// The policy argument: only uniform priors exist until the GNN is built.
+fn check_policy(policy: &str) -> Result<()> {
+    if policy == "none" {
+        return Ok(());
+    }
+    Err(InputError::new(
+        "<cli>",
+        "--policy",
+        format!(
+            "\"{policy}\": only `none` (uniform priors) is supported; the GNN policy lands in a \
+             later release"
+        ),
+    )
+    .into())
+}
+
+/// The fastest of the heuristics TAG runs alongside its search that fits, as (name, µs).
+fn best_heuristic(p: &baselines::Problem, routes: &RouteTable) -> Result<(String, f64)> {
+    let mut best = ("none".to_string(), f64::INFINITY);
+    for name in ["dp-nccl-p", "horovod"] {
+        let placement = baselines::placer(name)?.place(p, &baselines::Budget::default())?;
+        let e = baselines::simulate(p, routes, &placement)?;
+        if e.result.oom.is_empty() && e.report.iteration_us < best.1 {
+            best = (name.to_string(), e.report.iteration_us);
+        }
+    }
+    Ok(best)
+}
+
+/// Names of the device groups whose GPUs exactly make up `devices` (all of them, as a set).
+fn device_group_names(cluster: &Cluster, devices: &[usize]) -> Vec<String> {
+    cluster
+        .groups
+        .iter()
+        .filter(|g| g.devices.iter().all(|d| devices.contains(d)))
+        .map(|g| format!("{}#{}", g.name, g.index))
+        .collect()
+}
+
+fn place(args: PlaceArgs) -> Result<()> {
+    check_policy(&args.policy)?;
+    let graph = load_model(&args.model, None)?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let cost = CostModel::default();
+    let p = baselines::Problem {
+        graph: &graph,
+        cluster: &cluster,
+        cost: &cost,
+    };
+    let config = topoplace::mcts::MctsConfig {
+        iterations: args.budget,
+        seconds: args.time,
+        seed: args.seed,
+        ..Default::default()
+    };
+    let bar = indicatif::ProgressBar::new(args.budget as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
+            .map_err(|e| Error::Other(e.to_string()))?,
+    );
+    let found = topoplace::mcts::search(&p, args.groups, config, |progress| {
+        bar.set_position(progress.iterations as u64);
+        if let Some(best) = progress.best_us {
+            bar.set_message(format!("best {:.2} ms", best / 1000.0));
+        }
+    });
+    bar.finish_and_clear();
+    let found = found?;
+    if !found.fits {
+        return Err(Error::Other(format!(
+            "{} does not fit on {}: all {} strategies tried (DP-NCCL included) run out of GPU \
+             memory",
+            graph.name, cluster.name, found.simulated
+        )));
+    }
+    let routes = RouteTable::new(&cluster);
+    let (heuristic, heuristic_us) = best_heuristic(&p, &routes)?;
+    let t = found.iteration_us();
+    let summary = PlaceSummary {
+        model: graph.name.clone(),
+        cluster: cluster.name.clone(),
+        policy: args.policy.clone(),
+        iteration_us: t,
+        dp_nccl_us: found.dp_us,
+        speedup_over_dp: found.dp_us / t - 1.0,
+        best_heuristic: heuristic,
+        best_heuristic_us: heuristic_us,
+        speedup_over_heuristic: heuristic_us / t - 1.0,
+        peak_memory_bytes: found
+            .evaluation
+            .report
+            .devices
+            .iter()
+            .map(|d| d.peak_memory_bytes)
+            .fold(0.0, f64::max),
+        iterations: found.iterations,
+        simulated: found.simulated,
+        actions: found.actions,
+        search_seconds: found.seconds,
+        iterations_per_second: found.iterations_per_second(),
+        iterations_to_beat_dp: found.beat_dp_at,
+        groups: found
+            .decisions
+            .iter()
+            .zip(&found.group_ops)
+            .enumerate()
+            .map(|(i, (d, &ops))| PlacedGroup {
+                group: i,
+                ops,
+                devices: d.devices.clone(),
+                device_groups: device_group_names(&cluster, &d.devices),
+                option: d.option.name(),
+            })
+            .collect(),
+    };
+    if let Some(path) = &args.out {
+        save_strategy(&found.strategy, &graph, &cluster.name, path)?;
+    }
+    if let Some(path) = &args.trace {
+        let e = &found.evaluation;
+        let trace = chrome_trace(
+            &e.compiled.exec,
+            &e.result,
+            |r| simulation::resource_name(&cluster, &e.compiled.exec, r),
+            |t| simulation::task_name(&graph, &e.compiled, t),
+        );
+        let text = serde_json::to_string(&trace)
+            .map_err(|e| Error::Other(format!("serialising trace: {e}")))?;
+        write_atomic(path, text.as_bytes())?;
+    }
+    if args.json {
+        print_json(&summary)
+    } else {
+        print!("{}", render_place(&summary));
+        Ok(())
+    }
+}
+
+fn render_place(s: &PlaceSummary) -> String {
+    let mut out = format!(
+        "{} on {}: MCTS ({} policy), {} iterations over {} actions, {} strategies simulated\n",
+        s.model, s.cluster, s.policy, s.iterations, s.actions, s.simulated
+    );
+    out += "group   ops  option          devices (device groups)\n";
+    for g in &s.groups {
+        out += &format!(
+            "{:>5} {:>5}  {:<15} {:?} ({})\n",
+            g.group,
+            g.ops,
+            g.option,
+            g.devices,
+            g.device_groups.join(", ")
+        );
+    }
+    let beat = s
+        .iterations_to_beat_dp
+        .map_or("never".to_string(), |i| i.to_string());
+    out += &format!(
+        "iteration time    {:.3} ms\n\
+         DP-NCCL           {:.3} ms (speed-up {:+.1}%)\n\
+         best heuristic    {} {:.3} ms (speed-up {:+.1}%)\n\
+         peak memory       {:.2} GiB\n\
+         search time       {:.2} s ({:.1} iterations/s)\n\
+         beat DP-NCCL at   iteration {}\n",
+        s.iteration_us / 1000.0,
+        s.dp_nccl_us / 1000.0,
+        100.0 * s.speedup_over_dp,
+        s.best_heuristic,
+        s.best_heuristic_us / 1000.0,
+        100.0 * s.speedup_over_heuristic,
+        s.peak_memory_bytes / (1u64 << 30) as f64,
+        s.search_seconds,
+        s.iterations_per_second,
+        beat
+    );
+    out
 }

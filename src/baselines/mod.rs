@@ -10,6 +10,7 @@
 //! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order) and OS-DPOS.
 //! - [`celeritas`]: Celeritas's Order-Place and Adjusting Placement over its fused clusters.
 //! - [`quickp`]: QuickP's co-location groups placed by list scheduling (no MILP).
+//! - [`tag`]: TAG's MCTS over METIS op groups ([`crate::mcts`]), uniform priors for now.
 
 pub mod baechi;
 pub mod celeritas;
@@ -21,6 +22,7 @@ pub mod list;
 pub mod mcmc;
 pub mod metis;
 pub mod quickp;
+pub mod tag;
 
 use crate::cluster::Cluster;
 use crate::compile::{RouteTable, compile_ordered};
@@ -109,6 +111,7 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(celeritas::Celeritas::OrderPlace),
         Box::new(celeritas::Celeritas::Adjusting),
         Box::new(quickp::Quickp),
+        Box::new(tag::Tag),
     ]
 }
 

@@ -1,0 +1,599 @@
+//! TAG's strategy search (§4.2.2): Monte-Carlo tree search over per-op-group decisions.
+//!
+//! - Op groups come from METIS (weights = compute times on the reference GPU) and are ordered by
+//!   descending compute, so the tree decides the expensive groups first.
+//! - A vertex at depth `i` is a partial strategy: decisions for the first `i` groups. An action
+//!   is a (non-empty set of device groups, replication option) pair; see [`actions`] for how the
+//!   set is restricted on large clusters.
+//! - A leaf is completed by giving every undecided group the first group's decision (TAG
+//!   footnote 2), compiled and simulated; its reward is `T_DP / T − 1` (DP-NCCL scores 0), or −1
+//!   when it runs out of memory.
+//! - Selection by PUCT, `U = Q + c·G·√ΣN / (1 + N)`, with uniform priors `G` (the GNN that
+//!   supplies priors in TAG is not built yet). Expansion adds one level per iteration.
+//! - Parallelism: each batch of leaves is selected sequentially with a virtual loss (so the
+//!   batch spreads over the tree), evaluated in parallel with rayon, and backed up in selection
+//!   order. The batch size is fixed, not the thread count, so a seed gives the same search on any
+//!   machine.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use rayon::prelude::*;
+
+use crate::baselines::{Placement, Problem, simulate};
+use crate::cluster::Cluster;
+use crate::compile::RouteTable;
+use crate::error::{Error, Result};
+use crate::group::{metis::metis, op_weights, reference_gpu};
+use crate::sim::Evaluation;
+use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+
+/// TAG's default number of op groups.
+pub const DEFAULT_GROUPS: usize = 60;
+/// Clusters with at most this many device groups get every subset as an action.
+pub const FULL_SUBSETS_UP_TO: usize = 8;
+/// Reward of a strategy that runs out of memory.
+const OOM_REWARD: f64 = -1.0;
+
+/// How the search runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MctsConfig {
+    /// Leaf evaluations (simulator calls, cache hits included).
+    pub iterations: usize,
+    /// Wall-clock cap, checked between batches.
+    pub seconds: Option<f64>,
+    pub seed: u64,
+    /// Exploration constant `c` of PUCT.
+    pub exploration: f64,
+    /// Leaves selected (with virtual loss) and evaluated together.
+    pub batch: usize,
+}
+
+impl Default for MctsConfig {
+    fn default() -> MctsConfig {
+        MctsConfig {
+            iterations: 300,
+            seconds: None,
+            seed: 0,
+            exploration: 10.0,
+            batch: 8,
+        }
+    }
+}
+
+/// What the search found.
+#[derive(Debug, Clone)]
+pub struct SearchResult {
+    /// The fastest strategy that fits; when none fits, the fastest one tried.
+    pub strategy: Strategy,
+    pub evaluation: Evaluation,
+    /// Whether the strategy fits in memory.
+    pub fits: bool,
+    /// The chosen action of each op group, in search order (descending compute).
+    pub decisions: Vec<GroupDecision>,
+    /// Ops in each op group, in search order.
+    pub group_ops: Vec<usize>,
+    /// DP-NCCL's simulated iteration time, µs, and whether it fits.
+    pub dp_us: f64,
+    pub dp_fits: bool,
+    /// The first iteration (1-based) whose strategy fit and beat DP-NCCL; 0 when the start,
+    /// data parallelism with bucketed AllReduce (Horovod), already does.
+    pub beat_dp_at: Option<usize>,
+    pub iterations: usize,
+    /// Distinct strategies simulated.
+    pub simulated: usize,
+    pub seconds: f64,
+    pub actions: usize,
+}
+
+impl SearchResult {
+    pub fn iteration_us(&self) -> f64 {
+        self.evaluation.report.iteration_us
+    }
+
+    pub fn iterations_per_second(&self) -> f64 {
+        self.iterations as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// Progress reported after each batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub iterations: usize,
+    pub best_us: Option<f64>,
+    pub dp_us: f64,
+}
+
+/// METIS op groups (at most `k`, fewer on small graphs), renumbered by descending compute.
+pub fn metis_groups(p: &Problem, k: usize, seed: u64) -> Result<Vec<u32>> {
+    let weights = op_weights(p.graph, reference_gpu(p.graph), p.cost);
+    // METIS refuses parts of a vertex or two, as in the MCMC baseline.
+    let k = k.min(p.graph.len() / 4).max(1);
+    let grouping = metis(p.graph, &weights, k, seed)?;
+    Ok(order_by_compute(&grouping.op_group, &weights))
+}
+
+/// Renumber groups so group 0 has the most compute (ties: lower old id first).
+pub fn order_by_compute(op_group: &[u32], weights: &[f64]) -> Vec<u32> {
+    let n = op_group.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+    let mut compute = vec![0.0; n];
+    for (op, &g) in op_group.iter().enumerate() {
+        compute[g as usize] += weights[op];
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| compute[b].total_cmp(&compute[a]).then(a.cmp(&b)));
+    let mut rank = vec![0u32; n];
+    for (r, &g) in order.iter().enumerate() {
+        rank[g] = r as u32;
+    }
+    op_group.iter().map(|&g| rank[g as usize]).collect()
+}
+
+/// Sets of device groups an action may use. Up to [`FULL_SUBSETS_UP_TO`] device groups: every
+/// non-empty subset. Beyond, the (2^M − 1) subsets are too many, so the search is restricted to
+/// one or two device groups, each machine's device groups, and all of them.
+pub fn device_group_sets(cluster: &Cluster) -> Vec<Vec<usize>> {
+    let m = cluster.groups.len();
+    if m <= FULL_SUBSETS_UP_TO {
+        return (1u32..(1 << m))
+            .map(|mask| (0..m).filter(|&g| mask >> g & 1 == 1).collect())
+            .collect();
+    }
+    let mut sets: Vec<Vec<usize>> = (0..m).map(|g| vec![g]).collect();
+    for a in 0..m {
+        sets.extend((a + 1..m).map(|b| vec![a, b]));
+    }
+    for machine in &cluster.machines {
+        let mut g = machine.groups.clone();
+        g.sort_unstable();
+        if g.len() > 2 && !sets.contains(&g) {
+            sets.push(g);
+        }
+    }
+    sets.push((0..m).collect());
+    sets
+}
+
+/// Every action: each device-group set with each option, as a decision over its GPUs. The
+/// all-GPU all-reduce action (DP-NCCL's) comes first.
+pub fn actions(cluster: &Cluster) -> Vec<GroupDecision> {
+    let mut sets = device_group_sets(cluster);
+    // Largest set first so DP's action is index 0.
+    sets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = Vec::new();
+    for set in sets {
+        let mut devices: Vec<usize> = set
+            .iter()
+            .flat_map(|&g| cluster.groups[g].devices.iter().copied())
+            .collect();
+        devices.sort_unstable();
+        for option in ReplicationOption::ALL {
+            out.push(GroupDecision {
+                devices: devices.clone(),
+                option,
+            });
+        }
+    }
+    out
+}
+
+/// How a searched strategy's AllReduce groups synchronise: each leaf is simulated with both and
+/// keeps the faster (an extension of TAG's action space, which fixes one scheme). Gradients in 64 MiB buckets overlap the backward pass (Horovod's fusion, the
+/// overlap TAG's per-group strategies have); one pack per strategy group after the backward pass
+/// wins where many small AllReduces would each pay the ring latency.
+pub const PACKINGS: [AllReducePacking; 2] = [
+    AllReducePacking::Buckets(crate::strategy::HOROVOD_FUSION_BYTES),
+    AllReducePacking::Packed,
+];
+
+/// The strategy that gives op group `g` the decision `actions[choice[g]]`, synchronised by
+/// `packing`. Groups with the same action share one strategy group, so every group on action 0
+/// with [`AllReducePacking::Packed`] is exactly DP-NCCL and scores 0.
+pub fn build_strategy(
+    op_group: &[u32],
+    actions: &[GroupDecision],
+    choice: &[u16],
+    packing: AllReducePacking,
+    devices: usize,
+) -> Result<Strategy> {
+    let mut slot = vec![u32::MAX; actions.len()];
+    let mut decisions = Vec::new();
+    for &a in choice {
+        if slot[a as usize] == u32::MAX {
+            slot[a as usize] = decisions.len() as u32;
+            decisions.push(actions[a as usize].clone());
+        }
+    }
+    let ops = op_group
+        .iter()
+        .map(|&g| slot[choice[g as usize] as usize])
+        .collect();
+    let mut s = Strategy::new(
+        "mcts",
+        ops,
+        decisions,
+        BatchSplit::Even,
+        op_group.len(),
+        devices,
+    )?;
+    s.allreduce = packing;
+    Ok(s)
+}
+
+/// Statistics of one action out of a vertex.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    visits: u32,
+    /// Sum of backed-up rewards.
+    total: f64,
+    /// Visits of selections still being evaluated.
+    virtual_visits: u32,
+    child: u32,
+}
+
+const NO_CHILD: u32 = u32::MAX;
+
+struct Node {
+    edges: Vec<Edge>,
+}
+
+impl Node {
+    fn new(actions: usize) -> Node {
+        Node {
+            edges: vec![
+                Edge {
+                    visits: 0,
+                    total: 0.0,
+                    virtual_visits: 0,
+                    child: NO_CHILD,
+                };
+                actions
+            ],
+        }
+    }
+}
+
+/// One simulated complete strategy.
+#[derive(Clone, Copy)]
+struct Outcome {
+    time_us: f64,
+    fits: bool,
+    packing: AllReducePacking,
+}
+
+impl Outcome {
+    /// Fitting first, then faster.
+    fn better_than(&self, other: &Outcome) -> bool {
+        (self.fits, -self.time_us) > (other.fits, -other.time_us)
+    }
+}
+
+/// The search state: tree, evaluation cache and best strategy so far.
+pub struct Mcts<'a> {
+    problem: Problem<'a>,
+    routes: RouteTable,
+    op_group: Vec<u32>,
+    groups: usize,
+    actions: Vec<GroupDecision>,
+    config: MctsConfig,
+    nodes: Vec<Node>,
+    cache: HashMap<Vec<u16>, Outcome>,
+    rng: StdRng,
+    dp: Outcome,
+    /// Best (by fit, then time) complete choice seen.
+    best: Option<(Vec<u16>, Outcome)>,
+    beat_dp_at: Option<usize>,
+    iterations: usize,
+    /// Lowest and highest reward backed up (DP-NCCL's 0 included).
+    reward_range: (f64, f64),
+}
+
+impl<'a> Mcts<'a> {
+    /// A search over the given op groups (ids dense, 0 = decided first).
+    pub fn new(problem: Problem<'a>, op_group: Vec<u32>, config: MctsConfig) -> Result<Mcts<'a>> {
+        let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+        if groups == 0 {
+            return Err(Error::Other("the graph has no ops to place".into()));
+        }
+        let actions = actions(problem.cluster);
+        if actions.len() > u16::MAX as usize {
+            return Err(Error::Other(format!(
+                "{} actions is too many",
+                actions.len()
+            )));
+        }
+        let mut search = Mcts {
+            routes: RouteTable::new(problem.cluster),
+            problem,
+            op_group,
+            groups,
+            nodes: vec![Node::new(actions.len())],
+            actions,
+            cache: HashMap::new(),
+            rng: StdRng::seed_from_u64(config.seed),
+            config,
+            dp: Outcome {
+                time_us: 0.0,
+                fits: false,
+                packing: AllReducePacking::Packed,
+            },
+            best: None,
+            beat_dp_at: None,
+            iterations: 0,
+            reward_range: (0.0, 0.0),
+        };
+        // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
+        // makes it the incumbent, so the search never returns anything slower that fits.
+        let dp_choice = vec![0u16; search.groups];
+        search.dp = search.outcome(&dp_choice, AllReducePacking::Packed)?;
+        search.best = Some((dp_choice.clone(), search.dp));
+        // The same choice under the best packing (bucketed: Horovod) is the search's start:
+        // backed into the tree as one visit of the root's DP edge, so once worse strategies
+        // pull the root's mean down, that edge is preferred and its children, data parallelism
+        // with one group changed, are tried. It is iteration 0, not counted in the budget.
+        let start = search.simulate(&dp_choice)?;
+        search.cache.insert(dp_choice.clone(), start);
+        search.record(&dp_choice, start);
+        let reward = search.reward(start);
+        search.reward_range = (reward.min(0.0), reward.max(0.0));
+        search.nodes[0].edges[0].virtual_visits = 1;
+        search.nodes[0].edges[0].child = 1;
+        search.nodes.push(Node::new(search.actions.len()));
+        search.backup(&[0], reward);
+        Ok(search)
+    }
+
+    pub fn actions(&self) -> &[GroupDecision] {
+        &self.actions
+    }
+
+    /// Run the search to its budget, calling `progress` after every batch.
+    pub fn run(mut self, mut progress: impl FnMut(Progress)) -> Result<SearchResult> {
+        let began = Instant::now();
+        while self.iterations < self.config.iterations {
+            if self
+                .config
+                .seconds
+                .is_some_and(|s| began.elapsed().as_secs_f64() >= s)
+            {
+                break;
+            }
+            let room = self.config.iterations - self.iterations;
+            self.batch(self.config.batch.max(1).min(room))?;
+            progress(Progress {
+                iterations: self.iterations,
+                best_us: self
+                    .best
+                    .as_ref()
+                    .filter(|(_, o)| o.fits)
+                    .map(|(_, o)| o.time_us),
+                dp_us: self.dp.time_us,
+            });
+        }
+        self.finish(began.elapsed().as_secs_f64())
+    }
+
+    /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
+    fn batch(&mut self, n: usize) -> Result<()> {
+        let paths: Vec<Vec<u16>> = (0..n).map(|_| self.select()).collect();
+        let complete: Vec<Vec<u16>> = paths.iter().map(|p| self.complete(p)).collect();
+        let mut fresh: Vec<&Vec<u16>> = complete
+            .iter()
+            .filter(|c| !self.cache.contains_key(*c))
+            .collect();
+        fresh.sort();
+        fresh.dedup();
+        let this = &*self;
+        let outcomes: Vec<Result<Outcome>> = fresh.par_iter().map(|c| this.simulate(c)).collect();
+        for (c, o) in fresh.into_iter().zip(outcomes) {
+            let o = o?;
+            self.cache.insert(c.clone(), o);
+        }
+        for (path, c) in paths.iter().zip(&complete) {
+            let outcome = self.cache[c];
+            self.iterations += 1;
+            self.record(c, outcome);
+            let reward = self.reward(outcome);
+            self.reward_range = (
+                self.reward_range.0.min(reward),
+                self.reward_range.1.max(reward),
+            );
+            self.backup(path, reward);
+        }
+        Ok(())
+    }
+
+    /// Walk down by PUCT, adding virtual visits, until an edge with no child (expanded here)
+    /// or a complete strategy.
+    fn select(&mut self) -> Vec<u16> {
+        let mut path = Vec::new();
+        let mut node = 0usize;
+        let mut parent_q = self.root_q();
+        while path.len() < self.groups {
+            let a = self.pick(node, parent_q);
+            path.push(a as u16);
+            let edge = &mut self.nodes[node].edges[a];
+            edge.virtual_visits += 1;
+            if edge.child == NO_CHILD {
+                let child = self.nodes.len() as u32;
+                self.nodes[node].edges[a].child = child;
+                self.nodes.push(Node::new(self.actions.len()));
+                break;
+            }
+            if edge.visits > 0 {
+                parent_q = edge.total / edge.visits as f64;
+            }
+            node = edge.child as usize;
+        }
+        path
+    }
+
+    /// Mean reward of every backed-up iteration (0, DP-NCCL's, before any).
+    fn root_q(&self) -> f64 {
+        let (n, total) = self.nodes[0]
+            .edges
+            .iter()
+            .fold((0, 0.0), |(n, t), e| (n + e.visits, t + e.total));
+        if n == 0 { 0.0 } else { total / n as f64 }
+    }
+
+    /// The PUCT argmax at `node`, ties broken uniformly at random. `parent_q` is the mean reward
+    /// through `node`, the first-play value of its unvisited actions.
+    fn pick(&mut self, node: usize, parent_q: f64) -> usize {
+        let edges = &self.nodes[node].edges;
+        let prior = 1.0 / edges.len() as f64;
+        let total: u32 = edges.iter().map(|e| e.visits + e.virtual_visits).sum();
+        let sqrt_total = (total as f64).sqrt();
+        let (low, high) = self.reward_range;
+        // Rewards are unbounded above (T_DP / T − 1), so Q is rescaled to [0, 1] by the range
+        // seen so far (as in MuZero) to keep the exploration constant meaningful.
+        let scale = |q: f64| {
+            if high > low {
+                (q - low) / (high - low)
+            } else {
+                0.5
+            }
+        };
+        let first_play = scale(parent_q);
+        let (mut best, mut best_u, mut ties) = (0, f64::NEG_INFINITY, 0u32);
+        for (a, e) in edges.iter().enumerate() {
+            let n = e.visits + e.virtual_visits;
+            // An unvisited action is assumed as good as its parent; a virtual visit counts as
+            // the worst reward seen.
+            let q = if n == 0 {
+                first_play
+            } else {
+                scale((e.total + low * e.virtual_visits as f64) / n as f64)
+            };
+            let u = q + self.config.exploration * prior * sqrt_total / (1.0 + n as f64);
+            if u > best_u {
+                (best, best_u, ties) = (a, u, 1);
+            } else if u == best_u {
+                // Reservoir sampling over the tied actions.
+                ties += 1;
+                if self.rng.random_range(0..ties) == 0 {
+                    best = a;
+                }
+            }
+        }
+        best
+    }
+
+    /// Back up `reward` along `path`, removing its virtual visits.
+    fn backup(&mut self, path: &[u16], reward: f64) {
+        let mut node = 0usize;
+        for &a in path {
+            let e = &mut self.nodes[node].edges[a as usize];
+            e.virtual_visits -= 1;
+            e.visits += 1;
+            e.total += reward;
+            node = e.child as usize;
+        }
+    }
+
+    /// Undecided groups take the first group's decision (TAG footnote 2).
+    fn complete(&self, path: &[u16]) -> Vec<u16> {
+        let mut c = path.to_vec();
+        c.resize(self.groups, path[0]);
+        c
+    }
+
+    fn reward(&self, o: Outcome) -> f64 {
+        if o.fits {
+            self.dp.time_us / o.time_us - 1.0
+        } else {
+            OOM_REWARD
+        }
+    }
+
+    fn record(&mut self, choice: &[u16], o: Outcome) {
+        if o.fits && self.dp.fits && o.time_us < self.dp.time_us && self.beat_dp_at.is_none() {
+            self.beat_dp_at = Some(self.iterations);
+        }
+        let better = self.best.as_ref().is_none_or(|(_, b)| o.better_than(b));
+        if better {
+            self.best = Some((choice.to_vec(), o));
+        }
+    }
+
+    fn evaluate(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+    ) -> Result<(Strategy, Evaluation)> {
+        let s = build_strategy(
+            &self.op_group,
+            &self.actions,
+            choice,
+            packing,
+            self.problem.cluster.devices.len(),
+        )?;
+        let e = simulate(
+            &self.problem,
+            &self.routes,
+            &Placement::plain(s.clone(), ""),
+        )?;
+        Ok((s, e))
+    }
+
+    /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
+    /// Horovod-style when bucketing wins).
+    fn simulate(&self, choice: &[u16]) -> Result<Outcome> {
+        let mut best: Option<Outcome> = None;
+        for packing in PACKINGS {
+            let o = self.outcome(choice, packing)?;
+            if best.is_none_or(|b| o.better_than(&b)) {
+                best = Some(o);
+            }
+        }
+        Ok(best.expect("at least one packing"))
+    }
+
+    fn outcome(&self, choice: &[u16], packing: AllReducePacking) -> Result<Outcome> {
+        let (_, e) = self.evaluate(choice, packing)?;
+        Ok(Outcome {
+            time_us: e.report.iteration_us,
+            fits: e.result.oom.is_empty(),
+            packing,
+        })
+    }
+
+    fn finish(self, seconds: f64) -> Result<SearchResult> {
+        let (choice, best) = self.best.clone().expect("DP is evaluated first");
+        let (strategy, evaluation) = self.evaluate(&choice, best.packing)?;
+        let mut group_ops = vec![0; self.groups];
+        for &g in &self.op_group {
+            group_ops[g as usize] += 1;
+        }
+        Ok(SearchResult {
+            strategy,
+            evaluation,
+            fits: best.fits,
+            decisions: choice
+                .iter()
+                .map(|&a| self.actions[a as usize].clone())
+                .collect(),
+            group_ops,
+            dp_us: self.dp.time_us,
+            dp_fits: self.dp.fits,
+            beat_dp_at: self.beat_dp_at,
+            iterations: self.iterations,
+            simulated: self.cache.len(),
+            seconds,
+            actions: self.actions.len(),
+        })
+    }
+}
+
+/// Group with METIS and search: what `topoplace place` and the `tag` placer run.
+pub fn search(
+    p: &Problem,
+    groups: usize,
+    config: MctsConfig,
+    progress: impl FnMut(Progress),
+) -> Result<SearchResult> {
+    let op_group = metis_groups(p, groups, config.seed)?;
+    Mcts::new(*p, op_group, config)?.run(progress)
+}
