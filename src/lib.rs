@@ -13,6 +13,7 @@ pub mod group;
 pub mod import;
 pub mod inspect;
 pub mod mcts;
+pub mod place_summary;
 pub mod report;
 pub mod sim;
 pub mod strategy;

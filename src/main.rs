@@ -13,9 +13,9 @@ use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
 use topoplace::graph::{Graph, save_graph, simplify};
 use topoplace::sim::summary as simulation;
-use topoplace::sim::{Order, chrome_trace, evaluate};
+use topoplace::sim::{Evaluation, Order, chrome_trace, evaluate};
 use topoplace::strategy::{Reference, load_strategy, save_strategy};
-use topoplace::{baselines, group as grouping, import, inspect, zoo};
+use topoplace::{baselines, group as grouping, import, inspect, place_summary, zoo};
 
 #[derive(Parser)]
 #[command(
@@ -433,15 +433,7 @@ fn simulate(args: SimulateArgs) -> Result<()> {
     let summary =
         simulation::SimulationSummary::new(&graph, &cluster, &args.strategy, &evaluation, &dp);
     if let Some(path) = &args.trace {
-        let trace = chrome_trace(
-            &evaluation.compiled.exec,
-            &evaluation.result,
-            |r| simulation::resource_name(&cluster, &evaluation.compiled.exec, r),
-            |t| simulation::task_name(&graph, &evaluation.compiled, t),
-        );
-        let text = serde_json::to_string(&trace)
-            .map_err(|e| Error::Other(format!("serialising trace: {e}")))?;
-        write_atomic(path, text.as_bytes())?;
+        write_trace(path, &graph, &cluster, &evaluation)?;
     }
     if args.json {
         print_json(&summary)
@@ -604,36 +596,6 @@ fn compare(args: CompareArgs) -> Result<()> {
     }
 }
 
-#[derive(Serialize)]
-struct PlacedGroup {
-    group: usize,
-    ops: usize,
-    devices: Vec<usize>,
-    device_groups: Vec<String>,
-    option: &'static str,
-}
-
-#[derive(Serialize)]
-struct PlaceSummary {
-    model: String,
-    cluster: String,
-    policy: String,
-    iteration_us: f64,
-    dp_nccl_us: f64,
-    speedup_over_dp: f64,
-    best_heuristic: String,
-    best_heuristic_us: f64,
-    speedup_over_heuristic: f64,
-    peak_memory_bytes: f64,
-    iterations: usize,
-    simulated: usize,
-    actions: usize,
-    search_seconds: f64,
-    iterations_per_second: f64,
-    iterations_to_beat_dp: Option<usize>,
-    groups: Vec<PlacedGroup>,
-}
-
 /// The policy argument: only uniform priors exist until the GNN is built.
 fn check_policy(policy: &str) -> Result<()> {
     if policy == "none" {
@@ -648,29 +610,6 @@ fn check_policy(policy: &str) -> Result<()> {
         ),
     )
     .into())
-}
-
-/// The fastest of the heuristics TAG runs alongside its search that fits, as (name, µs).
-fn best_heuristic(p: &baselines::Problem, routes: &RouteTable) -> Result<(String, f64)> {
-    let mut best = ("none".to_string(), f64::INFINITY);
-    for name in ["dp-nccl-p", "horovod"] {
-        let placement = baselines::placer(name)?.place(p, &baselines::Budget::default())?;
-        let e = baselines::simulate(p, routes, &placement)?;
-        if e.result.oom.is_empty() && e.report.iteration_us < best.1 {
-            best = (name.to_string(), e.report.iteration_us);
-        }
-    }
-    Ok(best)
-}
-
-/// Names of the device groups whose GPUs exactly make up `devices` (all of them, as a set).
-fn device_group_names(cluster: &Cluster, devices: &[usize]) -> Vec<String> {
-    cluster
-        .groups
-        .iter()
-        .filter(|g| g.devices.iter().all(|d| devices.contains(d)))
-        .map(|g| format!("{}#{}", g.name, g.index))
-        .collect()
 }
 
 fn place(args: PlaceArgs) -> Result<()> {
@@ -710,104 +649,32 @@ fn place(args: PlaceArgs) -> Result<()> {
         )));
     }
     let routes = RouteTable::new(&cluster);
-    let (heuristic, heuristic_us) = best_heuristic(&p, &routes)?;
-    let t = found.iteration_us();
-    let summary = PlaceSummary {
-        model: graph.name.clone(),
-        cluster: cluster.name.clone(),
-        policy: args.policy.clone(),
-        iteration_us: t,
-        dp_nccl_us: found.dp_us,
-        speedup_over_dp: found.dp_us / t - 1.0,
-        best_heuristic: heuristic,
-        best_heuristic_us: heuristic_us,
-        speedup_over_heuristic: heuristic_us / t - 1.0,
-        peak_memory_bytes: found
-            .evaluation
-            .report
-            .devices
-            .iter()
-            .map(|d| d.peak_memory_bytes)
-            .fold(0.0, f64::max),
-        iterations: found.iterations,
-        simulated: found.simulated,
-        actions: found.actions,
-        search_seconds: found.seconds,
-        iterations_per_second: found.iterations_per_second(),
-        iterations_to_beat_dp: found.beat_dp_at,
-        groups: found
-            .decisions
-            .iter()
-            .zip(&found.group_ops)
-            .enumerate()
-            .map(|(i, (d, &ops))| PlacedGroup {
-                group: i,
-                ops,
-                devices: d.devices.clone(),
-                device_groups: device_group_names(&cluster, &d.devices),
-                option: d.option.name(),
-            })
-            .collect(),
-    };
+    let heuristic = place_summary::best_heuristic(&p, &routes)?;
+    let summary =
+        place_summary::PlaceSummary::new(&graph, &cluster, &args.policy, &found, heuristic);
     if let Some(path) = &args.out {
         save_strategy(&found.strategy, &graph, &cluster.name, path)?;
     }
     if let Some(path) = &args.trace {
-        let e = &found.evaluation;
-        let trace = chrome_trace(
-            &e.compiled.exec,
-            &e.result,
-            |r| simulation::resource_name(&cluster, &e.compiled.exec, r),
-            |t| simulation::task_name(&graph, &e.compiled, t),
-        );
-        let text = serde_json::to_string(&trace)
-            .map_err(|e| Error::Other(format!("serialising trace: {e}")))?;
-        write_atomic(path, text.as_bytes())?;
+        write_trace(path, &graph, &cluster, &found.evaluation)?;
     }
     if args.json {
         print_json(&summary)
     } else {
-        print!("{}", render_place(&summary));
+        print!("{}", summary.render_text());
         Ok(())
     }
 }
 
-fn render_place(s: &PlaceSummary) -> String {
-    let mut out = format!(
-        "{} on {}: MCTS ({} policy), {} iterations over {} actions, {} strategies simulated\n",
-        s.model, s.cluster, s.policy, s.iterations, s.actions, s.simulated
+/// The Chrome trace of a simulated iteration, written atomically.
+fn write_trace(path: &Path, graph: &Graph, cluster: &Cluster, e: &Evaluation) -> Result<()> {
+    let trace = chrome_trace(
+        &e.compiled.exec,
+        &e.result,
+        |r| simulation::resource_name(cluster, &e.compiled.exec, r),
+        |t| simulation::task_name(graph, &e.compiled, t),
     );
-    out += "group   ops  option          devices (device groups)\n";
-    for g in &s.groups {
-        out += &format!(
-            "{:>5} {:>5}  {:<15} {:?} ({})\n",
-            g.group,
-            g.ops,
-            g.option,
-            g.devices,
-            g.device_groups.join(", ")
-        );
-    }
-    let beat = s
-        .iterations_to_beat_dp
-        .map_or("never".to_string(), |i| i.to_string());
-    out += &format!(
-        "iteration time    {:.3} ms\n\
-         DP-NCCL           {:.3} ms (speed-up {:+.1}%)\n\
-         best heuristic    {} {:.3} ms (speed-up {:+.1}%)\n\
-         peak memory       {:.2} GiB\n\
-         search time       {:.2} s ({:.1} iterations/s)\n\
-         beat DP-NCCL at   iteration {}\n",
-        s.iteration_us / 1000.0,
-        s.dp_nccl_us / 1000.0,
-        100.0 * s.speedup_over_dp,
-        s.best_heuristic,
-        s.best_heuristic_us / 1000.0,
-        100.0 * s.speedup_over_heuristic,
-        s.peak_memory_bytes / (1u64 << 30) as f64,
-        s.search_seconds,
-        s.iterations_per_second,
-        beat
-    );
-    out
+    let text = serde_json::to_string(&trace)
+        .map_err(|e| Error::Other(format!("serialising trace: {e}")))?;
+    write_atomic(path, text.as_bytes())
 }

@@ -1,0 +1,157 @@
+//! What `topoplace place` reports: the strategy the search chose, per group, against DP-NCCL
+//! and the best heuristic run alongside it (TAG compares with both).
+
+use serde::Serialize;
+
+use crate::baselines;
+use crate::cluster::Cluster;
+use crate::compile::RouteTable;
+use crate::error::Result;
+use crate::graph::Graph;
+use crate::mcts::SearchResult;
+
+/// One op group of the chosen strategy.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacedGroup {
+    pub group: usize,
+    pub ops: usize,
+    pub devices: Vec<usize>,
+    pub device_groups: Vec<String>,
+    pub option: &'static str,
+}
+
+/// The result of `topoplace place`; the JSON keys of `--json` are these field names.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlaceSummary {
+    pub model: String,
+    pub cluster: String,
+    pub policy: String,
+    pub iteration_us: f64,
+    pub dp_nccl_us: f64,
+    pub speedup_over_dp: f64,
+    pub best_heuristic: String,
+    pub best_heuristic_us: f64,
+    pub speedup_over_heuristic: f64,
+    pub peak_memory_bytes: f64,
+    pub iterations: usize,
+    pub simulated: usize,
+    pub actions: usize,
+    pub search_seconds: f64,
+    pub iterations_per_second: f64,
+    pub iterations_to_beat_dp: Option<usize>,
+    pub groups: Vec<PlacedGroup>,
+}
+
+impl PlaceSummary {
+    pub fn new(
+        graph: &Graph,
+        cluster: &Cluster,
+        policy: &str,
+        found: &SearchResult,
+        (heuristic, heuristic_us): (String, f64),
+    ) -> PlaceSummary {
+        let t = found.iteration_us();
+        PlaceSummary {
+            model: graph.name.clone(),
+            cluster: cluster.name.clone(),
+            policy: policy.to_string(),
+            iteration_us: t,
+            dp_nccl_us: found.dp_us,
+            speedup_over_dp: found.dp_us / t - 1.0,
+            best_heuristic: heuristic,
+            best_heuristic_us: heuristic_us,
+            speedup_over_heuristic: heuristic_us / t - 1.0,
+            peak_memory_bytes: found
+                .evaluation
+                .report
+                .devices
+                .iter()
+                .map(|d| d.peak_memory_bytes)
+                .fold(0.0, f64::max),
+            iterations: found.iterations,
+            simulated: found.simulated,
+            actions: found.actions,
+            search_seconds: found.seconds,
+            iterations_per_second: found.iterations_per_second(),
+            iterations_to_beat_dp: found.beat_dp_at,
+            groups: found
+                .decisions
+                .iter()
+                .zip(&found.group_ops)
+                .enumerate()
+                .map(|(i, (d, &ops))| PlacedGroup {
+                    group: i,
+                    ops,
+                    devices: d.devices.clone(),
+                    device_groups: device_group_names(cluster, &d.devices),
+                    option: d.option.name(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The text `topoplace place` prints.
+    pub fn render_text(&self) -> String {
+        let s = self;
+        let mut out = format!(
+            "{} on {}: MCTS ({} policy), {} iterations over {} actions, {} strategies simulated\n",
+            s.model, s.cluster, s.policy, s.iterations, s.actions, s.simulated
+        );
+        out += "group   ops  option          devices (device groups)\n";
+        for g in &s.groups {
+            out += &format!(
+                "{:>5} {:>5}  {:<15} {:?} ({})\n",
+                g.group,
+                g.ops,
+                g.option,
+                g.devices,
+                g.device_groups.join(", ")
+            );
+        }
+        let beat = s
+            .iterations_to_beat_dp
+            .map_or("never".to_string(), |i| i.to_string());
+        out += &format!(
+            "iteration time    {:.3} ms\n\
+             DP-NCCL           {:.3} ms (speed-up {:+.1}%)\n\
+             best heuristic    {} {:.3} ms (speed-up {:+.1}%)\n\
+             peak memory       {:.2} GiB\n\
+             search time       {:.2} s ({:.1} iterations/s)\n\
+             beat DP-NCCL at   iteration {}\n",
+            s.iteration_us / 1000.0,
+            s.dp_nccl_us / 1000.0,
+            100.0 * s.speedup_over_dp,
+            s.best_heuristic,
+            s.best_heuristic_us / 1000.0,
+            100.0 * s.speedup_over_heuristic,
+            s.peak_memory_bytes / (1u64 << 30) as f64,
+            s.search_seconds,
+            s.iterations_per_second,
+            beat
+        );
+        out
+    }
+}
+
+/// The fastest of the heuristics TAG runs alongside its search that fits, as (name, µs).
+pub fn best_heuristic(p: &baselines::Problem, routes: &RouteTable) -> Result<(String, f64)> {
+    let mut best = ("none".to_string(), f64::INFINITY);
+    for name in ["dp-nccl-p", "horovod"] {
+        let placement = baselines::placer(name)?.place(p, &baselines::Budget::default())?;
+        let e = baselines::simulate(p, routes, &placement)?;
+        if e.result.oom.is_empty() && e.report.iteration_us < best.1 {
+            best = (name.to_string(), e.report.iteration_us);
+        }
+    }
+    Ok(best)
+}
+
+/// Names of the device groups whose GPUs exactly make up `devices` (all of them, as a set).
+fn device_group_names(cluster: &Cluster, devices: &[usize]) -> Vec<String> {
+    cluster
+        .groups
+        .iter()
+        .filter(|g| g.devices.iter().all(|d| devices.contains(d)))
+        .map(|g| format!("{}#{}", g.name, g.index))
+        .collect()
+}
