@@ -173,7 +173,8 @@ fn estimate_per_gpu_type(graph: &Graph, cluster: &Cluster, memory_needed: f64) -
             .iter()
             .map(|op| model.compute_time_us(op, &device.gpu, 1.0))
             .sum();
-        let memory_bytes = device.gpu.memory_gib * (1u64 << 30) as f64;
+        // The device's usable memory: a config may override the catalog's.
+        let memory_bytes = device.memory_bytes;
         out.push(GpuEstimate {
             gpu: device.gpu.name.to_string(),
             count: 1,

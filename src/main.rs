@@ -636,7 +636,7 @@ fn place(args: PlaceArgs) -> Result<()> {
     let found = topoplace::mcts::search(&p, args.groups, config, |progress| {
         bar.set_position(progress.iterations as u64);
         if let Some(best) = progress.best_us {
-            bar.set_message(format!("best {:.2} ms", best / 1000.0));
+            bar.set_message(format!("best {:.2} ms", topoplace::units::to_ms(best)));
         }
     });
     bar.finish_and_clear();

@@ -9,6 +9,7 @@ use crate::compile::RouteTable;
 use crate::error::Result;
 use crate::graph::Graph;
 use crate::mcts::SearchResult;
+use crate::units::{to_gib, to_ms};
 
 /// One op group of the chosen strategy.
 #[derive(Debug, Clone, Serialize)]
@@ -118,13 +119,13 @@ impl PlaceSummary {
              peak memory       {:.2} GiB\n\
              search time       {:.2} s ({:.1} iterations/s)\n\
              beat DP-NCCL at   iteration {}\n",
-            s.iteration_us / 1000.0,
-            s.dp_nccl_us / 1000.0,
+            to_ms(s.iteration_us),
+            to_ms(s.dp_nccl_us),
             100.0 * s.speedup_over_dp,
             s.best_heuristic,
-            s.best_heuristic_us / 1000.0,
+            to_ms(s.best_heuristic_us),
             100.0 * s.speedup_over_heuristic,
-            s.peak_memory_bytes / (1u64 << 30) as f64,
+            to_gib(s.peak_memory_bytes),
             s.search_seconds,
             s.iterations_per_second,
             beat

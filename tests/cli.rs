@@ -440,3 +440,31 @@ fn group_prints_statistics_and_writes_dot() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Voodoo-5"));
 }
+
+#[test]
+fn info_uses_the_configs_memory_override() {
+    let dir = scratch("memory-override");
+    let path = dir.join("small.toml");
+    std::fs::write(
+        &path,
+        CLUSTER.replace(
+            "nic = \"100 Gbps\"",
+            "nic = \"100 Gbps\"\nmemory = \"4 GiB\"",
+        ),
+    )
+    .unwrap();
+    let v = json_of(&[
+        "info",
+        "vgg19",
+        "--cluster",
+        path.to_str().unwrap(),
+        "--json",
+    ]);
+    let gpu = &v["on_gpu"][0];
+    assert_eq!(
+        gpu["memory_bytes"].as_f64().unwrap(),
+        4.0 * (1u64 << 30) as f64
+    );
+    // VGG19 at batch 96 needs far more than 4 GiB.
+    assert_eq!(gpu["fits"], false);
+}

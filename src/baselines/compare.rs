@@ -16,6 +16,7 @@ use crate::cost::CostModel;
 use crate::error::{Error, Result, write_atomic};
 use crate::graph::Graph;
 use crate::strategy::Reference;
+use crate::units::to_ms;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -74,7 +75,7 @@ pub fn run(
                 row.model = model.clone();
                 row.cluster = cluster_name.clone();
                 row.speedup_over_dp = match (dp, row.iteration_ms) {
-                    (Some(dp), Some(t)) if t > 0.0 => Some(dp / 1000.0 / t),
+                    (Some(dp), Some(t)) if t > 0.0 => Some(to_ms(dp) / t),
                     _ => None,
                 };
                 on_row(&row);
@@ -123,7 +124,7 @@ pub fn run_one(p: &Problem, routes: &RouteTable, m: &dyn Placer, budget: &Budget
     row.note = placement.note.clone();
     match catch_unwind(AssertUnwindSafe(|| simulate(p, routes, &placement))) {
         Ok(Ok(e)) => {
-            row.iteration_ms = Some(e.report.iteration_us / 1000.0);
+            row.iteration_ms = Some(to_ms(e.report.iteration_us));
             row.oom = !e.result.oom.is_empty();
             row.peak_memory_gib =
                 Some(e.result.peak_memory.iter().copied().fold(0.0, f64::max) / GIB);

@@ -80,15 +80,7 @@ pub fn partition_ops(
         )));
     }
     let mg = undirected_csr(graph, weights, ops);
-    metis_partition(
-        ops.len(),
-        &mg.xadj,
-        &mg.adjncy,
-        &mg.vwgt,
-        &mg.adjwgt,
-        k,
-        seed,
-    )
+    partition_csr(&mg, ops.len(), k, seed)
 }
 
 /// Like [`partition_ops`], balancing memory (`memory[op]` bytes) as a second constraint beside
@@ -117,15 +109,12 @@ pub fn partition_ops_with_memory(
         .zip(&mg.vwgt)
         .flat_map(|(&op, &time)| [time, to_idx(memory[op], memory_scale)])
         .collect();
-    metis_partition(
-        ops.len(),
-        &mg.xadj,
-        &mg.adjncy,
-        &mg.vwgt,
-        &mg.adjwgt,
-        k,
-        seed,
-    )
+    partition_csr(&mg, ops.len(), k, seed)
+}
+
+/// METIS on a graph built by [`undirected_csr`] (one or more balance constraints in `vwgt`).
+fn partition_csr(mg: &MetisGraph, n: usize, k: usize, seed: u64) -> Result<Vec<u32>> {
+    metis_partition(n, &mg.xadj, &mg.adjncy, &mg.vwgt, &mg.adjwgt, k, seed)
 }
 
 /// Build the METIS input for the ops in `ops` (local index = position in `ops`).
