@@ -22,6 +22,7 @@ fn ideal() -> CostModel {
         memory_efficiency: 1.0,
         launch_overhead_us: 0.0,
         use_tensor_cores: false,
+        winograd_speedup: 1.0,
     }
 }
 
@@ -306,4 +307,49 @@ fn segmented_fit_of_a_modelled_transfer_is_one_line() {
     assert!(close(fit.segments[0].0, 1.0 / 12_500.0, 1e-9));
     assert!((fit.segments[0].1 - 10.0).abs() < 1e-6, "{fit:?}");
     assert!(fit.breakpoints.is_empty());
+}
+
+/// Forward + backward time of a zoo model at batch 16 on a GTX 1080, summed over ops (what a
+/// single GPU running the ops back to back takes, the optimizer left out).
+fn fwd_bwd_ms(model: &str, cost: &CostModel) -> f64 {
+    let options = topoplace::zoo::ZooOptions {
+        batch_size: Some(16),
+        ..Default::default()
+    };
+    let g = topoplace::zoo::build(model, &options).unwrap();
+    let gpu = find_gpu("GTX-1080").unwrap();
+    g.ops()
+        .iter()
+        .filter(|o| matches!(o.phase, Phase::Forward | Phase::Backward))
+        .map(|o| cost.compute_time_us(o, gpu, 1.0))
+        .sum::<f64>()
+        / 1e3
+}
+
+/// The roofline against published measurements: forward + backward at batch 16 on a GTX 1080
+/// with cuDNN 5 (jcjohnson/cnn-benchmarks, Torch): VGG-16 232.55 ms, VGG-19 281.69, ResNet-101
+/// 235.33 (its AlexNet is BVLC's, with LRN and grouped convolutions, not torchvision's, so it is
+/// left out). Absolute times depend on the efficiency knobs; the ratios between models are what
+/// decides which models are communication-bound under data parallelism, so those are held to the
+/// measurements within 10%. Without the Winograd speed-up VGG-19 comes out about twice as slow
+/// relative to ResNet-101 as measured (over 1.5×), which the last assertion checks.
+#[test]
+fn model_time_ratios_match_published_benchmarks() {
+    let published = [("vgg16", 232.55), ("vgg19", 281.69), ("resnet101", 235.33)];
+    let cost = CostModel::default();
+    let base = fwd_bwd_ms("resnet101", &cost);
+    for (model, measured) in published {
+        let ratio = fwd_bwd_ms(model, &cost) / base;
+        let expected = measured / 235.33;
+        assert!(
+            close(ratio, expected, 0.1),
+            "{model}: ratio to ResNet-101 {ratio:.3}, published {expected:.3}"
+        );
+    }
+    let plain = CostModel {
+        winograd_speedup: 1.0,
+        ..CostModel::default()
+    };
+    let vgg_plain = fwd_bwd_ms("vgg19", &plain) / fwd_bwd_ms("resnet101", &plain);
+    assert!(vgg_plain > 1.5 * 281.69 / 235.33, "{vgg_plain}");
 }

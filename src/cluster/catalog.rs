@@ -116,6 +116,17 @@ pub static CATALOG: &[GpuSpec] = &[
         mem_bandwidth_gbs: 484.0,
         memory_gib: 11.0,
     },
+    // NVIDIA GeForce GTX 1080 specifications: 2560 cores × 1733 MHz × 2 = 8.87 FP32,
+    // 10 Gbps GDDR5X on 256 bits = 320 GB/s, 8 GB; Pascal, no tensor cores. The GPU of the
+    // public per-model training benchmarks the cost model is checked against.
+    GpuSpec {
+        name: "GTX-1080",
+        aliases: &["1080", "GeForce-GTX-1080"],
+        fp32_tflops: 8.87,
+        tensor_tflops: 0.0,
+        mem_bandwidth_gbs: 320.0,
+        memory_gib: 8.0,
+    },
     // NVIDIA T4 datasheet: 8.1 FP32, 65 FP16 mixed-precision tensor, 320 GB/s GDDR6, 16 GB.
     GpuSpec {
         name: "T4",

@@ -3,8 +3,9 @@
 //!
 //! Compute time (DESIGN.md, "Conventions of the model"): the profiled time when the op carries one
 //! for the device type, scaled linearly in the batch share (TAG §4.1.2); otherwise a roofline
-//! estimate `launch overhead + max(FLOPs / (peak · compute_efficiency), bytes / (memory bandwidth
-//! · memory_efficiency))`. Ops that do not depend on the batch (parameters, optimizer) are not
+//! estimate `launch overhead + max(FLOPs / (peak · compute_efficiency · algorithm speed-up),
+//! bytes / (memory bandwidth · memory_efficiency))`, where the algorithm speed-up is Winograd's
+//! for 3x3 stride-1 convolutions and 1 otherwise. Ops that do not depend on the batch (parameters, optimizer) are not
 //! scaled. Transfers cost latency + bytes / bottleneck bandwidth of the route.
 
 pub mod fit;
@@ -27,6 +28,13 @@ pub struct CostModel {
     pub launch_overhead_us: f64,
     /// Use the tensor-core peak where the GPU has one. Default false: TAG trains in FP32.
     pub use_tensor_cores: bool,
+    /// How much faster than its nominal FLOPs a Winograd-eligible convolution (3x3, stride 1;
+    /// forward and both gradients) runs. Default 2.0: Winograd's F(2x2, 3x3) does 2.25× fewer
+    /// multiplications than direct convolution (Lavin & Gray, CVPR 2016) and F(4x4, 3x3) 4×, of
+    /// which the input/output transforms give some back. It is what makes VGG's stacks of 3x3
+    /// convolutions run at about twice ResNet's rate per nominal FLOP, as every published
+    /// training benchmark shows (`tests/cost.rs` checks the published ratios). 1.0 disables it.
+    pub winograd_speedup: f64,
 }
 
 impl Default for CostModel {
@@ -36,6 +44,7 @@ impl Default for CostModel {
             memory_efficiency: 0.8,
             launch_overhead_us: 5.0,
             use_tensor_cores: false,
+            winograd_speedup: 2.0,
         }
     }
 }
@@ -70,7 +79,16 @@ impl CostModel {
         } else {
             1.0
         };
-        self.kernel_us(gpu, op.flops * share, op.bytes_accessed * share)
+        let flops = op.flops * share / self.algorithm_speedup(op);
+        self.kernel_us(gpu, flops, op.bytes_accessed * share)
+    }
+
+    /// The factor by which the kernel's algorithm beats the op's nominal FLOP count.
+    fn algorithm_speedup(&self, op: &Op) -> f64 {
+        match op.conv_window {
+            Some(w) if w.winograd_eligible() => self.winograd_speedup,
+            _ => 1.0,
+        }
     }
 
     /// Roofline time of one kernel doing `flops` with `bytes` of memory traffic: also what the

@@ -106,6 +106,26 @@ pub struct Op {
     /// Measured time in microseconds at the graph's batch size, per device type name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub profiled_us: BTreeMap<String, f64>,
+    /// The window of a convolution (forward, input gradient or filter gradient): lets the cost
+    /// model tell which convolutions cuDNN runs with a fast algorithm (Winograd for 3x3, stride 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conv_window: Option<ConvWindow>,
+}
+
+/// Kernel size and stride of a 2-D convolution, (height, width).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConvWindow {
+    pub kernel: [u32; 2],
+    pub stride: [u32; 2],
+}
+
+impl ConvWindow {
+    /// Whether cuDNN can run the convolution with Winograd's minimal filtering: 3x3 kernels at
+    /// stride 1 (cuDNN's WINOGRAD and WINOGRAD_NONFUSED algorithms, forward and both gradients).
+    pub fn winograd_eligible(&self) -> bool {
+        self.kernel == [3, 3] && self.stride == [1, 1]
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -128,6 +148,7 @@ impl Op {
             params: 0,
             split: Splittability::None,
             profiled_us: BTreeMap::new(),
+            conv_window: None,
         }
     }
 

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 
 use crate::error::InputError;
-use crate::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
+use crate::graph::{ConvWindow, Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
 
 /// Bytes per fp32 (and int32 id) element.
 const F32: f64 = 4.0;
@@ -191,6 +191,12 @@ impl Net {
     /// A constant that does not depend on the batch (position encodings, causal masks).
     pub(crate) fn constant(&mut self, name: &str, elems: f64) -> T {
         self.op("Const", name, &[], elems, false, 0.0, Rule::Leaf)
+    }
+
+    /// Record the convolution window of `t`'s op (the gradients of a convolution inherit it).
+    pub(crate) fn set_conv_window(&mut self, t: T, window: Option<ConvWindow>) {
+        let op = self.nodes[t.0].op;
+        self.b.op_mut(op).conv_window = window;
     }
 
     /// Add one op of the current phase. `flops` is per sample when the op's work scales with
@@ -424,11 +430,16 @@ impl Net {
             }
             Rule::Linear { dx, dw, flops } => {
                 let (x, w) = (inputs[0], inputs[1]);
+                let window = self.b.op(self.nodes[y.0].op).conv_window;
                 if want(self, 0) {
-                    out.push((0, self.bop(y, dx, dx, &[dy, w], x, flops)));
+                    let g = self.bop(y, dx, dx, &[dy, w], x, flops);
+                    self.set_conv_window(g, window);
+                    out.push((0, g));
                 }
                 if want(self, 1) {
-                    out.push((1, self.bop(y, dw, &format!("{dw}_1"), &[x, dy], w, flops)));
+                    let g = self.bop(y, dw, &format!("{dw}_1"), &[x, dy], w, flops);
+                    self.set_conv_window(g, window);
+                    out.push((1, g));
                 }
             }
             Rule::BatchMatMul { flops } => {

@@ -2,6 +2,7 @@
 
 use super::builder::{Net, Rule, T, unary};
 use super::layers::{self, dense, dropout};
+use crate::graph::ConvWindow;
 
 /// An NCHW activation: the tensor plus its per-sample shape.
 #[derive(Debug, Clone, Copy)]
@@ -53,6 +54,14 @@ impl Conv {
         }
     }
 
+    fn window(&self) -> ConvWindow {
+        let size = |v: usize| u32::try_from(v).expect("zoo kernels are small");
+        ConvWindow {
+            kernel: [size(self.kh), size(self.kw)],
+            stride: [size(self.stride), size(self.stride)],
+        }
+    }
+
     fn out(&self, h: usize, w: usize) -> (usize, usize) {
         (
             (h + 2 * self.ph - self.kh) / self.stride + 1,
@@ -92,6 +101,7 @@ pub(crate) fn conv(net: &mut Net, p: &str, x: Act, cout: usize, g: Conv, bias: b
         flops,
         rule,
     );
+    net.set_conv_window(t, Some(g.window()));
     if bias {
         let b = net.param(&format!("{p}/bias"), cout);
         t = net.op_like(
