@@ -357,6 +357,21 @@ def ancestors(roots):
     return seen
 
 
+def conv_window(n, kind):
+    """Kernel and stride of a dense, undilated, non-transposed 2-D convolution (forward or
+    backward): what the cost model needs to know whether cuDNN can use Winograd. None otherwise."""
+    if kind == "convolution":
+        weight, stride, dilation, transposed, groups = n.args[1], n.args[3], n.args[5], n.args[6], n.args[8]
+    elif kind == "convolution_backward":
+        weight, stride, dilation, transposed, groups = n.args[2], n.args[4], n.args[6], n.args[7], n.args[9]
+    else:
+        return None
+    shape = weight.meta["val"].shape
+    if len(shape) != 4 or transposed or groups != 1 or any(d != 1 for d in dilation):
+        return None
+    return {"kernel": [int(shape[2]), int(shape[3])], "stride": [int(v) for v in stride]}
+
+
 def node_flops(node):
     """Registry formula (matmul, conv, attention) where there is one, else one flop per element."""
     packet = getattr(node.target, "overloadpacket", None)
@@ -517,6 +532,9 @@ class Exporter:
             if scaled is False:
                 op["batch_scaled"] = False
             self.add_time(op, n.name, shares[gi] / total if total else 1 / len(groups))
+            window = conv_window(n, kind)
+            if window is not None:
+                op["conv_window"] = window
             for p in group or [0]:
                 self.port_op[(n.name, p)] = i
             self.node_ops[n.name].append(i)
