@@ -119,3 +119,35 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
         Error::io(shown.clone(), e)
     })
 }
+
+/// Deserialise TOML text into `T`; `source` names the file in errors, which give the field's path
+/// and, for syntax errors, the line and column, all on one line.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, source: &str) -> Result<T, InputError> {
+    let de = toml::Deserializer::parse(text)
+        .map_err(|e| InputError::new(source, "", toml_syntax_message(text, &e)))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { String::new() } else { field };
+        InputError::new(source, field, one_line(e.into_inner().message()))
+    })
+}
+
+/// "malformed TOML at line 2, column 11: unclosed array table, expected `]`", on one line: the
+/// CLI prints every error as a single line.
+fn toml_syntax_message(text: &str, e: &toml::de::Error) -> String {
+    let place = e.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        format!(" at line {line}, column {column}")
+    });
+    format!(
+        "malformed TOML{}: {}",
+        place.unwrap_or_default(),
+        one_line(e.message())
+    )
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
