@@ -122,7 +122,10 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
 
 /// Deserialise TOML text into `T`; `source` names the file in errors, which give the field's path
 /// and, for syntax errors, the line and column, all on one line.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(text: &str, source: &str) -> Result<T, InputError> {
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    source: &str,
+) -> Result<T, InputError> {
     let de = toml::Deserializer::parse(text)
         .map_err(|e| InputError::new(source, "", toml_syntax_message(text, &e)))?;
     serde_path_to_error::deserialize(de).map_err(|e| {

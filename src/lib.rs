@@ -17,6 +17,7 @@ pub mod place_summary;
 pub mod report;
 pub mod sim;
 pub mod strategy;
+pub mod train;
 pub mod units;
 pub mod zoo;
 

@@ -1,0 +1,120 @@
+//! Durable training runs. A checkpoint is a directory `<run>/checkpoints/step-<n>/` holding every
+//! file the run needs to go on (policy weights, optimiser state, replay buffer, `state.json`);
+//! `<run>/checkpoints/latest` names the newest complete one. The directory is written first,
+//! under a temporary name, then renamed into place, and only then is `latest` replaced (itself
+//! written to a temporary file and renamed). A run killed at any moment therefore leaves
+//! `latest` naming a complete checkpoint, and loses at most the steps since it.
+//!
+//! Randomness needs no saved state: each step's generator is seeded from the run's seed and the
+//! step number ([`step_seed`]), so a resumed run draws exactly what an uninterrupted one does.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result, write_atomic};
+
+const LATEST: &str = "latest";
+/// Complete checkpoints kept besides the newest (older ones are deleted).
+const KEEP_OLDER: usize = 1;
+
+/// The seed of step `step` of a run seeded with `seed`, worker `worker` (SplitMix64 finaliser of
+/// the three mixed together: nearby inputs give unrelated seeds).
+pub fn step_seed(seed: u64, step: u64, worker: u64) -> u64 {
+    let mut z = seed
+        .wrapping_add(step.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_add(worker.wrapping_mul(0xD1B5_4A32_D192_ED03));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The checkpoints of one run.
+#[derive(Debug, Clone)]
+pub struct Checkpoints {
+    dir: PathBuf,
+}
+
+impl Checkpoints {
+    /// Checkpoints under `<run_dir>/checkpoints`.
+    pub fn new(run_dir: &Path) -> Checkpoints {
+        Checkpoints {
+            dir: run_dir.join("checkpoints"),
+        }
+    }
+
+    /// The newest complete checkpoint: its step and directory. `None` when there is none.
+    pub fn latest(&self) -> Result<Option<(u64, PathBuf)>> {
+        let pointer = self.dir.join(LATEST);
+        let text = match std::fs::read_to_string(&pointer) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(pointer.display().to_string(), e)),
+        };
+        let name = text.trim();
+        let step = parse_step(name).ok_or_else(|| {
+            Error::Other(format!(
+                "{}: names \"{name}\", not a checkpoint (step-<n>)",
+                pointer.display()
+            ))
+        })?;
+        let path = self.dir.join(name);
+        if !path.is_dir() {
+            return Err(Error::Other(format!(
+                "{}: names {}, which does not exist",
+                pointer.display(),
+                path.display()
+            )));
+        }
+        Ok(Some((step, path)))
+    }
+
+    /// Write checkpoint `step`: `fill` writes the files into the directory it is given; the
+    /// checkpoint becomes the latest only once all of them are written.
+    pub fn save(&self, step: u64, fill: impl FnOnce(&Path) -> Result<()>) -> Result<PathBuf> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
+        let name = format!("step-{step}");
+        let tmp = self.dir.join(format!(".{name}.tmp{}", std::process::id()));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
+        }
+        std::fs::create_dir(&tmp).map_err(|e| io(&tmp, e))?;
+        if let Err(e) = fill(&tmp) {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(e);
+        }
+        let path = self.dir.join(&name);
+        if path.exists() {
+            std::fs::remove_dir_all(&path).map_err(|e| io(&path, e))?;
+        }
+        std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+        write_atomic(&self.dir.join(LATEST), format!("{name}\n").as_bytes())?;
+        self.prune(step)?;
+        Ok(path)
+    }
+
+    /// Delete all but the newest checkpoints and any temporary directory a killed run left.
+    fn prune(&self, newest: u64) -> Result<()> {
+        let mut older = Vec::new();
+        for entry in std::fs::read_dir(&self.dir).map_err(|e| io(&self.dir, e))? {
+            let entry = entry.map_err(|e| io(&self.dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".step-") && entry.path().is_dir() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            } else if let Some(step) = parse_step(&name).filter(|&s| s < newest) {
+                older.push((step, entry.path()));
+            }
+        }
+        older.sort_unstable_by_key(|o| std::cmp::Reverse(o.0));
+        for (_, path) in older.into_iter().skip(KEEP_OLDER) {
+            std::fs::remove_dir_all(&path).map_err(|e| io(&path, e))?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_step(name: &str) -> Option<u64> {
+    name.strip_prefix("step-")?.parse().ok()
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::io(path.display().to_string(), e)
+}

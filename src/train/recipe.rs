@@ -1,0 +1,281 @@
+//! A training recipe (`training/<name>.toml`): what the policy trains on, how long, and with which
+//! search and optimiser settings. Every field has a default except the training set, so a recipe
+//! states only what it changes; unknown keys are refused to catch typos.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{InputError, Result, check_positive, parse_toml};
+
+/// One training recipe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    /// Names the run and its output directory.
+    pub name: String,
+    /// Seed of every random choice of the run: draws, search, weight initialisation.
+    #[serde(default)]
+    pub seed: u64,
+    /// Optimiser steps.
+    #[serde(default = "defaults::steps")]
+    pub steps: u64,
+    pub training_set: TrainingSet,
+    #[serde(default)]
+    pub search: SearchSettings,
+    #[serde(default)]
+    pub model: ModelSettings,
+    #[serde(default)]
+    pub optimizer: OptimizerSettings,
+    #[serde(default)]
+    pub evaluation: EvaluationSettings,
+    #[serde(default)]
+    pub checkpoint: CheckpointSettings,
+}
+
+/// The (model, topology) pairs self-play draws from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingSet {
+    /// Zoo names or graph files (any importable format), relative to the recipe's directory.
+    pub models: Vec<String>,
+    /// Random topologies of TAG's distribution (§5.2): seeds `topology_seed ..
+    /// topology_seed + topologies`.
+    #[serde(default = "defaults::topologies")]
+    pub topologies: u64,
+    #[serde(default)]
+    pub topology_seed: u64,
+    /// Cluster configs drawn from besides the random topologies.
+    #[serde(default)]
+    pub clusters: Vec<String>,
+}
+
+/// The MCTS of each self-play game.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchSettings {
+    /// Leaf evaluations per game.
+    #[serde(default = "defaults::budget")]
+    pub budget: usize,
+    /// METIS op groups.
+    #[serde(default = "defaults::groups")]
+    pub groups: usize,
+    /// PUCT's exploration constant.
+    #[serde(default = "defaults::exploration")]
+    pub exploration: f64,
+    /// A vertex becomes a training target once it has this many visits. TAG uses 800 of its
+    /// much larger searches; at a few hundred leaves per game a vertex with 40 visits already
+    /// has a visit distribution that differs from the priors.
+    #[serde(default = "defaults::min_visits")]
+    pub min_visits: u32,
+    /// Games played in parallel per step (self-play workers).
+    #[serde(default = "defaults::games")]
+    pub games_per_step: usize,
+}
+
+/// Sizes of the GNN.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    #[serde(default = "defaults::width")]
+    pub width: usize,
+    #[serde(default = "defaults::heads")]
+    pub heads: usize,
+}
+
+/// Adam on the cross-entropy between priors and visit distributions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptimizerSettings {
+    #[serde(default = "defaults::learning_rate")]
+    pub learning_rate: f64,
+    /// Targets per Adam step, drawn from the replay buffer.
+    #[serde(default = "defaults::batch")]
+    pub batch: usize,
+    /// Targets kept (the most recent).
+    #[serde(default = "defaults::replay")]
+    pub replay: usize,
+}
+
+/// Periodic evaluation on held-out random topologies (never drawn for training).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluationSettings {
+    /// Evaluate every this many steps (0: never).
+    #[serde(default = "defaults::eval_every")]
+    pub every: u64,
+    #[serde(default = "defaults::heldout")]
+    pub topologies: u64,
+    /// Seeds of the held-out topologies start here; they must not overlap the training seeds.
+    #[serde(default = "defaults::heldout_seed")]
+    pub topology_seed: u64,
+}
+
+/// How often the run is made durable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSettings {
+    #[serde(default = "defaults::checkpoint_every")]
+    pub every: u64,
+}
+
+mod defaults {
+    pub fn steps() -> u64 {
+        200
+    }
+    pub fn topologies() -> u64 {
+        1000
+    }
+    pub fn budget() -> usize {
+        200
+    }
+    pub fn groups() -> usize {
+        20
+    }
+    pub fn exploration() -> f64 {
+        10.0
+    }
+    pub fn min_visits() -> u32 {
+        40
+    }
+    pub fn games() -> usize {
+        2
+    }
+    pub fn width() -> usize {
+        64
+    }
+    pub fn heads() -> usize {
+        4
+    }
+    pub fn learning_rate() -> f64 {
+        1e-3
+    }
+    pub fn batch() -> usize {
+        32
+    }
+    pub fn replay() -> usize {
+        4096
+    }
+    pub fn eval_every() -> u64 {
+        50
+    }
+    pub fn heldout() -> u64 {
+        10
+    }
+    pub fn heldout_seed() -> u64 {
+        1_000_000
+    }
+    pub fn checkpoint_every() -> u64 {
+        10
+    }
+}
+
+macro_rules! default_from_serde {
+    ($($t:ty),*) => {$(
+        impl Default for $t {
+            fn default() -> $t {
+                toml::from_str("").expect("every field has a default")
+            }
+        }
+    )*};
+}
+default_from_serde!(
+    SearchSettings,
+    ModelSettings,
+    OptimizerSettings,
+    EvaluationSettings,
+    CheckpointSettings
+);
+
+impl Recipe {
+    /// Parse and check a recipe; `source` names the file in errors.
+    pub fn parse(text: &str, source: &str) -> Result<Recipe, InputError> {
+        let recipe: Recipe = parse_toml(text, source)?;
+        recipe.check(source)?;
+        Ok(recipe)
+    }
+
+    /// Read a recipe file. Relative graph and cluster paths in it are resolved against the
+    /// file's directory.
+    pub fn load(path: &Path) -> Result<Recipe> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(shown.clone(), e))?;
+        let mut recipe = Recipe::parse(&text, &shown)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        recipe.training_set.resolve_paths(dir);
+        Ok(recipe)
+    }
+
+    fn check(&self, source: &str) -> Result<(), InputError> {
+        let at = |field: &str, message: &str| InputError::new(source, field, message);
+        if self.name.is_empty() || self.name.contains(['/', '\\']) {
+            return Err(at("name", "must be a non-empty name without slashes"));
+        }
+        let set = &self.training_set;
+        if set.models.is_empty() {
+            return Err(at("training_set.models", "lists no model"));
+        }
+        if set.topologies == 0 && set.clusters.is_empty() {
+            return Err(at(
+                "training_set.topologies",
+                "0 random topologies and no clusters: nothing to train on",
+            ));
+        }
+        let positive = [
+            ("steps", self.steps as f64),
+            ("search.budget", self.search.budget as f64),
+            ("search.groups", self.search.groups as f64),
+            ("search.exploration", self.search.exploration),
+            ("search.min_visits", f64::from(self.search.min_visits)),
+            ("search.games_per_step", self.search.games_per_step as f64),
+            ("model.width", self.model.width as f64),
+            ("model.heads", self.model.heads as f64),
+            ("optimizer.learning_rate", self.optimizer.learning_rate),
+            ("optimizer.batch", self.optimizer.batch as f64),
+            ("optimizer.replay", self.optimizer.replay as f64),
+            ("checkpoint.every", self.checkpoint.every as f64),
+        ];
+        for (field, value) in positive {
+            check_positive(source, field, value)?;
+        }
+        let train = set.topology_seed..set.topology_seed.saturating_add(set.topologies);
+        let eval = &self.evaluation;
+        let held = eval.topology_seed..eval.topology_seed.saturating_add(eval.topologies);
+        if train.start < held.end && held.start < train.end {
+            return Err(at(
+                "evaluation.topology_seed",
+                &format!(
+                    "held-out seeds {held:?} overlap the training seeds {train:?}: the evaluation \
+                     would not be on unseen topologies"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl TrainingSet {
+    /// Graph files and cluster files relative to `dir`; zoo names stay as they are.
+    fn resolve_paths(&mut self, dir: &Path) {
+        let is_zoo = |m: &str| {
+            let base = m.strip_suffix("-inference").unwrap_or(m);
+            crate::zoo::NAMES.contains(&base)
+        };
+        let resolve = |p: &String| -> String {
+            let path = PathBuf::from(p);
+            if path.is_absolute() {
+                p.clone()
+            } else {
+                dir.join(path).display().to_string()
+            }
+        };
+        for m in self.models.iter_mut().filter(|m| !is_zoo(m)) {
+            *m = resolve(m);
+        }
+        for c in self.clusters.iter_mut() {
+            if c.ends_with(".toml") {
+                *c = resolve(c);
+            }
+        }
+    }
+}

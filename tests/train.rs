@@ -1,0 +1,137 @@
+//! Training recipes and durable checkpoints.
+
+use std::path::Path;
+
+use topoplace::train::{Checkpoints, Recipe, step_seed};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn minimal(extra: &str) -> String {
+    format!("name = \"t\"\n{extra}\n[training_set]\nmodels = [\"mlp\"]\n")
+}
+
+#[test]
+fn shipped_recipe_loads_with_every_field_checked() {
+    let r = Recipe::load(&root().join("training/tag-default.toml")).unwrap();
+    assert_eq!(r.name, "tag-default");
+    assert_eq!(r.training_set.models.len(), 6);
+    assert!(r.evaluation.topology_seed >= r.training_set.topology_seed + r.training_set.topologies);
+}
+
+#[test]
+fn defaults_fill_what_a_recipe_leaves_out() {
+    let r = Recipe::parse(&minimal(""), "r.toml").unwrap();
+    assert_eq!(r.steps, 200);
+    assert_eq!(r.search.budget, 200);
+    assert_eq!(r.checkpoint.every, 10);
+    assert_eq!(r.training_set.topologies, 1000);
+}
+
+#[test]
+fn bad_recipes_name_the_file_and_field() {
+    let cases = [
+        (minimal("stepz = 3"), "stepz"),
+        (minimal("steps = 0"), "steps"),
+        (minimal("[search]\nbudget = 0"), "search.budget"),
+        (
+            "name = \"t\"\n[training_set]\nmodels = []\n".to_string(),
+            "training_set.models",
+        ),
+        (
+            minimal("[evaluation]\ntopology_seed = 500"),
+            "evaluation.topology_seed",
+        ),
+        (
+            "name = \"a/b\"\n[training_set]\nmodels = [\"mlp\"]\n".into(),
+            "name",
+        ),
+        ("name = \"t\"\n[training_set\n".into(), "malformed TOML"),
+    ];
+    for (text, field) in cases {
+        let e = Recipe::parse(&text, "r.toml").unwrap_err().to_string();
+        assert!(e.starts_with("r.toml"), "{e}");
+        assert!(e.contains(field), "{field}: {e}");
+    }
+}
+
+#[test]
+fn relative_graph_paths_resolve_against_the_recipe() {
+    let dir = tempdir("recipe");
+    std::fs::write(
+        dir.join("r.toml"),
+        "name = \"t\"\n[training_set]\nmodels = [\"vgg19\", \"g.json\"]\nclusters = [\"c.toml\", \"tag-testbed\"]\n",
+    )
+    .unwrap();
+    let r = Recipe::load(&dir.join("r.toml")).unwrap();
+    assert_eq!(r.training_set.models[0], "vgg19");
+    assert_eq!(
+        r.training_set.models[1],
+        dir.join("g.json").display().to_string()
+    );
+    assert_eq!(
+        r.training_set.clusters[0],
+        dir.join("c.toml").display().to_string()
+    );
+    assert_eq!(r.training_set.clusters[1], "tag-testbed");
+}
+
+#[test]
+fn step_seeds_are_distinct_and_reproducible() {
+    let mut seen = std::collections::HashSet::new();
+    for step in 0..1000 {
+        for worker in 0..4 {
+            assert!(seen.insert(step_seed(7, step, worker)));
+        }
+    }
+    assert_eq!(step_seed(7, 3, 1), step_seed(7, 3, 1));
+    assert_ne!(step_seed(7, 3, 1), step_seed(8, 3, 1));
+}
+
+fn tempdir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("topoplace-train-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_failed_save_leaves_the_previous_checkpoint_latest() {
+    let dir = tempdir("ckpt");
+    let c = Checkpoints::new(&dir);
+    assert!(c.latest().unwrap().is_none());
+    c.save(10, |d| {
+        std::fs::write(d.join("state.json"), "10").unwrap();
+        Ok(())
+    })
+    .unwrap();
+    // A save interrupted half-way (the closure fails after writing one file) changes nothing.
+    let e = c.save(20, |d| {
+        std::fs::write(d.join("state.json"), "20").unwrap();
+        Err(topoplace::Error::Other("killed".into()))
+    });
+    assert!(e.is_err());
+    let (step, path) = c.latest().unwrap().unwrap();
+    assert_eq!(step, 10);
+    assert_eq!(
+        std::fs::read_to_string(path.join("state.json")).unwrap(),
+        "10"
+    );
+    // Later saves move `latest` and keep one older checkpoint.
+    for s in [20, 30, 40] {
+        c.save(s, |d| {
+            std::fs::write(d.join("state.json"), s.to_string()).unwrap();
+            Ok(())
+        })
+        .unwrap();
+    }
+    assert_eq!(c.latest().unwrap().unwrap().0, 40);
+    let mut left: Vec<String> = std::fs::read_dir(dir.join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["latest", "step-30", "step-40"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
