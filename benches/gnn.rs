@@ -93,5 +93,8 @@ fn main() {
             found.iteration_us() / 1e3
         );
     }
-    println!("mcts gnn / uniform iterations per second: {:.3}", rates[1] / rates[0]);
+    println!(
+        "mcts gnn / uniform iterations per second: {:.3}",
+        rates[1] / rates[0]
+    );
 }

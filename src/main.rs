@@ -672,12 +672,13 @@ fn place(args: PlaceArgs) -> Result<()> {
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
             .map_err(|e| Error::Other(e.to_string()))?,
     );
-    let found = topoplace::mcts::search_with(&p, args.groups, config, policy.as_ref(), |progress| {
-        bar.set_position(progress.iterations as u64);
-        if let Some(best) = progress.best_us {
-            bar.set_message(format!("best {:.2} ms", topoplace::units::to_ms(best)));
-        }
-    });
+    let found =
+        topoplace::mcts::search_with(&p, args.groups, config, policy.as_ref(), |progress| {
+            bar.set_position(progress.iterations as u64);
+            if let Some(best) = progress.best_us {
+                bar.set_message(format!("best {:.2} ms", topoplace::units::to_ms(best)));
+            }
+        });
     bar.finish_and_clear();
     let found = found?;
     if !found.fits {

@@ -164,7 +164,9 @@ fn search_features_follow_table_1_and_priors_cover_the_actions() {
         .unwrap()
         .with_policy(&policy)
         .unwrap();
-    let priors = search.root_priors().expect("a policy gives the root priors");
+    let priors = search
+        .root_priors()
+        .expect("a policy gives the root priors");
     assert_eq!(priors.len(), search.actions().len());
     assert!((priors.iter().sum::<f64>() - 1.0).abs() < 1e-5);
     // Not uniform: the GNN does look at the actions.
@@ -175,7 +177,14 @@ fn search_features_follow_table_1_and_priors_cover_the_actions() {
 
     let routes = topoplace::compile::RouteTable::new(&cluster);
     let acts = topoplace::mcts::actions(&cluster);
-    let vp = topoplace::gnn::VertexPriors::new(&policy, &p, &routes, &metis_groups(&p, 8, 0).unwrap(), &acts, 1000.0);
+    let vp = topoplace::gnn::VertexPriors::new(
+        &policy,
+        &p,
+        &routes,
+        &metis_groups(&p, 8, 0).unwrap(),
+        &acts,
+        1000.0,
+    );
     let e = {
         let s = topoplace::mcts::build_strategy(
             &metis_groups(&p, 8, 0).unwrap(),
@@ -185,12 +194,8 @@ fn search_features_follow_table_1_and_priors_cover_the_actions() {
             cluster.devices.len(),
         )
         .unwrap();
-        topoplace::baselines::simulate(
-            &p,
-            &routes,
-            &topoplace::baselines::Placement::plain(s, ""),
-        )
-        .unwrap()
+        topoplace::baselines::simulate(&p, &routes, &topoplace::baselines::Placement::plain(s, ""))
+            .unwrap()
     };
     let fb = vp.feedback(&e);
     let mut choice = vec![0u16; groups];
@@ -199,8 +204,16 @@ fn search_features_follow_table_1_and_priors_cover_the_actions() {
     assert_eq!(g.ops(), groups);
     assert_eq!(g.devs(), cluster.groups.len());
     assert_eq!(g.op_dev.len(), groups * cluster.groups.len());
-    assert_eq!(g.dev_dev.len(), cluster.groups.len() * (cluster.groups.len() - 1));
-    assert!(g.op_features.iter().chain(&g.dev_features).all(|x| x.is_finite()));
+    assert_eq!(
+        g.dev_dev.len(),
+        cluster.groups.len() * (cluster.groups.len() - 1)
+    );
+    assert!(
+        g.op_features
+            .iter()
+            .chain(&g.dev_features)
+            .all(|x| x.is_finite())
+    );
     let row = |i: usize| &g.op_features[i * OP_FEATURES..(i + 1) * OP_FEATURES];
     // Decided flags (index 10) for groups 0 and 1, the next flag (11) for group 2.
     assert_eq!((row(0)[10], row(1)[10], row(2)[10]), (1.0, 1.0, 0.0));
@@ -240,14 +253,18 @@ fn gradients_match_finite_differences_and_adam_lowers_the_loss() {
     let loss = cross_entropy(&model, &g, 1, &slices, &target);
     let grads = loss.backward();
 
-    // Two parameters: the decoder's score layer and the op-group input layer, whose gradient
-    // flows back through all four attention layers.
+    // Three parameters: the decoder's score layer and the op- and device-group input layers,
+    // whose gradients flow back through all four attention layers. f32 central differences
+    // carry ~1e-5 of rounding noise at this step, hence the absolute slack.
     let checks: Vec<(&str, Tensor<2>, fn(&mut GnnModel, Tensor<2>))> = vec![
         ("score", model.score.weight.val(), |m, w| {
             m.score.weight = Param::from_tensor(w)
         }),
         ("op_in", model.op_in.weight.val(), |m, w| {
             m.op_in.weight = Param::from_tensor(w)
+        }),
+        ("dev_in", model.dev_in.weight.val(), |m, w| {
+            m.dev_in.weight = Param::from_tensor(w)
         }),
     ];
     for (name, weight, set) in checks {
@@ -258,19 +275,22 @@ fn gradients_match_finite_differences_and_adam_lowers_the_loss() {
         let mut order: Vec<usize> = (0..analytic.len()).collect();
         order.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
         assert!(analytic[order[0]].abs() > 1e-4, "{name}: no gradient");
-        let eps = 1e-2f32;
+        let eps = 2e-2f32;
         for &k in &order[..5] {
             let at = |delta: f32| {
                 let mut v = values.clone();
                 v[k] += delta;
                 let mut m = model.clone();
-                set(&mut m, Tensor::<2>::from_data(TensorData::new(v, shape), &device));
+                set(
+                    &mut m,
+                    Tensor::<2>::from_data(TensorData::new(v, shape), &device),
+                );
                 loss_of(&m)
             };
             let numeric = (at(eps) - at(-eps)) / (2.0 * eps as f64);
             let a = analytic[k] as f64;
             assert!(
-                (numeric - a).abs() <= 2e-3 + 5e-2 * a.abs(),
+                (numeric - a).abs() <= 2e-5 + 5e-2 * a.abs(),
                 "{name}[{k}]: autodiff {a}, finite difference {numeric}"
             );
         }
@@ -414,11 +434,17 @@ fn place_with_a_policy_file_is_deterministic() {
     let dir = scratch("place");
     let policy = dir.join("untrained.gnn");
     let init = topoplace()
-        .args(["policy", "init", "--seed", "1", "--width", "16", "--heads", "2", "--out"])
+        .args([
+            "policy", "init", "--seed", "1", "--width", "16", "--heads", "2", "--out",
+        ])
         .arg(&policy)
         .output()
         .unwrap();
-    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
     assert_eq!(GnnPolicy::load(&policy).unwrap().config, small());
     let place = |out: &str| {
         let file = dir.join(out);
@@ -431,9 +457,18 @@ fn place_with_a_policy_file_is_deterministic() {
             .arg(&file)
             .output()
             .unwrap();
-        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
         let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
-        assert!(summary["policy"].as_str().unwrap().ends_with("untrained.gnn"));
+        assert!(
+            summary["policy"]
+                .as_str()
+                .unwrap()
+                .ends_with("untrained.gnn")
+        );
         std::fs::read_to_string(file).unwrap()
     };
     assert_eq!(place("a.json"), place("b.json"));
@@ -453,7 +488,14 @@ fn bad_policy_files_are_named_errors() {
     let missing = dir.join("missing.gnn");
     for file in [&garbage, &truncated, &missing] {
         let run = topoplace()
-            .args(["place", "--model", "mlp", "--cluster", "tag-testbed", "--policy"])
+            .args([
+                "place",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--policy",
+            ])
             .arg(file)
             .output()
             .unwrap();

@@ -126,7 +126,10 @@ pub fn cross_entropy(
     target: &[f32],
 ) -> Tensor<1> {
     let log = model.forward(g, group, slices);
-    let pi = Tensor::<1>::from_data(TensorData::new(target.to_vec(), [target.len()]), &model.device());
+    let pi = Tensor::<1>::from_data(
+        TensorData::new(target.to_vec(), [target.len()]),
+        &model.device(),
+    );
     (log * pi).sum().neg()
 }
 

@@ -8,7 +8,8 @@
 //!   edges of that relation weights them (GAT), and the heads' `f / H`-wide slices are
 //!   concatenated. A node's new embedding is `σ(W_self h + Σ_r γ_r · agg_r)` with `γ = 1` for
 //!   relations between nodes of the same type and 0.1 across types, so a node's many op–device
-//!   edges do not drown its own type's neighbours. `σ` is SiLU (smooth, so gradient checks are
+//!   edges do not drown its own type's neighbours; the layer adds it to `h` (a residual, so the
+//!   input features reach the decoder undiminished). `σ` is SiLU (smooth, so gradient checks are
 //!   meaningful); the attention logits keep GAT's leaky ReLU.
 //! - Decoder: a strategy slice `(P_i, O_i)` of op group `i` is scored from
 //!   `Σ_j E_dev[j]·P_ij ∘ E_op[i] ∘ emb(O_i)` by a two-layer dense head; a softmax over the
@@ -58,7 +59,9 @@ impl GnnConfig {
     /// Why the configuration cannot build a model, if it cannot.
     pub fn check(&self) -> Result<(), String> {
         if self.width == 0 || self.heads == 0 || self.layers == 0 {
-            return Err(format!("width, heads and layers must be positive: {self:?}"));
+            return Err(format!(
+                "width, heads and layers must be positive: {self:?}"
+            ));
         }
         if !self.width.is_multiple_of(self.heads) {
             return Err(format!(
@@ -92,7 +95,8 @@ pub struct HeteroLayer {
 pub struct GnnModel {
     /// The op-group input layer; public so tests can probe its gradient.
     pub op_in: Linear,
-    dev_in: Linear,
+    /// The device-group input layer; public so tests can probe its gradient.
+    pub dev_in: Linear,
     /// Edge-feature encoder per relation.
     edge_in: Vec<Linear>,
     layers: Vec<HeteroLayer>,
@@ -242,7 +246,9 @@ impl HeteroLayer {
                 dev = dev + agg;
             }
         }
-        (silu(op), silu(dev))
+        // Residual: four layers of small-initialised dense maps would otherwise shrink the
+        // input features (and their gradients) by orders of magnitude before the decoder.
+        (h_op + silu(op), h_dev + silu(dev))
     }
 }
 

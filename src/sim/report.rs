@@ -155,7 +155,12 @@ fn op_group_feedback(
     compiled: &Compiled,
     result: &SimResult,
 ) -> Vec<OpGroupFeedback> {
-    op_group_feedback_by(strategy.group_count(), |op| strategy.group_of(op), compiled, result)
+    op_group_feedback_by(
+        strategy.group_count(),
+        |op| strategy.group_of(op),
+        compiled,
+        result,
+    )
 }
 
 /// TAG Table 1's op-group feedback for any partition of the ops (`group_of` maps an op index to
