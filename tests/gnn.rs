@@ -231,6 +231,9 @@ fn search_features_follow_table_1_and_priors_cover_the_actions() {
     assert!((0..g.devs()).any(|j| g.dev_features[j * DEV_FEATURES + 5] < 1.0));
 }
 
+/// Replaces one weight matrix of a model.
+type SetWeight = fn(&mut GnnModel, Tensor<2>);
+
 #[test]
 fn gradients_match_finite_differences_and_adam_lowers_the_loss() {
     let device = Device::flex().autodiff();
@@ -256,7 +259,7 @@ fn gradients_match_finite_differences_and_adam_lowers_the_loss() {
     // Three parameters: the decoder's score layer and the op- and device-group input layers,
     // whose gradients flow back through all four attention layers. f32 central differences
     // carry ~1e-5 of rounding noise at this step, hence the absolute slack.
-    let checks: Vec<(&str, Tensor<2>, fn(&mut GnnModel, Tensor<2>))> = vec![
+    let checks: Vec<(&str, Tensor<2>, SetWeight)> = vec![
         ("score", model.score.weight.val(), |m, w| {
             m.score.weight = Param::from_tensor(w)
         }),

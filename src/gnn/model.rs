@@ -122,7 +122,8 @@ fn dense(rng: &mut StdRng, d_in: usize, d_out: usize, bias: bool, dev: &Device) 
     Linear { weight, bias }
 }
 
-/// Edges of one relation on the device, with encoded features.
+/// Edges of one relation on the device, with their (raw or encoded) features.
+#[derive(Clone)]
 struct Relation {
     src: Tensor<1, Int>,
     dst: Tensor<1, Int>,
@@ -133,7 +134,7 @@ struct Relation {
 pub struct GraphTensors {
     op_x: Tensor<2>,
     dev_x: Tensor<2>,
-    relations: Vec<Option<(Vec<i64>, Vec<i64>, Tensor<2>)>>,
+    relations: Vec<Option<Relation>>,
 }
 
 fn matrix(v: &[f32], cols: usize, dev: &Device) -> Tensor<2> {
@@ -146,9 +147,12 @@ impl GraphTensors {
             if src.is_empty() {
                 None
             } else {
-                let s = src.iter().map(|&x| x as i64).collect();
-                let d = dst.iter().map(|&x| x as i64).collect();
-                Some((s, d, matrix(f, EDGE_FEATURES, dev)))
+                let ids = |v: &[u32]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
+                Some(Relation {
+                    src: index_tensor(&ids(src), dev),
+                    dst: index_tensor(&ids(dst), dev),
+                    features: matrix(f, EDGE_FEATURES, dev),
+                })
             }
         };
         GraphTensors {
@@ -290,16 +294,14 @@ impl GnnModel {
 
     /// Op-group and device-group embeddings `(E_op [N, f], E_dev [M, f])`.
     pub fn embed(&self, g: &GraphTensors) -> (Tensor<2>, Tensor<2>) {
-        let dev = self.device();
         let relations: Vec<Option<Relation>> = g
             .relations
             .iter()
             .zip(&self.edge_in)
             .map(|(rel, enc)| {
-                rel.as_ref().map(|(s, d, f)| Relation {
-                    src: index_tensor(s, &dev),
-                    dst: index_tensor(d, &dev),
-                    features: silu(enc.forward(f.clone())),
+                rel.as_ref().map(|r| Relation {
+                    features: silu(enc.forward(r.features.clone())),
+                    ..r.clone()
                 })
             })
             .collect();
