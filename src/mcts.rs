@@ -13,7 +13,8 @@
 //!   actions of the vertex's next op group, computed once per new vertex from the heterogeneous
 //!   graph of its completed, simulated strategy (the leaf the expansion evaluates anyway, so the
 //!   runtime feedback costs no extra simulation). Priors arrive after the batch that created the
-//!   vertex is evaluated; a later selection in that same batch sees uniform priors there.
+//!   vertex is evaluated (the batch's new vertices in parallel); a later selection in that same
+//!   batch sees uniform priors there.
 //! - Parallelism: each batch of leaves is selected sequentially with a virtual loss (so the
 //!   batch spreads over the tree), evaluated in parallel with rayon, and backed up in selection
 //!   order. The batch size is fixed, not the thread count, so a seed gives the same search on any
@@ -391,12 +392,14 @@ impl<'a> Mcts<'a> {
         self.nodes[0].priors.as_deref()
     }
 
-    /// Give every pending vertex the policy's priors for its next op group, in creation order.
+    /// Give every pending vertex the policy's priors for its next op group (in parallel).
     fn assign_priors(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         let Some(policy) = &self.policy else { return };
+        // The model is Sync and each vertex's forward pass is independent; collecting keeps the
+        // creation order, so the result does not depend on the thread count.
         let priors: Vec<(usize, Vec<f64>)> = pending
-            .into_iter()
+            .into_par_iter()
             .filter(|(_, path)| path.len() < self.groups)
             .map(|(node, path)| {
                 let choice = self.complete_or_dp(&path);
