@@ -475,6 +475,13 @@ fn place_with_a_policy_file_is_deterministic() {
         std::fs::read_to_string(file).unwrap()
     };
     assert_eq!(place("a.json"), place("b.json"));
+    let text = topoplace()
+        .args(["place", "--model", "mlp", "--cluster", "tag-testbed"])
+        .args(["--budget", "8", "--groups", "4", "--policy"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("GNN priors from"));
     std::fs::remove_dir_all(&dir).ok();
 }
 
