@@ -204,6 +204,9 @@ struct PlaceArgs {
     /// Prior policy: `none` (uniform priors) or a GNN policy file (`topoplace policy init`).
     #[arg(long, default_value = "none")]
     policy: String,
+    /// Where the GNN runs: `cpu` (burn flex) or `wgpu` (builds with `--features wgpu`).
+    #[arg(long, default_value = "cpu")]
+    gnn_device: String,
     /// MCTS iterations (leaf evaluations).
     #[arg(long, default_value_t = 300)]
     budget: usize,
@@ -629,11 +632,12 @@ fn compare(args: CompareArgs) -> Result<()> {
 
 /// The policy argument: `none` for uniform priors, else a GNN policy file (read before any
 /// search starts, so a bad file fails fast and names itself).
-fn load_policy(policy: &str) -> Result<Option<GnnPolicy>> {
+fn load_policy(policy: &str, device: &str) -> Result<Option<GnnPolicy>> {
+    let device = topoplace::gnn::device_named(device)?;
     if policy == "none" {
         return Ok(None);
     }
-    GnnPolicy::load(Path::new(policy)).map(Some)
+    GnnPolicy::load_on(Path::new(policy), &device).map(Some)
 }
 
 /// `topoplace policy init`: an untrained policy file.
@@ -652,7 +656,7 @@ fn policy_init(out: &Path, seed: u64, width: usize, heads: usize) -> Result<()> 
 }
 
 fn place(args: PlaceArgs) -> Result<()> {
-    let policy = load_policy(&args.policy)?;
+    let policy = load_policy(&args.policy, &args.gnn_device)?;
     let graph = load_model(&args.model, None)?;
     let cluster = load_named_cluster(&args.cluster)?;
     let cost = CostModel::default();

@@ -485,6 +485,18 @@ fn place_with_a_policy_file_is_deterministic() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+#[cfg(not(feature = "wgpu"))]
+#[test]
+fn the_wgpu_device_needs_the_feature() {
+    let run = topoplace()
+        .args(["place", "--model", "mlp", "--cluster", "tag-testbed"])
+        .args(["--gnn-device", "wgpu"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--features wgpu"));
+}
+
 #[test]
 fn bad_policy_files_are_named_errors() {
     let dir = scratch("bad");

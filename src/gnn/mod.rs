@@ -43,6 +43,22 @@ pub fn gpu() -> Device {
     Device::wgpu(Default::default())
 }
 
+/// The device called `name`: `cpu` (flex) or `wgpu` (only in builds with the `wgpu` feature).
+pub fn device_named(name: &str) -> Result<Device> {
+    match name {
+        "cpu" => Ok(cpu()),
+        #[cfg(feature = "wgpu")]
+        "wgpu" => Ok(gpu()),
+        #[cfg(not(feature = "wgpu"))]
+        "wgpu" => Err(Error::Other(
+            "the GNN device wgpu needs a build with `--features wgpu`".into(),
+        )),
+        other => Err(Error::Other(format!(
+            "unknown GNN device \"{other}\" (known: cpu, wgpu)"
+        ))),
+    }
+}
+
 /// A GNN with the hyper-parameters it was built with.
 #[derive(Debug)]
 pub struct GnnPolicy {
