@@ -9,15 +9,18 @@ use burn::module::Param;
 use burn::optim::AdamConfig;
 use burn::prelude::*;
 
-use topoplace::baselines::Problem;
+use topoplace::baselines::{Placement, Problem, simulate};
 use topoplace::cluster::{Cluster, load_cluster};
+use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
 use topoplace::gnn::features::{DEV_FEATURES, EDGE_FEATURES, EdgeList, OP_FEATURES, OPTIONS};
 use topoplace::gnn::{
-    GnnConfig, GnnModel, GnnPolicy, HeteroGraph, Slice, adam_step, cross_entropy, to_vec,
+    GnnConfig, GnnModel, GnnPolicy, HeteroGraph, Slice, VertexPriors, adam_step, cross_entropy,
+    to_vec,
 };
 use topoplace::graph::Graph;
-use topoplace::mcts::{Mcts, MctsConfig, metis_groups};
+use topoplace::mcts::{Mcts, MctsConfig, actions, build_strategy, metis_groups};
+use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
 
 fn small() -> GnnConfig {
@@ -149,16 +152,19 @@ fn model(name: &str) -> Graph {
     zoo::build(name, &zoo::ZooOptions::default()).unwrap()
 }
 
+fn problem<'a>(graph: &'a Graph, cluster: &'a Cluster, cost: &'a CostModel) -> Problem<'a> {
+    Problem {
+        graph,
+        cluster,
+        cost,
+    }
+}
+
 #[test]
-fn search_features_follow_table_1_and_priors_cover_the_actions() {
+fn the_search_takes_its_root_priors_from_the_gnn() {
     let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
-    let p = Problem {
-        graph: &graph,
-        cluster: &cluster,
-        cost: &cost,
-    };
+    let p = problem(&graph, &cluster, &cost);
     let op_group = metis_groups(&p, 8, 0).unwrap();
-    let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
     let policy = GnnPolicy::init(small(), 0).unwrap();
     let search = Mcts::new(p, op_group, MctsConfig::default())
         .unwrap()
@@ -174,29 +180,30 @@ fn search_features_follow_table_1_and_priors_cover_the_actions() {
         .iter()
         .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
     assert!(hi > lo * 1.001, "{lo} {hi}");
+    // Without a policy, uniform priors as before.
+    let uniform = Mcts::new(p, metis_groups(&p, 8, 0).unwrap(), MctsConfig::default()).unwrap();
+    assert!(uniform.root_priors().is_none());
+}
 
-    let routes = topoplace::compile::RouteTable::new(&cluster);
-    let acts = topoplace::mcts::actions(&cluster);
-    let vp = topoplace::gnn::VertexPriors::new(
-        &policy,
-        &p,
-        &routes,
-        &metis_groups(&p, 8, 0).unwrap(),
+#[test]
+fn vertex_graphs_carry_table_1_features() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let op_group = metis_groups(&p, 8, 0).unwrap();
+    let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
+    let policy = GnnPolicy::init(small(), 0).unwrap();
+    let routes = RouteTable::new(&cluster);
+    let acts = actions(&cluster);
+    let vp = VertexPriors::new(&policy, &p, &routes, &op_group, &acts, 1000.0);
+    let dp = build_strategy(
+        &op_group,
         &acts,
-        1000.0,
-    );
-    let e = {
-        let s = topoplace::mcts::build_strategy(
-            &metis_groups(&p, 8, 0).unwrap(),
-            &acts,
-            &vec![0; groups],
-            topoplace::strategy::AllReducePacking::Packed,
-            cluster.devices.len(),
-        )
-        .unwrap();
-        topoplace::baselines::simulate(&p, &routes, &topoplace::baselines::Placement::plain(s, ""))
-            .unwrap()
-    };
+        &vec![0; groups],
+        AllReducePacking::Packed,
+        cluster.devices.len(),
+    )
+    .unwrap();
+    let e = simulate(&p, &routes, &Placement::plain(dp, "")).unwrap();
     let fb = vp.feedback(&e);
     let mut choice = vec![0u16; groups];
     choice[1] = (acts.len() - 1) as u16;

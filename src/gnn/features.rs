@@ -39,11 +39,16 @@ use crate::sim::report::op_group_feedback_by;
 use crate::sim::{DeviceGroupFeedback, Evaluation, OpGroupFeedback};
 use crate::strategy::{GroupDecision, ReplicationOption};
 
-/// Features per op-group node.
+/// Features per op-group node, in order: compute time, parameter share, parameter bytes / GPU
+/// memory, option one-hot (4: all-reduce, PS, duplicate, model parallel), share of GPUs used,
+/// makespan, idle before output transfer, decided, next, the strategy's iteration time, OOM.
 pub const OP_FEATURES: usize = 14;
-/// Features per device-group node.
+/// Features per device-group node, in order: GPU share, memory, FP32 speed, intra-group
+/// bandwidth (log), peak memory share, idle share.
 pub const DEV_FEATURES: usize = 6;
-/// Features per edge, every edge type (unused slots are 0).
+/// Features per edge, every edge type (unused slots are 0). Op–op: transfer time, log bytes,
+/// forward direction. Device–device: bandwidth, log bandwidth, idle share of the busiest link.
+/// Op–device: placed, decided.
 pub const EDGE_FEATURES: usize = 3;
 /// Replication options, the width of the option one-hot.
 pub const OPTIONS: usize = ReplicationOption::ALL.len();
