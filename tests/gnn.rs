@@ -19,7 +19,7 @@ use topoplace::gnn::{
     to_vec,
 };
 use topoplace::graph::Graph;
-use topoplace::mcts::{Mcts, MctsConfig, actions, build_strategy, metis_groups};
+use topoplace::mcts::{Mcts, MctsConfig, actions, build_strategy, metis_groups, search_with};
 use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
 
@@ -183,6 +183,32 @@ fn the_search_takes_its_root_priors_from_the_gnn() {
     // Without a policy, uniform priors as before.
     let uniform = Mcts::new(p, metis_groups(&p, 8, 0).unwrap(), MctsConfig::default()).unwrap();
     assert!(uniform.root_priors().is_none());
+}
+
+#[test]
+fn a_gnn_guided_search_is_deterministic_and_never_loses_to_dp() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let policy = GnnPolicy::init(small(), 2).unwrap();
+    let run = || {
+        let config = MctsConfig {
+            iterations: 48,
+            seed: 5,
+            ..MctsConfig::default()
+        };
+        search_with(&p, 6, config, Some(&policy), |_| {}).unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a.decisions, b.decisions);
+    assert_eq!(a.iteration_us(), b.iteration_us());
+    assert!(a.fits && a.dp_fits);
+    assert!(
+        a.iteration_us() <= a.dp_us,
+        "{} > {}",
+        a.iteration_us(),
+        a.dp_us
+    );
+    assert_eq!(a.iterations, 48);
 }
 
 #[test]
