@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod compile;
 pub mod cost;
 pub mod error;
+pub mod gnn;
 pub mod graph;
 pub mod group;
 pub mod import;

@@ -11,6 +11,7 @@ use topoplace::cluster::{Cluster, load_cluster, random_cluster};
 use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
+use topoplace::gnn::{GnnConfig, GnnPolicy};
 use topoplace::graph::{Graph, save_graph, simplify};
 use topoplace::sim::summary as simulation;
 use topoplace::sim::{Evaluation, Order, chrome_trace, evaluate};
@@ -61,6 +62,28 @@ enum Command {
     Topology {
         #[command(subcommand)]
         command: TopologyCommand,
+    },
+    /// GNN policy files for `place --policy`.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Write an untrained GNN policy (weights drawn from --seed) for testing.
+    Init {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Embedding width f.
+        #[arg(long, default_value_t = 64)]
+        width: usize,
+        /// Attention heads (must divide the width).
+        #[arg(long, default_value_t = 4)]
+        heads: usize,
     },
 }
 
@@ -178,9 +201,12 @@ struct PlaceArgs {
     /// A cluster config: a file, or the name of one in configs/.
     #[arg(long)]
     cluster: String,
-    /// Prior policy: `none` (uniform priors). A trained GNN file is not supported yet.
+    /// Prior policy: `none` (uniform priors) or a GNN policy file (`topoplace policy init`).
     #[arg(long, default_value = "none")]
     policy: String,
+    /// Where the GNN runs: `cpu` (burn flex) or `wgpu` (builds with `--features wgpu`).
+    #[arg(long, default_value = "cpu")]
+    gnn_device: String,
     /// MCTS iterations (leaf evaluations).
     #[arg(long, default_value_t = 300)]
     budget: usize,
@@ -273,6 +299,14 @@ fn run(command: Command) -> Result<()> {
         Command::Place(args) => place(args),
         Command::Topology { command } => match command {
             TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
+        },
+        Command::Policy { command } => match command {
+            PolicyCommand::Init {
+                out,
+                seed,
+                width,
+                heads,
+            } => policy_init(&out, seed, width, heads),
         },
     }
 }
@@ -596,24 +630,33 @@ fn compare(args: CompareArgs) -> Result<()> {
     }
 }
 
-/// The policy argument: only uniform priors exist until the GNN is built.
-fn check_policy(policy: &str) -> Result<()> {
+/// The policy argument: `none` for uniform priors, else a GNN policy file (read before any
+/// search starts, so a bad file fails fast and names itself).
+fn load_policy(policy: &str, device: &str) -> Result<Option<GnnPolicy>> {
+    let device = topoplace::gnn::device_named(device)?;
     if policy == "none" {
-        return Ok(());
+        return Ok(None);
     }
-    Err(InputError::new(
-        "<cli>",
-        "--policy",
-        format!(
-            "\"{policy}\": only `none` (uniform priors) is supported; the GNN policy lands in a \
-             later release"
-        ),
-    )
-    .into())
+    GnnPolicy::load_on(Path::new(policy), &device).map(Some)
+}
+
+/// `topoplace policy init`: an untrained policy file.
+fn policy_init(out: &Path, seed: u64, width: usize, heads: usize) -> Result<()> {
+    let config = GnnConfig {
+        width,
+        heads,
+        ..GnnConfig::default()
+    };
+    GnnPolicy::init(config, seed)?.save(out)?;
+    println!(
+        "wrote an untrained GNN policy (width {width}, {heads} heads, seed {seed}) to {}",
+        out.display()
+    );
+    Ok(())
 }
 
 fn place(args: PlaceArgs) -> Result<()> {
-    check_policy(&args.policy)?;
+    let policy = load_policy(&args.policy, &args.gnn_device)?;
     let graph = load_model(&args.model, None)?;
     let cluster = load_named_cluster(&args.cluster)?;
     let cost = CostModel::default();
@@ -633,12 +676,13 @@ fn place(args: PlaceArgs) -> Result<()> {
         indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
             .map_err(|e| Error::Other(e.to_string()))?,
     );
-    let found = topoplace::mcts::search(&p, args.groups, config, |progress| {
-        bar.set_position(progress.iterations as u64);
-        if let Some(best) = progress.best_us {
-            bar.set_message(format!("best {:.2} ms", topoplace::units::to_ms(best)));
-        }
-    });
+    let found =
+        topoplace::mcts::search_with(&p, args.groups, config, policy.as_ref(), |progress| {
+            bar.set_position(progress.iterations as u64);
+            if let Some(best) = progress.best_us {
+                bar.set_message(format!("best {:.2} ms", topoplace::units::to_ms(best)));
+            }
+        });
     bar.finish_and_clear();
     let found = found?;
     if !found.fits {

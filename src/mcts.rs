@@ -8,8 +8,13 @@
 //! - A leaf is completed by giving every undecided group the first group's decision (TAG
 //!   footnote 2), compiled and simulated; its reward is `T_DP / T − 1` (DP-NCCL scores 0), or −1
 //!   when it runs out of memory.
-//! - Selection by PUCT, `U = Q + c·G·√ΣN / (1 + N)`, with uniform priors `G` (the GNN that
-//!   supplies priors in TAG is not built yet). Expansion adds one level per iteration.
+//! - Selection by PUCT, `U = Q + c·G·√ΣN / (1 + N)`. Expansion adds one level per iteration.
+//! - Priors `G`: uniform, or with a GNN policy ([`Mcts::with_policy`]) the GNN's softmax over the
+//!   actions of the vertex's next op group, computed once per new vertex from the heterogeneous
+//!   graph of its completed, simulated strategy (the leaf the expansion evaluates anyway, so the
+//!   runtime feedback costs no extra simulation). Priors arrive after the batch that created the
+//!   vertex is evaluated (the batch's new vertices in parallel); a later selection in that same
+//!   batch sees uniform priors there.
 //! - Parallelism: each batch of leaves is selected sequentially with a virtual loss (so the
 //!   batch spreads over the tree), evaluated in parallel with rayon, and backed up in selection
 //!   order. The batch size is fixed, not the thread count, so a seed gives the same search on any
@@ -26,6 +31,7 @@ use crate::baselines::{Placement, Problem, simulate};
 use crate::cluster::Cluster;
 use crate::compile::RouteTable;
 use crate::error::{Error, Result};
+use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
 use crate::group::{metis::metis, op_weights, reference_gpu};
 use crate::sim::Evaluation;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
@@ -237,11 +243,14 @@ const NO_CHILD: u32 = u32::MAX;
 
 struct Node {
     edges: Vec<Edge>,
+    /// The policy's priors over the actions; `None`: uniform.
+    priors: Option<Vec<f64>>,
 }
 
 impl Node {
     fn new(actions: usize) -> Node {
         Node {
+            priors: None,
             edges: vec![
                 Edge {
                     visits: 0,
@@ -288,6 +297,12 @@ pub struct Mcts<'a> {
     iterations: usize,
     /// Lowest and highest reward backed up (DP-NCCL's 0 included).
     reward_range: (f64, f64),
+    /// The GNN that gives new vertices their priors, if any.
+    policy: Option<VertexPriors<'a>>,
+    /// Runtime feedback of each simulated complete choice (only with a policy).
+    feedback: HashMap<Vec<u16>, Feedback>,
+    /// Vertices created in this batch that wait for priors: node index and path.
+    pending: Vec<(usize, Vec<u16>)>,
 }
 
 impl<'a> Mcts<'a> {
@@ -323,6 +338,9 @@ impl<'a> Mcts<'a> {
             beat_dp_at: None,
             iterations: 0,
             reward_range: (0.0, 0.0),
+            policy: None,
+            feedback: HashMap::new(),
+            pending: Vec::new(),
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -333,7 +351,7 @@ impl<'a> Mcts<'a> {
         // backed into the tree as one visit of the root's DP edge, so once worse strategies
         // pull the root's mean down, that edge is preferred and its children, data parallelism
         // with one group changed, are tried. It is iteration 0, not counted in the budget.
-        let start = search.simulate(&dp_choice)?;
+        let (start, _) = search.simulate(&dp_choice)?;
         search.cache.insert(dp_choice.clone(), start);
         search.record(&dp_choice, start);
         let reward = search.reward(start);
@@ -347,6 +365,60 @@ impl<'a> Mcts<'a> {
 
     pub fn actions(&self) -> &[GroupDecision] {
         &self.actions
+    }
+
+    /// Take priors from `policy` instead of uniform ones. The root (nothing decided) and the
+    /// start vertex (group 0 on DP) get theirs from the start's simulation, DP everywhere.
+    pub fn with_policy(mut self, policy: &'a GnnPolicy) -> Result<Mcts<'a>> {
+        self.policy = Some(VertexPriors::new(
+            policy,
+            &self.problem,
+            &self.routes,
+            &self.op_group,
+            &self.actions,
+            self.dp.time_us,
+        ));
+        let dp_choice = vec![0u16; self.groups];
+        let (_, feedback) = self.simulate(&dp_choice)?;
+        self.feedback
+            .insert(dp_choice, feedback.expect("a policy is set"));
+        self.pending = vec![(0, Vec::new()), (1, vec![0])];
+        self.assign_priors();
+        Ok(self)
+    }
+
+    /// The priors of the root's actions (`None`: uniform).
+    pub fn root_priors(&self) -> Option<&[f64]> {
+        self.nodes[0].priors.as_deref()
+    }
+
+    /// Give every pending vertex the policy's priors for its next op group (in parallel).
+    fn assign_priors(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let Some(policy) = &self.policy else { return };
+        // The model is Sync and each vertex's forward pass is independent; collecting keeps the
+        // creation order, so the result does not depend on the thread count.
+        let priors: Vec<(usize, Vec<f64>)> = pending
+            .into_par_iter()
+            .filter(|(_, path)| path.len() < self.groups)
+            .map(|(node, path)| {
+                let choice = self.complete_or_dp(&path);
+                let feedback = &self.feedback[&choice];
+                (node, policy.priors(&choice, path.len(), feedback))
+            })
+            .collect();
+        for (node, p) in priors {
+            self.nodes[node].priors = Some(p);
+        }
+    }
+
+    /// The completion of `path`; the root (empty path) completes to DP everywhere.
+    fn complete_or_dp(&self, path: &[u16]) -> Vec<u16> {
+        if path.is_empty() {
+            vec![0; self.groups]
+        } else {
+            self.complete(path)
+        }
     }
 
     /// Run the search to its budget, calling `progress` after every batch.
@@ -386,11 +458,16 @@ impl<'a> Mcts<'a> {
         fresh.sort();
         fresh.dedup();
         let this = &*self;
-        let outcomes: Vec<Result<Outcome>> = fresh.par_iter().map(|c| this.simulate(c)).collect();
+        let outcomes: Vec<Result<(Outcome, Option<Feedback>)>> =
+            fresh.par_iter().map(|c| this.simulate(c)).collect();
         for (c, o) in fresh.into_iter().zip(outcomes) {
-            let o = o?;
+            let (o, feedback) = o?;
             self.cache.insert(c.clone(), o);
+            if let Some(f) = feedback {
+                self.feedback.insert(c.clone(), f);
+            }
         }
+        self.assign_priors();
         for (path, c) in paths.iter().zip(&complete) {
             let outcome = self.cache[c];
             self.iterations += 1;
@@ -420,6 +497,9 @@ impl<'a> Mcts<'a> {
                 let child = self.nodes.len() as u32;
                 self.nodes[node].edges[a].child = child;
                 self.nodes.push(Node::new(self.actions.len()));
+                if self.policy.is_some() {
+                    self.pending.push((child as usize, path.clone()));
+                }
                 break;
             }
             if edge.visits > 0 {
@@ -443,7 +523,8 @@ impl<'a> Mcts<'a> {
     /// through `node`, the first-play value of its unvisited actions.
     fn pick(&mut self, node: usize, parent_q: f64) -> usize {
         let edges = &self.nodes[node].edges;
-        let prior = 1.0 / edges.len() as f64;
+        let priors = self.nodes[node].priors.as_deref();
+        let uniform = 1.0 / edges.len() as f64;
         let total: u32 = edges.iter().map(|e| e.visits + e.virtual_visits).sum();
         let sqrt_total = (total as f64).sqrt();
         let (low, high) = self.reward_range;
@@ -467,6 +548,7 @@ impl<'a> Mcts<'a> {
             } else {
                 scale((e.total + low * e.virtual_visits as f64) / n as f64)
             };
+            let prior = priors.map_or(uniform, |p| p[a]);
             let u = q + self.config.exploration * prior * sqrt_total / (1.0 + n as f64);
             if u > best_u {
                 (best, best_u, ties) = (a, u, 1);
@@ -539,25 +621,24 @@ impl<'a> Mcts<'a> {
     }
 
     /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
-    /// Horovod-style when bucketing wins).
-    fn simulate(&self, choice: &[u16]) -> Result<Outcome> {
-        let mut best: Option<Outcome> = None;
+    /// Horovod-style when bucketing wins); with a policy, also the better one's runtime feedback.
+    fn simulate(&self, choice: &[u16]) -> Result<(Outcome, Option<Feedback>)> {
+        let mut best: Option<(Outcome, Evaluation)> = None;
         for packing in PACKINGS {
-            let o = self.outcome(choice, packing)?;
-            if best.is_none_or(|b| o.better_than(&b)) {
-                best = Some(o);
+            let (_, e) = self.evaluate(choice, packing)?;
+            let o = outcome_of(&e, packing);
+            if best.as_ref().is_none_or(|(b, _)| o.better_than(b)) {
+                best = Some((o, e));
             }
         }
-        Ok(best.expect("at least one packing"))
+        let (o, e) = best.expect("at least one packing");
+        let feedback = self.policy.as_ref().map(|p| p.feedback(&e));
+        Ok((o, feedback))
     }
 
     fn outcome(&self, choice: &[u16], packing: AllReducePacking) -> Result<Outcome> {
         let (_, e) = self.evaluate(choice, packing)?;
-        Ok(Outcome {
-            time_us: e.report.iteration_us,
-            fits: e.result.oom.is_empty(),
-            packing,
-        })
+        Ok(outcome_of(&e, packing))
     }
 
     fn finish(self, seconds: f64) -> Result<SearchResult> {
@@ -587,6 +668,14 @@ impl<'a> Mcts<'a> {
     }
 }
 
+fn outcome_of(e: &Evaluation, packing: AllReducePacking) -> Outcome {
+    Outcome {
+        time_us: e.report.iteration_us,
+        fits: e.result.oom.is_empty(),
+        packing,
+    }
+}
+
 /// Group with METIS and search: what `topoplace place` and the `tag` placer run.
 pub fn search(
     p: &Problem,
@@ -594,6 +683,21 @@ pub fn search(
     config: MctsConfig,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
+    search_with(p, groups, config, None, progress)
+}
+
+/// [`search`] with priors from `policy` (`None`: uniform).
+pub fn search_with(
+    p: &Problem,
+    groups: usize,
+    config: MctsConfig,
+    policy: Option<&GnnPolicy>,
+    progress: impl FnMut(Progress),
+) -> Result<SearchResult> {
     let op_group = metis_groups(p, groups, config.seed)?;
-    Mcts::new(*p, op_group, config)?.run(progress)
+    let mut mcts = Mcts::new(*p, op_group, config)?;
+    if let Some(policy) = policy {
+        mcts = mcts.with_policy(policy)?;
+    }
+    mcts.run(progress)
 }

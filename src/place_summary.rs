@@ -94,9 +94,14 @@ impl PlaceSummary {
     /// The text `topoplace place` prints.
     pub fn render_text(&self) -> String {
         let s = self;
+        let priors = if s.policy == "none" {
+            "uniform priors".to_string()
+        } else {
+            format!("GNN priors from {}", s.policy)
+        };
         let mut out = format!(
-            "{} on {}: MCTS ({} policy), {} iterations over {} actions, {} strategies simulated\n",
-            s.model, s.cluster, s.policy, s.iterations, s.actions, s.simulated
+            "{} on {}: MCTS ({priors}), {} iterations over {} actions, {} strategies simulated\n",
+            s.model, s.cluster, s.iterations, s.actions, s.simulated
         );
         out += "group   ops  option          devices (device groups)\n";
         for g in &s.groups {

@@ -155,14 +155,30 @@ fn op_group_feedback(
     compiled: &Compiled,
     result: &SimResult,
 ) -> Vec<OpGroupFeedback> {
+    op_group_feedback_by(
+        strategy.group_count(),
+        |op| strategy.group_of(op),
+        compiled,
+        result,
+    )
+}
+
+/// TAG Table 1's op-group feedback for any partition of the ops (`group_of` maps an op index to
+/// one of `groups` groups): the GNN needs it per METIS op group, while a searched strategy merges
+/// op groups with the same decision into one strategy group.
+pub fn op_group_feedback_by(
+    groups: usize,
+    group_of: impl Fn(usize) -> usize,
+    compiled: &Compiled,
+    result: &SimResult,
+) -> Vec<OpGroupFeedback> {
     let exec = &compiled.exec;
-    let groups = strategy.group_count();
     let mut first = vec![f64::INFINITY; groups];
     let mut last = vec![0.0f64; groups];
     let mut wait = vec![0.0f64; groups];
     let mut waits = vec![0usize; groups];
     for t in 0..exec.len() as u32 {
-        let group = strategy.group_of(exec.label(t) as usize);
+        let group = group_of(exec.label(t) as usize);
         let (start, end) = (result.start[t as usize], result.end[t as usize]);
         match compiled.roles[t as usize] {
             TaskRole::Op => {

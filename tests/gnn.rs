@@ -1,0 +1,563 @@
+//! TAG's GNN policy: outputs sized by the problem, gradients that match finite differences, a
+//! training step that learns, determinism and save/load, relabelling invariance, and the
+//! `place --policy FILE` / `policy init` commands.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use burn::module::Param;
+use burn::optim::AdamConfig;
+use burn::prelude::*;
+
+use topoplace::baselines::{Placement, Problem, simulate};
+use topoplace::cluster::{Cluster, load_cluster};
+use topoplace::compile::RouteTable;
+use topoplace::cost::CostModel;
+use topoplace::gnn::features::{DEV_FEATURES, EDGE_FEATURES, EdgeList, OP_FEATURES, OPTIONS};
+use topoplace::gnn::{
+    GnnConfig, GnnModel, GnnPolicy, HeteroGraph, Slice, VertexPriors, adam_step, cross_entropy,
+    to_vec,
+};
+use topoplace::graph::Graph;
+use topoplace::mcts::{Mcts, MctsConfig, actions, build_strategy, metis_groups, search_with};
+use topoplace::strategy::AllReducePacking;
+use topoplace::zoo;
+
+fn small() -> GnnConfig {
+    GnnConfig {
+        width: 16,
+        heads: 2,
+        layers: 4,
+    }
+}
+
+/// A deterministic generator for synthetic graphs (splitmix64).
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn features(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.unit()).collect()
+    }
+}
+
+/// A random heterogeneous graph with `ops` op groups and `devs` device groups, op group `next`
+/// to decide, shaped like the ones the search builds (op chain plus random skips, all device
+/// pairs, all op–device pairs).
+fn synthetic(ops: usize, devs: usize, seed: u64) -> HeteroGraph {
+    let mut r = Gen(seed);
+    let mut op_op = EdgeList::default();
+    for a in 0..ops {
+        let mut targets = vec![];
+        if a + 1 < ops {
+            targets.push(a + 1);
+        }
+        if ops > 2 && r.below(3) == 0 {
+            targets.push(r.below(ops));
+        }
+        for b in targets.into_iter().filter(|&b| b != a) {
+            push(&mut op_op, a, b, r.features(EDGE_FEATURES));
+            push(&mut op_op, b, a, r.features(EDGE_FEATURES));
+        }
+    }
+    let mut dev_dev = EdgeList::default();
+    for a in 0..devs {
+        for b in (0..devs).filter(|&b| b != a) {
+            push(&mut dev_dev, a, b, r.features(EDGE_FEATURES));
+        }
+    }
+    let mut op_dev = EdgeList::default();
+    for a in 0..ops {
+        for b in 0..devs {
+            let placed = if r.below(2) == 0 { 1.0 } else { 0.0 };
+            push(&mut op_dev, a, b, vec![placed, r.unit(), 0.0]);
+        }
+    }
+    HeteroGraph {
+        op_features: r.features(ops * OP_FEATURES),
+        dev_features: r.features(devs * DEV_FEATURES),
+        op_op,
+        dev_dev,
+        op_dev,
+    }
+}
+
+fn push(e: &mut EdgeList, a: usize, b: usize, f: Vec<f32>) {
+    e.src.push(a as u32);
+    e.dst.push(b as u32);
+    e.features.extend(f);
+}
+
+/// Every non-empty subset of `devs` device groups with every option (MCTS's action space up to
+/// 8 device groups).
+fn all_slices(devs: usize) -> Vec<Slice> {
+    let mut out = vec![];
+    for mask in 1u32..(1 << devs) {
+        for option in 0..OPTIONS {
+            out.push(Slice {
+                placement: (0..devs).map(|j| (mask >> j & 1) as f32).collect(),
+                option,
+            });
+        }
+    }
+    out
+}
+
+fn assert_distribution(p: &[f32], n: usize) {
+    assert_eq!(p.len(), n);
+    assert!(p.iter().all(|x| x.is_finite() && *x >= 0.0), "{p:?}");
+    let sum: f64 = p.iter().map(|&x| x as f64).sum();
+    assert!((sum - 1.0).abs() < 1e-5, "sum {sum}");
+}
+
+#[test]
+fn one_set_of_weights_scores_problems_of_any_size() {
+    let policy = GnnPolicy::init(small(), 3).unwrap();
+    for devs in 1..=8 {
+        let slices = all_slices(devs);
+        for ops in [5, 23, 60] {
+            let g = synthetic(ops, devs, (ops * 10 + devs) as u64);
+            let group = (ops * 7 + devs) % ops;
+            let p = policy.priors(&g, group, &slices);
+            assert_distribution(&p, slices.len());
+        }
+    }
+}
+
+/// The testbed problem the search sees, with its op groups.
+fn testbed() -> Cluster {
+    load_cluster(format!(
+        "{}/configs/tag-testbed.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn model(name: &str) -> Graph {
+    zoo::build(name, &zoo::ZooOptions::default()).unwrap()
+}
+
+fn problem<'a>(graph: &'a Graph, cluster: &'a Cluster, cost: &'a CostModel) -> Problem<'a> {
+    Problem {
+        graph,
+        cluster,
+        cost,
+    }
+}
+
+#[test]
+fn the_search_takes_its_root_priors_from_the_gnn() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let op_group = metis_groups(&p, 8, 0).unwrap();
+    let policy = GnnPolicy::init(small(), 0).unwrap();
+    let search = Mcts::new(p, op_group, MctsConfig::default())
+        .unwrap()
+        .with_policy(&policy)
+        .unwrap();
+    let priors = search
+        .root_priors()
+        .expect("a policy gives the root priors");
+    assert_eq!(priors.len(), search.actions().len());
+    assert!((priors.iter().sum::<f64>() - 1.0).abs() < 1e-5);
+    // Not uniform: the GNN does look at the actions.
+    let (lo, hi) = priors
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    assert!(hi > lo * 1.001, "{lo} {hi}");
+    // Without a policy, uniform priors as before.
+    let uniform = Mcts::new(p, metis_groups(&p, 8, 0).unwrap(), MctsConfig::default()).unwrap();
+    assert!(uniform.root_priors().is_none());
+}
+
+#[test]
+fn a_gnn_guided_search_is_deterministic_and_never_loses_to_dp() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let policy = GnnPolicy::init(small(), 2).unwrap();
+    let run = || {
+        let config = MctsConfig {
+            iterations: 48,
+            seed: 5,
+            ..MctsConfig::default()
+        };
+        search_with(&p, 6, config, Some(&policy), |_| {}).unwrap()
+    };
+    let (a, b) = (run(), run());
+    assert_eq!(a.decisions, b.decisions);
+    assert_eq!(a.iteration_us(), b.iteration_us());
+    assert!(a.fits && a.dp_fits);
+    assert!(
+        a.iteration_us() <= a.dp_us,
+        "{} > {}",
+        a.iteration_us(),
+        a.dp_us
+    );
+    assert_eq!(a.iterations, 48);
+}
+
+#[test]
+fn vertex_graphs_carry_table_1_features() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let op_group = metis_groups(&p, 8, 0).unwrap();
+    let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
+    let policy = GnnPolicy::init(small(), 0).unwrap();
+    let routes = RouteTable::new(&cluster);
+    let acts = actions(&cluster);
+    let vp = VertexPriors::new(&policy, &p, &routes, &op_group, &acts, 1000.0);
+    let dp = build_strategy(
+        &op_group,
+        &acts,
+        &vec![0; groups],
+        AllReducePacking::Packed,
+        cluster.devices.len(),
+    )
+    .unwrap();
+    let e = simulate(&p, &routes, &Placement::plain(dp, "")).unwrap();
+    let fb = vp.feedback(&e);
+    let mut choice = vec![0u16; groups];
+    choice[1] = (acts.len() - 1) as u16;
+    let g = vp.graph(&choice, 2, &fb);
+    assert_eq!(g.ops(), groups);
+    assert_eq!(g.devs(), cluster.groups.len());
+    assert_eq!(g.op_dev.len(), groups * cluster.groups.len());
+    assert_eq!(
+        g.dev_dev.len(),
+        cluster.groups.len() * (cluster.groups.len() - 1)
+    );
+    assert!(
+        g.op_features
+            .iter()
+            .chain(&g.dev_features)
+            .all(|x| x.is_finite())
+    );
+    let row = |i: usize| &g.op_features[i * OP_FEATURES..(i + 1) * OP_FEATURES];
+    // Decided flags (index 10) for groups 0 and 1, the next flag (11) for group 2.
+    assert_eq!((row(0)[10], row(1)[10], row(2)[10]), (1.0, 1.0, 0.0));
+    assert_eq!((row(1)[11], row(2)[11]), (0.0, 1.0));
+    // Group 0 on all GPUs with all-reduce (option one-hot at 3..7); group 1 on one group.
+    assert_eq!(&row(0)[3..7], &[1.0, 0.0, 0.0, 0.0]);
+    let placed = |i: usize| -> f32 {
+        (0..cluster.groups.len())
+            .map(|j| g.op_dev.features[(i * cluster.groups.len() + j) * EDGE_FEATURES])
+            .sum()
+    };
+    assert_eq!(placed(0), cluster.groups.len() as f32);
+    assert!(placed(1) >= 1.0 && placed(1) < cluster.groups.len() as f32);
+    // Runtime feedback: DP keeps some GPU busy, so some device group is not idle all the time.
+    assert!((0..g.devs()).any(|j| g.dev_features[j * DEV_FEATURES + 5] < 1.0));
+}
+
+/// Replaces one weight matrix of a model.
+type SetWeight = fn(&mut GnnModel, Tensor<2>);
+
+#[test]
+fn gradients_match_finite_differences_and_adam_lowers_the_loss() {
+    let device = Device::flex().autodiff();
+    let cfg = GnnConfig {
+        width: 8,
+        heads: 2,
+        layers: 4,
+    };
+    let g = synthetic(4, 2, 11);
+    let slices = all_slices(2);
+    let target: Vec<f32> = {
+        let raw: Vec<f32> = (0..slices.len()).map(|i| (i % 5) as f32 + 0.5).collect();
+        let sum: f32 = raw.iter().sum();
+        raw.iter().map(|x| x / sum).collect()
+    };
+    let model = GnnModel::new(&cfg, 5, &device);
+    let loss_of = |m: &GnnModel| -> f64 {
+        cross_entropy(m, &g, 1, &slices, &target).into_scalar::<f32>() as f64
+    };
+    let loss = cross_entropy(&model, &g, 1, &slices, &target);
+    let grads = loss.backward();
+
+    // Three parameters: the decoder's score layer and the op- and device-group input layers,
+    // whose gradients flow back through all four attention layers. f32 central differences
+    // carry ~1e-5 of rounding noise at this step, hence the absolute slack.
+    let checks: Vec<(&str, Tensor<2>, SetWeight)> = vec![
+        ("score", model.score.weight.val(), |m, w| {
+            m.score.weight = Param::from_tensor(w)
+        }),
+        ("op_in", model.op_in.weight.val(), |m, w| {
+            m.op_in.weight = Param::from_tensor(w)
+        }),
+        ("dev_in", model.dev_in.weight.val(), |m, w| {
+            m.dev_in.weight = Param::from_tensor(w)
+        }),
+    ];
+    for (name, weight, set) in checks {
+        let analytic = to_vec(weight.grad(&grads).expect("a gradient"));
+        let values = to_vec(weight.clone().inner());
+        let shape = weight.dims();
+        // The five largest gradient entries.
+        let mut order: Vec<usize> = (0..analytic.len()).collect();
+        order.sort_by(|&a, &b| analytic[b].abs().total_cmp(&analytic[a].abs()));
+        assert!(analytic[order[0]].abs() > 1e-4, "{name}: no gradient");
+        let eps = 2e-2f32;
+        for &k in &order[..5] {
+            let at = |delta: f32| {
+                let mut v = values.clone();
+                v[k] += delta;
+                let mut m = model.clone();
+                set(
+                    &mut m,
+                    Tensor::<2>::from_data(TensorData::new(v, shape), &device),
+                );
+                loss_of(&m)
+            };
+            let numeric = (at(eps) - at(-eps)) / (2.0 * eps as f64);
+            let a = analytic[k] as f64;
+            assert!(
+                (numeric - a).abs() <= 2e-5 + 5e-2 * a.abs(),
+                "{name}[{k}]: autodiff {a}, finite difference {numeric}"
+            );
+        }
+    }
+
+    let before = loss_of(&model);
+    let loss = cross_entropy(&model, &g, 1, &slices, &target);
+    let stepped = adam_step(model, &mut AdamConfig::new().init(), loss, 1e-2);
+    let after = loss_of(&stepped);
+    assert!(after < before - 1e-4, "loss {before} → {after}");
+}
+
+#[test]
+fn same_seed_same_priors_and_files_round_trip() {
+    let g = synthetic(12, 3, 1);
+    let slices = all_slices(3);
+    let a = GnnPolicy::init(small(), 42).unwrap();
+    let b = GnnPolicy::init(small(), 42).unwrap();
+    let c = GnnPolicy::init(small(), 43).unwrap();
+    let pa = a.priors(&g, 4, &slices);
+    assert_eq!(pa, b.priors(&g, 4, &slices));
+    assert_ne!(pa, c.priors(&g, 4, &slices));
+
+    let dir = scratch("roundtrip");
+    let file = dir.join("p.gnn");
+    a.save(&file).unwrap();
+    let loaded = GnnPolicy::load(&file).unwrap();
+    assert_eq!(loaded.config, small());
+    assert_eq!(pa, loaded.priors(&g, 4, &slices));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Relabel op groups by `perm` (old i → new perm[i]).
+fn permute_ops(g: &HeteroGraph, perm: &[usize]) -> HeteroGraph {
+    let n = g.ops();
+    let mut op_features = vec![0.0; g.op_features.len()];
+    for i in 0..n {
+        op_features[perm[i] * OP_FEATURES..(perm[i] + 1) * OP_FEATURES]
+            .copy_from_slice(&g.op_features[i * OP_FEATURES..(i + 1) * OP_FEATURES]);
+    }
+    let map = |e: &EdgeList, src: bool, dst: bool| EdgeList {
+        src: e
+            .src
+            .iter()
+            .map(|&x| if src { perm[x as usize] as u32 } else { x })
+            .collect(),
+        dst: e
+            .dst
+            .iter()
+            .map(|&x| if dst { perm[x as usize] as u32 } else { x })
+            .collect(),
+        features: e.features.clone(),
+    };
+    HeteroGraph {
+        op_features,
+        dev_features: g.dev_features.clone(),
+        op_op: map(&g.op_op, true, true),
+        dev_dev: g.dev_dev.clone(),
+        op_dev: map(&g.op_dev, true, false),
+    }
+}
+
+/// Relabel device groups by `perm`, and the slices' placements with them.
+fn permute_devs(g: &HeteroGraph, slices: &[Slice], perm: &[usize]) -> (HeteroGraph, Vec<Slice>) {
+    let m = g.devs();
+    let mut dev_features = vec![0.0; g.dev_features.len()];
+    for j in 0..m {
+        dev_features[perm[j] * DEV_FEATURES..(perm[j] + 1) * DEV_FEATURES]
+            .copy_from_slice(&g.dev_features[j * DEV_FEATURES..(j + 1) * DEV_FEATURES]);
+    }
+    let relabel = |v: &[u32]| v.iter().map(|&x| perm[x as usize] as u32).collect();
+    let graph = HeteroGraph {
+        op_features: g.op_features.clone(),
+        dev_features,
+        op_op: g.op_op.clone(),
+        dev_dev: EdgeList {
+            src: relabel(&g.dev_dev.src),
+            dst: relabel(&g.dev_dev.dst),
+            features: g.dev_dev.features.clone(),
+        },
+        op_dev: EdgeList {
+            src: g.op_dev.src.clone(),
+            dst: relabel(&g.op_dev.dst),
+            features: g.op_dev.features.clone(),
+        },
+    };
+    let slices = slices
+        .iter()
+        .map(|s| {
+            let mut placement = vec![0.0; m];
+            for j in 0..m {
+                placement[perm[j]] = s.placement[j];
+            }
+            Slice {
+                placement,
+                option: s.option,
+            }
+        })
+        .collect();
+    (graph, slices)
+}
+
+fn assert_close(a: &[f32], b: &[f32]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() < 1e-5, "{x} vs {y}");
+    }
+}
+
+#[test]
+fn relabelling_groups_relabels_the_priors() {
+    let policy = GnnPolicy::init(small(), 9).unwrap();
+    let g = synthetic(10, 4, 2);
+    let slices = all_slices(4);
+    let base = policy.priors(&g, 3, &slices);
+
+    let perm: Vec<usize> = (0..10).map(|i| (i * 3 + 1) % 10).collect();
+    let relabelled = permute_ops(&g, &perm);
+    assert_close(&base, &policy.priors(&relabelled, perm[3], &slices));
+
+    let dperm = [2, 0, 3, 1];
+    let (relabelled, moved) = permute_devs(&g, &slices, &dperm);
+    assert_close(&base, &policy.priors(&relabelled, 3, &moved));
+    // And the relabelling matters: scoring the unmoved slices differs.
+    let other = policy.priors(&relabelled, 3, &slices);
+    assert!(base.iter().zip(&other).any(|(a, b)| (a - b).abs() > 1e-6));
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("topoplace-gnn-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn topoplace() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_topoplace"))
+}
+
+#[test]
+fn place_with_a_policy_file_is_deterministic() {
+    let dir = scratch("place");
+    let policy = dir.join("untrained.gnn");
+    let init = topoplace()
+        .args([
+            "policy", "init", "--seed", "1", "--width", "16", "--heads", "2", "--out",
+        ])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    assert_eq!(GnnPolicy::load(&policy).unwrap().config, small());
+    let place = |out: &str| {
+        let file = dir.join(out);
+        let run = topoplace()
+            .args(["place", "--model", "mlp", "--cluster", "tag-testbed"])
+            .args(["--budget", "40", "--groups", "8", "--seed", "3", "--json"])
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--out")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert!(
+            summary["policy"]
+                .as_str()
+                .unwrap()
+                .ends_with("untrained.gnn")
+        );
+        std::fs::read_to_string(file).unwrap()
+    };
+    assert_eq!(place("a.json"), place("b.json"));
+    let text = topoplace()
+        .args(["place", "--model", "mlp", "--cluster", "tag-testbed"])
+        .args(["--budget", "8", "--groups", "4", "--policy"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("GNN priors from"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[cfg(not(feature = "wgpu"))]
+#[test]
+fn the_wgpu_device_needs_the_feature() {
+    let run = topoplace()
+        .args(["place", "--model", "mlp", "--cluster", "tag-testbed"])
+        .args(["--gnn-device", "wgpu"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("--features wgpu"));
+}
+
+#[test]
+fn bad_policy_files_are_named_errors() {
+    let dir = scratch("bad");
+    let garbage = dir.join("garbage.gnn");
+    std::fs::write(&garbage, b"not a policy at all").unwrap();
+    let truncated = dir.join("truncated.gnn");
+    let good = dir.join("good.gnn");
+    GnnPolicy::init(small(), 0).unwrap().save(&good).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let missing = dir.join("missing.gnn");
+    for file in [&garbage, &truncated, &missing] {
+        let run = topoplace()
+            .args([
+                "place",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--policy",
+            ])
+            .arg(file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&*file.to_string_lossy()), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
