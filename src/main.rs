@@ -217,6 +217,14 @@ struct PlaceArgs {
     /// METIS op groups (fewer on small graphs).
     #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS)]
     groups: usize,
+    /// Order in which the tree decides op groups: `compute` (descending compute, TAG) or
+    /// `impact` (compute plus the AllReduce time of the group's parameters; beyond TAG).
+    #[arg(long, default_value = "compute", value_parser = ["compute", "impact"])]
+    group_order: String,
+    /// Batch shares of the searched strategies: `even` (TAG) or `auto` (speed-proportional
+    /// shares when they make data parallelism faster; beyond TAG).
+    #[arg(long, default_value = "even", value_parser = ["even", "auto"])]
+    batch_split: String,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Write the chosen strategy JSON here.
@@ -669,6 +677,14 @@ fn place(args: PlaceArgs) -> Result<()> {
         iterations: args.budget,
         seconds: args.time,
         seed: args.seed,
+        group_order: match args.group_order.as_str() {
+            "impact" => topoplace::mcts::GroupOrder::Impact,
+            _ => topoplace::mcts::GroupOrder::Compute,
+        },
+        batch_split: match args.batch_split.as_str() {
+            "auto" => topoplace::mcts::SearchSplit::Auto,
+            _ => topoplace::mcts::SearchSplit::Even,
+        },
         ..Default::default()
     };
     let bar = indicatif::ProgressBar::new(args.budget as u64);

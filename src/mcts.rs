@@ -55,6 +55,36 @@ pub struct MctsConfig {
     pub exploration: f64,
     /// Leaves selected (with virtual loss) and evaluated together.
     pub batch: usize,
+    /// The order in which the tree decides the op groups.
+    pub group_order: GroupOrder,
+    /// How replicas share the batch in the strategies the search simulates.
+    pub batch_split: SearchSplit,
+}
+
+/// The order in which the search decides op groups (the tree's depth order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GroupOrder {
+    /// Descending compute on the reference GPU (TAG §4.2.2).
+    #[default]
+    Compute,
+    /// Descending compute plus the time a ring AllReduce of the group's parameters over the
+    /// whole cluster takes (beyond TAG). Parameter-heavy groups with little compute (VGG's
+    /// fully-connected layers, embeddings) are then decided near the root instead of at a depth
+    /// a few hundred iterations never reach, and they are where placements beat data
+    /// parallelism.
+    Impact,
+}
+
+/// Batch shares of the replicas in the searched strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchSplit {
+    /// Equal shares, as TAG.
+    #[default]
+    Even,
+    /// Whichever of equal and speed-proportional shares makes data parallelism faster on this
+    /// cluster (one extra simulation before the search; beyond TAG). The reward stays relative
+    /// to DP-NCCL with equal shares.
+    Auto,
 }
 
 impl Default for MctsConfig {
@@ -65,6 +95,8 @@ impl Default for MctsConfig {
             seed: 0,
             exploration: 10.0,
             batch: 8,
+            group_order: GroupOrder::Compute,
+            batch_split: SearchSplit::Even,
         }
     }
 }
@@ -114,11 +146,32 @@ pub struct Progress {
 
 /// METIS op groups (at most `k`, fewer on small graphs), renumbered by descending compute.
 pub fn metis_groups(p: &Problem, k: usize, seed: u64) -> Result<Vec<u32>> {
+    ordered_groups(p, k, seed, GroupOrder::Compute)
+}
+
+/// METIS op groups (weighted by compute), renumbered in the search order `order`.
+pub fn ordered_groups(p: &Problem, k: usize, seed: u64, order: GroupOrder) -> Result<Vec<u32>> {
     let weights = op_weights(p.graph, reference_gpu(p.graph), p.cost);
     // METIS refuses parts of a vertex or two, as in the MCMC baseline.
     let k = k.min(p.graph.len() / 4).max(1);
     let grouping = metis(p.graph, &weights, k, seed)?;
-    Ok(order_by_compute(&grouping.op_group, &weights))
+    let rank = match order {
+        GroupOrder::Compute => weights,
+        GroupOrder::Impact => impact_weights(p, weights),
+    };
+    Ok(order_by_compute(&grouping.op_group, &rank))
+}
+
+/// Compute weights plus, on parameter ops, a ring AllReduce of their bytes over every device of
+/// the cluster (ring in device order, its slowest hop).
+fn impact_weights(p: &Problem, mut weights: Vec<f64>) -> Vec<f64> {
+    let all: Vec<usize> = (0..p.cluster.devices.len()).collect();
+    for (w, op) in weights.iter_mut().zip(p.graph.ops()) {
+        if op.phase == crate::graph::Phase::Parameter && op.resident_bytes > 0.0 {
+            *w += crate::cost::ring_allreduce_us(p.cluster, &all, op.resident_bytes);
+        }
+    }
+    weights
 }
 
 /// Renumber groups so group 0 has the most compute (ties: lower old id first).
@@ -303,6 +356,8 @@ pub struct Mcts<'a> {
     feedback: HashMap<Vec<u16>, Feedback>,
     /// Vertices created in this batch that wait for priors: node index and path.
     pending: Vec<(usize, Vec<u16>)>,
+    /// Batch shares of the simulated strategies (DP-NCCL's reference always splits evenly).
+    split: BatchSplit,
 }
 
 impl<'a> Mcts<'a> {
@@ -341,6 +396,7 @@ impl<'a> Mcts<'a> {
             policy: None,
             feedback: HashMap::new(),
             pending: Vec::new(),
+            split: BatchSplit::Even,
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -352,6 +408,7 @@ impl<'a> Mcts<'a> {
         // pull the root's mean down, that edge is preferred and its children, data parallelism
         // with one group changed, are tried. It is iteration 0, not counted in the budget.
         let (start, _) = search.simulate(&dp_choice)?;
+        let start = search.choose_split(&dp_choice, start)?;
         search.cache.insert(dp_choice.clone(), start);
         search.record(&dp_choice, start);
         let reward = search.reward(start);
@@ -365,6 +422,22 @@ impl<'a> Mcts<'a> {
 
     pub fn actions(&self) -> &[GroupDecision] {
         &self.actions
+    }
+
+    /// With [`SearchSplit::Auto`], keep speed-proportional batch shares for the whole search
+    /// when they make data parallelism (`dp_choice`) faster than `even` does; the start under
+    /// the chosen shares.
+    fn choose_split(&mut self, dp_choice: &[u16], even: Outcome) -> Result<Outcome> {
+        if self.config.batch_split == SearchSplit::Even {
+            return Ok(even);
+        }
+        self.split = BatchSplit::Proportional;
+        let (proportional, _) = self.simulate(dp_choice)?;
+        if proportional.better_than(&even) {
+            return Ok(proportional);
+        }
+        self.split = BatchSplit::Even;
+        Ok(even)
     }
 
     /// Take priors from `policy` instead of uniform ones. The root (nothing decided) and the
@@ -605,13 +678,14 @@ impl<'a> Mcts<'a> {
         choice: &[u16],
         packing: AllReducePacking,
     ) -> Result<(Strategy, Evaluation)> {
-        let s = build_strategy(
+        let mut s = build_strategy(
             &self.op_group,
             &self.actions,
             choice,
             packing,
             self.problem.cluster.devices.len(),
         )?;
+        s.batch_split = self.split;
         let e = simulate(
             &self.problem,
             &self.routes,
@@ -694,7 +768,7 @@ pub fn search_with(
     policy: Option<&GnnPolicy>,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
-    let op_group = metis_groups(p, groups, config.seed)?;
+    let op_group = ordered_groups(p, groups, config.seed, config.group_order)?;
     let mut mcts = Mcts::new(*p, op_group, config)?;
     if let Some(policy) = policy {
         mcts = mcts.with_policy(policy)?;

@@ -8,7 +8,11 @@ use topoplace::cluster::{Cluster, load_cluster, parse_cluster};
 use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, save_graph};
-use topoplace::mcts::{Mcts, MctsConfig, PACKINGS, actions, build_strategy, metis_groups, search};
+use topoplace::mcts::{
+    GroupOrder, Mcts, MctsConfig, PACKINGS, SearchSplit, actions, build_strategy, metis_groups,
+    ordered_groups, search,
+};
+use topoplace::strategy::Reference;
 use topoplace::zoo;
 
 fn model(name: &str) -> Graph {
@@ -288,4 +292,82 @@ fn a_model_that_fits_nowhere_fails_cleanly() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("does not fit"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The extended search space: with `SearchSplit::Auto` the search starts from the faster of
+/// even and speed-proportional data parallelism, so on TAG's testbed (where DP-NCCL-P beats
+/// DP-NCCL for BERT-Small) it is never slower than DP-NCCL-P under either packing.
+#[test]
+fn auto_split_starts_from_the_faster_data_parallelism() {
+    let cost = CostModel::default();
+    let c = testbed();
+    let routes = RouteTable::new(&c);
+    let g = model("bert-small");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let dpp = Reference::DpP.strategy(&g, &c);
+    let dpp_best = PACKINGS
+        .iter()
+        .map(|&packing| {
+            let mut s = dpp.clone();
+            s.allreduce = packing;
+            simulate(&p, &routes, &Placement::plain(s, ""))
+                .unwrap()
+                .report
+                .iteration_us
+        })
+        .fold(f64::INFINITY, f64::min);
+    let even = search(&p, 60, config(8, 0), |_| {}).unwrap();
+    let auto = MctsConfig {
+        batch_split: SearchSplit::Auto,
+        ..config(8, 0)
+    };
+    let auto = search(&p, 60, auto, |_| {}).unwrap();
+    assert!(
+        even.iteration_us() > dpp_best,
+        "the case must need the extension"
+    );
+    assert!(auto.iteration_us() <= dpp_best * (1.0 + 1e-12));
+    // The reward's reference is still DP-NCCL with even shares.
+    assert_eq!(auto.dp_us, even.dp_us);
+}
+
+/// `GroupOrder::Impact` decides parameter-heavy groups earlier: on VGG19 over TAG's testbed the
+/// group holding the first fully-connected layer's 103M weights moves towards the root, and the
+/// grouping itself (which ops share a group) is the same as in compute order.
+#[test]
+fn impact_order_moves_parameter_heavy_groups_up() {
+    let cost = CostModel::default();
+    let c = testbed();
+    let g = model("vgg19");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let compute = ordered_groups(&p, 60, 0, GroupOrder::Compute).unwrap();
+    let impact = ordered_groups(&p, 60, 0, GroupOrder::Impact).unwrap();
+    assert_eq!(compute, metis_groups(&p, 60, 0).unwrap());
+    let fc = (0..g.len())
+        .max_by(|&a, &b| g.ops()[a].params.cmp(&g.ops()[b].params))
+        .unwrap();
+    assert!(g.ops()[fc].params > 100_000_000);
+    assert!(
+        impact[fc] < compute[fc],
+        "rank {} under impact vs {} under compute",
+        impact[fc],
+        compute[fc]
+    );
+    assert_eq!(
+        impact[fc], 0,
+        "the largest weight matrix dominates VGG19's sync"
+    );
+    // Same partition: ops together under one order are together under the other.
+    let mut pairs = std::collections::HashMap::new();
+    for (op, (&a, &b)) in compute.iter().zip(&impact).enumerate() {
+        assert_eq!(*pairs.entry(a).or_insert(b), b, "op {op}");
+    }
 }
