@@ -15,6 +15,8 @@ pub mod inspect;
 pub mod mcts;
 pub mod place_summary;
 pub mod report;
+pub mod sfb;
+pub mod solve;
 pub mod sim;
 pub mod strategy;
 pub mod units;
