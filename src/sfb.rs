@@ -105,7 +105,7 @@ fn candidates(g: &Graph, q: &SfbQuestion, depth: usize) -> Vec<OpIdx> {
         for &v in &frontier {
             for u in g.predecessors(v) {
                 let ok = q.allowed.as_ref().is_none_or(|a| a.contains(&u))
-                    && g.op(u).phase != Phase::Optimizer;
+                    && !matches!(g.op(u).phase, Phase::Optimizer | Phase::Input);
                 if ok && !seen.contains(&u) {
                     seen.push(u);
                     next.push(u);

@@ -137,7 +137,10 @@ fn replicated_zoo_model_reports_its_duplicated_op_types() {
     assert_eq!(decisions.len(), g.gradients().len());
     let types = duplicated_op_types(&g, &decisions);
     let used = decisions.iter().filter(|d| d.use_sfb).count();
-    assert!(used > 0, "small batch on a 10 Gbps link: SFB pays somewhere");
+    assert!(
+        used > 0,
+        "small batch on a 10 Gbps link: SFB pays somewhere"
+    );
     assert_eq!(
         types.values().sum::<usize>(),
         decisions.iter().map(|d| d.duplicated.len()).sum::<usize>()

@@ -86,7 +86,8 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 }
 
 /// Solve, compare with brute force, and check the alignment of the simulator with the MILP.
-fn check_optimum(inst: &Instance, formulation: Formulation, case: &str) {
+/// Returns how many GPUs the optimum uses.
+fn check_optimum(inst: &Instance, formulation: Formulation, case: &str) -> usize {
     let channels = formulation.channels();
     let reference = brute::optimum(inst, channels).expect("an admissible placement");
     let r = solve_instance(inst, formulation, &exact()).unwrap();
@@ -106,26 +107,50 @@ fn check_optimum(inst: &Instance, formulation: Formulation, case: &str) {
         "{case}: simulated {simulated} vs objective {objective}"
     );
     eprintln!("{case}: optimum {objective:.2} µs, simulated {simulated:.2} µs");
+    let mut used = plan.device.clone();
+    used.sort_unstable();
+    used.dedup();
+    used.len()
 }
 
 #[test]
 fn quickp_reaches_the_brute_force_optimum_on_tiny_dags() {
+    let mut spread = 0;
     for seed in 0..6u64 {
         let n = 4 + (seed as usize % 4); // 4..=7 ops
         let (fast, slow) = if seed % 2 == 0 { (1, 1) } else { (2, 1) };
         let inst = tiny_instance(seed, n, fast, slow, 0.3);
-        check_optimum(&inst, Formulation::Quickp, &format!("quickp seed {seed} n {n}"));
+        let used = check_optimum(
+            &inst,
+            Formulation::Quickp,
+            &format!("quickp seed {seed} n {n}"),
+        );
+        spread += usize::from(used > 1);
     }
+    assert!(
+        spread > 0,
+        "some optimum uses several GPUs: the cases test placement"
+    );
 }
 
 #[test]
 fn moirai_reaches_the_brute_force_optimum_on_tiny_dags() {
+    let mut spread = 0;
     for seed in 0..5u64 {
         let n = 4 + (seed as usize % 2); // 4..=5 ops
         let (fast, slow) = if seed % 2 == 0 { (1, 1) } else { (2, 1) };
         let inst = tiny_instance(100 + seed, n, fast, slow, 0.3);
-        check_optimum(&inst, Formulation::Moirai, &format!("moirai seed {seed} n {n}"));
+        let used = check_optimum(
+            &inst,
+            Formulation::Moirai,
+            &format!("moirai seed {seed} n {n}"),
+        );
+        spread += usize::from(used > 1);
     }
+    assert!(
+        spread > 0,
+        "some optimum uses several GPUs: the cases test placement"
+    );
 }
 
 #[test]
@@ -287,7 +312,11 @@ fn cli_solve_prints_the_proof_and_fails_cleanly() {
             .unwrap()
     };
     let out = run(&ok, &["--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for key in [
         "objective_us",

@@ -27,8 +27,7 @@ impl Placer for Milp {
             seed: budget.seed as i32,
             ..SolveOptions::default()
         };
-        let (_, label, result, mut placement) =
-            solve_problem(p, self.0, &Coarsen::Auto, &opts)?;
+        let (_, label, result, mut placement) = solve_problem(p, self.0, &Coarsen::Auto, &opts)?;
         let proof = match (result.status, result.gap) {
             (SolveStatus::Optimal, _) => "optimal within 5%".to_string(),
             (_, Some(gap)) => format!("gap {:.1}% at the time limit", gap * 100.0),

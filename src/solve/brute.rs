@@ -70,13 +70,7 @@ fn available(inst: &Instance, timer: &Timer, task: Task) -> bool {
     }
 }
 
-fn search(
-    inst: &Instance,
-    tasks: &[Task],
-    timer: Timer,
-    done: Vec<bool>,
-    best: &mut Option<Plan>,
-) {
+fn search(inst: &Instance, tasks: &[Task], timer: Timer, done: Vec<bool>, best: &mut Option<Plan>) {
     if best
         .as_ref()
         .is_some_and(|b| timer.makespan >= b.makespan - 1e-9)

@@ -188,8 +188,7 @@ impl Milp {
             .try_solve()
             .map_err(|e| Error::Other(format!("HiGHS failed: {e:?}")))?;
         let seconds = started.elapsed().as_secs_f64();
-        let has_solution =
-            solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
+        let has_solution = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
         let status = match solved.status() {
             HighsModelStatus::Optimal
             | HighsModelStatus::ObjectiveBound
@@ -220,7 +219,9 @@ impl Milp {
             return Ok(MilpOutcome {
                 status,
                 objective: f64::NAN,
-                bound: solved.double_info_value(c"mip_dual_bound").unwrap_or(f64::NAN),
+                bound: solved
+                    .double_info_value(c"mip_dual_bound")
+                    .unwrap_or(f64::NAN),
                 gap: f64::NAN,
                 values: Vec::new(),
                 seconds,

@@ -123,27 +123,25 @@ pub fn solve_instance(
         });
     }
     type Reader = Box<dyn Fn(&milp::MilpOutcome) -> Plan>;
-    let (milp, warm, reader): (milp::Milp, Vec<f64>, Reader) =
-        match formulation {
-            Formulation::Quickp => {
-                let m = quickp::QuickpMilp::build(inst, horizon);
-                let warm = m.warm(inst, &heuristic);
-                let quickp::QuickpMilp { milp, core } = m;
-                let inst2 = inst.clone();
-                let reader: Reader =
-                    Box::new(move |out: &milp::MilpOutcome| quickp::plan_of(&core, &inst2, out));
-                (milp, warm, reader)
-            }
-            Formulation::Moirai => {
-                let m = moirai::MoiraiMilp::build(inst, horizon);
-                let warm = m.warm(inst, &heuristic);
-                let (milp, rest) = m.split();
-                let inst2 = inst.clone();
-                let reader: Reader =
-                    Box::new(move |out: &milp::MilpOutcome| rest.plan(&inst2, out));
-                (milp, warm, reader)
-            }
-        };
+    let (milp, warm, reader): (milp::Milp, Vec<f64>, Reader) = match formulation {
+        Formulation::Quickp => {
+            let m = quickp::QuickpMilp::build(inst, horizon);
+            let warm = m.warm(inst, &heuristic);
+            let quickp::QuickpMilp { milp, core } = m;
+            let inst2 = inst.clone();
+            let reader: Reader =
+                Box::new(move |out: &milp::MilpOutcome| quickp::plan_of(&core, &inst2, out));
+            (milp, warm, reader)
+        }
+        Formulation::Moirai => {
+            let m = moirai::MoiraiMilp::build(inst, horizon);
+            let warm = m.warm(inst, &heuristic);
+            let (milp, rest) = m.split();
+            let inst2 = inst.clone();
+            let reader: Reader = Box::new(move |out: &milp::MilpOutcome| rest.plan(&inst2, out));
+            (milp, warm, reader)
+        }
+    };
     let variables = milp.num_vars();
     let rows = milp.num_rows();
     let build_seconds = started.elapsed().as_secs_f64();
@@ -236,13 +234,10 @@ pub fn to_placement(p: &Problem, inst: &Instance, plan: &Plan, note: String) -> 
     let n_ops = p.graph.len();
     let mut op_device = vec![usize::MAX; n_ops];
     let mut priority = vec![0.0; n_ops];
-    let nodes_in_order = plan
-        .sequence(inst)
-        .into_iter()
-        .filter_map(|t| match t {
-            schedule::Task::Node(i) => Some(i),
-            schedule::Task::Transfer(_) => None,
-        });
+    let nodes_in_order = plan.sequence(inst).into_iter().filter_map(|t| match t {
+        schedule::Task::Node(i) => Some(i),
+        schedule::Task::Transfer(_) => None,
+    });
     for (rank, i) in nodes_in_order.enumerate() {
         let ops = &inst.nodes[i].ops;
         for (pos, &op) in ops.iter().enumerate() {

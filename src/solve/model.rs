@@ -99,7 +99,10 @@ impl Core {
             let o = m.binary(0.0);
             let same = m.continuous(0.0, 1.0, 0.0);
             for k in 0..inst.devices() {
-                m.ge(&[(same, 1.0), (self.x[i][k], -1.0), (self.x[j][k], -1.0)], -1.0);
+                m.ge(
+                    &[(same, 1.0), (self.x[i][k], -1.0), (self.x[j][k], -1.0)],
+                    -1.0,
+                );
             }
             // S_j − F_i − H·o − H·same ≥ −2H
             let mut a = self.neg_finish_terms(inst, i);
@@ -190,7 +193,10 @@ fn edge_indicators(m: &mut Milp, inst: &Instance, x: &[Vec<Var>]) -> Vec<Vec<(us
             for k in 0..d {
                 for l in (0..d).filter(|&l| l != k) {
                     let z = m.continuous(0.0, 1.0, 0.0);
-                    m.ge(&[(z, 1.0), (x[edge.src][k], -1.0), (x[edge.dst][l], -1.0)], -1.0);
+                    m.ge(
+                        &[(z, 1.0), (x[edge.src][k], -1.0), (x[edge.dst][l], -1.0)],
+                        -1.0,
+                    );
                     zs.push((k, l, z));
                 }
             }

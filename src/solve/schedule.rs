@@ -204,7 +204,12 @@ impl<'a> Timer<'a> {
 
 /// Time `sequence` on placement `device`: every task as early as the sequence allows. Transfers
 /// in the sequence are ignored under [`Channels::Unlimited`] (they never wait).
-pub fn semi_active(inst: &Instance, channels: Channels, device: &[usize], sequence: &[Task]) -> Plan {
+pub fn semi_active(
+    inst: &Instance,
+    channels: Channels,
+    device: &[usize],
+    sequence: &[Task],
+) -> Plan {
     let ins = in_edges(inst);
     let mut t = Timer::new(inst, channels, device.to_vec(), &ins);
     for &task in sequence {
