@@ -38,23 +38,44 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let cost = CostModel::default();
     for (f, model, cluster) in runs {
-        let graph = build(model, &ZooOptions::default()).expect("zoo model");
         let c = load_cluster(format!(
             "{}/configs/{cluster}.toml",
             env!("CARGO_MANIFEST_DIR")
         ))
         .expect("config");
-        let p = Problem {
-            graph: &graph,
-            cluster: &c,
-            cost: &cost,
-        };
         let opts = SolveOptions {
             time_limit_s: limit,
             mip_rel_gap: 0.05,
             ..SolveOptions::default()
         };
-        match summary::run(&p, f, &Coarsen::Auto, &opts) {
+        // The default batch first; when the model fits nowhere, halve it (once or twice).
+        let mut batch = None;
+        let mut outcome = None;
+        for _ in 0..3 {
+            let graph = build(
+                model,
+                &ZooOptions {
+                    batch_size: batch,
+                    ..ZooOptions::default()
+                },
+            )
+            .expect("zoo model");
+            let p = Problem {
+                graph: &graph,
+                cluster: &c,
+                cost: &cost,
+            };
+            let r = summary::run(&p, f, &Coarsen::Auto, &opts);
+            let fits_nowhere = matches!(&r, Err(e) if e.to_string().contains("fits the memory"));
+            outcome = Some((graph.batch_size, r));
+            if !fits_nowhere {
+                break;
+            }
+            batch = Some(graph.batch_size / 2);
+        }
+        let (batch, outcome) = outcome.expect("one attempt");
+        let model = format!("{model} (batch {batch})");
+        match outcome {
             Ok(s) => {
                 let ms = |x: Option<f64>| x.map_or("—".into(), |v| format!("{:.2}", v / 1e3));
                 println!(

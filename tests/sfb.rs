@@ -154,3 +154,43 @@ fn replicated_zoo_model_reports_its_duplicated_op_types() {
             .is_empty()
     );
 }
+
+/// Compile DP-NCCL for the dense layer with and without the strategy's SFB flag.
+fn dp_with_and_without_sfb(batch: usize) -> (f64, f64, usize, usize) {
+    use topoplace::compile::TaskRole;
+    use topoplace::sim::{Order, evaluate};
+    let g = dense(batch, 1024, 1024);
+    let c = two_machines();
+    let cost = CostModel::default();
+    let plain = Reference::Dp.strategy(&g, &c);
+    let mut with_sfb = plain.clone();
+    with_sfb.sfb = true;
+    let a = evaluate(&g, &c, &plain, &cost, Order::Fifo).unwrap();
+    let b = evaluate(&g, &c, &with_sfb, &cost, Order::Fifo).unwrap();
+    let all_reduces = |e: &topoplace::sim::Evaluation| {
+        e.compiled
+            .roles
+            .iter()
+            .filter(|&&r| r == TaskRole::AllReduce)
+            .count()
+    };
+    (
+        a.report.iteration_us,
+        b.report.iteration_us,
+        all_reduces(&a),
+        all_reduces(&b),
+    )
+}
+
+#[test]
+fn the_compiler_applies_sfb_when_the_strategy_asks() {
+    // Small batch: the gradient's AllReduce is replaced by broadcasting the factors, faster.
+    let (plain, sfb, ar_plain, ar_sfb) = dp_with_and_without_sfb(16);
+    assert_eq!(ar_plain, 1);
+    assert_eq!(ar_sfb, 0);
+    assert!(sfb < plain, "SFB {sfb} µs vs AllReduce {plain} µs");
+    // Large batch: the ILP keeps AllReduce, so the flag changes nothing.
+    let (plain, sfb, ar_plain, ar_sfb) = dp_with_and_without_sfb(4096);
+    assert_eq!((ar_plain, ar_sfb), (1, 1));
+    assert!((plain - sfb).abs() < 1e-9);
+}

@@ -153,13 +153,17 @@ impl Instance {
     }
 }
 
-/// Bytes an op keeps on the device that runs it (a parameter's output is the variable itself).
+/// Bytes an op holds on its device at the iteration's memory peak, as `topoplace info` estimates
+/// a model: resident state (parameters, optimizer state) plus the outputs of input and forward
+/// ops, which live until the backward pass consumes them. Backward and optimizer outputs are
+/// transient (freed right after their consumers) and a parameter's output is the variable itself.
+/// Summing this over a GPU's nodes is the linear memory row of both MILPs.
 fn own_bytes(g: &Graph, op: OpIdx) -> f64 {
     let o = g.op(op);
-    let out = if o.phase == Phase::Parameter {
-        0.0
-    } else {
+    let out = if matches!(o.phase, Phase::Input | Phase::Forward) {
         o.output_bytes
+    } else {
+        0.0
     };
     o.resident_bytes + out
 }
