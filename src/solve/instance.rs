@@ -140,6 +140,39 @@ impl Instance {
         order
     }
 
+    /// Longest paths of fastest compute times (transfers free) ending before each node (head)
+    /// and starting after it (tail): lower bounds on its start and on what follows its finish.
+    pub fn heads_and_tails(&self) -> (Vec<f64>, Vec<f64>) {
+        let n = self.len();
+        let fastest: Vec<f64> = self
+            .nodes
+            .iter()
+            .map(|node| node.compute.iter().copied().fold(f64::INFINITY, f64::min))
+            .collect();
+        let order = self.topological_order();
+        let mut head = vec![0.0; n];
+        let mut tail = vec![0.0; n];
+        let mut succ = vec![Vec::new(); n];
+        let mut pred = vec![Vec::new(); n];
+        for e in &self.edges {
+            succ[e.src].push(e.dst);
+            pred[e.dst].push(e.src);
+        }
+        for &i in &order {
+            head[i] = pred[i]
+                .iter()
+                .map(|&j| head[j] + fastest[j])
+                .fold(0.0, f64::max);
+        }
+        for &i in order.iter().rev() {
+            tail[i] = succ[i]
+                .iter()
+                .map(|&j| fastest[j] + tail[j])
+                .fold(0.0, f64::max);
+        }
+        (head, tail)
+    }
+
     /// The device each node is forced onto with the others of its co-location set: a map from
     /// node to the set's first node (itself when free).
     pub fn colocation_leader(&self) -> Vec<usize> {

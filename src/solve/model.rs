@@ -3,8 +3,10 @@
 //!
 //! - `x[i][k]` ∈ {0,1}: node i on device k; `Σ_k x[i][k] = 1`; `Σ_i m_i x[i][k] ≤ cap_k`;
 //!   co-located nodes share their `x` rows.
-//! - `S_i` ∈ [0, H] start, `F_i = S_i + Σ_k p_ik x[i][k]`, `C ≥ F_i`, and `C ≥ Σ_i p_ik x[i][k]`
-//!   per device (a valid cut that lifts the LP bound).
+//! - `S_i` ∈ [head_i, H] start, `F_i = S_i + Σ_k p_ik x[i][k]`, `C ≥ F_i + tail_i`, and
+//!   `C ≥ Σ_i p_ik x[i][k]` per device. head/tail are the longest paths before/after i at each
+//!   node's fastest time with free transfers: valid bounds that give the LP the critical path,
+//!   which big-M rows alone do not.
 //! - `z[e][k,l] ≥ x[src][k] + x[dst][l] − 1` (k ≠ l), `z ≥ 0`: the linearisation of the product
 //!   x·x that says edge e crosses from k to l. Minimisation never lets z exceed the product where
 //!   that would help, so the lower bounds alone are exact; the transfer time of e is
@@ -48,7 +50,10 @@ impl Core {
             };
             x.push(row);
         }
-        let s: Vec<Var> = (0..n).map(|_| m.continuous(0.0, horizon, 0.0)).collect();
+        let (head, tail) = inst.heads_and_tails();
+        let s: Vec<Var> = (0..n)
+            .map(|i| m.continuous(head[i].min(horizon), horizon, 0.0))
+            .collect();
         let core_z = edge_indicators(m, inst, &x);
         let mut core = Core {
             x,
@@ -59,7 +64,7 @@ impl Core {
             horizon,
         };
         core.assignment_rows(m, inst, &leader);
-        core.makespan_rows(m, inst);
+        core.makespan_rows(m, inst, &tail);
         core.pairs = core.overlap_rows(m, inst);
         core
     }
@@ -77,11 +82,12 @@ impl Core {
         }
     }
 
-    fn makespan_rows(&self, m: &mut Milp, inst: &Instance) {
+    fn makespan_rows(&self, m: &mut Milp, inst: &Instance, tail: &[f64]) {
         for i in 0..inst.len() {
+            // C ≥ F_i + tail_i: the work that must follow i, at its fastest, with free transfers.
             let mut terms = self.finish_terms(inst, i);
             terms.push((self.c, -1.0));
-            m.le(&terms, 0.0);
+            m.le(&terms, -tail[i]);
         }
         for k in 0..inst.devices() {
             let mut terms: Vec<(Var, f64)> = (0..inst.len())
