@@ -194,3 +194,33 @@ fn the_compiler_applies_sfb_when_the_strategy_asks() {
     assert_eq!((ar_plain, ar_sfb), (1, 1));
     assert!((plain - sfb).abs() < 1e-9);
 }
+
+#[test]
+fn cli_sfb_reports_decisions_and_op_types() {
+    let dir = std::env::temp_dir().join(format!("topoplace-sfb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("two.toml");
+    std::fs::write(&cfg, two_machines().to_toml()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .args(["sfb", "--model", "mlp", "--cluster"])
+        .arg(&cfg)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = zoo::build("mlp", &zoo::ZooOptions::default()).unwrap();
+    assert_eq!(v["gradients"], g.gradients().len());
+    for key in [
+        "sfb_gradients",
+        "saving_us",
+        "duplicated_op_types",
+        "decisions",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+}

@@ -83,11 +83,11 @@ impl Core {
     }
 
     fn makespan_rows(&self, m: &mut Milp, inst: &Instance, tail: &[f64]) {
-        for i in 0..inst.len() {
+        for (i, &t) in tail.iter().enumerate() {
             // C ≥ F_i + tail_i: the work that must follow i, at its fastest, with free transfers.
             let mut terms = self.finish_terms(inst, i);
             terms.push((self.c, -1.0));
-            m.le(&terms, -tail[i]);
+            m.le(&terms, -t);
         }
         for k in 0..inst.devices() {
             let mut terms: Vec<(Var, f64)> = (0..inst.len())
