@@ -195,6 +195,25 @@ fn memory_limits_the_placement() {
 }
 
 #[test]
+fn a_tight_memory_instance_still_gets_a_warm_start() {
+    let mut inst = tiny_instance(5, 40, 1, 1, 0.08);
+    let total: f64 = inst.nodes.iter().map(|n| n.memory).sum();
+    let biggest = inst.nodes.iter().map(|n| n.memory).fold(0.0, f64::max);
+    let room = total / 2.0 + biggest;
+    inst.capacity = vec![room, room];
+    let plan = topoplace::solve::schedule::memory_first(&inst, formulation_channels());
+    assert!(plan.admissible(&inst));
+    let opts = SolveOptions {
+        time_limit_s: 2.0,
+        mip_rel_gap: 0.05,
+        ..SolveOptions::default()
+    };
+    let r = solve_instance(&inst, Formulation::Quickp, &opts).unwrap();
+    assert!(r.status.has_solution(), "{:?}", r.status);
+    assert!(r.plan.unwrap().admissible(&inst));
+}
+
+#[test]
 fn a_hard_instance_returns_within_its_time_limit_with_a_gap() {
     let inst = tiny_instance(3, 40, 2, 2, 0.08);
     let limit = 2.0;

@@ -81,7 +81,8 @@ pub struct InstanceResult {
     pub bound_us: Option<f64>,
     /// Relative gap (objective − bound) / objective.
     pub gap: Option<f64>,
-    /// Makespan of the greedy warm start, µs.
+    /// Makespan of the warm start (greedy earliest finish, or memory-first when that overflows a
+    /// GPU), µs.
     pub heuristic_us: f64,
     pub variables: usize,
     pub rows: usize,
@@ -99,7 +100,10 @@ pub fn solve_instance(
 ) -> Result<InstanceResult> {
     let started = Instant::now();
     let channels = formulation.channels();
-    let heuristic = schedule::greedy(inst, channels);
+    let mut heuristic = schedule::greedy(inst, channels);
+    if !heuristic.admissible(inst) {
+        heuristic = schedule::memory_first(inst, channels);
+    }
     let admissible = heuristic.admissible(inst);
     // A feasible schedule bounds the optimum; a tiny slack keeps its own warm start feasible
     // after rounding.

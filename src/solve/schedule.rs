@@ -264,6 +264,49 @@ pub fn greedy(inst: &Instance, channels: Channels) -> Plan {
     t.into_plan()
 }
 
+/// The fallback when [`greedy`] runs out of memory: nodes in topological order filled into the
+/// GPUs in turn, each GPU taking its share of the total bytes (proportional to its capacity),
+/// co-located nodes following their set; then timed in that order. Admissible whenever the bytes
+/// can be cut that way, which is what tight instances need first.
+pub fn memory_first(inst: &Instance, channels: Channels) -> Plan {
+    let total: f64 = inst.nodes.iter().map(|n| n.memory).sum();
+    let capacity: f64 = inst.capacity.iter().sum();
+    let order = inst.topological_order();
+    let leader = inst.colocation_leader();
+    let mut device = vec![usize::MAX; inst.len()];
+    let mut used = vec![0.0; inst.devices()];
+    let mut k = 0;
+    for &i in &order {
+        let set_device = (0..inst.len())
+            .find(|&j| leader[j] == leader[i] && device[j] != usize::MAX)
+            .map(|j| device[j]);
+        let d = match set_device {
+            Some(d) => d,
+            None => {
+                let share = |k: usize| inst.capacity[k] / capacity * total;
+                while k + 1 < inst.devices()
+                    && (used[k] + inst.nodes[i].memory > inst.capacity[k] || used[k] >= share(k))
+                {
+                    k += 1;
+                }
+                k
+            }
+        };
+        device[i] = d;
+        used[d] += inst.nodes[i].memory;
+    }
+    let mut sequence = Vec::new();
+    for &i in &order {
+        for (e, edge) in inst.edges.iter().enumerate() {
+            if edge.dst == i && device[edge.src] != device[i] {
+                sequence.push(Task::Transfer(e));
+            }
+        }
+        sequence.push(Task::Node(i));
+    }
+    semi_active(inst, channels, &device, &sequence)
+}
+
 /// Put node `i` on `d` in the timer, running its transfers first.
 fn place(t: &mut Timer, ins: &[usize], i: usize, d: usize) {
     t.device[i] = d;
