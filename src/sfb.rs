@@ -330,13 +330,15 @@ impl SfbReport {
             self.gradients,
             self.saving_us / 1e3
         );
-        s.push_str("duplicated op types:");
         let mut types: Vec<(&String, &usize)> = self.duplicated_op_types.iter().collect();
         types.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        for (t, n) in types {
-            s.push_str(&format!(" {t} {n},"));
-        }
-        s.push('\n');
+        let listed: Vec<String> = types.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        let listed = if listed.is_empty() {
+            "none".to_string()
+        } else {
+            listed.join(", ")
+        };
+        s.push_str(&format!("duplicated op types: {listed}\n"));
         s
     }
 }

@@ -89,7 +89,7 @@ impl SolveSummary {
              objective  {}\n\
              bound      {}\n\
              gap        {}\n\
-             heuristic  {} (greedy warm start)\n\
+             heuristic  {} (warm start)\n\
              simulated  {} (as the formulation assumes), {} (compiled strategy){}\n\
              GPUs used  {}\n\
              time       {:.2} s build + {:.2} s solve (limit {} s)\n",
