@@ -356,3 +356,39 @@ fn cli_solve_prints_the_proof_and_fails_cleanly() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.starts_with("error:") && err.contains("mlp"), "{err}");
 }
+
+#[test]
+fn compare_runs_the_milp_placers_under_its_time_limit() {
+    let dir = std::env::temp_dir().join(format!("topoplace-solve-cmp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, cluster(1, 1, None).to_toml()).unwrap();
+    let started = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .args(["compare", "--models", "mlp", "--clusters"])
+        .arg(&cfg)
+        .args([
+            "--methods",
+            "quickp-milp,moirai-milp,heft",
+            "--time-limit",
+            "3",
+        ])
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed().as_secs_f64() < 2.0 * 3.0 + 10.0);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert!(row["error"].is_null(), "{row}");
+        assert!(row["iteration_ms"].as_f64().unwrap() > 0.0);
+    }
+}
