@@ -218,6 +218,9 @@ struct SfbArgs {
     /// Hops above each gradient op the duplicated subgraph may reach.
     #[arg(long, default_value_t = 3)]
     depth: usize,
+    /// Override the zoo model's batch size (TAG §5.6 uses 4).
+    #[arg(long)]
+    batch: Option<u32>,
     #[arg(long)]
     json: bool,
 }
@@ -761,7 +764,7 @@ fn solve(args: SolveArgs) -> Result<()> {
 
 fn sfb(args: SfbArgs) -> Result<()> {
     use topoplace::sfb;
-    let graph = load_model(&args.model, None)?;
+    let graph = load_model(&args.model, args.batch)?;
     let cluster = load_named_cluster(&args.cluster)?;
     let cost = CostModel::default();
     let strategy = match Reference::parse(&args.strategy) {
