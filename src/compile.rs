@@ -287,7 +287,33 @@ fn layouts(graph: &Graph, cluster: &Cluster, strategy: &Strategy, cost: &CostMod
         };
         out.push(layout);
     }
+    if strategy.sfb {
+        apply_sfb(graph, cluster, strategy, cost, &mut out);
+    }
     out
+}
+
+/// TAG's SFB double check: ops the SFB ILP duplicates for a replicated gradient run whole on
+/// every device of their group, so the compiler broadcasts their inputs (the sufficient factors,
+/// assembled by `Concat`) and the gradient needs no aggregation. A failed solve leaves the
+/// strategy as it is.
+fn apply_sfb(
+    graph: &Graph,
+    cluster: &Cluster,
+    strategy: &Strategy,
+    cost: &CostModel,
+    layouts: &mut [Layout],
+) {
+    let options = crate::sfb::SfbOptions::default();
+    let Ok(decisions) = crate::sfb::check_strategy(graph, cluster, cost, strategy, &options) else {
+        return;
+    };
+    for d in decisions.iter().filter(|d| d.use_sfb) {
+        for &op in &d.duplicated {
+            let group = strategy.decision(strategy.group_of(op));
+            layouts[op] = Layout::full(group.devices.iter().map(|&x| x as u32).collect());
+        }
+    }
 }
 
 fn gradient_producers(graph: &Graph) -> Vec<bool> {

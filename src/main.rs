@@ -58,6 +58,11 @@ enum Command {
     /// Search a strategy with TAG's Monte-Carlo tree search and compare it with DP-NCCL and the
     /// best heuristic (DP-NCCL-P, Horovod).
     Place(PlaceArgs),
+    /// Solve QuickP's (P1/P2) or MOIRAI's placement MILP exactly with HiGHS; print the
+    /// objective, bound, gap, status and the simulated time of the solution.
+    Solve(SolveArgs),
+    /// TAG's sufficient-factor-broadcasting ILP for every replicated gradient of a strategy.
+    Sfb(SfbArgs),
     /// Synthetic cluster topologies.
     Topology {
         #[command(subcommand)]
@@ -188,7 +193,57 @@ struct CompareArgs {
     /// Simulator calls each search may make.
     #[arg(long, default_value_t = 100)]
     budget: usize,
+    /// Time limit of the exact placers (`quickp-milp`, `moirai-milp`), seconds.
+    #[arg(long)]
+    time_limit: Option<f64>,
     /// Print the rows as JSON instead of the Markdown table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct SolveArgs {
+    /// A zoo name or a graph file.
+    #[arg(long)]
+    model: String,
+    /// A cluster config: a file, or the name of one in configs/.
+    #[arg(long)]
+    cluster: String,
+    /// `quickp` (P1/P2, no congestion) or `moirai` (communication tasks on channels).
+    #[arg(long)]
+    formulation: String,
+    /// `auto` (QuickP P2: fusion + co-location; MOIRAI: its fusion rules), `none` (single ops:
+    /// QuickP P1), or a grouping method of `topoplace group`.
+    #[arg(long, default_value = "auto")]
+    coarsen: String,
+    /// Solver time limit, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    time_limit: f64,
+    /// Relative MIP gap at which to stop.
+    #[arg(long, default_value_t = 1e-4)]
+    gap: f64,
+    #[arg(long, default_value_t = 1)]
+    threads: u32,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct SfbArgs {
+    /// A zoo name or a graph file.
+    #[arg(long)]
+    model: String,
+    #[arg(long)]
+    cluster: String,
+    /// `dp`, `dp-p`, `single`, or a strategy JSON file.
+    #[arg(long, default_value = "dp")]
+    strategy: String,
+    /// Hops above each gradient op the duplicated subgraph may reach.
+    #[arg(long, default_value_t = 3)]
+    depth: usize,
+    /// Override the zoo model's batch size (TAG §5.6 uses 4).
+    #[arg(long)]
+    batch: Option<u32>,
     #[arg(long)]
     json: bool,
 }
@@ -305,6 +360,8 @@ fn run(command: Command) -> Result<()> {
         Command::Group(args) => group(args),
         Command::Compare(args) => compare(args),
         Command::Place(args) => place(args),
+        Command::Solve(args) => solve(args),
+        Command::Sfb(args) => sfb(args),
         Command::Topology { command } => match command {
             TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
         },
@@ -615,7 +672,7 @@ fn compare(args: CompareArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let budget = baselines::Budget {
         steps: args.budget,
-        seconds: None,
+        seconds: args.time_limit,
         seed: args.seed,
     };
     let total = (models.len() * clusters.len() * methods.len()) as u64;
@@ -737,4 +794,53 @@ fn write_trace(path: &Path, graph: &Graph, cluster: &Cluster, e: &Evaluation) ->
     let text = serde_json::to_string(&trace)
         .map_err(|e| Error::Other(format!("serialising trace: {e}")))?;
     write_atomic(path, text.as_bytes())
+}
+
+fn solve(args: SolveArgs) -> Result<()> {
+    use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
+    let formulation = Formulation::parse(&args.formulation)?;
+    let graph = load_model(&args.model, None)?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let cost = CostModel::default();
+    let p = baselines::Problem {
+        graph: &graph,
+        cluster: &cluster,
+        cost: &cost,
+    };
+    let opts = SolveOptions {
+        time_limit_s: args.time_limit,
+        mip_rel_gap: args.gap,
+        threads: args.threads,
+        ..SolveOptions::default()
+    };
+    let s = summary::run(&p, formulation, &Coarsen::parse(&args.coarsen), &opts)?;
+    if args.json {
+        print_json(&s)
+    } else {
+        print!("{}", s.render_text());
+        Ok(())
+    }
+}
+
+fn sfb(args: SfbArgs) -> Result<()> {
+    use topoplace::sfb;
+    let graph = load_model(&args.model, args.batch)?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let cost = CostModel::default();
+    let strategy = match Reference::parse(&args.strategy) {
+        Some(r) => r.strategy(&graph, &cluster),
+        None => load_strategy(Path::new(&args.strategy), &graph, cluster.devices.len())?,
+    };
+    let opts = sfb::SfbOptions {
+        depth: args.depth,
+        ..Default::default()
+    };
+    let decisions = sfb::check_strategy(&graph, &cluster, &cost, &strategy, &opts)?;
+    let report = sfb::SfbReport::new(&graph, &decisions);
+    if args.json {
+        print_json(&report)
+    } else {
+        print!("{}", report.render_text());
+        Ok(())
+    }
 }

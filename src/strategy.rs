@@ -98,6 +98,10 @@ pub struct Strategy {
     decisions: Vec<GroupDecision>,
     pub batch_split: BatchSplit,
     pub allreduce: AllReducePacking,
+    /// Double-check every replicated gradient with TAG's SFB ILP ([`crate::sfb`]) and compile
+    /// the ops it duplicates as whole-batch copies whose inputs are broadcast (the sufficient
+    /// factors) instead of synchronising the gradient.
+    pub sfb: bool,
 }
 
 impl Strategy {
@@ -156,6 +160,7 @@ impl Strategy {
             decisions,
             batch_split,
             allreduce: AllReducePacking::default(),
+            sfb: false,
         })
     }
 
@@ -166,6 +171,7 @@ impl Strategy {
             decisions: vec![decision],
             batch_split,
             allreduce: AllReducePacking::default(),
+            sfb: false,
         }
     }
 
@@ -215,6 +221,9 @@ pub struct StrategyFile {
     pub batch_split: BatchSplit,
     #[serde(default)]
     pub allreduce: AllReducePacking,
+    /// Apply sufficient factor broadcasting where TAG's ILP says it pays (see [`Strategy::sfb`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sfb: bool,
     pub groups: Vec<GroupRecord>,
 }
 
@@ -251,6 +260,7 @@ impl StrategyFile {
             cluster: cluster.to_string(),
             batch_split: s.batch_split,
             allreduce: s.allreduce,
+            sfb: s.sfb,
             groups,
         }
     }
@@ -320,6 +330,7 @@ impl StrategyFile {
             devices,
         )?;
         strategy.allreduce = self.allreduce;
+        strategy.sfb = self.sfb;
         Ok(strategy)
     }
 }

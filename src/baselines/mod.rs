@@ -11,6 +11,7 @@
 //! - [`celeritas`]: Celeritas's Order-Place and Adjusting Placement over its fused clusters.
 //! - [`quickp`]: QuickP's co-location groups placed by list scheduling (no MILP).
 //! - [`tag`]: TAG's MCTS over METIS op groups ([`crate::mcts`]), uniform priors for now.
+//! - [`milp`]: `quickp-milp` and `moirai-milp`, the exact MILPs of [`crate::solve`] on HiGHS.
 
 pub mod baechi;
 pub mod celeritas;
@@ -21,6 +22,7 @@ pub mod heft;
 pub mod list;
 pub mod mcmc;
 pub mod metis;
+pub mod milp;
 pub mod quickp;
 pub mod tag;
 
@@ -115,6 +117,15 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
     ]
 }
 
+/// The exact MILP placers. They are named in `compare --methods` but left out of `all`: each
+/// may spend its whole time limit (a minute by default) per model and cluster.
+pub fn exact() -> Vec<Box<dyn Placer>> {
+    vec![
+        Box::new(milp::Milp(crate::solve::Formulation::Quickp)),
+        Box::new(milp::Milp(crate::solve::Formulation::Moirai)),
+    ]
+}
+
 /// Names of every registered placer.
 pub fn names() -> Vec<&'static str> {
     registry().iter().map(|p| p.name()).collect()
@@ -124,11 +135,14 @@ pub fn names() -> Vec<&'static str> {
 pub fn placer(name: &str) -> Result<Box<dyn Placer>> {
     registry()
         .into_iter()
+        .chain(exact())
         .find(|p| p.name() == name)
         .ok_or_else(|| {
+            let exact: Vec<&str> = exact().iter().map(|p| p.name()).collect();
             Error::Other(format!(
-                "unknown placement method \"{name}\" (known: {})",
-                names().join(", ")
+                "unknown placement method \"{name}\" (known: {}, {})",
+                names().join(", "),
+                exact.join(", ")
             ))
         })
 }

@@ -1,0 +1,344 @@
+//! Sufficient factor broadcasting (TAG §4.2.3, Table 2): for one gradient of a replicated op
+//! group, decide which ops around it to duplicate (compute on every replica from broadcast
+//! inputs) so that the broadcast tensors — the cut, the sufficient factors — replace the
+//! gradient's AllReduce, when that is cheaper.
+//!
+//! The ILP is TAG's, solved with HiGHS:
+//!
+//! ```text
+//! min (D−1) Σ_i α_i T_i + D(D−1) Σ_(j,i) b_ji L_ji / τ − 2 α_g (D−1)/D · L_gl / τ
+//! s.t. α_k ≤ Σ_(k,i)∈E α_i   for k ∈ V \ {g}    (a duplicated op feeds a duplicated op)
+//!      b_ji ≥ α_i − α_j                          (a tensor into the duplicated part is cut)
+//! ```
+//!
+//! with `T_i` the op's time on its replica share (the slowest replica), `L_ji` the bytes one
+//! replica holds of tensor (j, i) (a batch slice for batch-scaled producers), `τ` the bottleneck
+//! bandwidth among the D replica devices, and `L_gl` the whole gradient. Choices made here:
+//! V is the ancestors of g inside its op group up to [`SfbOptions::depth`] hops (TAG: "the
+//! subgraph around a gradient"); a tensor from outside V into a duplicated op is always cut; a
+//! parameter's tensor is free, because every replica already holds the parameter. SFB is used
+//! when the optimum is negative (cheaper than AllReduce).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::cluster::Cluster;
+use crate::cost::CostModel;
+use crate::error::Result;
+use crate::graph::{Graph, OpIdx, Phase};
+use crate::solve::milp::{Milp, SolveOptions, Var};
+use crate::strategy::{ReplicationOption, Strategy};
+
+/// Knobs of the per-gradient ILP.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SfbOptions {
+    /// How many hops above the gradient op the candidate subgraph reaches.
+    pub depth: usize,
+    pub solver: SolveOptions,
+}
+
+impl Default for SfbOptions {
+    fn default() -> SfbOptions {
+        SfbOptions {
+            depth: 3,
+            solver: SolveOptions {
+                time_limit_s: 5.0,
+                mip_rel_gap: 0.0,
+                ..SolveOptions::default()
+            },
+        }
+    }
+}
+
+/// One gradient's question: its ops, its replicas' count and bandwidth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SfbQuestion {
+    pub grad: OpIdx,
+    pub optimizer: OpIdx,
+    /// Replicas D (≥ 2).
+    pub replicas: usize,
+    /// Bottleneck bandwidth τ among the replica devices, bytes/µs.
+    pub bandwidth: f64,
+    /// Compute time of each op on one replica's share, µs (the slowest replica).
+    pub time: Vec<f64>,
+    /// Ops allowed in the duplicated subgraph (the gradient's op group).
+    pub allowed: Option<HashSet<OpIdx>>,
+}
+
+/// The answer for one gradient.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SfbDecision {
+    pub grad: OpIdx,
+    pub optimizer: OpIdx,
+    pub replicas: usize,
+    /// Whether SFB replaces the gradient's synchronisation.
+    pub use_sfb: bool,
+    /// Ops duplicated (empty without SFB).
+    pub duplicated: Vec<OpIdx>,
+    /// The sufficient factors: edges (src, dst) whose tensors are broadcast.
+    pub cut: Vec<(OpIdx, OpIdx)>,
+    /// Extra computation (D−1)·ΣT of the duplicated ops, µs.
+    pub extra_compute_us: f64,
+    /// Broadcast cost D(D−1)·ΣL/τ of the cut, µs.
+    pub broadcast_us: f64,
+    /// Ring AllReduce cost 2(D−1)/D·L_gl/τ that SFB saves, µs.
+    pub allreduce_us: f64,
+}
+
+/// Bytes one replica holds of the tensor on edge `e`.
+fn replica_bytes(g: &Graph, e: usize, replicas: usize) -> f64 {
+    let edge = g.edges()[e];
+    if g.op(edge.src).scales_with_batch() {
+        edge.bytes / replicas as f64
+    } else {
+        edge.bytes
+    }
+}
+
+/// Candidate ops: ancestors of `grad` within `depth` hops (inside `allowed`), `grad` first.
+fn candidates(g: &Graph, q: &SfbQuestion, depth: usize) -> Vec<OpIdx> {
+    let mut seen: Vec<OpIdx> = vec![q.grad];
+    let mut frontier = vec![q.grad];
+    for _ in 0..depth {
+        let mut next = Vec::new();
+        for &v in &frontier {
+            for u in g.predecessors(v) {
+                let ok = q.allowed.as_ref().is_none_or(|a| a.contains(&u))
+                    && !matches!(g.op(u).phase, Phase::Optimizer | Phase::Input);
+                if ok && !seen.contains(&u) {
+                    seen.push(u);
+                    next.push(u);
+                }
+            }
+        }
+        frontier = next;
+    }
+    seen
+}
+
+/// Solve TAG's SFB ILP for one gradient.
+pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<SfbDecision> {
+    let d = q.replicas as f64;
+    let v = candidates(g, q, opts.depth);
+    let index: HashMap<OpIdx, usize> = v.iter().enumerate().map(|(k, &op)| (op, k)).collect();
+    let grad_edge = g
+        .out_edges(q.grad)
+        .iter()
+        .copied()
+        .find(|&e| g.edges()[e].dst == q.optimizer);
+    let grad_bytes = grad_edge.map_or(0.0, |e| g.edges()[e].bytes);
+    let allreduce_us = 2.0 * (d - 1.0) / d * grad_bytes / q.bandwidth;
+    let mut m = Milp::new();
+    let alpha: Vec<Var> = v
+        .iter()
+        .map(|&op| m.binary((d - 1.0) * q.time[op]))
+        .collect();
+    // The saving term, on α_g.
+    let ag = alpha[0];
+    let mut cut_vars: Vec<(usize, Var)> = Vec::new();
+    for (k, &op) in v.iter().enumerate() {
+        for &e in g.in_edges(op) {
+            let src = g.edges()[e].src;
+            if g.op(src).phase == Phase::Parameter {
+                continue;
+            }
+            let cost = d * (d - 1.0) * replica_bytes(g, e, q.replicas) / q.bandwidth;
+            let b = m.binary(cost);
+            match index.get(&src) {
+                Some(&j) => m.ge(&[(b, 1.0), (alpha[k], -1.0), (alpha[j], 1.0)], 0.0),
+                None => m.ge(&[(b, 1.0), (alpha[k], -1.0)], 0.0),
+            }
+            cut_vars.push((e, b));
+        }
+        if k > 0 {
+            // α_k ≤ Σ α of its consumers inside V.
+            let mut terms = vec![(alpha[k], 1.0)];
+            terms.extend(
+                g.successors(op)
+                    .filter_map(|s| index.get(&s))
+                    .map(|&i| (alpha[i], -1.0)),
+            );
+            m.le(&terms, 0.0);
+        }
+    }
+    // The objective's −2α_g(D−1)/D·L/τ: a separate binary tied to α_g keeps the Milp API plain.
+    let saving = m.binary(-allreduce_us);
+    m.eq(&[(saving, 1.0), (ag, -1.0)], 0.0);
+    let out = m.solve(&opts.solver, None)?;
+    let chosen = |var: Var| out.status.has_solution() && out.value(var) > 0.5;
+    let use_sfb = chosen(ag) && out.objective < -1e-9;
+    let duplicated: Vec<OpIdx> = if use_sfb {
+        v.iter()
+            .zip(&alpha)
+            .filter(|&(_, &a)| chosen(a))
+            .map(|(&op, _)| op)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let cut: Vec<(OpIdx, OpIdx)> = if use_sfb {
+        cut_vars
+            .iter()
+            .filter(|&&(_, b)| chosen(b))
+            .map(|&(e, _)| (g.edges()[e].src, g.edges()[e].dst))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let extra_compute_us = duplicated.iter().map(|&op| (d - 1.0) * q.time[op]).sum();
+    let broadcast_us = if use_sfb {
+        cut_vars
+            .iter()
+            .filter(|&&(_, b)| chosen(b))
+            .map(|&(e, _)| d * (d - 1.0) * replica_bytes(g, e, q.replicas) / q.bandwidth)
+            .sum()
+    } else {
+        0.0
+    };
+    Ok(SfbDecision {
+        grad: q.grad,
+        optimizer: q.optimizer,
+        replicas: q.replicas,
+        use_sfb,
+        duplicated,
+        cut,
+        extra_compute_us,
+        broadcast_us,
+        allreduce_us,
+    })
+}
+
+/// The question for gradient link `(grad, optimizer)` replicated on `devices`.
+pub fn question(
+    g: &Graph,
+    cluster: &Cluster,
+    cost: &CostModel,
+    grad: OpIdx,
+    optimizer: OpIdx,
+    devices: &[usize],
+    allowed: Option<HashSet<OpIdx>>,
+) -> SfbQuestion {
+    let share = 1.0 / devices.len() as f64;
+    let time = g
+        .ops()
+        .iter()
+        .map(|op| {
+            devices
+                .iter()
+                .map(|&dv| cost.compute_time_us(op, &cluster.devices[dv].gpu, share))
+                .fold(0.0, f64::max)
+        })
+        .collect();
+    let mut bandwidth = f64::INFINITY;
+    for &a in devices {
+        for &b in devices.iter().filter(|&&b| b != a) {
+            bandwidth = bandwidth.min(cluster.path(a, b).bandwidth);
+        }
+    }
+    SfbQuestion {
+        grad,
+        optimizer,
+        replicas: devices.len(),
+        bandwidth,
+        time,
+        allowed,
+    }
+}
+
+/// TAG's double check: every gradient of a group the strategy replicates (AllReduce or PS on two
+/// or more GPUs) gets the ILP; the decisions say where SFB pays.
+pub fn check_strategy(
+    g: &Graph,
+    cluster: &Cluster,
+    cost: &CostModel,
+    strategy: &Strategy,
+    opts: &SfbOptions,
+) -> Result<Vec<SfbDecision>> {
+    let members = strategy.members();
+    let mut out = Vec::new();
+    for link in g.gradients() {
+        let group = strategy.group_of(link.grad);
+        let decision = strategy.decision(group);
+        let replicated = matches!(
+            decision.option,
+            ReplicationOption::AllReduce | ReplicationOption::Ps
+        );
+        if !replicated || decision.devices.len() < 2 {
+            continue;
+        }
+        let allowed: HashSet<OpIdx> = members[group].iter().copied().collect();
+        let q = question(
+            g,
+            cluster,
+            cost,
+            link.grad,
+            link.optimizer,
+            &decision.devices,
+            Some(allowed),
+        );
+        out.push(solve_gradient(g, &q, opts)?);
+    }
+    Ok(out)
+}
+
+/// How often each op type is duplicated over a set of decisions (TAG Table 6).
+pub fn duplicated_op_types(g: &Graph, decisions: &[SfbDecision]) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for d in decisions {
+        for &op in &d.duplicated {
+            *counts.entry(g.op(op).op_type.clone()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// What `topoplace sfb` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct SfbReport {
+    pub model: String,
+    pub gradients: usize,
+    pub sfb_gradients: usize,
+    /// Communication saved minus duplication paid, µs, summed over SFB gradients.
+    pub saving_us: f64,
+    /// Duplicated ops by type (TAG Table 6).
+    pub duplicated_op_types: BTreeMap<String, usize>,
+    pub decisions: Vec<SfbDecision>,
+}
+
+impl SfbReport {
+    pub fn new(g: &Graph, decisions: &[SfbDecision]) -> SfbReport {
+        let used: Vec<&SfbDecision> = decisions.iter().filter(|d| d.use_sfb).collect();
+        SfbReport {
+            model: g.name.clone(),
+            gradients: decisions.len(),
+            sfb_gradients: used.len(),
+            saving_us: used
+                .iter()
+                .map(|d| d.allreduce_us - d.broadcast_us - d.extra_compute_us)
+                .sum(),
+            duplicated_op_types: duplicated_op_types(g, decisions),
+            decisions: decisions.to_vec(),
+        }
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut s = format!(
+            "{}: SFB pays for {} of {} replicated gradients, saving {:.3} ms of synchronisation\n",
+            self.model,
+            self.sfb_gradients,
+            self.gradients,
+            self.saving_us / 1e3
+        );
+        let mut types: Vec<(&String, &usize)> = self.duplicated_op_types.iter().collect();
+        types.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let listed: Vec<String> = types.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        let listed = if listed.is_empty() {
+            "none".to_string()
+        } else {
+            listed.join(", ")
+        };
+        s.push_str(&format!("duplicated op types: {listed}\n"));
+        s
+    }
+}

@@ -1,0 +1,276 @@
+//! The scheduling instance both MILPs, the brute-force enumerator and the alignment simulation
+//! share: nodes (single ops, or groups of a coarsening) with a compute time on every device and a
+//! memory footprint, tensor edges with their bytes, per-device-pair transfer times, device
+//! capacities, and optional co-location sets (QuickP P2). One instance, one cost model: that is
+//! what makes "the MILP's optimum" and "the simulated time" comparable.
+
+use crate::baselines::Problem;
+use crate::error::{Error, Result};
+use crate::graph::{Graph, OpIdx, Phase};
+use crate::group::Grouping;
+
+/// A schedulable unit: one op, or a group of ops placed and run together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    /// Member ops in a topological order.
+    pub ops: Vec<OpIdx>,
+    /// Compute time on each device, µs (sum of the members').
+    pub compute: Vec<f64>,
+    /// Bytes the node keeps on its device: resident state plus outputs (parameters count once).
+    pub memory: f64,
+}
+
+/// A tensor (or the sum of the tensors) flowing from node `src` to node `dst`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeEdge {
+    pub src: usize,
+    pub dst: usize,
+    pub bytes: f64,
+}
+
+/// Everything a formulation needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Instance {
+    pub nodes: Vec<Node>,
+    pub edges: Vec<NodeEdge>,
+    /// Device memory, bytes.
+    pub capacity: Vec<f64>,
+    /// `latency[k][l]` µs and `bandwidth[k][l]` bytes/µs of the route from device k to l.
+    pub latency: Vec<Vec<f64>>,
+    pub bandwidth: Vec<Vec<f64>>,
+    /// Sets of nodes that must share a device (QuickP's co-location); singletons are omitted.
+    pub colocate: Vec<Vec<usize>>,
+}
+
+impl Instance {
+    pub fn devices(&self) -> usize {
+        self.capacity.len()
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Time to move edge `e`'s bytes from device `k` to device `l` (0 on one device).
+    pub fn comm(&self, e: usize, k: usize, l: usize) -> f64 {
+        if k == l {
+            0.0
+        } else {
+            self.latency[k][l] + self.edges[e].bytes / self.bandwidth[k][l]
+        }
+    }
+
+    /// The slowest transfer of edge `e` over any device pair.
+    pub fn max_comm(&self, e: usize) -> f64 {
+        let d = self.devices();
+        (0..d)
+            .flat_map(|k| (0..d).map(move |l| (k, l)))
+            .map(|(k, l)| self.comm(e, k, l))
+            .fold(0.0, f64::max)
+    }
+
+    /// A makespan no optimal schedule exceeds: everything in sequence on the slowest device
+    /// with every transfer at its slowest. Used as the big-M horizon when nothing better is known.
+    pub fn serial_horizon(&self) -> f64 {
+        let compute: f64 = self
+            .nodes
+            .iter()
+            .map(|n| n.compute.iter().copied().fold(0.0, f64::max))
+            .sum();
+        let comm: f64 = (0..self.edges.len()).map(|e| self.max_comm(e)).sum();
+        compute + comm
+    }
+
+    /// `reach[i][j]`: a path of edges leads from node i to node j (i ≠ j).
+    pub fn reachability(&self) -> Vec<Vec<bool>> {
+        let n = self.len();
+        let mut succ = vec![Vec::new(); n];
+        for e in &self.edges {
+            succ[e.src].push(e.dst);
+        }
+        let order = self.topological_order();
+        let mut reach = vec![vec![false; n]; n];
+        for &i in order.iter().rev() {
+            for &j in &succ[i] {
+                reach[i][j] = true;
+                let row = reach[j].clone();
+                for (r, x) in reach[i].iter_mut().zip(row) {
+                    *r |= x;
+                }
+            }
+        }
+        reach
+    }
+
+    /// Pairs (i < j) that no path orders: only these need an ordering decision on a device
+    /// (QuickP's big-M constraints "only for parallelizable pairs").
+    pub fn parallel_pairs(&self) -> Vec<(usize, usize)> {
+        let reach = self.reachability();
+        let n = self.len();
+        (0..n)
+            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+            .filter(|&(i, j)| !reach[i][j] && !reach[j][i])
+            .collect()
+    }
+
+    /// Kahn's order of the nodes (the instance is acyclic by construction).
+    pub fn topological_order(&self) -> Vec<usize> {
+        let n = self.len();
+        let mut indeg = vec![0usize; n];
+        let mut succ = vec![Vec::new(); n];
+        for e in &self.edges {
+            indeg[e.dst] += 1;
+            succ[e.src].push(e.dst);
+        }
+        let mut stack: Vec<usize> = (0..n).rev().filter(|&i| indeg[i] == 0).collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(i) = stack.pop() {
+            order.push(i);
+            for &j in succ[i].iter().rev() {
+                indeg[j] -= 1;
+                if indeg[j] == 0 {
+                    stack.push(j);
+                }
+            }
+        }
+        order
+    }
+
+    /// Longest paths of fastest compute times (transfers free) ending before each node (head)
+    /// and starting after it (tail): lower bounds on its start and on what follows its finish.
+    pub fn heads_and_tails(&self) -> (Vec<f64>, Vec<f64>) {
+        let n = self.len();
+        let fastest: Vec<f64> = self
+            .nodes
+            .iter()
+            .map(|node| node.compute.iter().copied().fold(f64::INFINITY, f64::min))
+            .collect();
+        let order = self.topological_order();
+        let mut head = vec![0.0; n];
+        let mut tail = vec![0.0; n];
+        let mut succ = vec![Vec::new(); n];
+        let mut pred = vec![Vec::new(); n];
+        for e in &self.edges {
+            succ[e.src].push(e.dst);
+            pred[e.dst].push(e.src);
+        }
+        for &i in &order {
+            head[i] = pred[i]
+                .iter()
+                .map(|&j| head[j] + fastest[j])
+                .fold(0.0, f64::max);
+        }
+        for &i in order.iter().rev() {
+            tail[i] = succ[i]
+                .iter()
+                .map(|&j| fastest[j] + tail[j])
+                .fold(0.0, f64::max);
+        }
+        (head, tail)
+    }
+
+    /// The device each node is forced onto with the others of its co-location set: a map from
+    /// node to the set's first node (itself when free).
+    pub fn colocation_leader(&self) -> Vec<usize> {
+        let mut leader: Vec<usize> = (0..self.len()).collect();
+        for set in &self.colocate {
+            for &i in set {
+                leader[i] = set[0];
+            }
+        }
+        leader
+    }
+}
+
+/// Bytes an op holds on its device at the iteration's memory peak, as `topoplace info` estimates
+/// a model: resident state (parameters, optimizer state) plus the outputs of input and forward
+/// ops, which live until the backward pass consumes them. Backward and optimizer outputs are
+/// transient (freed right after their consumers) and a parameter's output is the variable itself.
+/// Summing this over a GPU's nodes is the linear memory row of both MILPs.
+fn own_bytes(g: &Graph, op: OpIdx) -> f64 {
+    let o = g.op(op);
+    let out = if matches!(o.phase, Phase::Input | Phase::Forward) {
+        o.output_bytes
+    } else {
+        0.0
+    };
+    o.resident_bytes + out
+}
+
+/// The instance of a placement problem: one node per op, or one per group of `grouping`.
+/// A grouping whose coarse graph has a cycle cannot be scheduled node by node and is an error.
+pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
+    let g = p.graph;
+    let devices = p.cluster.devices.len();
+    let op_group: Vec<usize> = match grouping {
+        Some(gr) => {
+            if !gr.is_acyclic() {
+                return Err(Error::Other(format!(
+                    "{}: the {} grouping's group graph has a cycle; solve it without --coarsen \
+                     or with another method",
+                    g.name, gr.method
+                )));
+            }
+            gr.op_group.iter().map(|&x| x as usize).collect()
+        }
+        None => (0..g.len()).collect(),
+    };
+    let k = op_group.iter().map(|&x| x + 1).max().unwrap_or(0);
+    let mut nodes = vec![
+        Node {
+            ops: Vec::new(),
+            compute: vec![0.0; devices],
+            memory: 0.0,
+        };
+        k
+    ];
+    for op in g.topological_order() {
+        let node = &mut nodes[op_group[op]];
+        node.ops.push(op);
+        node.memory += own_bytes(g, op);
+        for (d, dev) in p.cluster.devices.iter().enumerate() {
+            node.compute[d] += p.cost.compute_time_us(g.op(op), &dev.gpu, 1.0);
+        }
+    }
+    let mut bytes = std::collections::BTreeMap::new();
+    for e in g.edges() {
+        let (a, b) = (op_group[e.src], op_group[e.dst]);
+        if a != b {
+            *bytes.entry((a, b)).or_insert(0.0) += e.bytes;
+        }
+    }
+    let edges = bytes
+        .into_iter()
+        .map(|((src, dst), bytes)| NodeEdge { src, dst, bytes })
+        .collect();
+    let routes = crate::compile::RouteTable::new(p.cluster);
+    let table = |f: &dyn Fn(usize, usize) -> f64| -> Vec<Vec<f64>> {
+        (0..devices)
+            .map(|a| (0..devices).map(|b| f(a, b)).collect())
+            .collect()
+    };
+    Ok(Instance {
+        nodes,
+        edges,
+        capacity: p.cluster.devices.iter().map(|d| d.memory_bytes).collect(),
+        latency: table(&|a, b| routes.latency(a, b)),
+        bandwidth: table(&|a, b| routes.bandwidth(a, b)),
+        colocate: Vec::new(),
+    })
+}
+
+/// QuickP P2's instance: the fused graph's nodes, tied by the co-location groups.
+pub fn build_p2(p: &Problem, fused: &Grouping, colocated: &Grouping) -> Result<Instance> {
+    let mut inst = build(p, Some(fused))?;
+    let mut sets: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (i, node) in inst.nodes.iter().enumerate() {
+        let first = node.ops[0];
+        sets.entry(colocated.op_group[first]).or_default().push(i);
+    }
+    inst.colocate = sets.into_values().filter(|s| s.len() > 1).collect();
+    Ok(inst)
+}

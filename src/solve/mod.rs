@@ -1,0 +1,311 @@
+//! Exact placement by mixed-integer programming (issue 6) on HiGHS.
+//!
+//! - [`milp`]: the solver layer (time limit, relative gap, threads, seed, warm start, status).
+//! - [`instance`]: the scheduling instance built from a graph (or a coarsening of it), a cluster
+//!   and the cost model; [`schedule`]: the timing rule everything shares, and a greedy schedule
+//!   for the warm start and the big-M horizon.
+//! - [`model`]: placement/scheduling variables common to both MILPs; [`quickp`]: QuickP P1/P2;
+//!   [`moirai`]: MOIRAI with communication tasks, channel selection and congestion control.
+//! - [`brute`]: exhaustive search for tiny instances (the tests' reference optimum).
+//! - [`align`]: the simulator configured as each formulation assumes (the alignment check).
+//!
+//! [`solve_problem`] is what the `solve` command and the `quickp-milp` / `moirai-milp` placers
+//! call: build the instance, solve, and turn the plan into a [`Placement`] (one model-parallel
+//! group per used GPU, the plan's order as priorities).
+
+pub mod align;
+pub mod brute;
+pub mod instance;
+pub mod milp;
+pub mod model;
+pub mod moirai;
+pub mod quickp;
+pub mod schedule;
+pub mod summary;
+
+use std::time::Instant;
+
+use serde::Serialize;
+
+pub use instance::Instance;
+pub use milp::{SolveOptions, SolveStatus};
+pub use schedule::{Channels, Plan};
+
+use crate::baselines::{Placement, Problem};
+use crate::error::{Error, Result};
+use crate::group::{self as grouping, QuickpOptions, default_rules, group_by_name, op_weights};
+use crate::strategy::{BatchSplit, GroupDecision, ReplicationOption, Strategy};
+
+/// Which MILP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Formulation {
+    Quickp,
+    Moirai,
+}
+
+impl Formulation {
+    pub fn parse(name: &str) -> Result<Formulation> {
+        match name {
+            "quickp" => Ok(Formulation::Quickp),
+            "moirai" => Ok(Formulation::Moirai),
+            other => Err(Error::Other(format!(
+                "unknown formulation \"{other}\" (expected quickp or moirai)"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Formulation::Quickp => "quickp",
+            Formulation::Moirai => "moirai",
+        }
+    }
+
+    /// The network each formulation assumes.
+    pub fn channels(self) -> Channels {
+        match self {
+            Formulation::Quickp => Channels::Unlimited,
+            Formulation::Moirai => Channels::PerPair,
+        }
+    }
+}
+
+/// What one solve of an instance produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstanceResult {
+    pub status: SolveStatus,
+    /// Makespan of the incumbent, µs (null without one).
+    pub objective_us: Option<f64>,
+    /// Proven lower bound, µs.
+    pub bound_us: Option<f64>,
+    /// Relative gap (objective − bound) / objective.
+    pub gap: Option<f64>,
+    /// Makespan of the warm start (greedy earliest finish, or memory-first when that overflows a
+    /// GPU), µs.
+    pub heuristic_us: f64,
+    pub variables: usize,
+    pub rows: usize,
+    pub build_seconds: f64,
+    pub solve_seconds: f64,
+    #[serde(skip)]
+    pub plan: Option<Plan>,
+}
+
+/// Solve `inst` with `formulation`, warm-started from the greedy schedule.
+pub fn solve_instance(
+    inst: &Instance,
+    formulation: Formulation,
+    opts: &SolveOptions,
+) -> Result<InstanceResult> {
+    let started = Instant::now();
+    let channels = formulation.channels();
+    let mut heuristic = schedule::greedy(inst, channels);
+    if !heuristic.admissible(inst) {
+        heuristic = schedule::memory_first(inst, channels);
+    }
+    let admissible = heuristic.admissible(inst);
+    // A feasible schedule bounds the optimum; a tiny slack keeps its own warm start feasible
+    // after rounding.
+    let horizon = if admissible {
+        heuristic.makespan * (1.0 + 1e-9) + 1e-6
+    } else {
+        inst.serial_horizon() + 1e-6
+    };
+    if obviously_infeasible(inst) {
+        return Ok(InstanceResult {
+            status: SolveStatus::Infeasible,
+            objective_us: None,
+            bound_us: None,
+            gap: None,
+            heuristic_us: heuristic.makespan,
+            variables: 0,
+            rows: 0,
+            build_seconds: started.elapsed().as_secs_f64(),
+            solve_seconds: 0.0,
+            plan: None,
+        });
+    }
+    type Reader = Box<dyn Fn(&milp::MilpOutcome) -> Plan>;
+    let (milp, warm, reader): (milp::Milp, Vec<f64>, Reader) = match formulation {
+        Formulation::Quickp => {
+            let m = quickp::QuickpMilp::build(inst, horizon);
+            let warm = m.warm(inst, &heuristic);
+            let quickp::QuickpMilp { milp, core } = m;
+            let inst2 = inst.clone();
+            let reader: Reader =
+                Box::new(move |out: &milp::MilpOutcome| quickp::plan_of(&core, &inst2, out));
+            (milp, warm, reader)
+        }
+        Formulation::Moirai => {
+            let m = moirai::MoiraiMilp::build(inst, horizon);
+            let warm = m.warm(inst, &heuristic);
+            let (milp, rest) = m.split();
+            let inst2 = inst.clone();
+            let reader: Reader = Box::new(move |out: &milp::MilpOutcome| rest.plan(&inst2, out));
+            (milp, warm, reader)
+        }
+    };
+    let variables = milp.num_vars();
+    let rows = milp.num_rows();
+    let build_seconds = started.elapsed().as_secs_f64();
+    let remaining = SolveOptions {
+        time_limit_s: (opts.time_limit_s - build_seconds).max(0.0),
+        ..opts.clone()
+    };
+    let out = milp.solve(&remaining, admissible.then_some(warm.as_slice()))?;
+    let plan = out.status.has_solution().then(|| reader(&out));
+    let some = |x: f64| x.is_finite().then_some(x);
+    Ok(InstanceResult {
+        status: out.status,
+        objective_us: some(out.objective),
+        bound_us: some(out.bound),
+        gap: some(out.gap),
+        heuristic_us: heuristic.makespan,
+        variables,
+        rows,
+        build_seconds,
+        solve_seconds: out.seconds,
+        plan,
+    })
+}
+
+/// A node larger than every device, or more bytes than the whole cluster holds.
+fn obviously_infeasible(inst: &Instance) -> bool {
+    let biggest = inst.capacity.iter().copied().fold(0.0, f64::max);
+    let total: f64 = inst.nodes.iter().map(|n| n.memory).sum();
+    inst.nodes.iter().any(|n| n.memory > biggest) || total > inst.capacity.iter().sum::<f64>()
+}
+
+/// How to coarsen before solving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Coarsen {
+    /// The formulation's own: QuickP P2 (fusion + co-location), MOIRAI's fusion rules.
+    Auto,
+    /// Single ops (QuickP P1; MOIRAI on the op graph).
+    None,
+    /// A grouping method by name (`topoplace group --method`), its groups as nodes.
+    Method(String),
+}
+
+impl Coarsen {
+    pub fn parse(name: &str) -> Coarsen {
+        match name {
+            "auto" => Coarsen::Auto,
+            "none" => Coarsen::None,
+            other => Coarsen::Method(other.to_string()),
+        }
+    }
+}
+
+/// The instance a formulation solves for a problem, and what it is called (P1, P2, ...).
+pub fn instance_for(
+    p: &Problem,
+    formulation: Formulation,
+    coarsen: &Coarsen,
+    k: usize,
+) -> Result<(Instance, String)> {
+    let weights = op_weights(p.graph, crate::group::reference_gpu(p.graph), p.cost);
+    match (formulation, coarsen) {
+        (_, Coarsen::None) => {
+            let label = match formulation {
+                Formulation::Quickp => "P1 (ops)",
+                Formulation::Moirai => "MOIRAI (ops)",
+            };
+            Ok((instance::build(p, None)?, label.into()))
+        }
+        (Formulation::Quickp, Coarsen::Auto) => {
+            let r = grouping::quickp(p.graph, &weights, &QuickpOptions::default())?;
+            let inst = instance::build_p2(p, &r.fused, &r.colocated)?;
+            Ok((inst, "P2 (fusion + co-location)".into()))
+        }
+        (Formulation::Moirai, Coarsen::Auto) => {
+            let g = grouping::moirai(p.graph, &weights, &default_rules())?;
+            Ok((instance::build(p, Some(&g))?, "MOIRAI (GCOF fusion)".into()))
+        }
+        (_, Coarsen::Method(m)) => {
+            let g = group_by_name(p.graph, &weights, m, k)?;
+            let label = format!("{} over {m} groups", formulation.name());
+            Ok((instance::build(p, Some(&g))?, label))
+        }
+    }
+}
+
+/// The placement a plan stands for: one model-parallel group per used GPU, every op of a node
+/// on the node's GPU, and op priorities that follow the plan's node order (members of a node in
+/// topological order).
+pub fn to_placement(p: &Problem, inst: &Instance, plan: &Plan, note: String) -> Result<Placement> {
+    let n_ops = p.graph.len();
+    let mut op_device = vec![usize::MAX; n_ops];
+    let mut priority = vec![0.0; n_ops];
+    let nodes_in_order = plan.sequence(inst).into_iter().filter_map(|t| match t {
+        schedule::Task::Node(i) => Some(i),
+        schedule::Task::Transfer(_) => None,
+    });
+    for (rank, i) in nodes_in_order.enumerate() {
+        let ops = &inst.nodes[i].ops;
+        for (pos, &op) in ops.iter().enumerate() {
+            op_device[op] = plan.device[i];
+            priority[op] = rank as f64 + pos as f64 / (ops.len() + 1) as f64;
+        }
+    }
+    let devices = p.cluster.devices.len();
+    let mut group_of_device = vec![u32::MAX; devices];
+    let mut decisions = Vec::new();
+    let op_group = op_device
+        .iter()
+        .map(|&d| {
+            if group_of_device[d] == u32::MAX {
+                group_of_device[d] = decisions.len() as u32;
+                decisions.push(GroupDecision {
+                    devices: vec![d],
+                    option: ReplicationOption::ModelParallel,
+                });
+            }
+            group_of_device[d]
+        })
+        .collect();
+    let strategy = Strategy::new(
+        "milp plan",
+        op_group,
+        decisions,
+        BatchSplit::Even,
+        n_ops,
+        devices,
+    )?;
+    Ok(Placement {
+        strategy,
+        order: Some(priority),
+        note,
+        predicted_us: Some(plan.makespan),
+        fits: Some(plan.admissible(inst)),
+    })
+}
+
+/// Build, solve and map back: the `solve` command and the MILP placers in one call. No
+/// solution (infeasible, or out of time before the first one) is an error naming the model.
+pub fn solve_problem(
+    p: &Problem,
+    formulation: Formulation,
+    coarsen: &Coarsen,
+    opts: &SolveOptions,
+) -> Result<(Instance, String, InstanceResult, Placement)> {
+    let (inst, label) = instance_for(p, formulation, coarsen, 60)?;
+    let result = solve_instance(&inst, formulation, opts)?;
+    let Some(plan) = result.plan.as_ref() else {
+        let why = match result.status {
+            SolveStatus::Infeasible => format!(
+                "no placement of {} fits the memory of cluster {}",
+                p.graph.name, p.cluster.name
+            ),
+            _ => format!(
+                "no placement of {} on {} found within the {} s time limit",
+                p.graph.name, p.cluster.name, opts.time_limit_s
+            ),
+        };
+        return Err(Error::Other(why));
+    };
+    let note = format!("{} {label}, {}", formulation.name(), result.status.name());
+    let placement = to_placement(p, &inst, plan, note)?;
+    Ok((inst, label, result, placement))
+}

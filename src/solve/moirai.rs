@@ -1,0 +1,156 @@
+//! MOIRAI's MILP (eqs. 4–8): heterogeneous processing times, device memory and non-overlap of
+//! nodes on a device come from the shared [`Core`]; every edge becomes a communication task
+//! with its own start `T_e` that picks its channel through the placement of its ends:
+//!
+//! - `T_e ≥ F_src` and `S_dst ≥ T_e + Σ_{k≠l} c_e(k,l) z_e(k,l)` (channel selection: z says which
+//!   ordered device pair, hence which channel, carries e; on one device the duration is 0);
+//! - congestion control: for two edges e, f that could overlap in time (neither's consumer
+//!   precedes the other's producer), `q_ef ≥ z_e(k,l) + z_f(k,l) − 1` for every channel (k,l)
+//!   and, with `o_ef` ∈ {0,1}, `T_f ≥ T_e + dur_e − H(1 − o_ef) − H(1 − q_ef)` and
+//!   `T_e ≥ T_f + dur_f − H o_ef − H(1 − q_ef)`: transfers on one channel never overlap.
+//!
+//! One channel per ordered device pair is MOIRAI's network model; the simulator matches it on
+//! one machine, where the cluster has one link per ordered GPU pair.
+
+use super::instance::Instance;
+use super::milp::{Milp, MilpOutcome, Var};
+use super::model::{Core, blank};
+use super::schedule::{Channels, Plan, semi_active};
+
+pub struct MoiraiMilp {
+    pub milp: Milp,
+    core: Core,
+    /// Transfer start of each edge.
+    t: Vec<Var>,
+    /// Per pair of edges that may overlap: `(e, f, o_ef, q_ef)`.
+    pairs: Vec<(usize, usize, Var, Var)>,
+}
+
+impl MoiraiMilp {
+    pub fn build(inst: &Instance, horizon: f64) -> MoiraiMilp {
+        let mut milp = Milp::new();
+        let core = Core::build(&mut milp, inst, horizon);
+        let t: Vec<Var> = inst
+            .edges
+            .iter()
+            .map(|_| milp.continuous(0.0, horizon, 0.0))
+            .collect();
+        for (e, edge) in inst.edges.iter().enumerate() {
+            let mut after_producer = core.neg_finish_terms(inst, edge.src);
+            after_producer.push((t[e], 1.0));
+            milp.ge(&after_producer, 0.0);
+            let mut before_consumer = vec![(core.s[edge.dst], 1.0), (t[e], -1.0)];
+            before_consumer.extend(core.comm_terms(inst, e).into_iter().map(|(v, c)| (v, -c)));
+            milp.ge(&before_consumer, 0.0);
+        }
+        let pairs = congestion_rows(&mut milp, inst, &core, &t, horizon);
+        MoiraiMilp {
+            milp,
+            core,
+            t,
+            pairs,
+        }
+    }
+
+    pub fn warm(&self, inst: &Instance, plan: &Plan) -> Vec<f64> {
+        let mut values = blank(&self.milp);
+        self.core.warm(inst, plan, &mut values);
+        let start = |e: usize| {
+            plan.transfer_start[e].unwrap_or_else(|| plan.finish(inst, inst.edges[e].src))
+        };
+        for e in 0..inst.edges.len() {
+            values[self.t[e].0] = start(e);
+        }
+        let channel = |e: usize| {
+            let edge = inst.edges[e];
+            (plan.device[edge.src], plan.device[edge.dst])
+        };
+        for &(e, f, o, q) in &self.pairs {
+            let (ce, cf) = (channel(e), channel(f));
+            let same = ce == cf && ce.0 != ce.1;
+            values[o.0] = f64::from(u8::from(start(e) <= start(f)));
+            values[q.0] = f64::from(u8::from(same));
+        }
+        values
+    }
+
+    /// Placement, node order and transfer order of a solution, re-timed by the shared rule.
+    pub fn plan(&self, inst: &Instance, out: &MilpOutcome) -> Plan {
+        let device = self.core.devices(out);
+        let raw = Plan {
+            device: device.clone(),
+            start: self.core.starts(out),
+            transfer_start: inst
+                .edges
+                .iter()
+                .enumerate()
+                .map(|(e, edge)| {
+                    (device[edge.src] != device[edge.dst]).then(|| out.value(self.t[e]).max(0.0))
+                })
+                .collect(),
+            makespan: out.objective,
+        };
+        semi_active(inst, Channels::PerPair, &device, &raw.sequence(inst))
+    }
+
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// The program, and what reads a plan out of its solution.
+    pub fn split(self) -> (Milp, MoiraiMilp) {
+        let MoiraiMilp {
+            milp,
+            core,
+            t,
+            pairs,
+        } = self;
+        (
+            milp,
+            MoiraiMilp {
+                milp: Milp::new(),
+                core,
+                t,
+                pairs,
+            },
+        )
+    }
+}
+
+/// Pairs of edges whose transfers could overlap, with their non-overlap rows.
+fn congestion_rows(
+    m: &mut Milp,
+    inst: &Instance,
+    core: &Core,
+    t: &[Var],
+    h: f64,
+) -> Vec<(usize, usize, Var, Var)> {
+    let reach = inst.reachability();
+    let before = |a: usize, b: usize| a == b || reach[a][b];
+    let mut pairs = Vec::new();
+    let ne = inst.edges.len();
+    for e in 0..ne {
+        for f in e + 1..ne {
+            let (a, b) = (inst.edges[e], inst.edges[f]);
+            if before(a.dst, b.src) || before(b.dst, a.src) {
+                continue;
+            }
+            let o = m.binary(0.0);
+            let q = m.continuous(0.0, 1.0, 0.0);
+            for (&(k, l, ze), &(k2, l2, zf)) in core.z[e].iter().zip(&core.z[f]) {
+                debug_assert!(k == k2 && l == l2);
+                m.ge(&[(q, 1.0), (ze, -1.0), (zf, -1.0)], -1.0);
+            }
+            // T_f − T_e − dur_e − H·o − H·q ≥ −2H
+            let mut r1 = vec![(t[f], 1.0), (t[e], -1.0), (o, -h), (q, -h)];
+            r1.extend(core.comm_terms(inst, e).into_iter().map(|(v, c)| (v, -c)));
+            m.ge(&r1, -2.0 * h);
+            // T_e − T_f − dur_f + H·o − H·q ≥ −H
+            let mut r2 = vec![(t[e], 1.0), (t[f], -1.0), (o, h), (q, -h)];
+            r2.extend(core.comm_terms(inst, f).into_iter().map(|(v, c)| (v, -c)));
+            m.ge(&r2, -h);
+            pairs.push((e, f, o, q));
+        }
+    }
+    pairs
+}

@@ -1,0 +1,119 @@
+//! What `topoplace solve` prints: the solver's proof (objective, bound, gap, status) and two
+//! simulations of the answer — the simulator configured as the formulation assumes
+//! ([`super::align`]), and the full compile + simulate every placer is judged by.
+
+use serde::Serialize;
+
+use super::{Coarsen, Formulation, SolveOptions, align, solve_problem};
+use crate::baselines::{Problem, simulate};
+use crate::compile::RouteTable;
+use crate::error::Result;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SolveSummary {
+    pub model: String,
+    pub cluster: String,
+    pub formulation: Formulation,
+    /// What was solved: P1 on ops, P2 on fused ops with co-location, MOIRAI on fused ops, ...
+    pub instance: String,
+    pub nodes: usize,
+    pub edges: usize,
+    pub colocation_sets: usize,
+    pub variables: usize,
+    pub rows: usize,
+    pub status: super::SolveStatus,
+    pub objective_us: Option<f64>,
+    pub bound_us: Option<f64>,
+    pub gap: Option<f64>,
+    /// The greedy warm start's makespan.
+    pub heuristic_us: f64,
+    /// The simulator on the plan, configured as the formulation assumes.
+    pub aligned_us: f64,
+    /// The placement compiled and simulated like every other placer's.
+    pub simulated_us: f64,
+    pub oom: bool,
+    pub devices_used: usize,
+    pub time_limit_s: f64,
+    pub build_seconds: f64,
+    pub solve_seconds: f64,
+}
+
+pub fn run(
+    p: &Problem,
+    formulation: Formulation,
+    coarsen: &Coarsen,
+    opts: &SolveOptions,
+) -> Result<SolveSummary> {
+    let (inst, label, result, placement) = solve_problem(p, formulation, coarsen, opts)?;
+    let plan = result.plan.as_ref().expect("solve_problem returns a plan");
+    let aligned_us = align::simulated_makespan(&inst, plan, formulation.channels());
+    let eval = simulate(p, &RouteTable::new(p.cluster), &placement)?;
+    let mut used = plan.device.clone();
+    used.sort_unstable();
+    used.dedup();
+    Ok(SolveSummary {
+        model: p.graph.name.clone(),
+        cluster: p.cluster.name.clone(),
+        formulation,
+        instance: label,
+        nodes: inst.len(),
+        edges: inst.edges.len(),
+        colocation_sets: inst.colocate.len(),
+        variables: result.variables,
+        rows: result.rows,
+        status: result.status,
+        objective_us: result.objective_us,
+        bound_us: result.bound_us,
+        gap: result.gap,
+        heuristic_us: result.heuristic_us,
+        aligned_us,
+        simulated_us: eval.report.iteration_us,
+        oom: !eval.result.oom.is_empty(),
+        devices_used: used.len(),
+        time_limit_s: opts.time_limit_s,
+        build_seconds: result.build_seconds,
+        solve_seconds: result.solve_seconds,
+    })
+}
+
+impl SolveSummary {
+    pub fn render_text(&self) -> String {
+        let ms = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.3} ms", v / 1e3));
+        let gap = self
+            .gap
+            .map_or("—".to_string(), |g| format!("{:.2}%", g * 100.0));
+        format!(
+            "{} on {}: {} MILP, {}\n\
+             instance   {} nodes, {} edges, {} co-location sets; {} variables, {} rows\n\
+             status     {}\n\
+             objective  {}\n\
+             bound      {}\n\
+             gap        {}\n\
+             heuristic  {} (warm start)\n\
+             simulated  {} (as the formulation assumes), {} (compiled strategy){}\n\
+             GPUs used  {}\n\
+             time       {:.2} s build + {:.2} s solve (limit {} s)\n",
+            self.model,
+            self.cluster,
+            self.formulation.name(),
+            self.instance,
+            self.nodes,
+            self.edges,
+            self.colocation_sets,
+            self.variables,
+            self.rows,
+            self.status.name(),
+            ms(self.objective_us),
+            ms(self.bound_us),
+            gap,
+            ms(Some(self.heuristic_us)),
+            ms(Some(self.aligned_us)),
+            ms(Some(self.simulated_us)),
+            if self.oom { ", OOM" } else { "" },
+            self.devices_used,
+            self.build_seconds,
+            self.solve_seconds,
+            self.time_limit_s,
+        )
+    }
+}

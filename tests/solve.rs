@@ -1,0 +1,394 @@
+//! The exact MILPs: both reach the brute-force optimum on tiny instances under the same cost
+//! model, the simulator configured as each formulation assumes reproduces the MILP's objective,
+//! time limits hold, an unplaceable model is a clean error, and the placers and the CLI work.
+
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use topoplace::baselines::{Budget, Problem, placer, simulate};
+use topoplace::cluster::{Cluster, parse_cluster};
+use topoplace::compile::RouteTable;
+use topoplace::cost::CostModel;
+use topoplace::graph::{Graph, GraphBuilder, Op, Phase};
+use topoplace::solve::instance::{self, Instance};
+use topoplace::solve::{
+    Coarsen, Formulation, SolveOptions, SolveStatus, align, brute, solve_instance, solve_problem,
+};
+use topoplace::zoo;
+
+const FAST: &str = "V100-SXM2-32GB";
+const SLOW: &str = "P100-SXM2-16GB";
+
+/// `fast` V100s and `slow` P100s on one server (one link per ordered GPU pair), optional memory.
+fn cluster(fast: usize, slow: usize, memory: Option<&str>) -> Cluster {
+    let memory = memory.map_or(String::new(), |m| format!("memory = \"{m}\"\n"));
+    let mut text = String::from("name = \"mixed\"\n");
+    for (gpu, n, bw) in [(FAST, fast, "50 GB/s"), (SLOW, slow, "20 GB/s")] {
+        if n > 0 {
+            text.push_str(&format!(
+                "[[machine]]\nserver = \"s\"\nname = \"{gpu}\"\ngpu = \"{gpu}\"\ngpus = {n}\n\
+                 intra_bandwidth = \"{bw}\"\nintra_latency = \"5 us\"\nnic = \"100 Gbps\"\n{memory}"
+            ));
+        }
+    }
+    parse_cluster(&text, "<test>").unwrap()
+}
+
+/// A random DAG of `n` ops with profiled times on both GPU types (the P100 1.2–2.5× slower)
+/// and tensors up to 1 MB, so that communication and computation are of similar size.
+fn random_dag(rng: &mut StdRng, n: usize, density: f64) -> Graph {
+    let mut b = GraphBuilder::new();
+    for i in 0..n {
+        let mut op = Op::new(i as u64, format!("op{i}"), "MatMul", Phase::Forward);
+        let t = rng.random_range(10.0..100.0);
+        op.profiled_us.insert(FAST.to_string(), t);
+        op.profiled_us
+            .insert(SLOW.to_string(), t * rng.random_range(1.2..2.5));
+        op.output_bytes = rng.random_range(1e4..1e6);
+        let v = b.add_op(op);
+        if i > 0 {
+            let first = rng.random_range(0..i);
+            b.add_edge(first, v, b.op(first).output_bytes);
+            for u in 0..i {
+                if u != first && rng.random_bool(density) {
+                    b.add_edge(u, v, b.op(u).output_bytes);
+                }
+            }
+        }
+    }
+    b.finish("<test>", "dag", 1).unwrap()
+}
+
+fn exact() -> SolveOptions {
+    SolveOptions {
+        time_limit_s: 20.0,
+        mip_rel_gap: 0.0,
+        ..SolveOptions::default()
+    }
+}
+
+fn tiny_instance(seed: u64, n: usize, fast: usize, slow: usize, density: f64) -> Instance {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let g = random_dag(&mut rng, n, density);
+    let c = cluster(fast, slow, None);
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    instance::build(&p, None).unwrap()
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Solve, compare with brute force, and check the alignment of the simulator with the MILP.
+/// Returns how many GPUs the optimum uses.
+fn check_optimum(inst: &Instance, formulation: Formulation, case: &str) -> usize {
+    let channels = formulation.channels();
+    let reference = brute::optimum(inst, channels).expect("an admissible placement");
+    let r = solve_instance(inst, formulation, &exact()).unwrap();
+    assert_eq!(r.status, SolveStatus::Optimal, "{case}");
+    let objective = r.objective_us.unwrap();
+    assert!(
+        close(objective, reference.makespan, 1e-6),
+        "{case}: MILP {objective} vs brute force {}",
+        reference.makespan
+    );
+    assert!(r.bound_us.unwrap() <= objective + 1e-6, "{case}");
+    let plan = r.plan.unwrap();
+    assert!(plan.admissible(inst), "{case}");
+    let simulated = align::simulated_makespan(inst, &plan, channels);
+    assert!(
+        close(simulated, objective, 0.01),
+        "{case}: simulated {simulated} vs objective {objective}"
+    );
+    eprintln!("{case}: optimum {objective:.2} µs, simulated {simulated:.2} µs");
+    let mut used = plan.device.clone();
+    used.sort_unstable();
+    used.dedup();
+    used.len()
+}
+
+#[test]
+fn quickp_reaches_the_brute_force_optimum_on_tiny_dags() {
+    let mut spread = 0;
+    for seed in 0..6u64 {
+        let n = 4 + (seed as usize % 4); // 4..=7 ops
+        let (fast, slow) = if seed % 2 == 0 { (1, 1) } else { (2, 1) };
+        let inst = tiny_instance(seed, n, fast, slow, 0.3);
+        let used = check_optimum(
+            &inst,
+            Formulation::Quickp,
+            &format!("quickp seed {seed} n {n}"),
+        );
+        spread += usize::from(used > 1);
+    }
+    assert!(
+        spread > 0,
+        "some optimum uses several GPUs: the cases test placement"
+    );
+}
+
+#[test]
+fn moirai_reaches_the_brute_force_optimum_on_tiny_dags() {
+    let mut spread = 0;
+    for seed in 0..5u64 {
+        let n = 4 + (seed as usize % 2); // 4..=5 ops
+        let (fast, slow) = if seed % 2 == 0 { (1, 1) } else { (2, 1) };
+        let inst = tiny_instance(100 + seed, n, fast, slow, 0.3);
+        let used = check_optimum(
+            &inst,
+            Formulation::Moirai,
+            &format!("moirai seed {seed} n {n}"),
+        );
+        spread += usize::from(used > 1);
+    }
+    assert!(
+        spread > 0,
+        "some optimum uses several GPUs: the cases test placement"
+    );
+}
+
+#[test]
+fn congestion_makes_moirai_no_faster_than_quickp() {
+    // Same instances: serialising transfers on a channel can only delay.
+    for seed in 0..3u64 {
+        let inst = tiny_instance(200 + seed, 5, 1, 1, 0.5);
+        let q = solve_instance(&inst, Formulation::Quickp, &exact()).unwrap();
+        let m = solve_instance(&inst, Formulation::Moirai, &exact()).unwrap();
+        assert!(q.objective_us.unwrap() <= m.objective_us.unwrap() + 1e-6);
+    }
+}
+
+#[test]
+fn co_location_is_honoured() {
+    let mut inst = tiny_instance(7, 6, 1, 1, 0.3);
+    inst.colocate = vec![vec![0, 5], vec![2, 3]];
+    let reference = brute::optimum(&inst, formulation_channels()).unwrap();
+    let r = solve_instance(&inst, Formulation::Quickp, &exact()).unwrap();
+    let plan = r.plan.unwrap();
+    assert_eq!(plan.device[0], plan.device[5]);
+    assert_eq!(plan.device[2], plan.device[3]);
+    assert!(close(r.objective_us.unwrap(), reference.makespan, 1e-6));
+}
+
+fn formulation_channels() -> topoplace::solve::Channels {
+    Formulation::Quickp.channels()
+}
+
+#[test]
+fn memory_limits_the_placement() {
+    // Each op needs ~its output; give one GPU room for almost nothing.
+    let mut inst = tiny_instance(11, 5, 1, 1, 0.3);
+    let total: f64 = inst.nodes.iter().map(|n| n.memory).sum();
+    inst.capacity = vec![total, 1.0];
+    let r = solve_instance(&inst, Formulation::Quickp, &exact()).unwrap();
+    let plan = r.plan.unwrap();
+    assert!(plan.device.iter().all(|&d| d == 0), "{:?}", plan.device);
+    inst.capacity = vec![total / 10.0, 1.0];
+    let r = solve_instance(&inst, Formulation::Quickp, &exact()).unwrap();
+    assert_eq!(r.status, SolveStatus::Infeasible);
+}
+
+#[test]
+fn a_tight_memory_instance_still_gets_a_warm_start() {
+    let mut inst = tiny_instance(5, 40, 1, 1, 0.08);
+    let total: f64 = inst.nodes.iter().map(|n| n.memory).sum();
+    let biggest = inst.nodes.iter().map(|n| n.memory).fold(0.0, f64::max);
+    let room = total / 2.0 + biggest;
+    inst.capacity = vec![room, room];
+    let plan = topoplace::solve::schedule::memory_first(&inst, formulation_channels());
+    assert!(plan.admissible(&inst));
+    let opts = SolveOptions {
+        time_limit_s: 2.0,
+        mip_rel_gap: 0.05,
+        ..SolveOptions::default()
+    };
+    let r = solve_instance(&inst, Formulation::Quickp, &opts).unwrap();
+    assert!(r.status.has_solution(), "{:?}", r.status);
+    assert!(r.plan.unwrap().admissible(&inst));
+}
+
+#[test]
+fn a_hard_instance_returns_within_its_time_limit_with_a_gap() {
+    let inst = tiny_instance(3, 40, 2, 2, 0.08);
+    let limit = 2.0;
+    let opts = SolveOptions {
+        time_limit_s: limit,
+        mip_rel_gap: 0.0,
+        ..SolveOptions::default()
+    };
+    let started = Instant::now();
+    let r = solve_instance(&inst, Formulation::Moirai, &opts).unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert!(elapsed <= limit + 3.0, "took {elapsed} s");
+    assert_eq!(r.status, SolveStatus::Feasible, "{:?}", r.status);
+    let gap = r.gap.unwrap();
+    assert!(gap > 0.0 && gap < 1.0, "gap {gap}");
+    assert!(r.objective_us.unwrap() <= r.heuristic_us + 1e-6);
+    eprintln!(
+        "hard: {} vars, {} rows, objective {:?} bound {:?} gap {gap} in {elapsed:.2} s",
+        r.variables, r.rows, r.objective_us, r.bound_us
+    );
+}
+
+fn mlp() -> Graph {
+    zoo::build("mlp", &zoo::ZooOptions::default()).unwrap()
+}
+
+#[test]
+fn p2_on_a_zoo_model_gives_a_placement_the_simulator_runs() {
+    let g = mlp();
+    let c = cluster(1, 1, None);
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let opts = SolveOptions {
+        time_limit_s: 10.0,
+        mip_rel_gap: 0.01,
+        ..SolveOptions::default()
+    };
+    let (inst, label, r, placement) =
+        solve_problem(&p, Formulation::Quickp, &Coarsen::Auto, &opts).unwrap();
+    assert!(label.starts_with("P2"));
+    assert!(inst.len() < g.len(), "fusion coarsens");
+    assert!(r.status.has_solution());
+    let plan = r.plan.unwrap();
+    // Co-located fused nodes share a GPU.
+    for set in &inst.colocate {
+        assert!(set.iter().all(|&i| plan.device[i] == plan.device[set[0]]));
+    }
+    let e = simulate(&p, &RouteTable::new(&c), &placement).unwrap();
+    assert!(e.report.iteration_us.is_finite() && e.report.iteration_us > 0.0);
+    assert!(e.result.oom.is_empty());
+}
+
+#[test]
+fn a_model_that_fits_nowhere_is_an_error_naming_it() {
+    let g = mlp();
+    let c = cluster(1, 1, Some("1 MiB"));
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let err = solve_problem(&p, Formulation::Quickp, &Coarsen::Auto, &exact())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains(&g.name) && err.contains("fits"), "{err}");
+}
+
+#[test]
+fn milp_placers_are_registered_and_honour_the_budget() {
+    let g = mlp();
+    let c = cluster(1, 1, None);
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    for name in ["quickp-milp", "moirai-milp"] {
+        let m = placer(name).unwrap();
+        let budget = Budget {
+            steps: 1,
+            seconds: Some(5.0),
+            seed: 0,
+        };
+        let started = Instant::now();
+        let placement = m.place(&p, &budget).unwrap();
+        assert!(started.elapsed().as_secs_f64() < 5.0 + 5.0);
+        assert!(placement.note.contains(name), "{}", placement.note);
+        let e = simulate(&p, &RouteTable::new(&c), &placement).unwrap();
+        assert!(e.report.iteration_us > 0.0);
+    }
+}
+
+#[test]
+fn cli_solve_prints_the_proof_and_fails_cleanly() {
+    let dir = std::env::temp_dir().join(format!("topoplace-solve-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = dir.join("ok.toml");
+    let small = dir.join("small.toml");
+    std::fs::write(&ok, cluster(1, 1, None).to_toml()).unwrap();
+    std::fs::write(&small, cluster(1, 1, Some("1 MiB")).to_toml()).unwrap();
+    let run = |cfg: &std::path::Path, extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+            .args(["solve", "--model", "mlp", "--cluster"])
+            .arg(cfg)
+            .args(["--formulation", "quickp", "--time-limit", "5"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&ok, &["--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "objective_us",
+        "bound_us",
+        "gap",
+        "status",
+        "simulated_us",
+        "aligned_us",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}: {v}");
+    }
+    let text = run(&ok, &["--coarsen", "none"]);
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("P1") && text.contains("objective") && text.contains("gap"));
+    let bad = run(&small, &[]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.starts_with("error:") && err.contains("mlp"), "{err}");
+}
+
+#[test]
+fn compare_runs_the_milp_placers_under_its_time_limit() {
+    let dir = std::env::temp_dir().join(format!("topoplace-solve-cmp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("c.toml");
+    std::fs::write(&cfg, cluster(1, 1, None).to_toml()).unwrap();
+    let started = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .args(["compare", "--models", "mlp", "--clusters"])
+        .arg(&cfg)
+        .args([
+            "--methods",
+            "quickp-milp,moirai-milp,heft",
+            "--time-limit",
+            "3",
+        ])
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(started.elapsed().as_secs_f64() < 2.0 * 3.0 + 10.0);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for row in rows {
+        assert!(row["error"].is_null(), "{row}");
+        assert!(row["iteration_ms"].as_f64().unwrap() > 0.0);
+    }
+}
