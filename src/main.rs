@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+mod train_cli;
 use serde::Serialize;
 
 use topoplace::cluster::{Cluster, load_cluster, random_cluster};
@@ -13,6 +15,7 @@ use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
 use topoplace::gnn::{GnnConfig, GnnPolicy};
 use topoplace::graph::{Graph, save_graph, simplify};
+use topoplace::inputs::{load_model, load_named_cluster};
 use topoplace::sim::summary as simulation;
 use topoplace::sim::{Evaluation, Order, chrome_trace, evaluate};
 use topoplace::strategy::{Reference, load_strategy, save_strategy};
@@ -68,6 +71,16 @@ enum Command {
         #[command(subcommand)]
         command: TopologyCommand,
     },
+    /// Train a GNN placement policy by self-play (MCTS with the policy's priors, Adam on the
+    /// cross-entropy to the visit distributions) from a recipe in training/.
+    Train(TrainArgs),
+    /// Play one shard of the self-play games of a training run's next generation and write them
+    /// as files for `train --samples` (for batch schedulers: a SLURM array, a Kubernetes
+    /// indexed Job).
+    Selfplay(SelfplayArgs),
+    /// TAG §5's experiments with a trained policy: search-efficiency, unseen-topologies,
+    /// holdout-models, overhead; writes <name>.csv, .md and .svg into --out.
+    Experiment(ExperimentArgs),
     /// GNN policy files for `place --policy`.
     Policy {
         #[command(subcommand)]
@@ -90,6 +103,97 @@ enum PolicyCommand {
         #[arg(long, default_value_t = 4)]
         heads: usize,
     },
+}
+
+#[derive(Args)]
+struct TrainArgs {
+    /// A training recipe (training/*.toml).
+    #[arg(long)]
+    config: PathBuf,
+    /// The run's directory (checkpoints, metrics.csv, loss.svg, policy.gnn); default
+    /// training/runs/<recipe name>.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Continue from the run's latest checkpoint.
+    #[arg(long)]
+    resume: bool,
+    /// Learn from the games `topoplace selfplay` shards wrote here instead of playing them;
+    /// stops (after a checkpoint) at the first generation whose games are missing.
+    #[arg(long)]
+    samples: Option<PathBuf>,
+    /// Testing aid: die (abort, as a kill would) right after this step, before its checkpoint.
+    #[arg(long, hide = true)]
+    abort_after_step: Option<u64>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct SelfplayArgs {
+    /// The run's training recipe.
+    #[arg(long)]
+    config: PathBuf,
+    /// The training run whose next generation is played (its snapshot gives the priors); a run
+    /// that has not started plays generation 0 with the recipe's initial weights. Default
+    /// training/runs/<recipe name>.
+    #[arg(long)]
+    run: Option<PathBuf>,
+    /// This shard's index, 0-based.
+    #[arg(long)]
+    shard: u64,
+    /// The number of shards; shard i plays every game whose index ≡ i (mod n).
+    #[arg(long)]
+    of: u64,
+    /// Where the game files go (the directory given to `train --samples`).
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ExperimentArgs {
+    #[arg(value_parser = topoplace::experiment::NAMES)]
+    name: String,
+    /// Output directory for <name>.csv, <name>.md, <name>.svg (and holdout training runs).
+    #[arg(long)]
+    out: PathBuf,
+    /// The GNN policy; default the shipped one (models/tag-default.gnn).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Models (zoo names or graph files); default TAG's six.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "vgg19,resnet101,inception-v3,transformer,bert-small,bert-large"
+    )]
+    models: Vec<String>,
+    /// The cluster of search-efficiency and holdout-models.
+    #[arg(long, default_value = "tag-testbed")]
+    cluster: String,
+    /// MCTS iterations per search (the same for every priors compared).
+    #[arg(long, default_value_t = 300)]
+    budget: usize,
+    /// METIS op groups.
+    #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS)]
+    groups: usize,
+    /// search-efficiency: searches per model and priors (seeds 0..N).
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// unseen-topologies and overhead: random topologies.
+    #[arg(long, default_value_t = 100)]
+    topologies: u64,
+    /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
+    #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
+    topology_seed: u64,
+    /// holdout-models: the recipe trained without each model.
+    #[arg(long, default_value = "training/tag-default.toml")]
+    recipe: PathBuf,
+    /// holdout-models: Adam steps of each held-out training (default the recipe's).
+    #[arg(long)]
+    steps: Option<u64>,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -256,8 +360,9 @@ struct PlaceArgs {
     /// A cluster config: a file, or the name of one in configs/.
     #[arg(long)]
     cluster: String,
-    /// Prior policy: `none` (uniform priors) or a GNN policy file (`topoplace policy init`).
-    #[arg(long, default_value = "none")]
+    /// Prior policy: `shipped` (the trained models/tag-default.gnn), `none` (uniform priors,
+    /// TAG's pure MCTS) or a GNN policy file (`topoplace train`, `topoplace policy init`).
+    #[arg(long, default_value = "shipped")]
     policy: String,
     /// Where the GNN runs: `cpu` (burn flex) or `wgpu` (builds with `--features wgpu`).
     #[arg(long, default_value = "cpu")]
@@ -365,6 +470,9 @@ fn run(command: Command) -> Result<()> {
         Command::Topology { command } => match command {
             TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
         },
+        Command::Train(args) => train_cli::train(args),
+        Command::Selfplay(args) => train_cli::selfplay(args),
+        Command::Experiment(args) => train_cli::experiment(args),
         Command::Policy { command } => match command {
             PolicyCommand::Init {
                 out,
@@ -381,39 +489,6 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
         .map_err(|e| Error::Other(format!("serialising output: {e}")))?;
     println!("{text}");
     Ok(())
-}
-
-/// A zoo name, or else a graph file.
-fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
-    let base = model.strip_suffix("-inference").unwrap_or(model);
-    if zoo::NAMES.contains(&base) {
-        let opts = zoo::ZooOptions {
-            batch_size: batch,
-            ..zoo::ZooOptions::default()
-        };
-        return Ok(zoo::build(model, &opts)?);
-    }
-    let path = Path::new(model);
-    if !path.exists() {
-        return Err(InputError::new(
-            "<cli>",
-            "model",
-            format!(
-                "\"{model}\" is neither a zoo model ({}) nor an existing file",
-                zoo::NAMES.join(", ")
-            ),
-        )
-        .into());
-    }
-    if batch.is_some() {
-        return Err(InputError::new(
-            "<cli>",
-            "--batch",
-            "only zoo models can be rebuilt at another batch size",
-        )
-        .into());
-    }
-    import::import(path, None)
 }
 
 fn info(args: InfoArgs) -> Result<()> {
@@ -639,25 +714,6 @@ fn cluster_label(arg: &str) -> String {
         .unwrap_or_else(|| arg.to_string())
 }
 
-fn load_named_cluster(name: &str) -> Result<Cluster> {
-    let path = Path::new(name);
-    if path.exists() {
-        return load_cluster(path);
-    }
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("configs")
-        .join(format!("{name}.toml"));
-    if shipped.exists() {
-        return load_cluster(&shipped);
-    }
-    Err(InputError::new(
-        "<cli>",
-        "--clusters",
-        format!("\"{name}\" is neither a config file nor a config in configs/"),
-    )
-    .into())
-}
-
 fn compare(args: CompareArgs) -> Result<()> {
     let methods = baselines::compare::parse_methods(&args.methods)?;
     let models = args
@@ -697,12 +753,23 @@ fn compare(args: CompareArgs) -> Result<()> {
 
 /// The policy argument: `none` for uniform priors, else a GNN policy file (read before any
 /// search starts, so a bad file fails fast and names itself).
-fn load_policy(policy: &str, device: &str) -> Result<Option<GnnPolicy>> {
+/// The policy `--policy` names and how the summary shows it: `none` (uniform priors),
+/// `shipped` (models/tag-default.gnn, uniform priors when this checkout has none) or a file.
+fn load_policy(policy: &str, device: &str) -> Result<(Option<GnnPolicy>, String)> {
     let device = topoplace::gnn::device_named(device)?;
-    if policy == "none" {
-        return Ok(None);
-    }
-    GnnPolicy::load_on(Path::new(policy), &device).map(Some)
+    let path = match policy {
+        "none" => return Ok((None, "none".into())),
+        "shipped" => {
+            let path = topoplace::gnn::shipped_policy_path();
+            if !path.exists() {
+                return Ok((None, "none".into()));
+            }
+            path
+        }
+        file => PathBuf::from(file),
+    };
+    let loaded = GnnPolicy::load_on(&path, &device)?;
+    Ok((Some(loaded), path.display().to_string()))
 }
 
 /// `topoplace policy init`: an untrained policy file.
@@ -721,7 +788,7 @@ fn policy_init(out: &Path, seed: u64, width: usize, heads: usize) -> Result<()> 
 }
 
 fn place(args: PlaceArgs) -> Result<()> {
-    let policy = load_policy(&args.policy, &args.gnn_device)?;
+    let (policy, policy_shown) = load_policy(&args.policy, &args.gnn_device)?;
     let graph = load_model(&args.model, None)?;
     let cluster = load_named_cluster(&args.cluster)?;
     let cost = CostModel::default();
@@ -768,7 +835,7 @@ fn place(args: PlaceArgs) -> Result<()> {
     let routes = RouteTable::new(&cluster);
     let heuristic = place_summary::best_heuristic(&p, &routes)?;
     let summary =
-        place_summary::PlaceSummary::new(&graph, &cluster, &args.policy, &found, heuristic);
+        place_summary::PlaceSummary::new(&graph, &cluster, &policy_shown, &found, heuristic);
     if let Some(path) = &args.out {
         save_strategy(&found.strategy, &graph, &cluster.name, path)?;
     }

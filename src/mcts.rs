@@ -31,7 +31,7 @@ use crate::baselines::{Placement, Problem, simulate};
 use crate::cluster::Cluster;
 use crate::compile::RouteTable;
 use crate::error::{Error, Result};
-use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
+use crate::gnn::{Feedback, GnnPolicy, HeteroGraph, VertexPriors};
 use crate::group::{metis::metis, op_weights, reference_gpu};
 use crate::sim::Evaluation;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
@@ -59,6 +59,8 @@ pub struct MctsConfig {
     pub group_order: GroupOrder,
     /// How replicas share the batch in the strategies the search simulates.
     pub batch_split: SearchSplit,
+    /// Double-check the result's replicated gradients with the SFB ILP (TAG §4.2.3).
+    pub sfb_check: bool,
 }
 
 /// The order in which the search decides op groups (the tree's depth order).
@@ -97,6 +99,7 @@ impl Default for MctsConfig {
             batch: 8,
             group_order: GroupOrder::Compute,
             batch_split: SearchSplit::Even,
+            sfb_check: true,
         }
     }
 }
@@ -133,6 +136,28 @@ impl SearchResult {
 
     pub fn iterations_per_second(&self) -> f64 {
         self.iterations as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// A search vertex's visit distribution with the GNN input it was scored from: TAG's training
+/// target for the priors of the op group the vertex decides next.
+#[derive(Debug, Clone)]
+pub struct VertexTarget {
+    pub graph: HeteroGraph,
+    /// The op group the vertex decides next (its depth).
+    pub group: usize,
+    /// `(action, visits)` of every visited action, ascending by action.
+    pub visits: Vec<(u16, u32)>,
+}
+
+impl VertexTarget {
+    /// `π = softmax(ln N) = N / ΣN` over the visited actions.
+    pub fn distribution(&self) -> Vec<(u16, f32)> {
+        let total: u32 = self.visits.iter().map(|&(_, n)| n).sum();
+        self.visits
+            .iter()
+            .map(|&(a, n)| (a, n as f32 / total.max(1) as f32))
+            .collect()
     }
 }
 
@@ -495,7 +520,68 @@ impl<'a> Mcts<'a> {
     }
 
     /// Run the search to its budget, calling `progress` after every batch.
-    pub fn run(mut self, mut progress: impl FnMut(Progress)) -> Result<SearchResult> {
+    pub fn run(mut self, progress: impl FnMut(Progress)) -> Result<SearchResult> {
+        let seconds = self.search(progress)?;
+        self.finish(seconds)
+    }
+
+    /// Run the search, then read off TAG's training targets: every vertex with at least
+    /// `min_visits` visits gives its visit distribution `π = softmax(ln N) = N / ΣN` with the
+    /// GNN input it was scored from. Needs a policy ([`Mcts::with_policy`]): the input graph
+    /// carries the runtime feedback only a policy makes the search keep.
+    pub fn run_with_targets(
+        mut self,
+        min_visits: u32,
+        progress: impl FnMut(Progress),
+    ) -> Result<(SearchResult, Vec<VertexTarget>)> {
+        if self.policy.is_none() {
+            return Err(Error::Other(
+                "training targets need a search with a policy".into(),
+            ));
+        }
+        let seconds = self.search(progress)?;
+        let targets = self.targets(min_visits);
+        Ok((self.finish(seconds)?, targets))
+    }
+
+    /// The vertices with at least `min_visits` visits, depth first in action order.
+    fn targets(&self, min_visits: u32) -> Vec<VertexTarget> {
+        let policy = self.policy.as_ref().expect("checked by the caller");
+        let mut out = Vec::new();
+        let mut stack = vec![(0usize, Vec::<u16>::new())];
+        while let Some((node, path)) = stack.pop() {
+            let edges = &self.nodes[node].edges;
+            let total: u32 = edges.iter().map(|e| e.visits).sum();
+            if total < min_visits || path.len() >= self.groups {
+                continue;
+            }
+            let choice = self.complete_or_dp(&path);
+            if let Some(feedback) = self.feedback.get(&choice) {
+                out.push(VertexTarget {
+                    graph: policy.graph(&choice, path.len(), feedback),
+                    group: path.len(),
+                    visits: edges
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| e.visits > 0)
+                        .map(|(a, e)| (a as u16, e.visits))
+                        .collect(),
+                });
+            }
+            // Reverse so the stack pops children in ascending action order.
+            for (a, e) in edges.iter().enumerate().rev() {
+                if e.child != NO_CHILD && e.visits >= min_visits {
+                    let mut child = path.clone();
+                    child.push(a as u16);
+                    stack.push((e.child as usize, child));
+                }
+            }
+        }
+        out
+    }
+
+    /// The search loop to the budget; the seconds it took.
+    fn search(&mut self, mut progress: impl FnMut(Progress)) -> Result<f64> {
         let began = Instant::now();
         while self.iterations < self.config.iterations {
             if self
@@ -517,7 +603,7 @@ impl<'a> Mcts<'a> {
                 dp_us: self.dp.time_us,
             });
         }
-        self.finish(began.elapsed().as_secs_f64())
+        Ok(began.elapsed().as_secs_f64())
     }
 
     /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
@@ -716,8 +802,15 @@ impl<'a> Mcts<'a> {
     }
 
     fn finish(self, seconds: f64) -> Result<SearchResult> {
+        let started = Instant::now();
         let (choice, best) = self.best.clone().expect("DP is evaluated first");
         let (strategy, evaluation) = self.evaluate(&choice, best.packing)?;
+        let (strategy, evaluation) = if self.config.sfb_check {
+            self.with_sfb_if_faster(strategy, evaluation)?
+        } else {
+            (strategy, evaluation)
+        };
+        let seconds = seconds + started.elapsed().as_secs_f64();
         let mut group_ops = vec![0; self.groups];
         for &g in &self.op_group {
             group_ops[g as usize] += 1;
@@ -739,6 +832,32 @@ impl<'a> Mcts<'a> {
             seconds,
             actions: self.actions.len(),
         })
+    }
+}
+
+impl Mcts<'_> {
+    /// TAG's double check of replicated groups (§4.2.3): compile `strategy` again with
+    /// sufficient-factor broadcasting wherever the SFB ILP says it beats AllReduce, and keep that
+    /// version when it fits and is faster. Done once, on the search's result: the ILP takes
+    /// 0.3–2 s on a zoo model, too long for every leaf.
+    fn with_sfb_if_faster(
+        &self,
+        strategy: Strategy,
+        evaluation: Evaluation,
+    ) -> Result<(Strategy, Evaluation)> {
+        let mut sfb = strategy.clone();
+        sfb.sfb = true;
+        let e = simulate(
+            &self.problem,
+            &self.routes,
+            &Placement::plain(sfb.clone(), ""),
+        )?;
+        let before = outcome_of(&evaluation, strategy.allreduce);
+        if outcome_of(&e, strategy.allreduce).better_than(&before) {
+            Ok((sfb, e))
+        } else {
+            Ok((strategy, evaluation))
+        }
     }
 }
 

@@ -116,7 +116,12 @@ fn uniform_mcts_finds_the_enumerated_optimum() {
             beats_start += 1;
         }
         for seed in 0..2 {
-            let found = Mcts::new(p, op_group.clone(), config(SMALL_BUDGET, seed))
+            // The enumeration has no SFB, so neither may the search's result.
+            let no_sfb = MctsConfig {
+                sfb_check: false,
+                ..config(SMALL_BUDGET, seed)
+            };
+            let found = Mcts::new(p, op_group.clone(), no_sfb)
                 .unwrap()
                 .run(|_| {})
                 .unwrap();
@@ -369,5 +374,36 @@ fn impact_order_moves_parameter_heavy_groups_up() {
     let mut pairs = std::collections::HashMap::new();
     for (op, (&a, &b)) in compute.iter().zip(&impact).enumerate() {
         assert_eq!(*pairs.entry(a).or_insert(b), b, "op {op}");
+    }
+}
+
+/// TAG's SFB double check on the result: for VGG19 on the testbed the fully-connected layers'
+/// gradients are far larger than their sufficient factors at 6 samples per GPU, so the checked
+/// result is strictly faster and sets `sfb`; the check never makes a result slower.
+#[test]
+fn sfb_double_check_keeps_only_what_pays() {
+    let cost = CostModel::default();
+    let c = testbed();
+    for (name, pays) in [("vgg19", true), ("mlp", false)] {
+        let g = model(name);
+        let p = Problem {
+            graph: &g,
+            cluster: &c,
+            cost: &cost,
+        };
+        let without = MctsConfig {
+            sfb_check: false,
+            ..config(8, 0)
+        };
+        let plain = search(&p, 60, without, |_| {}).unwrap();
+        let checked = search(&p, 60, config(8, 0), |_| {}).unwrap();
+        assert!(checked.iteration_us() <= plain.iteration_us(), "{name}");
+        assert_eq!(checked.strategy.sfb, pays, "{name}");
+        if pays {
+            assert!(
+                checked.iteration_us() < plain.iteration_us() * 0.95,
+                "{name}"
+            );
+        }
     }
 }

@@ -15,6 +15,7 @@ use crate::compile::RouteTable;
 use crate::cost::CostModel;
 use crate::error::{Error, Result, write_atomic};
 use crate::graph::Graph;
+use crate::report::xml_escape;
 use crate::strategy::Reference;
 use crate::units::to_ms;
 
@@ -203,13 +204,6 @@ pub fn csv(rows: &[Row]) -> String {
         s.push('\n');
     }
     s
-}
-
-fn xml_escape(x: &str) -> String {
-    x.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// A horizontal bar chart of iteration time per method; OOM bars red, failures as text.

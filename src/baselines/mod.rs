@@ -113,7 +113,8 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(celeritas::Celeritas::OrderPlace),
         Box::new(celeritas::Celeritas::Adjusting),
         Box::new(quickp::Quickp),
-        Box::new(tag::Tag),
+        Box::new(tag::Tag::Shipped),
+        Box::new(tag::Tag::Pure),
     ]
 }
 

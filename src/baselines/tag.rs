@@ -1,15 +1,25 @@
-//! TAG's search as a placer: METIS op groups and MCTS with uniform priors (the GNN policy is
-//! not built yet). The budget's steps are MCTS iterations.
+//! TAG's search as placers: METIS op groups and MCTS. `tag` takes its priors from the shipped
+//! GNN policy (models/tag-default.gnn; uniform priors in a checkout without one), `tag-pure`
+//! searches with uniform priors (TAG's "pure MCTS"). The budget's steps are MCTS iterations.
 
 use super::{Budget, Placement, Placer, Problem};
 use crate::error::Result;
-use crate::mcts::{DEFAULT_GROUPS, MctsConfig, search};
+use crate::gnn::{GnnPolicy, shipped_policy_path};
+use crate::mcts::{DEFAULT_GROUPS, MctsConfig, search_with};
 
-pub struct Tag;
+pub enum Tag {
+    /// Priors from the shipped policy.
+    Shipped,
+    /// Uniform priors.
+    Pure,
+}
 
 impl Placer for Tag {
     fn name(&self) -> &'static str {
-        "tag"
+        match self {
+            Tag::Shipped => "tag",
+            Tag::Pure => "tag-pure",
+        }
     }
 
     fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
@@ -19,11 +29,20 @@ impl Placer for Tag {
             seed: budget.seed,
             ..MctsConfig::default()
         };
-        let found = search(p, DEFAULT_GROUPS, config, |_| {})?;
+        let path = shipped_policy_path();
+        let policy = match self {
+            Tag::Shipped if path.exists() => Some(GnnPolicy::load(&path)?),
+            _ => None,
+        };
+        let found = search_with(p, DEFAULT_GROUPS, config, policy.as_ref(), |_| {})?;
+        let priors = match &policy {
+            Some(_) => "GNN priors (models/tag-default.gnn)",
+            None => "uniform priors",
+        };
         let mut placement = Placement::plain(
             found.strategy,
             format!(
-                "tag: MCTS, uniform priors (no GNN yet), {} op groups, {} iterations",
+                "tag: MCTS, {priors}, {} op groups, {} iterations",
                 found.group_ops.len(),
                 found.iterations
             ),

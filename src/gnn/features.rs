@@ -31,6 +31,8 @@
 //! the reference map to 0. Nothing depends on node indices, so relabelling op groups or device
 //! groups relabels the graph and nothing else.
 
+use serde::{Deserialize, Serialize};
+
 use crate::baselines::Problem;
 use crate::cluster::Cluster;
 use crate::compile::RouteTable;
@@ -54,7 +56,7 @@ pub const EDGE_FEATURES: usize = 3;
 pub const OPTIONS: usize = ReplicationOption::ALL.len();
 
 /// Edges of one type as parallel arrays: `src[e] → dst[e]` with `features[e * EDGE_FEATURES..]`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EdgeList {
     pub src: Vec<u32>,
     pub dst: Vec<u32>,
@@ -78,7 +80,7 @@ impl EdgeList {
 }
 
 /// The GNN's input for one search vertex. Row-major feature matrices.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeteroGraph {
     /// `ops × OP_FEATURES`.
     pub op_features: Vec<f32>,
@@ -102,7 +104,7 @@ impl HeteroGraph {
 }
 
 /// One strategy slice `(P_i, O_i)` the decoder scores: which device groups and which option.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Slice {
     /// 0/1 per device group.
     pub placement: Vec<f32>,

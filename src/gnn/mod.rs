@@ -29,6 +29,14 @@ use crate::strategy::GroupDecision;
 pub use features::{Feedback, HeteroGraph, Slice, StaticFeatures};
 pub use model::{GnnConfig, GnnModel, to_vec};
 
+/// The shipped policy, relative to the crate's root.
+pub const SHIPPED_POLICY: &str = "models/tag-default.gnn";
+
+/// Where the shipped policy lives in this checkout.
+pub fn shipped_policy_path() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(SHIPPED_POLICY)
+}
+
 /// First line of a policy file.
 const MAGIC: &str = "topoplace-gnn 1";
 

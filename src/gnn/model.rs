@@ -18,7 +18,7 @@
 //! Parameters are drawn from a seeded generator, not burn's global one, so one seed gives the
 //! same weights whichever thread builds the model.
 
-use burn::module::Param;
+use burn::module::{Param, ParamId};
 use burn::nn::Linear;
 use burn::prelude::*;
 use burn::tensor::IndexingUpdateOp;
@@ -111,15 +111,27 @@ pub struct GnnModel {
 fn dense(rng: &mut StdRng, d_in: usize, d_out: usize, bias: bool, dev: &Device) -> Linear {
     let k = 1.0 / (d_in as f32).sqrt();
     let w: Vec<f32> = (0..d_in * d_out).map(|_| rng.random_range(-k..k)).collect();
-    let weight = Param::from_tensor(Tensor::<2>::from_data(
-        TensorData::new(w, [d_in, d_out]),
-        dev,
-    ));
+    let weight = seeded_param(
+        rng,
+        Tensor::<2>::from_data(TensorData::new(w, [d_in, d_out]), dev),
+    );
     let bias = bias.then(|| {
         let b: Vec<f32> = (0..d_out).map(|_| rng.random_range(-k..k)).collect();
-        Param::from_tensor(Tensor::<1>::from_data(TensorData::new(b, [d_out]), dev))
+        seeded_param(
+            rng,
+            Tensor::<1>::from_data(TensorData::new(b, [d_out]), dev),
+        )
     });
     Linear { weight, bias }
+}
+
+/// A parameter whose id is drawn from `rng` rather than burn's process-wide generator: the ids
+/// are saved with the weights and key Adam's state, so a seed must fix them for policy files
+/// and training checkpoints to be the same bytes in every process.
+fn seeded_param<const D: usize>(rng: &mut StdRng, value: Tensor<D>) -> Param<Tensor<D>> {
+    let mut p = Param::from_tensor(value);
+    p.id = ParamId::from(rng.random::<u64>());
+    p
 }
 
 /// Edges of one relation on the device, with their (raw or encoded) features.

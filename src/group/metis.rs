@@ -211,6 +211,14 @@ pub fn metis_partition(
         // One op per part: nothing to optimise, and METIS complains about such requests.
         return Ok((0..n as u32).collect());
     }
+    if n < 2 * k {
+        // Too few vertices for METIS's multilevel k-way: it prints complaints to stdout (which
+        // breaks `--json` output) and returns poor parts. Balance the first weight instead.
+        return Ok(longest_first(
+            &vwgt.iter().step_by(ncon).copied().collect::<Vec<_>>(),
+            k,
+        ));
+    }
     let mut part: Vec<Idx> = vec![0; n];
     if k > 1 {
         // METIS draws from one process-wide random generator, so two partitions running at
@@ -228,6 +236,21 @@ pub fn metis_partition(
             .map_err(|e| Error::Other(format!("metis: partitioning failed: {e:?}")))?;
     }
     Ok(part.into_iter().map(|p| p as u32).collect())
+}
+
+/// Longest-processing-time-first: vertices by descending weight, each to the lightest part so
+/// far (ties to the lower part); a 4/3-approximation of the most balanced split.
+fn longest_first(weights: &[Idx], k: usize) -> Vec<u32> {
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|&v| (std::cmp::Reverse(weights[v]), v));
+    let mut load = vec![0 as Idx; k];
+    let mut part = vec![0u32; weights.len()];
+    for v in order {
+        let lightest = (0..k).min_by_key(|&p| (load[p], p)).expect("k ≥ 1");
+        load[lightest] += weights[v];
+        part[v] = lightest as u32;
+    }
+    part
 }
 
 /// The simple baseline: the deterministic topological order cut into `k` consecutive chunks of

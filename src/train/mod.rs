@@ -1,8 +1,11 @@
-//! Self-play training of the placement policy (TAG §4.2.2, "training"): recipes, durable
-//! checkpoints and per-step randomness. The training loop itself builds on the GNN.
+//! Self-play training of the placement policy (TAG §4.2.2, "training"): recipes, self-play
+//! games, the training loop, and durable checkpoints with per-step randomness.
 
 pub mod checkpoint;
 pub mod recipe;
+pub mod selfplay;
+pub mod trainer;
 
 pub use checkpoint::{Checkpoints, step_seed};
 pub use recipe::Recipe;
+pub use trainer::{TrainOptions, TrainOutcome, train};

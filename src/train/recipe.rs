@@ -68,9 +68,15 @@ pub struct SearchSettings {
     /// has a visit distribution that differs from the priors.
     #[serde(default = "defaults::min_visits")]
     pub min_visits: u32,
-    /// Games played in parallel per step (self-play workers).
+    /// Games played per step (self-play workers).
     #[serde(default = "defaults::games")]
     pub games_per_step: usize,
+    /// Steps per policy generation: the games of a generation's steps are all played with the
+    /// policy as it was when the generation began (a snapshot), so they can be played in
+    /// parallel, in this process or by `topoplace selfplay` shards on other machines. 1 is
+    /// fully on-policy (every step's games use the latest weights).
+    #[serde(default = "defaults::generation")]
+    pub generation: u64,
 }
 
 /// Sizes of the GNN.
@@ -140,6 +146,9 @@ mod defaults {
     }
     pub fn games() -> usize {
         2
+    }
+    pub fn generation() -> u64 {
+        10
     }
     pub fn width() -> usize {
         64
@@ -228,6 +237,7 @@ impl Recipe {
             ("search.exploration", self.search.exploration),
             ("search.min_visits", f64::from(self.search.min_visits)),
             ("search.games_per_step", self.search.games_per_step as f64),
+            ("search.generation", self.search.generation as f64),
             ("model.width", self.model.width as f64),
             ("model.heads", self.model.heads as f64),
             ("optimizer.learning_rate", self.optimizer.learning_rate),

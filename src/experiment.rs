@@ -1,0 +1,442 @@
+//! TAG §5's experiments as commands (`topoplace experiment <name> --out DIR`), each writing
+//! `<name>.csv`, `<name>.md` and `<name>.svg`:
+//!
+//! - `search-efficiency` (TAG Table 7): the search with the policy's priors against uniform
+//!   priors ("pure MCTS") at the same budget, on each model and one cluster, over several seeds:
+//!   the iterations to beat DP-NCCL, the iterations to reach the final strategy, the final
+//!   speed-up over DP-NCCL.
+//! - `unseen-topologies` (TAG §5.7): random topologies whose seeds training never draws; the
+//!   speed-up over DP-NCCL per model with the policy (and with uniform priors at equal budget).
+//! - `holdout-models` (TAG Table 8): train without one model, place it; against the policy
+//!   trained with it and uniform priors.
+//! - `overhead` (TAG Fig. 8): the wall time to produce a strategy on an unseen topology.
+//!
+//! Every search here skips the SFB double check: it is the same post-processing for both
+//! priors and does not change what the comparison measures.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::baselines::Problem;
+use crate::cluster::{Cluster, random_cluster};
+use crate::cost::CostModel;
+use crate::error::{Error, Result, write_atomic};
+use crate::gnn::GnnPolicy;
+use crate::graph::Graph;
+use crate::mcts::{MctsConfig, search_with};
+use crate::report::{Table, bar_chart};
+use crate::train::{Recipe, TrainOptions, train};
+
+/// The experiments, by command name.
+pub const NAMES: [&str; 4] = [
+    "search-efficiency",
+    "unseen-topologies",
+    "holdout-models",
+    "overhead",
+];
+
+/// Seeds of the unseen topologies start here: training draws 0..1000 and evaluates from
+/// 1,000,000 in the shipped recipe.
+pub const UNSEEN_SEED: u64 = 2_000_000;
+
+/// What every experiment takes.
+pub struct Setup<'a> {
+    pub models: Vec<(String, Graph)>,
+    /// The cluster of `search-efficiency` and `holdout-models`.
+    pub cluster: &'a Cluster,
+    pub policy: &'a GnnPolicy,
+    pub budget: usize,
+    pub groups: usize,
+    /// Searches per (model, priors) in `search-efficiency`; seeds 0..seeds.
+    pub seeds: u64,
+    /// Unseen topologies in `unseen-topologies` and `overhead`.
+    pub topologies: u64,
+    pub topology_seed: u64,
+}
+
+/// The result of one search, as the experiments read it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SearchOutcome {
+    pub speedup: f64,
+    /// The first iteration whose strategy beat DP-NCCL (0: the start did).
+    pub beat_dp_at: Option<usize>,
+    /// The iteration count after which the best strategy stopped improving.
+    pub best_at: usize,
+    pub seconds: f64,
+}
+
+/// Search `graph` on `cluster` with `policy`'s priors (`None`: uniform) and read the outcome.
+pub fn search_once(
+    graph: &Graph,
+    cluster: &Cluster,
+    policy: Option<&GnnPolicy>,
+    budget: usize,
+    groups: usize,
+    seed: u64,
+) -> Result<SearchOutcome> {
+    let cost = CostModel::default();
+    let p = Problem {
+        graph,
+        cluster,
+        cost: &cost,
+    };
+    let config = MctsConfig {
+        iterations: budget,
+        seed,
+        sfb_check: false,
+        ..MctsConfig::default()
+    };
+    let began = Instant::now();
+    let mut best: (Option<f64>, usize) = (None, 0);
+    let found = search_with(&p, groups, config, policy, |progress| {
+        if progress.best_us != best.0 {
+            best = (progress.best_us, progress.iterations);
+        }
+    })?;
+    let speedup = if found.fits {
+        found.dp_us / found.iteration_us() - 1.0
+    } else {
+        -1.0
+    };
+    Ok(SearchOutcome {
+        speedup,
+        beat_dp_at: found.beat_dp_at,
+        best_at: best.1,
+        seconds: began.elapsed().as_secs_f64(),
+    })
+}
+
+/// A finished experiment: a table (also CSV) and a chart.
+pub struct Output {
+    pub name: &'static str,
+    pub table: Table,
+    pub csv: String,
+    pub svg: String,
+}
+
+impl Output {
+    /// Write `<name>.csv`, `<name>.md` and `<name>.svg` into `dir` (atomically).
+    pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let files = [
+            (format!("{}.csv", self.name), self.csv.clone()),
+            (format!("{}.md", self.name), self.table.render_markdown()),
+            (format!("{}.svg", self.name), self.svg.clone()),
+        ];
+        let mut written = Vec::new();
+        for (file, text) in files {
+            let path = dir.join(file);
+            write_atomic(&path, text.as_bytes())?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        f64::NAN
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.2}%", 100.0 * x)
+}
+
+/// CSV text from a header and rows (no cell holds a comma).
+fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = header.join(",");
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+/// TAG Table 7: the policy's priors against uniform priors at the same budget.
+pub fn search_efficiency(s: &Setup) -> Result<Output> {
+    let header = [
+        "model",
+        "priors",
+        "seeds",
+        "beat_dp_iterations",
+        "best_found_at",
+        "speedup",
+        "seconds",
+    ];
+    let mut rows = Vec::new();
+    let mut chart = Vec::new();
+    for (name, graph) in &s.models {
+        let mut means = Vec::new();
+        for (label, policy) in [("uniform", None), ("policy", Some(s.policy))] {
+            let runs: Vec<SearchOutcome> = (0..s.seeds)
+                .map(|seed| search_once(graph, s.cluster, policy, s.budget, s.groups, seed))
+                .collect::<Result<_>>()?;
+            // A search that never beats DP-NCCL counts as the whole budget.
+            let beat: Vec<f64> = runs
+                .iter()
+                .map(|r| r.beat_dp_at.unwrap_or(s.budget) as f64)
+                .collect();
+            let best_at: Vec<f64> = runs.iter().map(|r| r.best_at as f64).collect();
+            let speedup = mean(&runs.iter().map(|r| r.speedup).collect::<Vec<_>>());
+            let seconds = mean(&runs.iter().map(|r| r.seconds).collect::<Vec<_>>());
+            rows.push(vec![
+                name.clone(),
+                label.to_string(),
+                s.seeds.to_string(),
+                format!("{:.1}", mean(&beat)),
+                format!("{:.1}", mean(&best_at)),
+                format!("{speedup:.6}"),
+                format!("{seconds:.3}"),
+            ]);
+            means.push(100.0 * speedup);
+        }
+        chart.push((name.clone(), means));
+    }
+    let mut table = Table::new(header);
+    for r in &rows {
+        let mut shown = r.clone();
+        shown[5] = pct(r[5].parse().unwrap_or(f64::NAN));
+        table.row(shown);
+    }
+    Ok(Output {
+        name: "search-efficiency",
+        csv: csv(&header, &rows),
+        svg: bar_chart(
+            &format!(
+                "speed-up over DP-NCCL (%) on {}, budget {}",
+                s.cluster.name, s.budget
+            ),
+            &["uniform priors", "GNN priors"],
+            &chart,
+        ),
+        table,
+    })
+}
+
+/// TAG §5.7: the speed-up over DP-NCCL on unseen random topologies, per model, with the policy
+/// and with uniform priors at the same budget.
+pub fn unseen_topologies(s: &Setup) -> Result<Output> {
+    let header = [
+        "model",
+        "topologies",
+        "policy_mean",
+        "policy_min",
+        "policy_max",
+        "policy_share_above_dp",
+        "uniform_mean",
+        "policy_better",
+        "policy_worse",
+    ];
+    let mut rows = Vec::new();
+    let mut chart = Vec::new();
+    for (name, graph) in &s.models {
+        let pairs: Vec<(SearchOutcome, SearchOutcome)> = (0..s.topologies)
+            .into_par_iter()
+            .map(|i| {
+                let seed = s.topology_seed + i;
+                let cluster = random_cluster(seed);
+                let with = search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)?;
+                let without = search_once(graph, &cluster, None, s.budget, s.groups, seed)?;
+                Ok((with, without))
+            })
+            .collect::<Result<_>>()?;
+        let policy: Vec<f64> = pairs.iter().map(|p| p.0.speedup).collect();
+        let uniform: Vec<f64> = pairs.iter().map(|p| p.1.speedup).collect();
+        let better = pairs
+            .iter()
+            .filter(|p| p.0.speedup > p.1.speedup + 1e-9)
+            .count();
+        let worse = pairs
+            .iter()
+            .filter(|p| p.0.speedup < p.1.speedup - 1e-9)
+            .count();
+        let above = policy.iter().filter(|&&x| x > 0.0).count() as f64 / policy.len() as f64;
+        rows.push(vec![
+            name.clone(),
+            s.topologies.to_string(),
+            format!("{:.6}", mean(&policy)),
+            format!(
+                "{:.6}",
+                policy.iter().copied().fold(f64::INFINITY, f64::min)
+            ),
+            format!(
+                "{:.6}",
+                policy.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            ),
+            format!("{above:.3}"),
+            format!("{:.6}", mean(&uniform)),
+            better.to_string(),
+            worse.to_string(),
+        ]);
+        chart.push((
+            name.clone(),
+            vec![100.0 * mean(&uniform), 100.0 * mean(&policy)],
+        ));
+    }
+    let mut table = Table::new(header);
+    for r in &rows {
+        let mut shown = r.clone();
+        for c in [2, 3, 4, 6] {
+            shown[c] = pct(r[c].parse().unwrap_or(f64::NAN));
+        }
+        table.row(shown);
+    }
+    Ok(Output {
+        name: "unseen-topologies",
+        csv: csv(&header, &rows),
+        svg: bar_chart(
+            &format!(
+                "mean speed-up over DP-NCCL (%) on {} unseen topologies, budget {}",
+                s.topologies, s.budget
+            ),
+            &["uniform priors", "GNN priors"],
+            &chart,
+        ),
+        table,
+    })
+}
+
+/// TAG Fig. 8: seconds to produce a strategy (grouping + search with the policy) on unseen
+/// topologies, per model.
+pub fn overhead(s: &Setup) -> Result<Output> {
+    let header = [
+        "model",
+        "topologies",
+        "mean_seconds",
+        "max_seconds",
+        "budget",
+    ];
+    let mut rows = Vec::new();
+    let mut chart = Vec::new();
+    for (name, graph) in &s.models {
+        // One at a time: the time of a search alone on the machine.
+        let times: Vec<f64> = (0..s.topologies)
+            .map(|i| {
+                let seed = s.topology_seed + i;
+                let cluster = random_cluster(seed);
+                search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)
+                    .map(|o| o.seconds)
+            })
+            .collect::<Result<_>>()?;
+        let max = times.iter().copied().fold(0.0, f64::max);
+        rows.push(vec![
+            name.clone(),
+            s.topologies.to_string(),
+            format!("{:.3}", mean(&times)),
+            format!("{max:.3}"),
+            s.budget.to_string(),
+        ]);
+        chart.push((name.clone(), vec![mean(&times)]));
+    }
+    let mut table = Table::new(header);
+    for r in &rows {
+        table.row(r.clone());
+    }
+    Ok(Output {
+        name: "overhead",
+        csv: csv(&header, &rows),
+        svg: bar_chart(
+            &format!(
+                "seconds to a strategy on an unseen topology, budget {}",
+                s.budget
+            ),
+            &["GNN + MCTS"],
+            &chart,
+        ),
+        table,
+    })
+}
+
+/// TAG Table 8: for each model, a policy trained by `recipe` without it (run in
+/// `<out>/holdout-<model>/`, `steps` Adam steps) places it on the cluster; against the policy
+/// trained with it (`s.policy`) and uniform priors, same budget and seed.
+pub fn holdout_models(
+    s: &Setup,
+    recipe: &Recipe,
+    steps: Option<u64>,
+    out: &Path,
+    mut progress: impl FnMut(&str),
+) -> Result<Output> {
+    let header = [
+        "model",
+        "held_out",
+        "trained_with",
+        "uniform",
+        "training_steps",
+    ];
+    let mut rows = Vec::new();
+    let mut chart = Vec::new();
+    for (name, graph) in &s.models {
+        let mut held = recipe.clone();
+        held.name = format!("{}-without-{name}", recipe.name);
+        held.training_set.models.retain(|m| m != name);
+        if held.training_set.models.is_empty() {
+            return Err(Error::Other(format!(
+                "recipe {}: without {name} it trains on no model",
+                recipe.name
+            )));
+        }
+        if let Some(steps) = steps {
+            held.steps = steps;
+        }
+        let run_dir = out.join(format!("holdout-{name}"));
+        progress(&format!(
+            "training without {name}: {} steps into {}",
+            held.steps,
+            run_dir.display()
+        ));
+        let trained = train(
+            &held,
+            &TrainOptions {
+                run_dir: run_dir.clone(),
+                resume: true,
+                samples: None,
+            },
+            |_| {},
+        )?;
+        let policy = GnnPolicy::load(&trained.policy)?;
+        let search =
+            |p: Option<&GnnPolicy>| search_once(graph, s.cluster, p, s.budget, s.groups, 0);
+        let without = search(Some(&policy))?.speedup;
+        let with = search(Some(s.policy))?.speedup;
+        let uniform = search(None)?.speedup;
+        rows.push(vec![
+            name.clone(),
+            format!("{without:.6}"),
+            format!("{with:.6}"),
+            format!("{uniform:.6}"),
+            held.steps.to_string(),
+        ]);
+        chart.push((
+            name.clone(),
+            vec![100.0 * uniform, 100.0 * without, 100.0 * with],
+        ));
+    }
+    let mut table = Table::new(header);
+    for r in &rows {
+        let mut shown = r.clone();
+        for c in 1..4 {
+            shown[c] = pct(r[c].parse().unwrap_or(f64::NAN));
+        }
+        table.row(shown);
+    }
+    Ok(Output {
+        name: "holdout-models",
+        csv: csv(&header, &rows),
+        svg: bar_chart(
+            &format!(
+                "speed-up over DP-NCCL (%) on {}, budget {}",
+                s.cluster.name, s.budget
+            ),
+            &["uniform priors", "trained without it", "trained with it"],
+            &chart,
+        ),
+        table,
+    })
+}

@@ -1,0 +1,66 @@
+//! Resolving the names a user gives on the command line or in a recipe: a model is a zoo name or
+//! a graph file, a cluster is a config file or the name of one shipped in `configs/`.
+
+use std::path::Path;
+
+use crate::cluster::{Cluster, load_cluster};
+use crate::error::{InputError, Result};
+use crate::graph::Graph;
+use crate::{import, zoo};
+
+/// Whether `model` names a zoo model (optionally `-inference`).
+pub fn is_zoo_model(model: &str) -> bool {
+    zoo::NAMES.contains(&model.strip_suffix("-inference").unwrap_or(model))
+}
+
+/// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format.
+pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
+    if is_zoo_model(model) {
+        let opts = zoo::ZooOptions {
+            batch_size: batch,
+            ..zoo::ZooOptions::default()
+        };
+        return Ok(zoo::build(model, &opts)?);
+    }
+    let path = Path::new(model);
+    if !path.exists() {
+        return Err(InputError::new(
+            "<cli>",
+            "model",
+            format!(
+                "\"{model}\" is neither a zoo model ({}) nor an existing file",
+                zoo::NAMES.join(", ")
+            ),
+        )
+        .into());
+    }
+    if batch.is_some() {
+        return Err(InputError::new(
+            "<cli>",
+            "--batch",
+            "only zoo models can be rebuilt at another batch size",
+        )
+        .into());
+    }
+    import::import(path, None)
+}
+
+/// A cluster config file, or the name of a config shipped in `configs/`.
+pub fn load_named_cluster(name: &str) -> Result<Cluster> {
+    let path = Path::new(name);
+    if path.exists() {
+        return load_cluster(path);
+    }
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs")
+        .join(format!("{name}.toml"));
+    if shipped.exists() {
+        return load_cluster(&shipped);
+    }
+    Err(InputError::new(
+        "<cli>",
+        "--clusters",
+        format!("\"{name}\" is neither a config file nor a config in configs/"),
+    )
+    .into())
+}

@@ -1,0 +1,257 @@
+//! Self-play games (TAG §4.2.2, "training"): a game draws a (model, topology) pair from the
+//! recipe's training set, runs the MCTS with a policy snapshot's priors, and keeps the visit
+//! distributions of the well-visited vertices as targets for the priors.
+//!
+//! A game is named by its step and its worker index within the step; everything random in it
+//! (the draw, METIS, the search's tie-breaks) flows from [`step_seed`]`(seed, step, worker)`, so
+//! a game played in this process, in a resumed run or by a shard on another machine is the same
+//! game. Games are files (`game-<step>-<worker>.msgpack.gz`, MessagePack, gzipped, written
+//! atomically) that in-process training and `topoplace selfplay` shards both write and
+//! `train` reads.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::baselines::Problem;
+use crate::cluster::{Cluster, random_cluster};
+use crate::cost::CostModel;
+use crate::error::{Error, Result, write_atomic};
+use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
+use crate::graph::Graph;
+use crate::inputs::{load_model, load_named_cluster};
+use crate::mcts::{GroupOrder, Mcts, MctsConfig, ordered_groups};
+
+use super::checkpoint::step_seed;
+use super::recipe::Recipe;
+
+/// Where a game's cluster comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClusterSource {
+    /// A random topology of TAG's distribution with this seed.
+    Random(u64),
+    /// One of the recipe's cluster configs.
+    Config(String),
+}
+
+impl ClusterSource {
+    pub fn load(&self) -> Result<Cluster> {
+        match self {
+            ClusterSource::Random(seed) => Ok(random_cluster(*seed)),
+            ClusterSource::Config(name) => load_named_cluster(name),
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            ClusterSource::Random(seed) => format!("random-{seed}"),
+            ClusterSource::Config(name) => name.clone(),
+        }
+    }
+}
+
+/// What one game is played on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameSetup {
+    pub step: u64,
+    pub worker: u64,
+    /// The seed of everything random in the game.
+    pub seed: u64,
+    pub model: String,
+    pub cluster: ClusterSource,
+}
+
+/// One training target: the GNN input of a vertex, the op group it decides, and the visit
+/// distribution over that group's actions (sparse: visited actions only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub graph: HeteroGraph,
+    pub group: u32,
+    pub target: Vec<(u16, f32)>,
+}
+
+impl Sample {
+    /// The dense target over `actions` actions.
+    pub fn dense_target(&self, actions: usize) -> Vec<f32> {
+        let mut t = vec![0.0; actions];
+        for &(a, p) in &self.target {
+            t[a as usize] = p;
+        }
+        t
+    }
+}
+
+/// A played game: its setup, how the search did, and its targets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GameRecord {
+    pub setup: GameSetup,
+    /// DP-NCCL's and the search's best iteration time, µs.
+    pub dp_us: f64,
+    pub best_us: f64,
+    pub fits: bool,
+    /// The slices (device groups, option) of the cluster's actions, shared by the samples.
+    pub slices: Vec<Slice>,
+    pub samples: Vec<Sample>,
+}
+
+impl GameRecord {
+    /// The search's speed-up over DP-NCCL, `T_DP / T − 1` (−1 when nothing fits).
+    pub fn speedup(&self) -> f64 {
+        if self.fits && self.best_us > 0.0 {
+            self.dp_us / self.best_us - 1.0
+        } else {
+            -1.0
+        }
+    }
+}
+
+/// The game `worker` of step `step`: model and cluster drawn uniformly from the training set
+/// (the recipe's models × its random topologies and cluster configs).
+pub fn draw(recipe: &Recipe, step: u64, worker: u64) -> GameSetup {
+    let seed = step_seed(recipe.seed, step, worker);
+    let mut rng = StdRng::seed_from_u64(seed);
+    let set = &recipe.training_set;
+    let model = set.models[rng.random_range(0..set.models.len())].clone();
+    let choices = set.topologies + set.clusters.len() as u64;
+    let pick = rng.random_range(0..choices);
+    let cluster = if pick < set.topologies {
+        ClusterSource::Random(set.topology_seed + pick)
+    } else {
+        ClusterSource::Config(set.clusters[(pick - set.topologies) as usize].clone())
+    };
+    GameSetup {
+        step,
+        worker,
+        seed,
+        model,
+        cluster,
+    }
+}
+
+/// The recipe's graphs, loaded once per run.
+pub struct Models {
+    graphs: BTreeMap<String, Graph>,
+}
+
+impl Models {
+    pub fn load(names: &[String]) -> Result<Models> {
+        let mut graphs = BTreeMap::new();
+        for name in names {
+            if !graphs.contains_key(name) {
+                graphs.insert(name.clone(), load_model(name, None)?);
+            }
+        }
+        Ok(Models { graphs })
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Graph> {
+        self.graphs
+            .get(name)
+            .ok_or_else(|| Error::Other(format!("model \"{name}\" is not in the recipe")))
+    }
+}
+
+/// The search settings of self-play and evaluation: the recipe's budget, groups and exploration,
+/// TAG's compute order and even split, no SFB double check (it does not change the visits).
+pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
+    MctsConfig {
+        iterations: recipe.search.budget,
+        seed,
+        exploration: recipe.search.exploration,
+        sfb_check: false,
+        ..MctsConfig::default()
+    }
+}
+
+/// Play one game with `policy`'s priors.
+pub fn play(
+    recipe: &Recipe,
+    setup: &GameSetup,
+    models: &Models,
+    policy: &GnnPolicy,
+) -> Result<GameRecord> {
+    let graph = models.get(&setup.model)?;
+    let cluster = setup.cluster.load()?;
+    let cost = CostModel::default();
+    let p = Problem {
+        graph,
+        cluster: &cluster,
+        cost: &cost,
+    };
+    let op_group = ordered_groups(&p, recipe.search.groups, setup.seed, GroupOrder::Compute)?;
+    let mcts = Mcts::new(p, op_group, search_config(recipe, setup.seed))?.with_policy(policy)?;
+    let slices = features::slices(&cluster, mcts.actions());
+    let (found, targets) = mcts.run_with_targets(recipe.search.min_visits, |_| {})?;
+    let samples = targets
+        .iter()
+        .map(|t| Sample {
+            graph: t.graph.clone(),
+            group: t.group as u32,
+            target: t.distribution(),
+        })
+        .collect();
+    Ok(GameRecord {
+        setup: setup.clone(),
+        dp_us: found.dp_us,
+        best_us: found.iteration_us(),
+        fits: found.fits,
+        slices,
+        samples,
+    })
+}
+
+/// The file of game `worker` of step `step` in `dir`.
+pub fn game_path(dir: &Path, step: u64, worker: u64) -> PathBuf {
+    dir.join(format!("game-{step:06}-{worker:03}.msgpack.gz"))
+}
+
+/// Write a game atomically (a reader never sees half a game).
+pub fn save_game(dir: &Path, game: &GameRecord) -> Result<()> {
+    let path = game_path(dir, game.setup.step, game.setup.worker);
+    write_atomic(&path, &encode(game, &path)?)
+}
+
+/// Read game `(step, worker)` from `dir`; `None` when it has not been played there.
+pub fn load_game(dir: &Path, step: u64, worker: u64) -> Result<Option<GameRecord>> {
+    let path = game_path(dir, step, worker);
+    match std::fs::read(&path) {
+        Ok(bytes) => {
+            let game: GameRecord = decode(&bytes, &path)?;
+            if game.setup.step != step || game.setup.worker != worker {
+                return Err(Error::Other(format!(
+                    "{}: holds game {}/{} instead",
+                    path.display(),
+                    game.setup.step,
+                    game.setup.worker
+                )));
+            }
+            Ok(Some(game))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path.display().to_string(), e)),
+    }
+}
+
+/// MessagePack, gzipped.
+pub fn encode<T: Serialize>(value: &T, path: &Path) -> Result<Vec<u8>> {
+    let packed = rmp_serde::to_vec(value)
+        .map_err(|e| Error::Other(format!("{}: serialising: {e}", path.display())))?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&packed)
+        .and_then(|_| gz.finish())
+        .map_err(|e| Error::io(path.display().to_string(), e))
+}
+
+/// The inverse of [`encode`]; a corrupt file is an error naming it.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8], path: &Path) -> Result<T> {
+    let mut packed = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut packed)
+        .map_err(|e| Error::Other(format!("{}: not a gzipped file: {e}", path.display())))?;
+    rmp_serde::from_slice(&packed)
+        .map_err(|e| Error::Other(format!("{}: corrupt: {e}", path.display())))
+}

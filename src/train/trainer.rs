@@ -1,0 +1,626 @@
+//! The self-play training loop (TAG §4.2.2): play games with the current policy, keep their
+//! visit distributions in a replay buffer, and minimise the cross-entropy between the GNN's
+//! priors and those distributions with Adam.
+//!
+//! The run is cut into *generations* of `search.generation` steps. At a generation's first step
+//! the weights are written as a snapshot (`<run>/generations/gen-<g>.gnn`); every game of the
+//! generation's steps is played with that snapshot, so the games can be played together (in
+//! parallel here, or as `topoplace selfplay` shards elsewhere) before the generation's Adam steps
+//! consume them one step's games at a time. Step `s` adds the games of step `s` to the replay
+//! buffer, then takes one Adam step on `optimizer.batch` targets drawn uniformly from it.
+//!
+//! Durability: checkpoints ([`Checkpoints`]) hold the weights, Adam's state, the replay buffer
+//! and the metrics so far; randomness is re-derived per step from the seed; game files are
+//! written atomically and reused. A resumed run therefore repeats the uninterrupted one exactly
+//! (same weights, same metrics), whatever moment the earlier process died at.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+
+use burn::optim::{AdamConfig, ModuleOptimizer};
+use burn::prelude::*;
+use burn::tensor::Bytes;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::baselines::Problem;
+use crate::cluster::random_cluster;
+use crate::cost::CostModel;
+use crate::error::{Error, Result, write_atomic};
+use crate::gnn::{self, GnnConfig, GnnModel, GnnPolicy};
+use crate::mcts::{GroupOrder, Mcts, ordered_groups};
+use crate::report::{Series, line_chart};
+
+use super::checkpoint::{Checkpoints, step_seed};
+use super::recipe::Recipe;
+use super::selfplay::{self, GameRecord, Models};
+
+/// The worker index whose step seed draws the training batch (games use 0, 1, …).
+const BATCH_STREAM: u64 = u64::MAX;
+
+/// How `train` runs.
+#[derive(Debug, Clone)]
+pub struct TrainOptions {
+    /// The run's directory: checkpoints, snapshots, games, metrics.
+    pub run_dir: PathBuf,
+    /// Continue from the run's latest checkpoint (an error when there is none is not raised:
+    /// a run without checkpoints starts from step 0).
+    pub resume: bool,
+    /// Read every game from this directory (written by `topoplace selfplay` shards) instead of
+    /// playing it; training stops at the first generation whose games are not all there.
+    pub samples: Option<PathBuf>,
+}
+
+/// What happens during training, for progress display.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The games of a generation are being played (`count` of them, `cached` found on disk).
+    Playing {
+        generation: u64,
+        count: usize,
+        cached: usize,
+    },
+    /// One game finished.
+    Played(&'a GameRecord),
+    /// An Adam step finished.
+    Step(&'a StepMetrics),
+    Checkpoint(u64),
+}
+
+/// One row of `<run>/metrics.csv`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepMetrics {
+    /// Adam steps taken so far (1-based).
+    pub step: u64,
+    pub generation: u64,
+    /// Mean cross-entropy of the batch (NaN when the replay buffer is empty).
+    pub loss: f64,
+    /// Mean entropy of the batch's targets: the lowest loss reachable.
+    pub target_entropy: f64,
+    /// Targets in the replay buffer.
+    pub replay: usize,
+    /// Mean `T_DP / T − 1` of this step's games.
+    pub game_speedup: f64,
+    /// Mean speed-up over DP-NCCL on the held-out topologies with the policy's priors and with
+    /// uniform ones, at the same budget (only on evaluation steps).
+    pub eval_policy: Option<f64>,
+    pub eval_uniform: Option<f64>,
+}
+
+const CSV_HEADER: &str =
+    "step,generation,loss,target_entropy,replay,game_speedup,eval_policy,eval_uniform";
+
+impl StepMetrics {
+    fn csv(&self) -> String {
+        let opt = |x: Option<f64>| x.map(|v| format!("{v:.6}")).unwrap_or_default();
+        format!(
+            "{},{},{:.6},{:.6},{},{:.6},{},{}",
+            self.step,
+            self.generation,
+            self.loss,
+            self.target_entropy,
+            self.replay,
+            self.game_speedup,
+            opt(self.eval_policy),
+            opt(self.eval_uniform)
+        )
+    }
+}
+
+/// The part of a checkpoint that is not weights.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct RunState {
+    recipe: String,
+    step: u64,
+    metrics: Vec<StepMetrics>,
+    /// The held-out evaluation with uniform priors (it never changes, so it runs once).
+    eval_uniform: Option<f64>,
+}
+
+/// How a `train` call ended.
+#[derive(Debug, Clone)]
+pub struct TrainOutcome {
+    /// Adam steps taken by the run so far.
+    pub step: u64,
+    /// Whether the recipe's steps are all done.
+    pub finished: bool,
+    /// With `samples`: the generation whose games are missing there.
+    pub waiting_for: Option<u64>,
+    /// The newest weights (`<run>/policy.gnn`).
+    pub policy: PathBuf,
+}
+
+/// The training state in memory.
+struct Trainer<'r> {
+    recipe: &'r Recipe,
+    opts: &'r TrainOptions,
+    models: Models,
+    config: GnnConfig,
+    device: Device,
+    model: GnnModel,
+    optimizer: ModuleOptimizer,
+    replay: VecDeque<GameRecord>,
+    state: RunState,
+    checkpoints: Checkpoints,
+}
+
+/// Train the policy of `recipe` as `opts` says; `on_event` sees progress.
+pub fn train(
+    recipe: &Recipe,
+    opts: &TrainOptions,
+    mut on_event: impl FnMut(Event),
+) -> Result<TrainOutcome> {
+    let mut t = Trainer::open(recipe, opts)?;
+    let g = recipe.search.generation;
+    while t.state.step < recipe.steps {
+        let generation = t.state.step / g;
+        let snapshot = t.snapshot(generation)?;
+        let steps = t.state.step..((generation + 1) * g).min(recipe.steps);
+        let Some(games) = t.games(generation, steps.clone(), &snapshot, &mut on_event)? else {
+            t.checkpoint(&mut on_event)?;
+            return Ok(t.outcome(Some(generation)));
+        };
+        for (step, step_games) in steps.zip(games) {
+            let metrics = t.step(step_games)?;
+            on_event(Event::Step(&metrics));
+            let done = t.state.step;
+            if done.is_multiple_of(recipe.checkpoint.every) || done == recipe.steps {
+                t.checkpoint(&mut on_event)?;
+            }
+            debug_assert_eq!(done, step + 1);
+        }
+    }
+    Ok(t.outcome(None))
+}
+
+impl<'r> Trainer<'r> {
+    /// A fresh run, or the latest checkpoint of `opts.run_dir` when resuming.
+    fn open(recipe: &'r Recipe, opts: &'r TrainOptions) -> Result<Trainer<'r>> {
+        let config = GnnConfig {
+            width: recipe.model.width,
+            heads: recipe.model.heads,
+            ..GnnConfig::default()
+        };
+        config.check().map_err(Error::Other)?;
+        let device = gnn::cpu().autodiff();
+        let checkpoints = Checkpoints::new(&opts.run_dir);
+        let latest = checkpoints.latest()?;
+        if latest.is_some() && !opts.resume {
+            return Err(Error::Other(format!(
+                "{}: the run has checkpoints already; pass --resume to continue it, or choose \
+                 another output directory",
+                opts.run_dir.display()
+            )));
+        }
+        let mut t = Trainer {
+            recipe,
+            opts,
+            models: Models::load(&recipe.training_set.models)?,
+            config,
+            model: GnnModel::new(&config, recipe.seed, &device),
+            device,
+            optimizer: adam(),
+            replay: VecDeque::new(),
+            state: RunState {
+                recipe: recipe.name.clone(),
+                step: 0,
+                metrics: Vec::new(),
+                eval_uniform: None,
+            },
+            checkpoints,
+        };
+        if let Some((_, dir)) = latest {
+            t.restore(&dir)?;
+        }
+        Ok(t)
+    }
+
+    fn restore(&mut self, dir: &Path) -> Result<()> {
+        let state_path = dir.join("state.json");
+        let text = std::fs::read_to_string(&state_path)
+            .map_err(|e| Error::io(state_path.display().to_string(), e))?;
+        let state: RunState = serde_json::from_str(&text)
+            .map_err(|e| Error::Other(format!("{}: {e}", state_path.display())))?;
+        if state.recipe != self.recipe.name {
+            return Err(Error::Other(format!(
+                "{}: a checkpoint of recipe \"{}\", not \"{}\"",
+                state_path.display(),
+                state.recipe,
+                self.recipe.name
+            )));
+        }
+        let policy = GnnPolicy::load_on(&dir.join("policy.gnn"), &self.device)?;
+        if policy.config != self.config {
+            return Err(Error::Other(format!(
+                "{}: the checkpoint's GNN is {:?}, the recipe asks for {:?}",
+                dir.display(),
+                policy.config,
+                self.config
+            )));
+        }
+        self.model = policy.model;
+        let optimizer_path = dir.join("optimizer.bpk");
+        let bytes = std::fs::read(&optimizer_path)
+            .map_err(|e| Error::io(optimizer_path.display().to_string(), e))?;
+        self.optimizer = adam()
+            .from_bytes(Bytes::from_bytes_vec(bytes))
+            .map_err(|e| Error::Other(format!("{}: {e}", optimizer_path.display())))?;
+        let replay_path = dir.join("replay.msgpack.gz");
+        let bytes = std::fs::read(&replay_path)
+            .map_err(|e| Error::io(replay_path.display().to_string(), e))?;
+        let replay: Vec<GameRecord> = selfplay::decode(&bytes, &replay_path)?;
+        self.replay = replay.into();
+        self.state = state;
+        write_metrics(&self.opts.run_dir, &self.state.metrics)
+    }
+
+    /// The policy the games of `generation` are played with: written at the generation's first
+    /// step, read back (exactly the same weights) when resuming inside it.
+    fn snapshot(&self, generation: u64) -> Result<GnnPolicy> {
+        let path = snapshot_path(&self.opts.run_dir, generation);
+        if self.state.step == generation * self.recipe.search.generation {
+            self.policy().save(&path)?;
+        }
+        GnnPolicy::load(&path)
+    }
+
+    /// The current weights as a CPU policy.
+    fn policy(&self) -> GnnPolicy {
+        GnnPolicy {
+            config: self.config,
+            model: self.model.valid(),
+        }
+    }
+
+    /// The games of `steps` (all of generation `generation` from the current step on), by step
+    /// and worker. Missing games are played in parallel and saved; with `samples`, `None` when
+    /// any is missing there.
+    fn games(
+        &self,
+        generation: u64,
+        steps: std::ops::Range<u64>,
+        snapshot: &GnnPolicy,
+        on_event: &mut impl FnMut(Event),
+    ) -> Result<Option<Vec<Vec<GameRecord>>>> {
+        let dir = self.games_dir();
+        let workers = self.recipe.search.games_per_step as u64;
+        let keys: Vec<(u64, u64)> = steps
+            .clone()
+            .flat_map(|s| (0..workers).map(move |w| (s, w)))
+            .collect();
+        let mut found: Vec<Option<GameRecord>> = keys
+            .iter()
+            .map(|&(s, w)| selfplay::load_game(&dir, s, w))
+            .collect::<Result<_>>()?;
+        let missing: Vec<usize> = (0..keys.len()).filter(|&i| found[i].is_none()).collect();
+        if !missing.is_empty() && self.opts.samples.is_some() {
+            return Ok(None);
+        }
+        on_event(Event::Playing {
+            generation,
+            count: keys.len(),
+            cached: keys.len() - missing.len(),
+        });
+        let setups: Vec<_> = missing
+            .iter()
+            .map(|&i| selfplay::draw(self.recipe, keys[i].0, keys[i].1))
+            .collect();
+        let played = play_all(self.recipe, &self.models, snapshot, &setups, &dir, on_event);
+        for (&i, game) in missing.iter().zip(played) {
+            found[i] = Some(game?);
+        }
+        let mut by_step = vec![Vec::new(); (steps.end - steps.start) as usize];
+        for (&(s, _), game) in keys.iter().zip(found) {
+            by_step[(s - steps.start) as usize].push(game.expect("filled above"));
+        }
+        Ok(Some(by_step))
+    }
+
+    fn games_dir(&self) -> PathBuf {
+        self.opts
+            .samples
+            .clone()
+            .unwrap_or_else(|| self.opts.run_dir.join("games"))
+    }
+
+    /// Add a step's games to the replay buffer and take one Adam step.
+    fn step(&mut self, games: Vec<GameRecord>) -> Result<StepMetrics> {
+        let step = self.state.step;
+        let game_speedup = mean(games.iter().map(|g| g.speedup()));
+        for game in games {
+            self.replay.push_back(game);
+        }
+        self.evict();
+        let batch = self.draw_batch(step);
+        let (loss, target_entropy) = if batch.is_empty() {
+            (f64::NAN, f64::NAN)
+        } else {
+            self.adam_step(&batch)
+        };
+        self.state.step += 1;
+        let mut metrics = StepMetrics {
+            step: self.state.step,
+            generation: step / self.recipe.search.generation,
+            loss,
+            target_entropy,
+            replay: self.replay.iter().map(|g| g.samples.len()).sum(),
+            game_speedup,
+            eval_policy: None,
+            eval_uniform: None,
+        };
+        let every = self.recipe.evaluation.every;
+        if every > 0
+            && (self.state.step.is_multiple_of(every) || self.state.step == self.recipe.steps)
+        {
+            let uniform = match self.state.eval_uniform {
+                Some(u) => u,
+                None => evaluate(self.recipe, &self.models, None)?,
+            };
+            self.state.eval_uniform = Some(uniform);
+            metrics.eval_policy = Some(evaluate(self.recipe, &self.models, Some(&self.policy()))?);
+            metrics.eval_uniform = Some(uniform);
+        }
+        self.state.metrics.push(metrics.clone());
+        write_metrics(&self.opts.run_dir, &self.state.metrics)?;
+        Ok(metrics)
+    }
+
+    /// Drop the oldest games while the buffer holds more than `optimizer.replay` targets.
+    fn evict(&mut self) {
+        let cap = self.recipe.optimizer.replay;
+        let mut total: usize = self.replay.iter().map(|g| g.samples.len()).sum();
+        while total > cap {
+            let Some(old) = self.replay.pop_front() else {
+                break;
+            };
+            total -= old.samples.len();
+        }
+    }
+
+    /// `optimizer.batch` (game, sample) indices drawn uniformly, with replacement, from the
+    /// replay buffer with this step's seed.
+    fn draw_batch(&self, step: u64) -> Vec<(usize, usize)> {
+        let all: Vec<(usize, usize)> = self
+            .replay
+            .iter()
+            .enumerate()
+            .flat_map(|(g, game)| (0..game.samples.len()).map(move |s| (g, s)))
+            .collect();
+        if all.is_empty() {
+            return Vec::new();
+        }
+        let mut rng = StdRng::seed_from_u64(step_seed(self.recipe.seed, step, BATCH_STREAM));
+        (0..self.recipe.optimizer.batch)
+            .map(|_| all[rng.random_range(0..all.len())])
+            .collect()
+    }
+
+    /// Mean cross-entropy over `batch`, one Adam step; the loss and the targets' mean entropy.
+    fn adam_step(&mut self, batch: &[(usize, usize)]) -> (f64, f64) {
+        let mut loss: Option<Tensor<1>> = None;
+        let mut entropy = 0.0;
+        for &(g, s) in batch {
+            let game = &self.replay[g];
+            let sample = &game.samples[s];
+            let target = sample.dense_target(game.slices.len());
+            entropy += target
+                .iter()
+                .filter(|&&p| p > 0.0)
+                .map(|&p| -(p as f64) * (p as f64).ln())
+                .sum::<f64>();
+            let term = gnn::cross_entropy(
+                &self.model,
+                &sample.graph,
+                sample.group as usize,
+                &game.slices,
+                &target,
+            );
+            loss = Some(match loss {
+                None => term,
+                Some(l) => l + term,
+            });
+        }
+        let n = batch.len() as f64;
+        let loss = loss.expect("a non-empty batch") / n;
+        let value = loss.clone().into_scalar::<f32>() as f64;
+        self.model = gnn::adam_step(
+            self.model.clone(),
+            &mut self.optimizer,
+            loss,
+            self.recipe.optimizer.learning_rate,
+        );
+        (value, entropy / n)
+    }
+
+    /// Write a checkpoint of the current step and the newest weights as `<run>/policy.gnn`.
+    fn checkpoint(&self, on_event: &mut impl FnMut(Event)) -> Result<()> {
+        let policy = self.policy();
+        self.checkpoints.save(self.state.step, |dir| {
+            policy.save(&dir.join("policy.gnn"))?;
+            let bytes = self
+                .optimizer
+                .into_bytes()
+                .map_err(|e| Error::Other(format!("serialising Adam's state: {e}")))?;
+            write_atomic(&dir.join("optimizer.bpk"), &bytes)?;
+            let replay: Vec<&GameRecord> = self.replay.iter().collect();
+            let path = dir.join("replay.msgpack.gz");
+            write_atomic(&path, &selfplay::encode(&replay, &path)?)?;
+            let state = serde_json::to_string_pretty(&self.state)
+                .map_err(|e| Error::Other(format!("serialising the run state: {e}")))?;
+            write_atomic(&dir.join("state.json"), state.as_bytes())
+        })?;
+        policy.save(&self.opts.run_dir.join("policy.gnn"))?;
+        self.prune_snapshots()?;
+        on_event(Event::Checkpoint(self.state.step));
+        Ok(())
+    }
+
+    /// Snapshots of generations before the checkpointed one are never read again.
+    fn prune_snapshots(&self) -> Result<()> {
+        let current = self.state.step / self.recipe.search.generation;
+        for g in 0..current {
+            let path = snapshot_path(&self.opts.run_dir, g);
+            if path.exists() {
+                std::fs::remove_file(&path)
+                    .map_err(|e| Error::io(path.display().to_string(), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn outcome(&self, waiting_for: Option<u64>) -> TrainOutcome {
+        TrainOutcome {
+            step: self.state.step,
+            finished: self.state.step >= self.recipe.steps,
+            waiting_for,
+            policy: self.opts.run_dir.join("policy.gnn"),
+        }
+    }
+}
+
+/// Play and save `setups` in parallel with `policy`, reporting each game as it ends; the
+/// results in the order of `setups`.
+pub fn play_all(
+    recipe: &Recipe,
+    models: &Models,
+    policy: &GnnPolicy,
+    setups: &[selfplay::GameSetup],
+    dir: &Path,
+    on_event: &mut impl FnMut(Event),
+) -> Vec<Result<GameRecord>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            setups
+                .par_iter()
+                .map_with(tx, |tx, setup| {
+                    let game = selfplay::play(recipe, setup, models, policy)?;
+                    selfplay::save_game(dir, &game)?;
+                    let _ = tx.send(game.clone());
+                    Ok(game)
+                })
+                .collect()
+        });
+        for game in rx.iter() {
+            on_event(Event::Played(&game));
+        }
+        worker.join().expect("self-play does not panic")
+    })
+}
+
+fn adam() -> ModuleOptimizer {
+    AdamConfig::new().init()
+}
+
+/// `<run>/generations/gen-<g>.gnn`.
+pub fn snapshot_path(run_dir: &Path, generation: u64) -> PathBuf {
+    run_dir
+        .join("generations")
+        .join(format!("gen-{generation:05}.gnn"))
+}
+
+/// The policy that generation `generation` of a run plays with: its snapshot when the run has
+/// written it, the recipe's initial weights for generation 0 of a run that has not started.
+pub fn generation_policy(recipe: &Recipe, run_dir: &Path, generation: u64) -> Result<GnnPolicy> {
+    let path = snapshot_path(run_dir, generation);
+    if path.exists() {
+        return GnnPolicy::load(&path);
+    }
+    if generation == 0 {
+        let config = GnnConfig {
+            width: recipe.model.width,
+            heads: recipe.model.heads,
+            ..GnnConfig::default()
+        };
+        return GnnPolicy::init(config, recipe.seed);
+    }
+    Err(Error::Other(format!(
+        "{}: no snapshot of generation {generation}; run `topoplace train --samples` until it \
+         asks for that generation's games",
+        path.display()
+    )))
+}
+
+/// The generation a run's next step belongs to (0 for a run without checkpoints).
+pub fn next_generation(recipe: &Recipe, run_dir: &Path) -> Result<u64> {
+    let step = Checkpoints::new(run_dir)
+        .latest()?
+        .map(|(step, _)| step)
+        .unwrap_or(0);
+    Ok(step / recipe.search.generation)
+}
+
+/// Mean speed-up over DP-NCCL of the search on the recipe's held-out pairs: topology
+/// `evaluation.topology_seed + i` with model `i mod models`, budget and groups as in self-play.
+/// `policy: None` searches with uniform priors.
+pub fn evaluate(recipe: &Recipe, models: &Models, policy: Option<&GnnPolicy>) -> Result<f64> {
+    let eval = &recipe.evaluation;
+    let names = &recipe.training_set.models;
+    let speedups: Vec<f64> = (0..eval.topologies)
+        .into_par_iter()
+        .map(|i| {
+            let seed = eval.topology_seed + i;
+            let graph = models.get(&names[i as usize % names.len()])?;
+            let cluster = random_cluster(seed);
+            let cost = CostModel::default();
+            let p = Problem {
+                graph,
+                cluster: &cluster,
+                cost: &cost,
+            };
+            let op_group = ordered_groups(&p, recipe.search.groups, seed, GroupOrder::Compute)?;
+            let mut mcts = Mcts::new(p, op_group, selfplay::search_config(recipe, seed))?;
+            if let Some(policy) = policy {
+                mcts = mcts.with_policy(policy)?;
+            }
+            let found = mcts.run(|_| {})?;
+            Ok(if found.fits {
+                found.dp_us / found.iteration_us() - 1.0
+            } else {
+                -1.0
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(mean(speedups.into_iter()))
+}
+
+fn mean(xs: impl Iterator<Item = f64>) -> f64 {
+    let (n, sum) = xs.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+    if n == 0 { f64::NAN } else { sum / n as f64 }
+}
+
+/// `<run>/metrics.csv`, rewritten whole (atomically) after every step.
+fn write_metrics(run_dir: &Path, rows: &[StepMetrics]) -> Result<()> {
+    let mut text = String::from(CSV_HEADER);
+    text.push('\n');
+    for row in rows {
+        text.push_str(&row.csv());
+        text.push('\n');
+    }
+    write_atomic(&run_dir.join("metrics.csv"), text.as_bytes())?;
+    write_atomic(&run_dir.join("loss.svg"), loss_chart(rows).as_bytes())
+}
+
+/// The loss, its floor (the targets' entropy) and the held-out speed-ups against the step.
+pub fn loss_chart(rows: &[StepMetrics]) -> String {
+    let line = |name, colour, f: &dyn Fn(&StepMetrics) -> Option<f64>| Series {
+        name,
+        colour,
+        points: rows
+            .iter()
+            .filter_map(|r| f(r).map(|y| (r.step as f64, y)))
+            .collect(),
+    };
+    line_chart(
+        "self-play training: cross-entropy to the visit distributions",
+        "Adam step",
+        &[
+            line("loss", "#1f77b4", &|r| Some(r.loss)),
+            line("target entropy", "#7f7f7f", &|r| Some(r.target_entropy)),
+            line("held-out speed-up, policy", "#2ca02c", &|r| r.eval_policy),
+            line("held-out speed-up, uniform", "#d62728", &|r| r.eval_uniform),
+        ],
+    )
+}

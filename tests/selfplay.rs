@@ -1,0 +1,375 @@
+//! Self-play training: training targets are the search's visit distributions, a run killed
+//! between checkpoints resumes to exactly the uninterrupted run, and sharded self-play plus
+//! `train --samples` equals in-process training.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use topoplace::baselines::Problem;
+use topoplace::cluster::load_cluster;
+use topoplace::cost::CostModel;
+use topoplace::gnn::{GnnConfig, GnnPolicy};
+use topoplace::mcts::{Mcts, MctsConfig, metis_groups};
+use topoplace::train::Recipe;
+use topoplace::train::selfplay::{self, ClusterSource, Models};
+use topoplace::zoo;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("topoplace-train-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn topoplace() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_topoplace"))
+}
+
+fn run(args: &[&str]) -> Output {
+    let out = topoplace().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "topoplace {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn testbed_path() -> String {
+    format!("{}/configs/tag-testbed.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A recipe small enough for a test: the MLP on TAG's testbed and on random topologies, short
+/// searches, tiny batches.
+fn tiny_recipe(dir: &Path, steps: u64, generation: u64, evaluate_every: u64) -> PathBuf {
+    let text = format!(
+        "name = \"tiny\"\nseed = 3\nsteps = {steps}\n\
+         [training_set]\nmodels = [\"mlp\"]\ntopologies = 50\nclusters = [\"{}\"]\n\
+         [search]\nbudget = 24\ngroups = 4\nmin_visits = 4\ngames_per_step = 2\ngeneration = {generation}\n\
+         [model]\nwidth = 16\nheads = 2\n\
+         [optimizer]\nlearning_rate = 0.01\nbatch = 6\nreplay = 60\n\
+         [evaluation]\nevery = {evaluate_every}\ntopologies = 2\n\
+         [checkpoint]\nevery = 2\n",
+        testbed_path()
+    );
+    let path = dir.join("tiny.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// TAG's target: at each vertex with enough visits, `π = N / ΣN`. The root has seen every
+/// iteration plus the start's one visit, and every target is a distribution over the actions
+/// of the group at the vertex's depth.
+#[test]
+fn targets_are_the_visit_distributions_of_well_visited_vertices() {
+    let g = zoo::build("mlp", &zoo::ZooOptions::default()).unwrap();
+    let c = load_cluster(testbed_path()).unwrap();
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let policy = GnnPolicy::init(
+        GnnConfig {
+            width: 16,
+            heads: 2,
+            layers: 4,
+        },
+        1,
+    )
+    .unwrap();
+    let op_group = metis_groups(&p, 4, 0).unwrap();
+    let config = MctsConfig {
+        iterations: 40,
+        sfb_check: false,
+        ..MctsConfig::default()
+    };
+    let mcts = Mcts::new(p, op_group.clone(), config)
+        .unwrap()
+        .with_policy(&policy)
+        .unwrap();
+    let actions = mcts.actions().len();
+    let (found, targets) = mcts.run_with_targets(5, |_| {}).unwrap();
+    assert_eq!(found.iterations, 40);
+    let root = &targets[0];
+    assert_eq!(root.group, 0);
+    let root_visits: u32 = root.visits.iter().map(|v| v.1).sum();
+    assert_eq!(root_visits, 41, "40 iterations and the start's visit");
+    assert!(
+        targets.len() > 1,
+        "a 40-iteration search has a second vertex with 5 visits"
+    );
+    for t in &targets {
+        let n: u32 = t.visits.iter().map(|v| v.1).sum();
+        assert!(n >= 5, "a target with {n} visits");
+        assert!(t.group < 4);
+        assert_eq!(t.graph.ops(), 4);
+        assert!(
+            t.visits
+                .iter()
+                .all(|&(a, n)| (a as usize) < actions && n > 0)
+        );
+        let pi = t.distribution();
+        let sum: f32 = pi.iter().map(|x| x.1).sum();
+        assert!((sum - 1.0).abs() < 1e-5, "π sums to {sum}");
+        for (&(a, n_a), &(b, p)) in t.visits.iter().zip(&pi) {
+            assert_eq!(a, b);
+            assert!((p - n_a as f32 / n as f32).abs() < 1e-6);
+        }
+        // The next-group flag of the GNN input marks the target's group.
+        let next = 11; // raw 3, option one-hot 4, share, makespan, idle, decided, next
+        let ops = t.graph.ops();
+        for o in 0..ops {
+            let flag = t.graph.op_features[o * topoplace::gnn::features::OP_FEATURES + next];
+            assert_eq!(
+                flag == 1.0,
+                o == t.group,
+                "op group {o}, target group {}",
+                t.group
+            );
+        }
+    }
+}
+
+/// Games are drawn from the training set by step and worker alone, and a game file round-trips.
+#[test]
+fn games_are_drawn_by_seed_and_round_trip_through_files() {
+    let dir = scratch("games");
+    let recipe = Recipe::load(&tiny_recipe(&dir, 4, 2, 0)).unwrap();
+    let a = selfplay::draw(&recipe, 3, 1);
+    assert_eq!(a, selfplay::draw(&recipe, 3, 1));
+    let draws: Vec<_> = (0..40).map(|s| selfplay::draw(&recipe, s, 0)).collect();
+    assert!(
+        draws
+            .iter()
+            .any(|d| matches!(d.cluster, ClusterSource::Random(_)))
+    );
+    assert!(
+        draws
+            .iter()
+            .any(|d| matches!(d.cluster, ClusterSource::Config(_)))
+    );
+    assert!(draws.windows(2).any(|w| w[0].seed != w[1].seed));
+    for d in &draws {
+        if let ClusterSource::Random(seed) = d.cluster {
+            assert!(seed < 50, "topology seed {seed} outside the training set");
+        }
+    }
+    let models = Models::load(&recipe.training_set.models).unwrap();
+    let policy = GnnPolicy::init(
+        GnnConfig {
+            width: 16,
+            heads: 2,
+            layers: 4,
+        },
+        recipe.seed,
+    )
+    .unwrap();
+    let game = selfplay::play(&recipe, &a, &models, &policy).unwrap();
+    assert!(!game.samples.is_empty());
+    assert!(
+        game.fits && game.best_us <= game.dp_us,
+        "the search starts from DP-NCCL"
+    );
+    selfplay::save_game(&dir, &game).unwrap();
+    assert_eq!(
+        selfplay::load_game(&dir, 3, 1).unwrap().as_ref(),
+        Some(&game)
+    );
+    assert_eq!(selfplay::load_game(&dir, 3, 0).unwrap(), None);
+    // Playing the same game again gives the same targets.
+    assert_eq!(selfplay::play(&recipe, &a, &models, &policy).unwrap(), game);
+    // A corrupt file is an error naming it.
+    std::fs::write(selfplay::game_path(&dir, 5, 0), b"not gzip").unwrap();
+    let e = selfplay::load_game(&dir, 5, 0).unwrap_err().to_string();
+    assert!(e.contains("game-000005-000"), "{e}");
+}
+
+/// Kill a run (abort, as `kill -9` would) after step 5, between the checkpoints of steps 4 and
+/// 6; resuming from step 4 repeats the uninterrupted run exactly: same metrics, same weights.
+#[test]
+fn a_killed_run_resumes_to_the_uninterrupted_run() {
+    let dir = scratch("resume");
+    let recipe = tiny_recipe(&dir, 7, 3, 3);
+    let (whole, killed) = (dir.join("whole"), dir.join("killed"));
+    let config = recipe.to_str().unwrap();
+    run(&[
+        "train",
+        "--config",
+        config,
+        "--out",
+        whole.to_str().unwrap(),
+    ]);
+
+    let out = topoplace()
+        .args([
+            "train",
+            "--config",
+            config,
+            "--out",
+            killed.to_str().unwrap(),
+            "--abort-after-step",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the run was meant to die");
+    let latest = std::fs::read_to_string(killed.join("checkpoints/latest")).unwrap();
+    assert_eq!(latest.trim(), "step-4");
+    let rows = String::from_utf8(read(&killed.join("metrics.csv"))).unwrap();
+    assert_eq!(
+        rows.lines().count(),
+        1 + 5,
+        "metrics up to the step it died after"
+    );
+
+    // A second start without --resume refuses to overwrite the run.
+    let again = topoplace()
+        .args([
+            "train",
+            "--config",
+            config,
+            "--out",
+            killed.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
+
+    run(&[
+        "train",
+        "--config",
+        config,
+        "--out",
+        killed.to_str().unwrap(),
+        "--resume",
+    ]);
+    let metrics = read(&whole.join("metrics.csv"));
+    assert_eq!(
+        String::from_utf8_lossy(&metrics),
+        String::from_utf8_lossy(&read(&killed.join("metrics.csv")))
+    );
+    assert!(read(&whole.join("policy.gnn")) == read(&killed.join("policy.gnn")));
+    let text = String::from_utf8(metrics).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 7);
+    // Evaluations at steps 3, 6 and the last, 7; uniform priors score the same each time.
+    let evaluated: Vec<&str> = rows
+        .iter()
+        .filter(|r| !r[6].is_empty())
+        .map(|r| r[0])
+        .collect();
+    assert_eq!(evaluated, ["3", "6", "7"]);
+    assert!(
+        rows.iter()
+            .all(|r| r[2].parse::<f64>().unwrap().is_finite())
+    );
+    let svg = String::from_utf8(read(&whole.join("loss.svg"))).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("polyline"));
+}
+
+/// Self-play in two shards per generation, then `train --samples`, gives the same weights and
+/// metrics as training in one process with the same seeds.
+#[test]
+fn sharded_selfplay_equals_in_process_training() {
+    let dir = scratch("shards");
+    let recipe = tiny_recipe(&dir, 4, 2, 0);
+    let config = recipe.to_str().unwrap();
+    let (whole, sharded, samples) = (dir.join("whole"), dir.join("sharded"), dir.join("samples"));
+    let (sharded_s, samples_s) = (sharded.to_str().unwrap(), samples.to_str().unwrap());
+    run(&[
+        "train",
+        "--config",
+        config,
+        "--out",
+        whole.to_str().unwrap(),
+    ]);
+
+    for generation in 0..2 {
+        for shard in ["0", "1"] {
+            let out = run(&[
+                "selfplay", "--config", config, "--run", sharded_s, "--shard", shard, "--of", "2",
+                "--out", samples_s, "--json",
+            ]);
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(report["generation"], generation);
+            assert_eq!(report["games"], 2, "2 steps × 2 games, half per shard");
+        }
+        let mut args = vec![
+            "train",
+            "--config",
+            config,
+            "--out",
+            sharded_s,
+            "--samples",
+            samples_s,
+        ];
+        if generation > 0 {
+            args.push("--resume");
+        }
+        let out = run(&[args.as_slice(), &["--json"]].concat());
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["step"], 2 * (generation + 1));
+        let waiting = if generation == 0 {
+            serde_json::json!(1)
+        } else {
+            serde_json::Value::Null
+        };
+        assert_eq!(report["waiting_for_generation"], waiting);
+    }
+    assert!(read(&whole.join("policy.gnn")) == read(&sharded.join("policy.gnn")));
+    assert_eq!(
+        read(&whole.join("metrics.csv")),
+        read(&sharded.join("metrics.csv"))
+    );
+    for step in 0..4 {
+        for worker in 0..2 {
+            let name = selfplay::game_path(Path::new(""), step, worker);
+            assert!(
+                read(&whole.join("games").join(&name)) == read(&samples.join(&name)),
+                "{}",
+                name.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_shards_and_recipes_are_named_errors() {
+    let dir = scratch("bad");
+    let recipe = tiny_recipe(&dir, 4, 2, 0);
+    let out = topoplace()
+        .args([
+            "selfplay",
+            "--config",
+            recipe.to_str().unwrap(),
+            "--shard",
+            "2",
+            "--of",
+            "2",
+        ])
+        .args(["--out", dir.join("s").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"));
+
+    let text = std::fs::read_to_string(&recipe)
+        .unwrap()
+        .replace("generation = 2", "generation = 0");
+    let e = Recipe::parse(&text, "r.toml").unwrap_err().to_string();
+    assert!(
+        e.contains("r.toml") && e.contains("search.generation"),
+        "{e}"
+    );
+}
