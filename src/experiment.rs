@@ -143,8 +143,18 @@ fn mean(xs: &[f64]) -> f64 {
     }
 }
 
-fn pct(x: f64) -> String {
-    format!("{:+.2}%", 100.0 * x)
+/// The rows as a table, the ratios in `percent` columns shown as signed percentages.
+fn shown_as_percent(header: &[&str], rows: &[Vec<String>], percent: &[usize]) -> Table {
+    let mut table = Table::new(header.iter().copied());
+    for r in rows {
+        let mut shown = r.clone();
+        for &c in percent {
+            let x: f64 = r[c].parse().unwrap_or(f64::NAN);
+            shown[c] = format!("{:+.2}%", 100.0 * x);
+        }
+        table.row(shown);
+    }
+    table
 }
 
 /// CSV text from a header and rows (no cell holds a comma).
@@ -198,12 +208,7 @@ pub fn search_efficiency(s: &Setup) -> Result<Output> {
         }
         chart.push((name.clone(), means));
     }
-    let mut table = Table::new(header);
-    for r in &rows {
-        let mut shown = r.clone();
-        shown[5] = pct(r[5].parse().unwrap_or(f64::NAN));
-        table.row(shown);
-    }
+    let table = shown_as_percent(&header, &rows, &[5]);
     Ok(Output {
         name: "search-efficiency",
         csv: csv(&header, &rows),
@@ -279,14 +284,7 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             vec![100.0 * mean(&uniform), 100.0 * mean(&policy)],
         ));
     }
-    let mut table = Table::new(header);
-    for r in &rows {
-        let mut shown = r.clone();
-        for c in [2, 3, 4, 6] {
-            shown[c] = pct(r[c].parse().unwrap_or(f64::NAN));
-        }
-        table.row(shown);
-    }
+    let table = shown_as_percent(&header, &rows, &[2, 3, 4, 6]);
     Ok(Output {
         name: "unseen-topologies",
         csv: csv(&header, &rows),
@@ -334,10 +332,7 @@ pub fn overhead(s: &Setup) -> Result<Output> {
         ]);
         chart.push((name.clone(), vec![mean(&times)]));
     }
-    let mut table = Table::new(header);
-    for r in &rows {
-        table.row(r.clone());
-    }
+    let table = shown_as_percent(&header, &rows, &[]);
     Ok(Output {
         name: "overhead",
         csv: csv(&header, &rows),
@@ -418,14 +413,7 @@ pub fn holdout_models(
             vec![100.0 * uniform, 100.0 * without, 100.0 * with],
         ));
     }
-    let mut table = Table::new(header);
-    for r in &rows {
-        let mut shown = r.clone();
-        for c in 1..4 {
-            shown[c] = pct(r[c].parse().unwrap_or(f64::NAN));
-        }
-        table.row(shown);
-    }
+    let table = shown_as_percent(&header, &rows, &[1, 2, 3]);
     Ok(Output {
         name: "holdout-models",
         csv: csv(&header, &rows),

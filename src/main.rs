@@ -219,9 +219,9 @@ struct SimulateArgs {
     /// A zoo name or a graph JSON file.
     #[arg(long)]
     model: String,
-    /// A cluster config (TOML).
+    /// A cluster config: a file, or the name of one in configs/.
     #[arg(long)]
-    cluster: PathBuf,
+    cluster: String,
     /// `single` (fastest GPU), `dp` (DP-NCCL), `dp-p` (DP-NCCL-P) or a strategy JSON file.
     #[arg(long, default_value = "dp")]
     strategy: String,
@@ -582,7 +582,7 @@ fn topology_random(seed: u64, out: Option<PathBuf>, json: bool) -> Result<()> {
 
 fn simulate(args: SimulateArgs) -> Result<()> {
     let graph = load_model(&args.model, args.batch)?;
-    let cluster = load_cluster(&args.cluster)?;
+    let cluster = load_named_cluster(&args.cluster)?;
     let order = match args.order.as_str() {
         "fifo" => Order::Fifo,
         "priority" => Order::Priority,

@@ -125,6 +125,22 @@ pub fn xml_escape(x: &str) -> String {
         .replace('\'', "&apos;")
 }
 
+/// An SVG document's opening tag (`width` × `height`, sans-serif 12) and a bold title.
+pub fn svg_open(width: f64, height: f64, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">"
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"10\" y=\"18\" font-weight=\"bold\">{}</text>",
+        xml_escape(title)
+    );
+    s
+}
+
 /// A grouped vertical bar chart: one group of bars per category (`(name, values)`, a value per
 /// series), a legend of `series`; negative values hang below the zero line.
 pub fn bar_chart(title: &str, series: &[&str], categories: &[(String, Vec<f64>)]) -> String {
@@ -143,19 +159,7 @@ pub fn bar_chart(title: &str, series: &[&str], categories: &[(String, Vec<f64>)]
     let lo = values().fold(0.0, f64::min);
     let span = if hi > lo { hi - lo } else { 1.0 };
     let y = |v: f64| top + plot_h * (hi - v) / span;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" \
-         font-family=\"sans-serif\" font-size=\"12\">",
-        left + width + 170.0,
-        top + plot_h + 50.0
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"10\" y=\"18\" font-weight=\"bold\">{}</text>",
-        xml_escape(title)
-    );
+    let mut s = svg_open(left + width + 170.0, top + plot_h + 50.0, title);
     let zero = y(0.0);
     let _ = writeln!(
         s,
@@ -240,19 +244,7 @@ pub fn line_chart(title: &str, x_label: &str, series: &[Series]) -> String {
     let (sx, sy) = (span(x0, x1), span(y0, y1));
     let px = |x: f64| left + width * (x - x0) / sx;
     let py = |y: f64| top + height * (1.0 - (y - y0) / sy);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" \
-         font-family=\"sans-serif\" font-size=\"12\">",
-        left + width + 160.0,
-        top + height + 40.0
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"10\" y=\"18\" font-weight=\"bold\">{}</text>",
-        xml_escape(title)
-    );
+    let mut s = svg_open(left + width + 160.0, top + height + 40.0, title);
     let _ = writeln!(
         s,
         "<rect x=\"{left}\" y=\"{top}\" width=\"{width}\" height=\"{height}\" fill=\"none\" stroke=\"#888\"/>"

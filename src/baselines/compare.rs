@@ -15,7 +15,7 @@ use crate::compile::RouteTable;
 use crate::cost::CostModel;
 use crate::error::{Error, Result, write_atomic};
 use crate::graph::Graph;
-use crate::report::xml_escape;
+use crate::report::{svg_open, xml_escape};
 use crate::strategy::Reference;
 use crate::units::to_ms;
 
@@ -216,17 +216,10 @@ pub fn svg(title: &str, rows: &[&Row]) -> String {
         .filter_map(|r| r.iteration_ms)
         .fold(0.0, f64::max)
         .max(f64::MIN_POSITIVE);
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" \
-         font-family=\"sans-serif\" font-size=\"12\">",
-        left + width + 120.0
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"10\" y=\"18\" font-weight=\"bold\">{} (iteration ms)</text>",
-        xml_escape(title)
+    let mut s = svg_open(
+        left + width + 120.0,
+        height,
+        &format!("{title} (iteration ms)"),
     );
     for (i, r) in rows.iter().enumerate() {
         let y = top + i as f64 * (bar_h + gap);

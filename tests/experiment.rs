@@ -1,0 +1,255 @@
+//! TAG §5's experiments as commands, at a scale a test affords: their tables agree with the
+//! searches they summarise, stay within what the search guarantees, and repeat exactly.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use topoplace::cluster::load_cluster;
+use topoplace::experiment::{Setup, search_efficiency, search_once, unseen_topologies};
+use topoplace::gnn::{GnnConfig, GnnPolicy};
+use topoplace::zoo;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("topoplace-exp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn topoplace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn small_policy(dir: &Path) -> PathBuf {
+    let path = dir.join("p.gnn");
+    GnnPolicy::init(
+        GnnConfig {
+            width: 16,
+            heads: 2,
+            layers: 4,
+        },
+        7,
+    )
+    .unwrap()
+    .save(&path)
+    .unwrap();
+    path
+}
+
+fn csv(path: &Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+}
+
+#[test]
+fn search_efficiency_rows_are_the_searches_they_summarise() {
+    let policy = GnnPolicy::init(
+        GnnConfig {
+            width: 16,
+            heads: 2,
+            layers: 4,
+        },
+        7,
+    )
+    .unwrap();
+    let cluster = load_cluster(format!(
+        "{}/configs/tag-testbed.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mlp = zoo::build("mlp", &zoo::ZooOptions::default()).unwrap();
+    let setup = Setup {
+        models: vec![("mlp".into(), mlp.clone())],
+        cluster: &cluster,
+        policy: &policy,
+        budget: 24,
+        groups: 4,
+        seeds: 2,
+        topologies: 3,
+        topology_seed: 2_000_000,
+    };
+    let out = search_efficiency(&setup).unwrap();
+    let rows: Vec<Vec<&str>> = out
+        .csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[0][1], rows[1][1]), ("uniform", "policy"));
+    for (row, policy) in rows.iter().zip([None, Some(&policy)]) {
+        let runs: Vec<_> = (0..2)
+            .map(|seed| search_once(&mlp, &cluster, policy, 24, 4, seed).unwrap())
+            .collect();
+        let mean = (runs[0].speedup + runs[1].speedup) / 2.0;
+        let shown: f64 = row[5].parse().unwrap();
+        assert!((shown - mean).abs() < 1e-6, "{shown} vs {mean}");
+        assert!(mean >= 0.0, "the search starts from DP-NCCL");
+        for r in &runs {
+            assert!(r.best_at <= 24);
+            assert!(r.beat_dp_at.is_none_or(|i| i <= 24));
+        }
+    }
+    assert!(out.svg.starts_with("<svg") && out.svg.contains("<rect"));
+    assert!(
+        out.table
+            .render_markdown()
+            .starts_with("| model | priors |")
+    );
+
+    let unseen = unseen_topologies(&setup).unwrap();
+    let row: Vec<&str> = unseen.csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(row[1], "3");
+    let (mean, min, max): (f64, f64, f64) = (
+        row[2].parse().unwrap(),
+        row[3].parse().unwrap(),
+        row[4].parse().unwrap(),
+    );
+    assert!(min >= 0.0 && min <= mean && mean <= max, "{row:?}");
+    let better: usize = row[7].parse().unwrap();
+    let worse: usize = row[8].parse().unwrap();
+    assert!(better + worse <= 3);
+}
+
+#[test]
+fn experiment_commands_write_tables_and_repeat_exactly() {
+    let dir = scratch("cli");
+    let policy = small_policy(&dir);
+    let policy = policy.to_str().unwrap();
+    let common = [
+        "--policy",
+        policy,
+        "--models",
+        "mlp",
+        "--budget",
+        "16",
+        "--groups",
+        "4",
+        "--topologies",
+        "2",
+        "--seeds",
+        "1",
+    ];
+    for name in ["search-efficiency", "unseen-topologies", "overhead"] {
+        let mut tables = Vec::new();
+        for run in ["a", "b"] {
+            let out_dir = dir.join(run);
+            let out = topoplace(
+                &[
+                    &["experiment", name, "--out", out_dir.to_str().unwrap()],
+                    &common[..],
+                ]
+                .concat(),
+            );
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            for ext in ["csv", "md", "svg"] {
+                assert!(
+                    out_dir.join(format!("{name}.{ext}")).exists(),
+                    "{name}.{ext}"
+                );
+            }
+            tables.push(csv(&out_dir.join(format!("{name}.csv"))));
+        }
+        if name != "overhead" {
+            // Everything but wall-clock seconds (search-efficiency's last column).
+            let timeless = |t: &Vec<Vec<String>>| -> Vec<Vec<String>> {
+                t.iter()
+                    .map(|r| r.to_vec())
+                    .map(|mut r| {
+                        if name == "search-efficiency" {
+                            r.pop();
+                        }
+                        r
+                    })
+                    .collect()
+            };
+            assert_eq!(
+                timeless(&tables[0]),
+                timeless(&tables[1]),
+                "{name} repeats exactly"
+            );
+        } else {
+            assert_eq!(tables[0].len(), 2);
+            assert!(tables[0][1][2].parse::<f64>().unwrap() > 0.0);
+        }
+    }
+    let bad = topoplace(&["experiment", "nonsense", "--out", dir.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    let missing = topoplace(&[
+        "experiment",
+        "overhead",
+        "--out",
+        dir.to_str().unwrap(),
+        "--policy",
+        "/nonexistent.gnn",
+    ]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("/nonexistent.gnn"));
+}
+
+/// `holdout-models`: one short training run per held-out model, each without it.
+#[test]
+fn holdout_models_trains_without_each_model() {
+    let dir = scratch("holdout");
+    let policy = small_policy(&dir);
+    let recipe = dir.join("r.toml");
+    std::fs::write(
+        &recipe,
+        "name = \"h\"\nsteps = 2\n[training_set]\nmodels = [\"mlp\", \"alexnet\"]\ntopologies = 20\n\
+         [search]\nbudget = 16\ngroups = 4\nmin_visits = 4\ngames_per_step = 1\ngeneration = 2\n\
+         [model]\nwidth = 16\nheads = 2\n[optimizer]\nbatch = 4\n[evaluation]\nevery = 0\n",
+    )
+    .unwrap();
+    let out = topoplace(&[
+        "experiment",
+        "holdout-models",
+        "--out",
+        dir.to_str().unwrap(),
+        "--policy",
+        policy.to_str().unwrap(),
+        "--models",
+        "mlp,alexnet",
+        "--budget",
+        "16",
+        "--groups",
+        "4",
+        "--recipe",
+        recipe.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    for (model, other) in [("mlp", "alexnet"), ("alexnet", "mlp")] {
+        let run = dir.join(format!("holdout-{model}"));
+        let games: Vec<String> = std::fs::read_dir(run.join("games"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                let bytes = std::fs::read(&p).unwrap();
+                let game: topoplace::train::selfplay::GameRecord =
+                    topoplace::train::selfplay::decode(&bytes, &p).unwrap();
+                game.setup.model
+            })
+            .collect();
+        assert_eq!(games.len(), 2);
+        assert!(
+            games.iter().all(|m| m == other),
+            "{model} held out: {games:?}"
+        );
+    }
+}
