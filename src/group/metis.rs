@@ -206,7 +206,23 @@ pub fn metis_partition(
             adjwgt.len()
         )));
     }
-    let k = k.clamp(1, n);
+    // A vertex heavier than the factor times a part's mean in a secondary constraint (memory,
+    // for model-parallel splits) leaves no balanced k-way split, and METIS's recursive
+    // bisection then bisects empty graphs, printing complaints to stdout. Ask for the most
+    // parts that can be balanced. (Callers balance the first constraint themselves, with
+    // [`balanced_group_limit`] on the exact weights.)
+    let k = (1..ncon)
+        .map(|c| {
+            let column = vwgt.iter().skip(c).step_by(ncon).map(|&w| w.max(0) as f64);
+            let (total, heaviest) = column.fold((0.0, 0.0f64), |(t, h), w| (t + w, h.max(w)));
+            if heaviest > 0.0 {
+                ((BALANCE_FACTOR * total / heaviest).floor() as usize).max(1)
+            } else {
+                k
+            }
+        })
+        .fold(k, usize::min)
+        .clamp(1, n);
     if k == n {
         // One op per part: nothing to optimise, and METIS complains about such requests.
         return Ok((0..n as u32).collect());
@@ -276,4 +292,58 @@ pub fn contiguous_chunks(graph: &Graph, weights: &[f64], k: usize) -> Result<Gro
         before += w;
     }
     Grouping::from_assignment(graph, weights, "chunks", group)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain of `n` vertices in CSR form with unit edge weights.
+    fn chain(n: usize) -> (Vec<Idx>, Vec<Idx>, Vec<Idx>) {
+        let mut xadj = vec![0];
+        let mut adjncy = Vec::new();
+        for v in 0..n {
+            if v > 0 {
+                adjncy.push(v as Idx - 1);
+            }
+            if v + 1 < n {
+                adjncy.push(v as Idx + 1);
+            }
+            xadj.push(adjncy.len() as Idx);
+        }
+        let adjwgt = vec![1; adjncy.len()];
+        (xadj, adjncy, adjwgt)
+    }
+
+    #[test]
+    fn a_heavy_memory_vertex_limits_the_parts_to_what_can_be_balanced() {
+        let n = 40;
+        let (xadj, adjncy, adjwgt) = chain(n);
+        // Compute 1 each; memory 1 each but vertex 0 holds 100: total 139, so at most
+        // ⌊2 · 139 / 100⌋ = 2 parts balance memory within the factor 2.
+        let vwgt: Vec<Idx> = (0..n)
+            .flat_map(|v| [1, if v == 0 { 100 } else { 1 }])
+            .collect();
+        let parts = metis_partition(n, &xadj, &adjncy, &vwgt, &adjwgt, 8, 0).unwrap();
+        let used: std::collections::BTreeSet<u32> = parts.iter().copied().collect();
+        assert!(used.len() <= 2, "{used:?}");
+        // Without the heavy vertex METIS is asked for all 8 (it may leave some empty).
+        let even: Vec<Idx> = vec![1; 2 * n];
+        let parts = metis_partition(n, &xadj, &adjncy, &even, &adjwgt, 8, 0).unwrap();
+        let used: std::collections::BTreeSet<u32> = parts.iter().copied().collect();
+        assert!(used.len() > 2, "{used:?}");
+    }
+
+    #[test]
+    fn tiny_subsets_are_split_longest_first() {
+        let (xadj, adjncy, adjwgt) = chain(5);
+        let vwgt: Vec<Idx> = vec![5, 4, 3, 3, 3];
+        let parts = metis_partition(5, &xadj, &adjncy, &vwgt, &adjwgt, 3, 0).unwrap();
+        let mut load = [0; 3];
+        for (v, &p) in parts.iter().enumerate() {
+            load[p as usize] += vwgt[v];
+        }
+        // LPT: 5 | 4 | 3, then 3 → part 2 (load 3), 3 → part 1 (load 4): loads 5, 7, 6.
+        assert_eq!(load, [5, 7, 6]);
+    }
 }
