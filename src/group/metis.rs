@@ -102,6 +102,10 @@ pub fn partition_ops_with_memory(
             graph.len()
         )));
     }
+    // Compute must be balanceable too: an op heavier than the factor times a part's mean leaves
+    // no balanced k-way split (METIS then bisects empty graphs and prints to stdout).
+    let compute: Vec<f64> = ops.iter().map(|&op| weights[op]).collect();
+    let k = balanced_group_limit(&compute, k);
     let mut mg = undirected_csr(graph, weights, ops);
     let memory_scale = scale_for(ops.iter().map(|&op| memory[op]).sum());
     mg.vwgt = ops
@@ -241,6 +245,7 @@ pub fn metis_partition(
         // once on different threads perturb each other and the seed no longer makes the result
         // reproducible. Serialise the calls.
         let _guard = METIS_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let _quiet = StdoutSilenced::new();
         let ufactor = ((BALANCE_FACTOR - 1.0) * 1000.0).round() as Idx;
         metis::Graph::new(ncon as Idx, k as Idx, xadj, adjncy)
             .map_err(|e| Error::Other(format!("metis: bad input graph: {e:?}")))?
@@ -252,6 +257,55 @@ pub fn metis_partition(
             .map_err(|e| Error::Other(format!("metis: partitioning failed: {e:?}")))?;
     }
     Ok(part.into_iter().map(|p| p as u32).collect())
+}
+
+/// While alive, the process's standard output goes to /dev/null. METIS reports some conditions
+/// (an empty bisection on unbalanceable inputs) with `printf` on stdout, which would corrupt
+/// `--json` output; the result it returns is still usable. Held only under [`METIS_LOCK`] and
+/// only around the METIS call: the CLI writes its output after the search, on one thread.
+struct StdoutSilenced {
+    #[cfg(unix)]
+    saved: libc::c_int,
+}
+
+impl StdoutSilenced {
+    fn new() -> StdoutSilenced {
+        #[cfg(unix)]
+        {
+            use std::io::Write;
+            let _ = std::io::stdout().flush();
+            // SAFETY: plain descriptor calls; every failure leaves stdout as it was.
+            unsafe {
+                libc::fflush(std::ptr::null_mut());
+                let saved = libc::dup(1);
+                let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+                if saved >= 0 && null >= 0 {
+                    libc::dup2(null, 1);
+                }
+                if null >= 0 {
+                    libc::close(null);
+                }
+                StdoutSilenced { saved }
+            }
+        }
+        #[cfg(not(unix))]
+        StdoutSilenced {}
+    }
+}
+
+impl Drop for StdoutSilenced {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: restores the descriptor saved in `new` (C's buffer is flushed to /dev/null
+        // first, so nothing METIS printed reaches the real stdout later).
+        unsafe {
+            libc::fflush(std::ptr::null_mut());
+            if self.saved >= 0 {
+                libc::dup2(self.saved, 1);
+                libc::close(self.saved);
+            }
+        }
+    }
 }
 
 /// Longest-processing-time-first: vertices by descending weight, each to the lightest part so
