@@ -147,7 +147,8 @@ pub fn bar_chart(title: &str, series: &[&str], categories: &[(String, Vec<f64>)]
     const COLOURS: [&str; 4] = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"];
     let (left, top, plot_h) = (60.0, 40.0, 220.0);
     let bar_w = 16.0;
-    let group_w = bar_w * series.len() as f64 + 20.0;
+    // Wide enough for a model name under each group.
+    let group_w = (bar_w * series.len() as f64 + 20.0).max(96.0);
     let width = group_w * categories.len().max(1) as f64;
     let values = || {
         categories
@@ -175,7 +176,7 @@ pub fn bar_chart(title: &str, series: &[&str], categories: &[(String, Vec<f64>)]
         );
     }
     for (i, (name, vals)) in categories.iter().enumerate() {
-        let x0 = left + 10.0 + i as f64 * group_w;
+        let x0 = left + (group_w - bar_w * vals.len() as f64) / 2.0 + i as f64 * group_w;
         for (k, &v) in vals.iter().enumerate().filter(|(_, v)| v.is_finite()) {
             let (a, b) = (y(v.max(0.0)), y(v.min(0.0)));
             let _ = writeln!(
@@ -244,7 +245,7 @@ pub fn line_chart(title: &str, x_label: &str, series: &[Series]) -> String {
     let (sx, sy) = (span(x0, x1), span(y0, y1));
     let px = |x: f64| left + width * (x - x0) / sx;
     let py = |y: f64| top + height * (1.0 - (y - y0) / sy);
-    let mut s = svg_open(left + width + 160.0, top + height + 40.0, title);
+    let mut s = svg_open(left + width + 230.0, top + height + 40.0, title);
     let _ = writeln!(
         s,
         "<rect x=\"{left}\" y=\"{top}\" width=\"{width}\" height=\"{height}\" fill=\"none\" stroke=\"#888\"/>"

@@ -172,6 +172,11 @@ pub fn train(
             debug_assert_eq!(done, step + 1);
         }
     }
+    // A run resumed after its last step writes no checkpoint: still leave its weights in place.
+    let newest = opts.run_dir.join("policy.gnn");
+    if !newest.exists() {
+        t.policy().save(&newest)?;
+    }
     Ok(t.outcome(None))
 }
 
@@ -619,8 +624,10 @@ pub fn loss_chart(rows: &[StepMetrics]) -> String {
         &[
             line("loss", "#1f77b4", &|r| Some(r.loss)),
             line("target entropy", "#7f7f7f", &|r| Some(r.target_entropy)),
-            line("held-out speed-up, policy", "#2ca02c", &|r| r.eval_policy),
-            line("held-out speed-up, uniform", "#d62728", &|r| r.eval_uniform),
+            line("held-out T_DP/T − 1, GNN", "#2ca02c", &|r| r.eval_policy),
+            line("held-out T_DP/T − 1, uniform", "#d62728", &|r| {
+                r.eval_uniform
+            }),
         ],
     )
 }
