@@ -35,6 +35,11 @@ fn run(args: &[&str]) -> Output {
     out
 }
 
+/// `topoplace train` from start to end into `out`.
+fn train_uninterrupted(config: &str, out: &Path) {
+    run(&["train", "--config", config, "--out", out.to_str().unwrap()]);
+}
+
 fn testbed_path() -> String {
     format!("{}/configs/tag-testbed.toml", env!("CARGO_MANIFEST_DIR"))
 }
@@ -198,13 +203,7 @@ fn a_killed_run_resumes_to_the_uninterrupted_run() {
     let recipe = tiny_recipe(&dir, 7, 3, 3);
     let (whole, killed) = (dir.join("whole"), dir.join("killed"));
     let config = recipe.to_str().unwrap();
-    run(&[
-        "train",
-        "--config",
-        config,
-        "--out",
-        whole.to_str().unwrap(),
-    ]);
+    train_uninterrupted(config, &whole);
 
     let out = topoplace()
         .args([
@@ -287,13 +286,7 @@ fn sharded_selfplay_equals_in_process_training() {
     let config = recipe.to_str().unwrap();
     let (whole, sharded, samples) = (dir.join("whole"), dir.join("sharded"), dir.join("samples"));
     let (sharded_s, samples_s) = (sharded.to_str().unwrap(), samples.to_str().unwrap());
-    run(&[
-        "train",
-        "--config",
-        config,
-        "--out",
-        whole.to_str().unwrap(),
-    ]);
+    train_uninterrupted(config, &whole);
 
     for generation in 0..2 {
         for shard in ["0", "1"] {
