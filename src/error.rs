@@ -96,6 +96,11 @@ pub fn check_positive(file: &str, field: &str, value: f64) -> Result<(), InputEr
     Ok(())
 }
 
+/// The bytes of `path`; a failure names the file.
+pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))
+}
+
 /// Write a file atomically: to a temporary sibling, then rename, so a crash or a refused input
 /// never leaves a half-written output behind.
 pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {

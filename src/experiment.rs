@@ -27,7 +27,7 @@ use crate::error::{Error, Result, write_atomic};
 use crate::gnn::GnnPolicy;
 use crate::graph::Graph;
 use crate::mcts::{MctsConfig, search_with};
-use crate::report::{Table, bar_chart};
+use crate::report::{Table, bar_chart, mean};
 use crate::train::{Recipe, TrainOptions, train};
 
 /// The experiments, by command name.
@@ -96,13 +96,8 @@ pub fn search_once(
             best = (progress.best_us, progress.iterations);
         }
     })?;
-    let speedup = if found.fits {
-        found.dp_us / found.iteration_us() - 1.0
-    } else {
-        -1.0
-    };
     Ok(SearchOutcome {
-        speedup,
+        speedup: found.speedup_over_dp(),
         beat_dp_at: found.beat_dp_at,
         best_at: best.1,
         seconds: began.elapsed().as_secs_f64(),
@@ -132,14 +127,6 @@ impl Output {
             written.push(path);
         }
         Ok(written)
-    }
-}
-
-fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        f64::NAN
-    } else {
-        xs.iter().sum::<f64>() / xs.len() as f64
     }
 }
 

@@ -5,8 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-
-mod train_cli;
 use serde::Serialize;
 
 use topoplace::cluster::{Cluster, load_cluster, random_cluster};
@@ -20,6 +18,8 @@ use topoplace::sim::summary as simulation;
 use topoplace::sim::{Evaluation, Order, chrome_trace, evaluate};
 use topoplace::strategy::{Reference, load_strategy, save_strategy};
 use topoplace::{baselines, group as grouping, import, inspect, place_summary, zoo};
+
+mod train_cli;
 
 #[derive(Parser)]
 #[command(
@@ -484,6 +484,19 @@ fn run(command: Command) -> Result<()> {
     }
 }
 
+/// The progress bar layout of `compare` and `place`.
+const BAR: &str = "{bar:30} {pos}/{len} {elapsed} {msg}";
+
+/// A progress bar of `len` steps drawn as `template` (indicatif's syntax).
+fn progress_bar(len: u64, template: &str) -> Result<indicatif::ProgressBar> {
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .map_err(|e| Error::Other(e.to_string()))?,
+    );
+    Ok(bar)
+}
+
 fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::Other(format!("serialising output: {e}")))?;
@@ -732,11 +745,7 @@ fn compare(args: CompareArgs) -> Result<()> {
         seed: args.seed,
     };
     let total = (models.len() * clusters.len() * methods.len()) as u64;
-    let bar = indicatif::ProgressBar::new(total);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
-            .map_err(|e| Error::Other(e.to_string()))?,
-    );
+    let bar = progress_bar(total, BAR)?;
     let rows = baselines::compare::run(&models, &clusters, &methods, &budget, |row| {
         bar.set_message(format!("{} {} {}", row.model, row.cluster, row.method));
         bar.inc(1);
@@ -751,25 +760,23 @@ fn compare(args: CompareArgs) -> Result<()> {
     }
 }
 
-/// The policy argument: `none` for uniform priors, else a GNN policy file (read before any
-/// search starts, so a bad file fails fast and names itself).
 /// The policy `--policy` names and how the summary shows it: `none` (uniform priors),
 /// `shipped` (models/tag-default.gnn, uniform priors when this checkout has none) or a file.
+/// Read before any search starts, so a bad file fails fast and names itself.
 fn load_policy(policy: &str, device: &str) -> Result<(Option<GnnPolicy>, String)> {
     let device = topoplace::gnn::device_named(device)?;
     let path = match policy {
-        "none" => return Ok((None, "none".into())),
-        "shipped" => {
-            let path = topoplace::gnn::shipped_policy_path();
-            if !path.exists() {
-                return Ok((None, "none".into()));
-            }
-            path
-        }
-        file => PathBuf::from(file),
+        "none" => None,
+        "shipped" => topoplace::gnn::shipped_policy_path(),
+        file => Some(PathBuf::from(file)),
     };
-    let loaded = GnnPolicy::load_on(&path, &device)?;
-    Ok((Some(loaded), path.display().to_string()))
+    match path {
+        None => Ok((None, "none".into())),
+        Some(path) => Ok((
+            Some(GnnPolicy::load_on(&path, &device)?),
+            path.display().to_string(),
+        )),
+    }
 }
 
 /// `topoplace policy init`: an untrained policy file.
@@ -811,11 +818,7 @@ fn place(args: PlaceArgs) -> Result<()> {
         },
         ..Default::default()
     };
-    let bar = indicatif::ProgressBar::new(args.budget as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}")
-            .map_err(|e| Error::Other(e.to_string()))?,
-    );
+    let bar = progress_bar(args.budget as u64, BAR)?;
     let found =
         topoplace::mcts::search_with(&p, args.groups, config, policy.as_ref(), |progress| {
             bar.set_position(progress.iterations as u64);

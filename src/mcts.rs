@@ -134,6 +134,15 @@ impl SearchResult {
         self.evaluation.report.iteration_us
     }
 
+    /// `T_DP / T − 1` over DP-NCCL; −1 when the strategy does not fit (the search's reward).
+    pub fn speedup_over_dp(&self) -> f64 {
+        if self.fits {
+            self.dp_us / self.iteration_us() - 1.0
+        } else {
+            OOM_REWARD
+        }
+    }
+
     pub fn iterations_per_second(&self) -> f64 {
         self.iterations as f64 / self.seconds.max(1e-9)
     }
@@ -833,9 +842,7 @@ impl<'a> Mcts<'a> {
             actions: self.actions.len(),
         })
     }
-}
 
-impl Mcts<'_> {
     /// TAG's double check of replicated groups (§4.2.3): compile `strategy` again with
     /// sufficient-factor broadcasting wherever the SFB ILP says it beats AllReduce, and keep that
     /// version when it fits and is faster. Done once, on the search's result: the ILP takes

@@ -116,6 +116,15 @@ pub fn millis(us: f64) -> String {
     format!("{:.3} ms", crate::units::to_ms(us))
 }
 
+/// The arithmetic mean; NaN for no values.
+pub fn mean(xs: &[f64]) -> f64 {
+    if xs.is_empty() {
+        f64::NAN
+    } else {
+        xs.iter().sum::<f64>() / xs.len() as f64
+    }
+}
+
 /// `x` with the five XML special characters escaped, for SVG text.
 pub fn xml_escape(x: &str) -> String {
     x.replace('&', "&amp;")

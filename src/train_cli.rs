@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 use topoplace::error::{Error, InputError, Result};
@@ -11,17 +11,11 @@ use topoplace::train::selfplay::{self, Models};
 use topoplace::train::trainer::{self, Event, TrainOptions};
 use topoplace::train::{Recipe, TrainOutcome};
 
-use crate::{SelfplayArgs, TrainArgs, print_json};
+use crate::{SelfplayArgs, TrainArgs, print_json, progress_bar};
 
 /// `training/runs/<recipe name>` unless given.
 fn run_dir(recipe: &Recipe, given: Option<PathBuf>) -> PathBuf {
     given.unwrap_or_else(|| Path::new("training").join("runs").join(&recipe.name))
-}
-
-fn bar(len: u64, template: &str) -> Result<ProgressBar> {
-    let bar = ProgressBar::new(len);
-    bar.set_style(ProgressStyle::with_template(template).map_err(|e| Error::Other(e.to_string()))?);
-    Ok(bar)
 }
 
 #[derive(Serialize)]
@@ -45,7 +39,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         resume: args.resume,
         samples: args.samples.clone(),
     };
-    let steps = bar(recipe.steps, "{bar:30} step {pos}/{len} {elapsed} {msg}")?;
+    let steps = progress_bar(recipe.steps, "{bar:30} step {pos}/{len} {elapsed} {msg}")?;
     let (mut last_loss, mut eval) = (None, (None, None));
     let outcome = trainer::train(&recipe, &opts, |event| match event {
         Event::Playing {
@@ -164,11 +158,9 @@ pub fn selfplay(args: SelfplayArgs) -> Result<()> {
     let run = run_dir(&recipe, args.run.clone());
     let generation = trainer::next_generation(&recipe, &run)?;
     let policy = trainer::generation_policy(&recipe, &run, generation)?;
-    let g = recipe.search.generation;
-    let steps = generation * g..((generation + 1) * g).min(recipe.steps);
-    let workers = recipe.search.games_per_step as u64;
-    let mine: Vec<(u64, u64)> = steps
-        .flat_map(|s| (0..workers).map(move |w| (s, w)))
+    let steps = selfplay::generation_steps(&recipe, generation);
+    let mine: Vec<(u64, u64)> = selfplay::games_of(&recipe, steps)
+        .into_iter()
         .enumerate()
         .filter(|(i, _)| *i as u64 % args.of == args.shard)
         .map(|(_, key)| key)
@@ -180,7 +172,7 @@ pub fn selfplay(args: SelfplayArgs) -> Result<()> {
         }
     }
     let models = Models::load(&recipe.training_set.models)?;
-    let progress = bar(
+    let progress = progress_bar(
         setups.len() as u64,
         "{bar:30} game {pos}/{len} {elapsed} {msg}",
     )?;
@@ -224,7 +216,13 @@ pub fn experiment(args: crate::ExperimentArgs) -> Result<()> {
     let policy_path = args
         .policy
         .clone()
-        .unwrap_or_else(topoplace::gnn::shipped_policy_path);
+        .or_else(topoplace::gnn::shipped_policy_path)
+        .ok_or_else(|| {
+            Error::Other(format!(
+                "no --policy given and no shipped policy ({}) in this checkout",
+                topoplace::gnn::SHIPPED_POLICY
+            ))
+        })?;
     let policy = topoplace::gnn::GnnPolicy::load(&policy_path)?;
     let models = args
         .models

@@ -1,12 +1,13 @@
 //! TAG §5's experiments as commands, at a scale a test affords: their tables agree with the
 //! searches they summarise, stay within what the search guarantees, and repeat exactly.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use topoplace::cluster::load_cluster;
 use topoplace::experiment::{Setup, search_efficiency, search_once, unseen_topologies};
-use topoplace::gnn::{GnnConfig, GnnPolicy};
 use topoplace::zoo;
 
 fn scratch(name: &str) -> PathBuf {
@@ -23,19 +24,9 @@ fn topoplace(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn small_policy(dir: &Path) -> PathBuf {
+fn small_policy_file(dir: &Path) -> PathBuf {
     let path = dir.join("p.gnn");
-    GnnPolicy::init(
-        GnnConfig {
-            width: 16,
-            heads: 2,
-            layers: 4,
-        },
-        7,
-    )
-    .unwrap()
-    .save(&path)
-    .unwrap();
+    common::small_policy(7).save(&path).unwrap();
     path
 }
 
@@ -49,15 +40,7 @@ fn csv(path: &Path) -> Vec<Vec<String>> {
 
 #[test]
 fn search_efficiency_rows_are_the_searches_they_summarise() {
-    let policy = GnnPolicy::init(
-        GnnConfig {
-            width: 16,
-            heads: 2,
-            layers: 4,
-        },
-        7,
-    )
-    .unwrap();
+    let policy = common::small_policy(7);
     let cluster = load_cluster(format!(
         "{}/configs/tag-testbed.toml",
         env!("CARGO_MANIFEST_DIR")
@@ -120,7 +103,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
 #[test]
 fn experiment_commands_write_tables_and_repeat_exactly() {
     let dir = scratch("cli");
-    let policy = small_policy(&dir);
+    let policy = small_policy_file(&dir);
     let policy = policy.to_str().unwrap();
     let common = [
         "--policy",
@@ -201,7 +184,7 @@ fn experiment_commands_write_tables_and_repeat_exactly() {
 #[test]
 fn holdout_models_trains_without_each_model() {
     let dir = scratch("holdout");
-    let policy = small_policy(&dir);
+    let policy = small_policy_file(&dir);
     let recipe = dir.join("r.toml");
     std::fs::write(
         &recipe,

@@ -2,13 +2,14 @@
 //! between checkpoints resumes to exactly the uninterrupted run, and sharded self-play plus
 //! `train --samples` equals in-process training.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use topoplace::baselines::Problem;
 use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
-use topoplace::gnn::{GnnConfig, GnnPolicy};
 use topoplace::mcts::{Mcts, MctsConfig, metis_groups};
 use topoplace::train::Recipe;
 use topoplace::train::selfplay::{self, ClusterSource, Models};
@@ -33,6 +34,15 @@ fn run(args: &[&str]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// `topoplace train --config config --out out` with `extra` arguments, however it ends.
+fn train(config: &str, out: &Path, extra: &[&str]) -> Output {
+    topoplace()
+        .args(["train", "--config", config, "--out", out.to_str().unwrap()])
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 /// `topoplace train` from start to end into `out`.
@@ -79,15 +89,7 @@ fn targets_are_the_visit_distributions_of_well_visited_vertices() {
         cluster: &c,
         cost: &cost,
     };
-    let policy = GnnPolicy::init(
-        GnnConfig {
-            width: 16,
-            heads: 2,
-            layers: 4,
-        },
-        1,
-    )
-    .unwrap();
+    let policy = common::small_policy(1);
     let op_group = metis_groups(&p, 4, 0).unwrap();
     let config = MctsConfig {
         iterations: 40,
@@ -166,15 +168,7 @@ fn games_are_drawn_by_seed_and_round_trip_through_files() {
         }
     }
     let models = Models::load(&recipe.training_set.models).unwrap();
-    let policy = GnnPolicy::init(
-        GnnConfig {
-            width: 16,
-            heads: 2,
-            layers: 4,
-        },
-        recipe.seed,
-    )
-    .unwrap();
+    let policy = common::small_policy(recipe.seed);
     let game = selfplay::play(&recipe, &a, &models, &policy).unwrap();
     assert!(!game.samples.is_empty());
     assert!(
@@ -205,18 +199,7 @@ fn a_killed_run_resumes_to_the_uninterrupted_run() {
     let config = recipe.to_str().unwrap();
     train_uninterrupted(config, &whole);
 
-    let out = topoplace()
-        .args([
-            "train",
-            "--config",
-            config,
-            "--out",
-            killed.to_str().unwrap(),
-            "--abort-after-step",
-            "5",
-        ])
-        .output()
-        .unwrap();
+    let out = train(config, &killed, &["--abort-after-step", "5"]);
     assert!(!out.status.success(), "the run was meant to die");
     let latest = std::fs::read_to_string(killed.join("checkpoints/latest")).unwrap();
     assert_eq!(latest.trim(), "step-4");
@@ -228,16 +211,7 @@ fn a_killed_run_resumes_to_the_uninterrupted_run() {
     );
 
     // A second start without --resume refuses to overwrite the run.
-    let again = topoplace()
-        .args([
-            "train",
-            "--config",
-            config,
-            "--out",
-            killed.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let again = train(config, &killed, &[]);
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
 

@@ -29,9 +29,8 @@ impl Placer for Tag {
             seed: budget.seed,
             ..MctsConfig::default()
         };
-        let path = shipped_policy_path();
-        let policy = match self {
-            Tag::Shipped if path.exists() => Some(GnnPolicy::load(&path)?),
+        let policy = match (self, shipped_policy_path()) {
+            (Tag::Shipped, Some(path)) => Some(GnnPolicy::load(&path)?),
             _ => None,
         };
         let found = search_with(p, DEFAULT_GROUPS, config, policy.as_ref(), |_| {})?;

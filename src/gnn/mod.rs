@@ -32,9 +32,9 @@ pub use model::{GnnConfig, GnnModel, to_vec};
 /// The shipped policy, relative to the crate's root.
 pub const SHIPPED_POLICY: &str = "models/tag-default.gnn";
 
-/// Where the shipped policy lives in this checkout.
-pub fn shipped_policy_path() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(SHIPPED_POLICY)
+/// Where the shipped policy lives in this checkout; `None` in a checkout without one.
+pub fn shipped_policy_path() -> Option<std::path::PathBuf> {
+    Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(SHIPPED_POLICY)).filter(|p| p.exists())
 }
 
 /// First line of a policy file.

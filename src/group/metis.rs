@@ -102,10 +102,12 @@ pub fn partition_ops_with_memory(
             graph.len()
         )));
     }
-    // Compute must be balanceable too: an op heavier than the factor times a part's mean leaves
-    // no balanced k-way split (METIS then bisects empty graphs and prints to stdout).
+    // Ask only for as many parts as both constraints can balance: an op heavier than the factor
+    // times a part's mean (compute or memory) leaves no balanced k-way split, and METIS then
+    // bisects empty graphs. The same rule as the whole-graph grouping ([`metis`]).
     let compute: Vec<f64> = ops.iter().map(|&op| weights[op]).collect();
-    let k = balanced_group_limit(&compute, k);
+    let bytes: Vec<f64> = ops.iter().map(|&op| memory[op]).collect();
+    let k = balanced_group_limit(&bytes, balanced_group_limit(&compute, k));
     let mut mg = undirected_csr(graph, weights, ops);
     let memory_scale = scale_for(ops.iter().map(|&op| memory[op]).sum());
     mg.vwgt = ops
@@ -210,30 +212,14 @@ pub fn metis_partition(
             adjwgt.len()
         )));
     }
-    // A vertex heavier than the factor times a part's mean in a secondary constraint (memory,
-    // for model-parallel splits) leaves no balanced k-way split, and METIS's recursive
-    // bisection then bisects empty graphs, printing complaints to stdout. Ask for the most
-    // parts that can be balanced. (Callers balance the first constraint themselves, with
-    // [`balanced_group_limit`] on the exact weights.)
-    let k = (1..ncon)
-        .map(|c| {
-            let column = vwgt.iter().skip(c).step_by(ncon).map(|&w| w.max(0) as f64);
-            let (total, heaviest) = column.fold((0.0, 0.0f64), |(t, h), w| (t + w, h.max(w)));
-            if heaviest > 0.0 {
-                ((BALANCE_FACTOR * total / heaviest).floor() as usize).max(1)
-            } else {
-                k
-            }
-        })
-        .fold(k, usize::min)
-        .clamp(1, n);
+    let k = k.clamp(1, n);
     if k == n {
         // One op per part: nothing to optimise, and METIS complains about such requests.
         return Ok((0..n as u32).collect());
     }
     if n < 2 * k {
-        // Too few vertices for METIS's multilevel k-way: it prints complaints to stdout (which
-        // breaks `--json` output) and returns poor parts. Balance the first weight instead.
+        // Too few vertices for METIS's multilevel k-way, which leaves parts empty: balance the
+        // first weight directly.
         return Ok(longest_first(
             &vwgt.iter().step_by(ncon).copied().collect::<Vec<_>>(),
             k,
@@ -369,21 +355,37 @@ mod tests {
         (xadj, adjncy, adjwgt)
     }
 
+    /// A chain of `n` ops with unit compute; `memory[op]` bytes each.
+    fn chain_graph(n: usize) -> Graph {
+        let mut b = crate::graph::GraphBuilder::new();
+        for i in 0..n as u64 {
+            let v = b.add_op(crate::graph::Op::new(
+                i,
+                format!("op{i}"),
+                "MatMul",
+                crate::graph::Phase::Forward,
+            ));
+            if i > 0 {
+                b.add_edge(v - 1, v, 1.0);
+            }
+        }
+        b.finish("<test>", "chain", 1).unwrap()
+    }
+
     #[test]
     fn a_heavy_memory_vertex_limits_the_parts_to_what_can_be_balanced() {
         let n = 40;
-        let (xadj, adjncy, adjwgt) = chain(n);
-        // Compute 1 each; memory 1 each but vertex 0 holds 100: total 139, so at most
-        // ⌊2 · 139 / 100⌋ = 2 parts balance memory within the factor 2.
-        let vwgt: Vec<Idx> = (0..n)
-            .flat_map(|v| [1, if v == 0 { 100 } else { 1 }])
-            .collect();
-        let parts = metis_partition(n, &xadj, &adjncy, &vwgt, &adjwgt, 8, 0).unwrap();
+        let g = chain_graph(n);
+        let ops: Vec<OpIdx> = (0..n).collect();
+        let compute = vec![1.0; n];
+        // Memory 1 each but op 0 holds 100: total 139, so at most ⌊2 · 139 / 100⌋ = 2 parts
+        // balance memory within the factor 2.
+        let memory: Vec<f64> = (0..n).map(|v| if v == 0 { 100.0 } else { 1.0 }).collect();
+        let parts = partition_ops_with_memory(&g, &compute, &memory, &ops, 8, 0).unwrap();
         let used: std::collections::BTreeSet<u32> = parts.iter().copied().collect();
         assert!(used.len() <= 2, "{used:?}");
-        // Without the heavy vertex METIS is asked for all 8 (it may leave some empty).
-        let even: Vec<Idx> = vec![1; 2 * n];
-        let parts = metis_partition(n, &xadj, &adjncy, &even, &adjwgt, 8, 0).unwrap();
+        // Without the heavy op METIS is asked for all 8 (it may leave some empty).
+        let parts = partition_ops_with_memory(&g, &compute, &compute, &ops, 8, 0).unwrap();
         let used: std::collections::BTreeSet<u32> = parts.iter().copied().collect();
         assert!(used.len() > 2, "{used:?}");
     }

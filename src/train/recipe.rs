@@ -89,6 +89,17 @@ pub struct ModelSettings {
     pub heads: usize,
 }
 
+impl ModelSettings {
+    /// The GNN these settings describe (TAG's 4 layers).
+    pub fn gnn_config(&self) -> crate::gnn::GnnConfig {
+        crate::gnn::GnnConfig {
+            width: self.width,
+            heads: self.heads,
+            ..crate::gnn::GnnConfig::default()
+        }
+    }
+}
+
 /// Adam on the cross-entropy between priors and visit distributions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -132,6 +132,21 @@ pub fn draw(recipe: &Recipe, step: u64, worker: u64) -> GameSetup {
     }
 }
 
+/// The steps of generation `generation`: `g·G .. min((g+1)·G, steps)` with `G` the recipe's
+/// `search.generation`.
+pub fn generation_steps(recipe: &Recipe, generation: u64) -> std::ops::Range<u64> {
+    let g = recipe.search.generation;
+    generation * g..((generation + 1) * g).min(recipe.steps)
+}
+
+/// `(step, worker)` of every game of `steps`, by step then worker: the order shards count in.
+pub fn games_of(recipe: &Recipe, steps: std::ops::Range<u64>) -> Vec<(u64, u64)> {
+    let workers = recipe.search.games_per_step as u64;
+    steps
+        .flat_map(|s| (0..workers).map(move |w| (s, w)))
+        .collect()
+}
+
 /// The recipe's graphs, loaded once per run.
 pub struct Models {
     graphs: BTreeMap<String, Graph>,

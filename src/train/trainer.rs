@@ -28,10 +28,10 @@ use serde::{Deserialize, Serialize};
 use crate::baselines::Problem;
 use crate::cluster::random_cluster;
 use crate::cost::CostModel;
-use crate::error::{Error, Result, write_atomic};
+use crate::error::{Error, Result, read_file, write_atomic};
 use crate::gnn::{self, GnnConfig, GnnModel, GnnPolicy};
-use crate::mcts::{GroupOrder, Mcts, ordered_groups};
-use crate::report::{Series, line_chart};
+use crate::mcts::search_with;
+use crate::report::{Series, line_chart, mean};
 
 use super::checkpoint::{Checkpoints, step_seed};
 use super::recipe::Recipe;
@@ -153,11 +153,10 @@ pub fn train(
     mut on_event: impl FnMut(Event),
 ) -> Result<TrainOutcome> {
     let mut t = Trainer::open(recipe, opts)?;
-    let g = recipe.search.generation;
     while t.state.step < recipe.steps {
-        let generation = t.state.step / g;
+        let generation = t.state.step / recipe.search.generation;
         let snapshot = t.snapshot(generation)?;
-        let steps = t.state.step..((generation + 1) * g).min(recipe.steps);
+        let steps = t.state.step..selfplay::generation_steps(recipe, generation).end;
         let Some(games) = t.games(generation, steps.clone(), &snapshot, &mut on_event)? else {
             t.checkpoint(&mut on_event)?;
             return Ok(t.outcome(Some(generation)));
@@ -172,22 +171,13 @@ pub fn train(
             debug_assert_eq!(done, step + 1);
         }
     }
-    // A run resumed after its last step writes no checkpoint: still leave its weights in place.
-    let newest = opts.run_dir.join("policy.gnn");
-    if !newest.exists() {
-        t.policy().save(&newest)?;
-    }
     Ok(t.outcome(None))
 }
 
 impl<'r> Trainer<'r> {
     /// A fresh run, or the latest checkpoint of `opts.run_dir` when resuming.
     fn open(recipe: &'r Recipe, opts: &'r TrainOptions) -> Result<Trainer<'r>> {
-        let config = GnnConfig {
-            width: recipe.model.width,
-            heads: recipe.model.heads,
-            ..GnnConfig::default()
-        };
+        let config = recipe.model.gnn_config();
         config.check().map_err(Error::Other)?;
         let device = gnn::cpu().autodiff();
         let checkpoints = Checkpoints::new(&opts.run_dir);
@@ -224,9 +214,7 @@ impl<'r> Trainer<'r> {
 
     fn restore(&mut self, dir: &Path) -> Result<()> {
         let state_path = dir.join("state.json");
-        let text = std::fs::read_to_string(&state_path)
-            .map_err(|e| Error::io(state_path.display().to_string(), e))?;
-        let state: RunState = serde_json::from_str(&text)
+        let state: RunState = serde_json::from_slice(&read_file(&state_path)?)
             .map_err(|e| Error::Other(format!("{}: {e}", state_path.display())))?;
         if state.recipe != self.recipe.name {
             return Err(Error::Other(format!(
@@ -247,17 +235,16 @@ impl<'r> Trainer<'r> {
         }
         self.model = policy.model;
         let optimizer_path = dir.join("optimizer.bpk");
-        let bytes = std::fs::read(&optimizer_path)
-            .map_err(|e| Error::io(optimizer_path.display().to_string(), e))?;
         self.optimizer = adam()
-            .from_bytes(Bytes::from_bytes_vec(bytes))
+            .from_bytes(Bytes::from_bytes_vec(read_file(&optimizer_path)?))
             .map_err(|e| Error::Other(format!("{}: {e}", optimizer_path.display())))?;
         let replay_path = dir.join("replay.msgpack.gz");
-        let bytes = std::fs::read(&replay_path)
-            .map_err(|e| Error::io(replay_path.display().to_string(), e))?;
-        let replay: Vec<GameRecord> = selfplay::decode(&bytes, &replay_path)?;
+        let replay: Vec<GameRecord> = selfplay::decode(&read_file(&replay_path)?, &replay_path)?;
         self.replay = replay.into();
         self.state = state;
+        // The run's working copies (curves, newest weights) are rewritten from the checkpoint,
+        // so they never run ahead of it.
+        self.policy().save(&self.opts.run_dir.join("policy.gnn"))?;
         write_metrics(&self.opts.run_dir, &self.state.metrics)
     }
 
@@ -290,11 +277,7 @@ impl<'r> Trainer<'r> {
         on_event: &mut impl FnMut(Event),
     ) -> Result<Option<Vec<Vec<GameRecord>>>> {
         let dir = self.games_dir();
-        let workers = self.recipe.search.games_per_step as u64;
-        let keys: Vec<(u64, u64)> = steps
-            .clone()
-            .flat_map(|s| (0..workers).map(move |w| (s, w)))
-            .collect();
+        let keys = selfplay::games_of(self.recipe, steps.clone());
         let mut found: Vec<Option<GameRecord>> = keys
             .iter()
             .map(|&(s, w)| selfplay::load_game(&dir, s, w))
@@ -333,7 +316,7 @@ impl<'r> Trainer<'r> {
     /// Add a step's games to the replay buffer and take one Adam step.
     fn step(&mut self, games: Vec<GameRecord>) -> Result<StepMetrics> {
         let step = self.state.step;
-        let game_speedup = mean(games.iter().map(|g| g.speedup()));
+        let game_speedup = mean(&games.iter().map(|g| g.speedup()).collect::<Vec<_>>());
         for game in games {
             self.replay.push_back(game);
         }
@@ -534,12 +517,7 @@ pub fn generation_policy(recipe: &Recipe, run_dir: &Path, generation: u64) -> Re
         return GnnPolicy::load(&path);
     }
     if generation == 0 {
-        let config = GnnConfig {
-            width: recipe.model.width,
-            heads: recipe.model.heads,
-            ..GnnConfig::default()
-        };
-        return GnnPolicy::init(config, recipe.seed);
+        return GnnPolicy::init(recipe.model.gnn_config(), recipe.seed);
     }
     Err(Error::Other(format!(
         "{}: no snapshot of generation {generation}; run `topoplace train --samples` until it \
@@ -575,25 +553,12 @@ pub fn evaluate(recipe: &Recipe, models: &Models, policy: Option<&GnnPolicy>) ->
                 cluster: &cluster,
                 cost: &cost,
             };
-            let op_group = ordered_groups(&p, recipe.search.groups, seed, GroupOrder::Compute)?;
-            let mut mcts = Mcts::new(p, op_group, selfplay::search_config(recipe, seed))?;
-            if let Some(policy) = policy {
-                mcts = mcts.with_policy(policy)?;
-            }
-            let found = mcts.run(|_| {})?;
-            Ok(if found.fits {
-                found.dp_us / found.iteration_us() - 1.0
-            } else {
-                -1.0
-            })
+            let config = selfplay::search_config(recipe, seed);
+            let found = search_with(&p, recipe.search.groups, config, policy, |_| {})?;
+            Ok(found.speedup_over_dp())
         })
         .collect::<Result<_>>()?;
-    Ok(mean(speedups.into_iter()))
-}
-
-fn mean(xs: impl Iterator<Item = f64>) -> f64 {
-    let (n, sum) = xs.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
-    if n == 0 { f64::NAN } else { sum / n as f64 }
+    Ok(mean(&speedups))
 }
 
 /// `<run>/metrics.csv`, rewritten whole (atomically) after every step.
