@@ -186,6 +186,10 @@ struct ExperimentArgs {
     /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
     #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
     topology_seed: u64,
+    /// search-efficiency: add the warm start's teacher per model (a coordinate descent over the
+    /// tree's strategies; minutes per model): the headroom any prior could reach.
+    #[arg(long)]
+    headroom: bool,
     /// holdout-models: the recipe trained without each model.
     #[arg(long, default_value = "training/tag-default.toml")]
     recipe: PathBuf,

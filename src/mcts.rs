@@ -494,6 +494,42 @@ impl<'a> Mcts<'a> {
         Ok(self)
     }
 
+    /// DP-NCCL's simulated iteration time, µs: the reward's reference.
+    pub fn dp_us(&self) -> f64 {
+        self.dp.time_us
+    }
+
+    /// Op groups, decided in id order.
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+
+    /// The simulated iteration time (µs) of a complete choice under its better packing, with
+    /// the search's batch split; infinite when it runs out of memory. Takes `&self` so a
+    /// teacher can score many choices in parallel (nothing is cached).
+    pub fn choice_time(&self, choice: &[u16]) -> Result<f64> {
+        let (o, _) = self.simulate(choice)?;
+        Ok(if o.fits { o.time_us } else { f64::INFINITY })
+    }
+
+    /// A training target for the vertex `path` from outside the tree (a teacher's decision):
+    /// the GNN input the search would score that vertex from (its completion, simulated for
+    /// the runtime feedback) and `visits` as its distribution. Needs a policy.
+    pub fn vertex_target(&self, path: &[u16], visits: Vec<(u16, u32)>) -> Result<VertexTarget> {
+        let Some(policy) = self.policy.as_ref() else {
+            return Err(Error::Other(
+                "training targets need a search with a policy".into(),
+            ));
+        };
+        let choice = self.complete_or_dp(path);
+        let (_, feedback) = self.simulate(&choice)?;
+        Ok(VertexTarget {
+            graph: policy.graph(&choice, path.len(), &feedback.expect("a policy is set")),
+            group: path.len(),
+            visits,
+        })
+    }
+
     /// The priors of the root's actions (`None`: uniform).
     pub fn root_priors(&self) -> Option<&[f64]> {
         self.nodes[0].priors.as_deref()

@@ -50,6 +50,15 @@ pub fn train(args: TrainArgs) -> Result<()> {
             "generation {generation}: playing {} games ({cached} on disk)",
             count - cached
         )),
+        Event::Teaching { count, cached } => steps.set_message(format!(
+            "warm start: the teacher plays {} games ({cached} on disk)",
+            count - cached
+        )),
+        Event::WarmStep {
+            step,
+            steps: total,
+            loss,
+        } => steps.set_message(format!("warm start: step {step}/{total}, loss {loss:.4}")),
         Event::Played(game) => steps.set_message(format!(
             "played step {} game {}: {} on {}, speed-up {:+.1}%",
             game.setup.step,
@@ -176,7 +185,8 @@ pub fn selfplay(args: SelfplayArgs) -> Result<()> {
         setups.len() as u64,
         "{bar:30} game {pos}/{len} {elapsed} {msg}",
     )?;
-    let played = trainer::play_all(&recipe, &models, &policy, &setups, &args.out, &mut |e| {
+    let play = |setup: &selfplay::GameSetup| selfplay::play(&recipe, setup, &models, &policy);
+    let played = trainer::play_all(play, &setups, &args.out, &mut |e| {
         if let Event::Played(game) = e {
             progress.inc(1);
             progress.set_message(format!(
@@ -239,6 +249,7 @@ pub fn experiment(args: crate::ExperimentArgs) -> Result<()> {
         seeds: args.seeds,
         topologies: args.topologies,
         topology_seed: args.topology_seed,
+        headroom: args.headroom,
     };
     let spinner = ProgressBar::new_spinner();
     spinner.enable_steady_tick(std::time::Duration::from_millis(200));

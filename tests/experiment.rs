@@ -56,6 +56,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         seeds: 2,
         topologies: 3,
         topology_seed: 2_000_000,
+        headroom: false,
     };
     let out = search_efficiency(&setup).unwrap();
     let rows: Vec<Vec<&str>> = out
@@ -85,6 +86,29 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
             .render_markdown()
             .starts_with("| model | priors |")
     );
+
+    // With the headroom row: the teacher's coordinate descent, never below the start.
+    let with_teacher = search_efficiency(&Setup {
+        headroom: true,
+        models: setup.models.clone(),
+        ..setup
+    })
+    .unwrap();
+    let teacher: Vec<&str> = with_teacher
+        .csv
+        .lines()
+        .nth(3)
+        .unwrap()
+        .split(',')
+        .collect();
+    assert_eq!(teacher[1], "teacher");
+    let shown: f64 = teacher[5].parse().unwrap();
+    let direct = topoplace::train::imitation::teacher_speedup(&mlp, &cluster, 4, 0, 1).unwrap();
+    assert!(
+        (shown - direct).abs() < 1e-6 && direct >= 0.0,
+        "{shown} vs {direct}"
+    );
+    assert!(with_teacher.svg.contains("teacher"));
 
     let unseen = unseen_topologies(&setup).unwrap();
     let row: Vec<&str> = unseen.csv.lines().nth(1).unwrap().split(',').collect();

@@ -12,6 +12,7 @@ use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
 use topoplace::mcts::{Mcts, MctsConfig, metis_groups};
 use topoplace::train::Recipe;
+use topoplace::train::imitation;
 use topoplace::train::selfplay::{self, ClusterSource, Models};
 use topoplace::zoo;
 
@@ -339,4 +340,173 @@ fn bad_shards_and_recipes_are_named_errors() {
         e.contains("r.toml") && e.contains("search.generation"),
         "{e}"
     );
+}
+
+/// The warm start's teacher ends at a coordinate-wise optimum in the tree's own terms: its root
+/// decision is the fastest of every action given to all op groups (brute force), and no single
+/// later group's decision can be changed to a faster strategy.
+#[test]
+fn the_teacher_is_a_coordinate_wise_optimum_of_the_trees_strategies() {
+    let g = zoo::build("mlp", &zoo::ZooOptions::default()).unwrap();
+    let c = topoplace::cluster::random_cluster(7);
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let op_group = metis_groups(&p, 4, 0).unwrap();
+    let config = MctsConfig {
+        sfb_check: false,
+        ..MctsConfig::default()
+    };
+    let mcts = Mcts::new(p, op_group, config).unwrap();
+    let (groups, actions) = (mcts.groups(), mcts.actions().len() as u16);
+    assert!(
+        groups >= 3 && actions >= 8,
+        "{groups} groups, {actions} actions"
+    );
+    let (path, best) = imitation::descend(&mcts, 50).unwrap();
+    assert_eq!(path.len(), groups);
+    assert_eq!(mcts.choice_time(&path).unwrap(), best);
+
+    let root_times: Vec<f64> = (0..actions)
+        .map(|a| mcts.choice_time(&vec![a; groups]).unwrap())
+        .collect();
+    let fastest_root = root_times.iter().copied().fold(f64::INFINITY, f64::min);
+    assert_eq!(root_times[path[0] as usize], fastest_root);
+    assert!(
+        root_times[..path[0] as usize]
+            .iter()
+            .all(|&t| t > fastest_root)
+    );
+    assert!(
+        best <= fastest_root && best <= root_times[0],
+        "never worse than DP"
+    );
+    for group in 1..groups {
+        for a in 0..actions {
+            let mut changed = path.clone();
+            changed[group] = a;
+            let t = mcts.choice_time(&changed).unwrap();
+            assert!(t >= best, "group {group} → action {a}: {t} < {best}");
+        }
+    }
+}
+
+fn with_warm_start(recipe: &Path, games: u64, steps: u64) {
+    let mut text = std::fs::read_to_string(recipe).unwrap();
+    text.push_str(&format!("[warm_start]\ngames = {games}\nsteps = {steps}\n"));
+    std::fs::write(recipe, text).unwrap();
+}
+
+/// A teacher game has one target per op group, in depth order: one-hot on the teacher's
+/// decision, from the GNN input of the vertex the search would reach by those decisions.
+#[test]
+fn teacher_games_have_a_one_hot_target_at_every_depth() {
+    let dir = scratch("teacher");
+    let path = tiny_recipe(&dir, 2, 1, 0);
+    with_warm_start(&path, 3, 5);
+    let recipe = Recipe::load(&path).unwrap();
+    let models = Models::load(&recipe.all_models()).unwrap();
+    let policy = common::small_policy(recipe.seed);
+    let setup = imitation::draw(&recipe, 1);
+    assert_eq!(setup, imitation::draw(&recipe, 1));
+    assert_ne!(
+        setup.seed,
+        selfplay::draw(&recipe, 1, 0).seed,
+        "its own seed stream"
+    );
+    let game = imitation::play(&recipe, &setup, &models, &policy, 1).unwrap();
+    assert!(game.fits && game.best_us <= game.dp_us);
+    assert_eq!(game.samples.len(), 4, "the tiny recipe's 4 op groups");
+    for (depth, s) in game.samples.iter().enumerate() {
+        assert_eq!(s.group as usize, depth);
+        assert_eq!(s.target.len(), 1);
+        assert_eq!(s.target[0].1, 1.0);
+        assert!((s.target[0].0 as usize) < game.slices.len());
+    }
+    assert_eq!(
+        imitation::play(&recipe, &setup, &models, &policy, 1).unwrap(),
+        game
+    );
+}
+
+/// With a warm start the run first imitates the teacher (the loss falls), checkpoints at step
+/// 0, and a run killed after it resumes without redoing it, to exactly the uninterrupted run.
+/// Shards cannot play generation 0 before `train` has done the warm start.
+#[test]
+fn warm_start_imitates_the_teacher_and_resumes() {
+    let dir = scratch("warm");
+    let recipe = tiny_recipe(&dir, 3, 3, 0);
+    with_warm_start(&recipe, 3, 40);
+    let config = recipe.to_str().unwrap();
+    let (whole, killed) = (dir.join("whole"), dir.join("killed"));
+
+    let shard = topoplace()
+        .args(["selfplay", "--config", config, "--run"])
+        .args([killed.to_str().unwrap(), "--shard", "0", "--of", "1"])
+        .args(["--out", dir.join("s").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!shard.status.success());
+    assert!(String::from_utf8_lossy(&shard.stderr).contains("warm start"));
+
+    train_uninterrupted(config, &whole);
+    let state: serde_json::Value =
+        serde_json::from_slice(&read(&whole.join("checkpoints/step-3/state.json"))).unwrap();
+    let warm = &state["warm_start"];
+    assert_eq!(warm["games"], 3);
+    let losses: Vec<f64> = warm["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_f64().unwrap())
+        .collect();
+    assert_eq!(losses.len(), 40);
+    let first: f64 = losses[..5].iter().sum();
+    let last: f64 = losses[35..].iter().sum();
+    assert!(last < first / 2.0, "imitation loss {first} → {last}");
+
+    let out = train(config, &killed, &["--abort-after-step", "1"]);
+    assert!(!out.status.success(), "the run was meant to die");
+    let latest = std::fs::read_to_string(killed.join("checkpoints/latest")).unwrap();
+    assert_eq!(latest.trim(), "step-0", "the warm start's checkpoint");
+    let teacher = killed.join("teacher");
+    let before = std::fs::metadata(selfplay::game_path(&teacher, 0, 0))
+        .unwrap()
+        .modified()
+        .unwrap();
+    run(&[
+        "train",
+        "--config",
+        config,
+        "--out",
+        killed.to_str().unwrap(),
+        "--resume",
+    ]);
+    let after = std::fs::metadata(selfplay::game_path(&teacher, 0, 0))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(before, after, "the teacher's games are not played again");
+    assert!(read(&whole.join("policy.gnn")) == read(&killed.join("policy.gnn")));
+    assert_eq!(
+        read(&whole.join("metrics.csv")),
+        read(&killed.join("metrics.csv"))
+    );
+}
+
+/// A held-out model is removed from the teacher's models too, so the policy trained without it
+/// never saw it, not even in the warm start.
+#[test]
+fn a_held_out_model_is_out_of_the_teacher_too() {
+    let text = "name = \"r\"\n[training_set]\nmodels = [\"mlp\", \"vgg19\"]\n\
+                [warm_start]\nmodels = [\"vgg19\"]\n";
+    let recipe = Recipe::parse(text, "r.toml").unwrap();
+    assert!((0..20).all(|i| imitation::draw(&recipe, i).model == "vgg19"));
+    let held = recipe.without_model("vgg19");
+    assert_eq!(held.training_set.models, ["mlp"]);
+    assert!((0..20).all(|i| imitation::draw(&held, i).model == "mlp"));
+    assert!((0..20).all(|i| selfplay::draw(&held, i, 0).model == "mlp"));
 }

@@ -2,6 +2,7 @@
 //! games, the training loop, and durable checkpoints with per-step randomness.
 
 pub mod checkpoint;
+pub mod imitation;
 pub mod recipe;
 pub mod selfplay;
 pub mod trainer;

@@ -31,6 +31,9 @@ pub struct Recipe {
     pub evaluation: EvaluationSettings,
     #[serde(default)]
     pub checkpoint: CheckpointSettings,
+    /// Imitation of a long search before self-play (beyond TAG); none when absent.
+    #[serde(default)]
+    pub warm_start: Option<WarmStart>,
 }
 
 /// The (model, topology) pairs self-play draws from.
@@ -128,6 +131,26 @@ pub struct EvaluationSettings {
     pub topology_seed: u64,
 }
 
+/// The solver-supervised warm start ([`crate::train::imitation`]): teacher games, then Adam steps
+/// on their targets, before the first self-play step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WarmStart {
+    /// Teacher games (each a model and a cluster drawn from the training set).
+    #[serde(default = "defaults::teacher_games")]
+    pub games: u64,
+    /// Adam steps on the teacher's targets (batches of `optimizer.batch`).
+    #[serde(default = "defaults::warm_steps")]
+    pub steps: u64,
+    /// Coordinate-descent sweeps over the op groups per teacher game.
+    #[serde(default = "defaults::passes")]
+    pub passes: usize,
+    /// The models the teacher plays (zoo names or graph files); the training set's when empty.
+    /// Small ones keep the teacher cheap.
+    #[serde(default)]
+    pub models: Vec<String>,
+}
+
 /// How often the run is made durable.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,6 +211,15 @@ mod defaults {
     pub fn checkpoint_every() -> u64 {
         10
     }
+    pub fn teacher_games() -> u64 {
+        64
+    }
+    pub fn warm_steps() -> u64 {
+        200
+    }
+    pub fn passes() -> usize {
+        1
+    }
 }
 
 macro_rules! default_from_serde {
@@ -222,8 +254,30 @@ impl Recipe {
         let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(shown.clone(), e))?;
         let mut recipe = Recipe::parse(&text, &shown)?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        recipe.training_set.resolve_paths(dir);
+        recipe
+            .training_set
+            .resolve_paths(dir, recipe.warm_start.as_mut());
         Ok(recipe)
+    }
+
+    /// Every model the run plays: the training set's and the warm start's.
+    pub fn all_models(&self) -> Vec<String> {
+        let mut names = self.training_set.models.clone();
+        if let Some(w) = &self.warm_start {
+            names.extend(w.models.iter().cloned());
+        }
+        names
+    }
+
+    /// This recipe without `model` anywhere it is trained on (the training set and the warm
+    /// start's teacher), for held-out-model experiments.
+    pub fn without_model(&self, model: &str) -> Recipe {
+        let mut held = self.clone();
+        held.training_set.models.retain(|m| m != model);
+        if let Some(w) = &mut held.warm_start {
+            w.models.retain(|m| m != model);
+        }
+        held
     }
 
     fn check(&self, source: &str) -> Result<(), InputError> {
@@ -259,6 +313,15 @@ impl Recipe {
         for (field, value) in positive {
             check_positive(source, field, value)?;
         }
+        if let Some(w) = &self.warm_start {
+            for (field, value) in [
+                ("warm_start.games", w.games as f64),
+                ("warm_start.steps", w.steps as f64),
+                ("warm_start.passes", w.passes as f64),
+            ] {
+                check_positive(source, field, value)?;
+            }
+        }
         let train = set.topology_seed..set.topology_seed.saturating_add(set.topologies);
         let eval = &self.evaluation;
         let held = eval.topology_seed..eval.topology_seed.saturating_add(eval.topologies);
@@ -277,7 +340,7 @@ impl Recipe {
 
 impl TrainingSet {
     /// Graph files and cluster files relative to `dir`; zoo names stay as they are.
-    fn resolve_paths(&mut self, dir: &Path) {
+    fn resolve_paths(&mut self, dir: &Path, warm_start: Option<&mut WarmStart>) {
         let is_zoo = |m: &str| {
             let base = m.strip_suffix("-inference").unwrap_or(m);
             crate::zoo::NAMES.contains(&base)
@@ -291,6 +354,13 @@ impl TrainingSet {
             }
         };
         for m in self.models.iter_mut().filter(|m| !is_zoo(m)) {
+            *m = resolve(m);
+        }
+        for m in warm_start
+            .into_iter()
+            .flat_map(|w| w.models.iter_mut())
+            .filter(|m| !is_zoo(m))
+        {
             *m = resolve(m);
         }
         for c in self.clusters.iter_mut() {

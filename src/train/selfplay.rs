@@ -113,9 +113,20 @@ impl GameRecord {
 /// (the recipe's models × its random topologies and cluster configs).
 pub fn draw(recipe: &Recipe, step: u64, worker: u64) -> GameSetup {
     let seed = step_seed(recipe.seed, step, worker);
+    draw_from(recipe, &recipe.training_set.models, seed, step, worker)
+}
+
+/// A game on one of `models` and one of the training set's clusters, drawn with `seed`.
+pub fn draw_from(
+    recipe: &Recipe,
+    models: &[String],
+    seed: u64,
+    step: u64,
+    worker: u64,
+) -> GameSetup {
     let mut rng = StdRng::seed_from_u64(seed);
     let set = &recipe.training_set;
-    let model = set.models[rng.random_range(0..set.models.len())].clone();
+    let model = models[rng.random_range(0..models.len())].clone();
     let choices = set.topologies + set.clusters.len() as u64;
     let pick = rng.random_range(0..choices);
     let cluster = if pick < set.topologies {
@@ -182,13 +193,16 @@ pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
     }
 }
 
-/// Play one game with `policy`'s priors.
-pub fn play(
+/// The search of game `setup` with `policy`'s priors: its model on its cluster, grouped by METIS
+/// in TAG's order, with the recipe's search settings. `run` gets it with the cluster's action
+/// slices (the search borrows the model and cluster this function owns).
+pub fn game_search<T>(
     recipe: &Recipe,
     setup: &GameSetup,
     models: &Models,
     policy: &GnnPolicy,
-) -> Result<GameRecord> {
+    run: impl FnOnce(Mcts, Vec<Slice>) -> Result<T>,
+) -> Result<T> {
     let graph = models.get(&setup.model)?;
     let cluster = setup.cluster.load()?;
     let cost = CostModel::default();
@@ -200,22 +214,34 @@ pub fn play(
     let op_group = ordered_groups(&p, recipe.search.groups, setup.seed, GroupOrder::Compute)?;
     let mcts = Mcts::new(p, op_group, search_config(recipe, setup.seed))?.with_policy(policy)?;
     let slices = features::slices(&cluster, mcts.actions());
-    let (found, targets) = mcts.run_with_targets(recipe.search.min_visits, |_| {})?;
-    let samples = targets
-        .iter()
-        .map(|t| Sample {
-            graph: t.graph.clone(),
-            group: t.group as u32,
-            target: t.distribution(),
+    run(mcts, slices)
+}
+
+/// Play one game with `policy`'s priors.
+pub fn play(
+    recipe: &Recipe,
+    setup: &GameSetup,
+    models: &Models,
+    policy: &GnnPolicy,
+) -> Result<GameRecord> {
+    game_search(recipe, setup, models, policy, |mcts, slices| {
+        let (found, targets) = mcts.run_with_targets(recipe.search.min_visits, |_| {})?;
+        let samples = targets
+            .iter()
+            .map(|t| Sample {
+                graph: t.graph.clone(),
+                group: t.group as u32,
+                target: t.distribution(),
+            })
+            .collect();
+        Ok(GameRecord {
+            setup: setup.clone(),
+            dp_us: found.dp_us,
+            best_us: found.iteration_us(),
+            fits: found.fits,
+            slices,
+            samples,
         })
-        .collect();
-    Ok(GameRecord {
-        setup: setup.clone(),
-        dp_us: found.dp_us,
-        best_us: found.iteration_us(),
-        fits: found.fits,
-        slices,
-        samples,
     })
 }
 

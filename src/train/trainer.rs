@@ -34,11 +34,14 @@ use crate::mcts::search_with;
 use crate::report::{Series, line_chart, mean};
 
 use super::checkpoint::{Checkpoints, step_seed};
-use super::recipe::Recipe;
+use super::imitation;
+use super::recipe::{Recipe, WarmStart};
 use super::selfplay::{self, GameRecord, Models};
 
 /// The worker index whose step seed draws the training batch (games use 0, 1, …).
 const BATCH_STREAM: u64 = u64::MAX;
+/// … and the warm start's batches (the teacher's games use `u64::MAX − 1`).
+const WARM_BATCH_STREAM: u64 = u64::MAX - 2;
 
 /// How `train` runs.
 #[derive(Debug, Clone)]
@@ -64,6 +67,17 @@ pub enum Event<'a> {
     },
     /// One game finished.
     Played(&'a GameRecord),
+    /// The warm start's teacher games are being played (`count`, `cached` found on disk).
+    Teaching {
+        count: usize,
+        cached: usize,
+    },
+    /// A warm-start Adam step finished: its number (1-based), of `steps`, and its loss.
+    WarmStep {
+        step: u64,
+        steps: u64,
+        loss: f64,
+    },
     /// An Adam step finished.
     Step(&'a StepMetrics),
     Checkpoint(u64),
@@ -117,6 +131,20 @@ struct RunState {
     metrics: Vec<StepMetrics>,
     /// The held-out evaluation with uniform priors (it never changes, so it runs once).
     eval_uniform: Option<f64>,
+    /// The warm start, once done (absent in runs without one and in older checkpoints).
+    #[serde(default)]
+    warm_start: Option<WarmStartRecord>,
+}
+
+/// What the warm start did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WarmStartRecord {
+    pub games: usize,
+    pub samples: usize,
+    /// Mean `T_DP / T − 1` of the teacher's strategies.
+    pub teacher_speedup: f64,
+    /// The loss of each Adam step.
+    pub losses: Vec<f64>,
 }
 
 /// How a `train` call ended.
@@ -153,6 +181,12 @@ pub fn train(
     mut on_event: impl FnMut(Event),
 ) -> Result<TrainOutcome> {
     let mut t = Trainer::open(recipe, opts)?;
+    if let Some(warm) = &recipe.warm_start
+        && t.state.warm_start.is_none()
+    {
+        t.warm_start(warm, &mut on_event)?;
+        t.checkpoint(&mut on_event)?;
+    }
     while t.state.step < recipe.steps {
         let generation = t.state.step / recipe.search.generation;
         let snapshot = t.snapshot(generation)?;
@@ -192,7 +226,7 @@ impl<'r> Trainer<'r> {
         let mut t = Trainer {
             recipe,
             opts,
-            models: Models::load(&recipe.training_set.models)?,
+            models: Models::load(&recipe.all_models())?,
             config,
             model: GnnModel::new(&config, recipe.seed, &device),
             device,
@@ -203,6 +237,7 @@ impl<'r> Trainer<'r> {
                 step: 0,
                 metrics: Vec::new(),
                 eval_uniform: None,
+                warm_start: None,
             },
             checkpoints,
         };
@@ -295,7 +330,10 @@ impl<'r> Trainer<'r> {
             .iter()
             .map(|&i| selfplay::draw(self.recipe, keys[i].0, keys[i].1))
             .collect();
-        let played = play_all(self.recipe, &self.models, snapshot, &setups, &dir, on_event);
+        let play = |setup: &selfplay::GameSetup| {
+            selfplay::play(self.recipe, setup, &self.models, snapshot)
+        };
+        let played = play_all(play, &setups, &dir, on_event);
         for (&i, game) in missing.iter().zip(played) {
             found[i] = Some(game?);
         }
@@ -313,6 +351,51 @@ impl<'r> Trainer<'r> {
             .unwrap_or_else(|| self.opts.run_dir.join("games"))
     }
 
+    /// The warm start: play (or read back) the teacher's games, then `warm.steps` Adam steps on
+    /// batches drawn from all their targets.
+    fn warm_start(&mut self, warm: &WarmStart, on_event: &mut impl FnMut(Event)) -> Result<()> {
+        let dir = self.opts.run_dir.join("teacher");
+        let mut games: Vec<Option<GameRecord>> = (0..warm.games)
+            .map(|i| selfplay::load_game(&dir, i, 0))
+            .collect::<Result<_>>()?;
+        let missing: Vec<usize> = (0..games.len()).filter(|&i| games[i].is_none()).collect();
+        on_event(Event::Teaching {
+            count: games.len(),
+            cached: games.len() - missing.len(),
+        });
+        let setups: Vec<_> = missing
+            .iter()
+            .map(|&i| imitation::draw(self.recipe, i as u64))
+            .collect();
+        let policy = self.policy();
+        let play = |setup: &selfplay::GameSetup| {
+            imitation::play(self.recipe, setup, &self.models, &policy, warm.passes)
+        };
+        for (&i, game) in missing.iter().zip(play_all(play, &setups, &dir, on_event)) {
+            games[i] = Some(game?);
+        }
+        let games: VecDeque<GameRecord> = games.into_iter().flatten().collect();
+        let mut losses = Vec::new();
+        for step in 0..warm.steps {
+            let seed = step_seed(self.recipe.seed, step, WARM_BATCH_STREAM);
+            let batch = draw_batch(&games, self.recipe.optimizer.batch, seed);
+            let (loss, _) = self.adam_step(&games, &batch);
+            losses.push(loss);
+            on_event(Event::WarmStep {
+                step: step + 1,
+                steps: warm.steps,
+                loss,
+            });
+        }
+        self.state.warm_start = Some(WarmStartRecord {
+            games: games.len(),
+            samples: games.iter().map(|g| g.samples.len()).sum(),
+            teacher_speedup: mean(&games.iter().map(|g| g.speedup()).collect::<Vec<_>>()),
+            losses,
+        });
+        Ok(())
+    }
+
     /// Add a step's games to the replay buffer and take one Adam step.
     fn step(&mut self, games: Vec<GameRecord>) -> Result<StepMetrics> {
         let step = self.state.step;
@@ -321,11 +404,15 @@ impl<'r> Trainer<'r> {
             self.replay.push_back(game);
         }
         self.evict();
-        let batch = self.draw_batch(step);
+        let seed = step_seed(self.recipe.seed, step, BATCH_STREAM);
+        let batch = draw_batch(&self.replay, self.recipe.optimizer.batch, seed);
         let (loss, target_entropy) = if batch.is_empty() {
             (f64::NAN, f64::NAN)
         } else {
-            self.adam_step(&batch)
+            let replay = std::mem::take(&mut self.replay);
+            let result = self.adam_step(&replay, &batch);
+            self.replay = replay;
+            result
         };
         self.state.step += 1;
         let mut metrics = StepMetrics {
@@ -367,30 +454,13 @@ impl<'r> Trainer<'r> {
         }
     }
 
-    /// `optimizer.batch` (game, sample) indices drawn uniformly, with replacement, from the
-    /// replay buffer with this step's seed.
-    fn draw_batch(&self, step: u64) -> Vec<(usize, usize)> {
-        let all: Vec<(usize, usize)> = self
-            .replay
-            .iter()
-            .enumerate()
-            .flat_map(|(g, game)| (0..game.samples.len()).map(move |s| (g, s)))
-            .collect();
-        if all.is_empty() {
-            return Vec::new();
-        }
-        let mut rng = StdRng::seed_from_u64(step_seed(self.recipe.seed, step, BATCH_STREAM));
-        (0..self.recipe.optimizer.batch)
-            .map(|_| all[rng.random_range(0..all.len())])
-            .collect()
-    }
-
-    /// Mean cross-entropy over `batch`, one Adam step; the loss and the targets' mean entropy.
-    fn adam_step(&mut self, batch: &[(usize, usize)]) -> (f64, f64) {
+    /// Mean cross-entropy over `batch` of `games`' targets, one Adam step; the loss and the
+    /// targets' mean entropy.
+    fn adam_step(&mut self, games: &VecDeque<GameRecord>, batch: &[(usize, usize)]) -> (f64, f64) {
         let mut loss: Option<Tensor<1>> = None;
         let mut entropy = 0.0;
         for &(g, s) in batch {
-            let game = &self.replay[g];
+            let game = &games[g];
             let sample = &game.samples[s];
             let target = sample.dense_target(game.slices.len());
             entropy += target
@@ -468,12 +538,27 @@ impl<'r> Trainer<'r> {
     }
 }
 
-/// Play and save `setups` in parallel with `policy`, reporting each game as it ends; the
+/// `size` (game, sample) indices drawn uniformly, with replacement, from every target of
+/// `games` with `seed`; none when there are no targets.
+fn draw_batch(games: &VecDeque<GameRecord>, size: usize, seed: u64) -> Vec<(usize, usize)> {
+    let all: Vec<(usize, usize)> = games
+        .iter()
+        .enumerate()
+        .flat_map(|(g, game)| (0..game.samples.len()).map(move |s| (g, s)))
+        .collect();
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..size)
+        .map(|_| all[rng.random_range(0..all.len())])
+        .collect()
+}
+
+/// Play (with `play`) and save `setups` in parallel, reporting each game as it ends; the
 /// results in the order of `setups`.
 pub fn play_all(
-    recipe: &Recipe,
-    models: &Models,
-    policy: &GnnPolicy,
+    play: impl Fn(&selfplay::GameSetup) -> Result<GameRecord> + Sync + Send,
     setups: &[selfplay::GameSetup],
     dir: &Path,
     on_event: &mut impl FnMut(Event),
@@ -484,7 +569,7 @@ pub fn play_all(
             setups
                 .par_iter()
                 .map_with(tx, |tx, setup| {
-                    let game = selfplay::play(recipe, setup, models, policy)?;
+                    let game = play(setup)?;
                     selfplay::save_game(dir, &game)?;
                     let _ = tx.send(game.clone());
                     Ok(game)
@@ -515,6 +600,12 @@ pub fn generation_policy(recipe: &Recipe, run_dir: &Path, generation: u64) -> Re
     let path = snapshot_path(run_dir, generation);
     if path.exists() {
         return GnnPolicy::load(&path);
+    }
+    if generation == 0 && recipe.warm_start.is_some() {
+        return Err(Error::Other(format!(
+            "{}: the recipe has a warm start; run `topoplace train --samples` first, which does              it and writes generation 0's weights",
+            path.display()
+        )));
     }
     if generation == 0 {
         return GnnPolicy::init(recipe.model.gnn_config(), recipe.seed);
