@@ -46,6 +46,18 @@ fn train(config: &str, out: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `topoplace train --resume` of the run in `out`, to its end.
+fn resume(config: &str, out: &Path) {
+    run(&[
+        "train",
+        "--config",
+        config,
+        "--out",
+        out.to_str().unwrap(),
+        "--resume",
+    ]);
+}
+
 /// `topoplace train` from start to end into `out`.
 fn train_uninterrupted(config: &str, out: &Path) {
     run(&["train", "--config", config, "--out", out.to_str().unwrap()]);
@@ -216,14 +228,7 @@ fn a_killed_run_resumes_to_the_uninterrupted_run() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("--resume"));
 
-    run(&[
-        "train",
-        "--config",
-        config,
-        "--out",
-        killed.to_str().unwrap(),
-        "--resume",
-    ]);
+    resume(config, &killed);
     let metrics = read(&whole.join("metrics.csv"));
     assert_eq!(
         String::from_utf8_lossy(&metrics),
@@ -477,14 +482,7 @@ fn warm_start_imitates_the_teacher_and_resumes() {
         .unwrap()
         .modified()
         .unwrap();
-    run(&[
-        "train",
-        "--config",
-        config,
-        "--out",
-        killed.to_str().unwrap(),
-        "--resume",
-    ]);
+    resume(config, &killed);
     let after = std::fs::metadata(selfplay::game_path(&teacher, 0, 0))
         .unwrap()
         .modified()
