@@ -454,6 +454,13 @@ impl<'a> Mcts<'a> {
         Ok(search)
     }
 
+    /// A search over `groups` METIS op groups of `problem`, numbered in `config`'s group order
+    /// (METIS seeded by `config.seed`): the grouping every search of the crate starts from.
+    pub fn grouped(problem: Problem<'a>, groups: usize, config: MctsConfig) -> Result<Mcts<'a>> {
+        let op_group = ordered_groups(&problem, groups, config.seed, config.group_order)?;
+        Mcts::new(problem, op_group, config)
+    }
+
     pub fn actions(&self) -> &[GroupDecision] {
         &self.actions
     }
@@ -930,8 +937,7 @@ pub fn search_with(
     policy: Option<&GnnPolicy>,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
-    let op_group = ordered_groups(p, groups, config.seed, config.group_order)?;
-    let mut mcts = Mcts::new(*p, op_group, config)?;
+    let mut mcts = Mcts::grouped(*p, groups, config)?;
     if let Some(policy) = policy {
         mcts = mcts.with_policy(policy)?;
     }

@@ -24,7 +24,7 @@ use crate::baselines::Problem;
 use crate::cost::CostModel;
 use crate::error::Result;
 use crate::gnn::GnnPolicy;
-use crate::mcts::{GroupOrder, Mcts, MctsConfig, ordered_groups};
+use crate::mcts::{Mcts, MctsConfig};
 
 use super::recipe::Recipe;
 use super::selfplay::{self, GameRecord, GameSetup, Models, Sample};
@@ -102,13 +102,12 @@ pub fn teacher_speedup(
         cluster,
         cost: &cost,
     };
-    let op_group = ordered_groups(&p, groups, seed, GroupOrder::Compute)?;
     let config = MctsConfig {
         seed,
         sfb_check: false,
         ..MctsConfig::default()
     };
-    let mcts = Mcts::new(p, op_group, config)?;
+    let mcts = Mcts::grouped(p, groups, config)?;
     let (_, best_us) = descend(&mcts, passes)?;
     Ok(mcts.dp_us() / best_us - 1.0)
 }

@@ -254,9 +254,7 @@ impl Recipe {
         let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(shown.clone(), e))?;
         let mut recipe = Recipe::parse(&text, &shown)?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        recipe
-            .training_set
-            .resolve_paths(dir, recipe.warm_start.as_mut());
+        recipe.resolve_paths(dir);
         Ok(recipe)
     }
 
@@ -338,34 +336,29 @@ impl Recipe {
     }
 }
 
-impl TrainingSet {
-    /// Graph files and cluster files relative to `dir`; zoo names stay as they are.
-    fn resolve_paths(&mut self, dir: &Path, warm_start: Option<&mut WarmStart>) {
+impl Recipe {
+    /// Graph files (of the training set and the warm start) and cluster files relative to `dir`;
+    /// zoo names and config names stay as they are.
+    fn resolve_paths(&mut self, dir: &Path) {
+        let resolve = |p: &mut String| {
+            let path = PathBuf::from(&*p);
+            if !path.is_absolute() {
+                *p = dir.join(path).display().to_string();
+            }
+        };
         let is_zoo = |m: &str| {
             let base = m.strip_suffix("-inference").unwrap_or(m);
             crate::zoo::NAMES.contains(&base)
         };
-        let resolve = |p: &String| -> String {
-            let path = PathBuf::from(p);
-            if path.is_absolute() {
-                p.clone()
-            } else {
-                dir.join(path).display().to_string()
+        let warm_models = self.warm_start.iter_mut().flat_map(|w| w.models.iter_mut());
+        for m in self.training_set.models.iter_mut().chain(warm_models) {
+            if !is_zoo(m) {
+                resolve(m);
             }
-        };
-        for m in self.models.iter_mut().filter(|m| !is_zoo(m)) {
-            *m = resolve(m);
         }
-        for m in warm_start
-            .into_iter()
-            .flat_map(|w| w.models.iter_mut())
-            .filter(|m| !is_zoo(m))
-        {
-            *m = resolve(m);
-        }
-        for c in self.clusters.iter_mut() {
+        for c in self.training_set.clusters.iter_mut() {
             if c.ends_with(".toml") {
-                *c = resolve(c);
+                resolve(c);
             }
         }
     }

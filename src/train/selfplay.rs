@@ -24,7 +24,7 @@ use crate::error::{Error, Result, write_atomic};
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
 use crate::graph::Graph;
 use crate::inputs::{load_model, load_named_cluster};
-use crate::mcts::{GroupOrder, Mcts, MctsConfig, ordered_groups};
+use crate::mcts::{Mcts, MctsConfig};
 
 use super::checkpoint::step_seed;
 use super::recipe::Recipe;
@@ -211,8 +211,8 @@ pub fn game_search<T>(
         cluster: &cluster,
         cost: &cost,
     };
-    let op_group = ordered_groups(&p, recipe.search.groups, setup.seed, GroupOrder::Compute)?;
-    let mcts = Mcts::new(p, op_group, search_config(recipe, setup.seed))?.with_policy(policy)?;
+    let config = search_config(recipe, setup.seed);
+    let mcts = Mcts::grouped(p, recipe.search.groups, config)?.with_policy(policy)?;
     let slices = features::slices(&cluster, mcts.actions());
     run(mcts, slices)
 }

@@ -379,7 +379,7 @@ impl<'r> Trainer<'r> {
         for step in 0..warm.steps {
             let seed = step_seed(self.recipe.seed, step, WARM_BATCH_STREAM);
             let batch = draw_batch(&games, self.recipe.optimizer.batch, seed);
-            let (loss, _) = self.adam_step(&games, &batch);
+            let (loss, _) = self.adam_step(&batch, Source::Teacher(&games));
             losses.push(loss);
             on_event(Event::WarmStep {
                 step: step + 1,
@@ -409,10 +409,7 @@ impl<'r> Trainer<'r> {
         let (loss, target_entropy) = if batch.is_empty() {
             (f64::NAN, f64::NAN)
         } else {
-            let replay = std::mem::take(&mut self.replay);
-            let result = self.adam_step(&replay, &batch);
-            self.replay = replay;
-            result
+            self.adam_step(&batch, Source::Replay)
         };
         self.state.step += 1;
         let mut metrics = StepMetrics {
@@ -454,9 +451,13 @@ impl<'r> Trainer<'r> {
         }
     }
 
-    /// Mean cross-entropy over `batch` of `games`' targets, one Adam step; the loss and the
-    /// targets' mean entropy.
-    fn adam_step(&mut self, games: &VecDeque<GameRecord>, batch: &[(usize, usize)]) -> (f64, f64) {
+    /// Mean cross-entropy over `batch` (indices into `source`'s games), one Adam step; the loss
+    /// and the targets' mean entropy.
+    fn adam_step(&mut self, batch: &[(usize, usize)], source: Source) -> (f64, f64) {
+        let games = match source {
+            Source::Replay => &self.replay,
+            Source::Teacher(games) => games,
+        };
         let mut loss: Option<Tensor<1>> = None;
         let mut entropy = 0.0;
         for &(g, s) in batch {
@@ -538,6 +539,14 @@ impl<'r> Trainer<'r> {
     }
 }
 
+/// Where an Adam step's targets come from.
+enum Source<'a> {
+    /// The self-play replay buffer.
+    Replay,
+    /// The warm start's teacher games.
+    Teacher(&'a VecDeque<GameRecord>),
+}
+
 /// `size` (game, sample) indices drawn uniformly, with replacement, from every target of
 /// `games` with `seed`; none when there are no targets.
 fn draw_batch(games: &VecDeque<GameRecord>, size: usize, seed: u64) -> Vec<(usize, usize)> {
@@ -601,13 +610,14 @@ pub fn generation_policy(recipe: &Recipe, run_dir: &Path, generation: u64) -> Re
     if path.exists() {
         return GnnPolicy::load(&path);
     }
-    if generation == 0 && recipe.warm_start.is_some() {
-        return Err(Error::Other(format!(
-            "{}: the recipe has a warm start; run `topoplace train --samples` first, which does              it and writes generation 0's weights",
-            path.display()
-        )));
-    }
     if generation == 0 {
+        if recipe.warm_start.is_some() {
+            return Err(Error::Other(format!(
+                "{}: the recipe has a warm start; run `topoplace train --samples` first: it does \
+                 the warm start and writes generation 0's weights",
+                path.display()
+            )));
+        }
         return GnnPolicy::init(recipe.model.gnn_config(), recipe.seed);
     }
     Err(Error::Other(format!(
