@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::baselines::Problem;
-use crate::cluster::{Cluster, random_cluster};
+use crate::cluster::{Bandwidths, Cluster, random_cluster_within};
 use crate::cost::CostModel;
 use crate::error::{Error, Result, write_atomic};
 use crate::gnn::GnnPolicy;
@@ -56,6 +56,8 @@ pub struct Setup<'a> {
     /// Unseen topologies in `unseen-topologies` and `overhead`.
     pub topologies: u64,
     pub topology_seed: u64,
+    /// The unseen topologies' bandwidth ranges (TAG's: [`Bandwidths::TAG`]).
+    pub bandwidths: Bandwidths,
     /// `search-efficiency`: also run the warm start's teacher (a coordinate descent over the
     /// tree's strategies, minutes per model) to show how much any prior could gain.
     pub headroom: bool,
@@ -255,7 +257,7 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             .into_par_iter()
             .map(|i| {
                 let seed = s.topology_seed + i;
-                let cluster = random_cluster(seed);
+                let cluster = random_cluster_within(seed, s.bandwidths);
                 let with = search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)?;
                 let without = search_once(graph, &cluster, None, s.budget, s.groups, seed)?;
                 Ok((with, without))
@@ -327,7 +329,7 @@ pub fn overhead(s: &Setup) -> Result<Output> {
         let times: Vec<f64> = (0..s.topologies)
             .map(|i| {
                 let seed = s.topology_seed + i;
-                let cluster = random_cluster(seed);
+                let cluster = random_cluster_within(seed, s.bandwidths);
                 search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)
                     .map(|o| o.seconds)
             })

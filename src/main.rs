@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
-use topoplace::cluster::{Cluster, load_cluster, random_cluster};
+use topoplace::cluster::{Bandwidths, Cluster, load_cluster, random_cluster_within};
 use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
@@ -186,6 +186,14 @@ struct ExperimentArgs {
     /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
     #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
     topology_seed: u64,
+    /// unseen-topologies and overhead: the topologies' intra-machine bandwidth range, whole
+    /// Gbps (default TAG's 64,160).
+    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
+    intra_gbps: Option<[u32; 2]>,
+    /// unseen-topologies and overhead: the topologies' inter-machine bandwidth range, whole
+    /// Gbps (default TAG's 20,50).
+    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
+    inter_gbps: Option<[u32; 2]>,
     /// search-efficiency: add the warm start's teacher per model (a coordinate descent over the
     /// tree's strategies; minutes per model): the headroom any prior could reach.
     #[arg(long)]
@@ -433,7 +441,29 @@ enum TopologyCommand {
         /// Print the cluster summary as JSON instead of TOML.
         #[arg(long)]
         json: bool,
+        /// Intra-machine bandwidth range, whole Gbps (TAG: 64,160); a recipe's
+        /// `training_set.intra_gbps`.
+        #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
+        intra_gbps: Option<[u32; 2]>,
+        /// Inter-machine (NIC) bandwidth range, whole Gbps (TAG: 20,50); a recipe's
+        /// `training_set.inter_gbps`.
+        #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
+        inter_gbps: Option<[u32; 2]>,
     },
+}
+
+/// `LOW,HIGH` in whole Gbps.
+fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
+    let parts: Vec<&str> = text.split(',').collect();
+    let [lo, hi] = parts[..] else {
+        return Err(format!("\"{text}\": expected LOW,HIGH in whole Gbps"));
+    };
+    let whole = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("\"{s}\" is not a whole number of Gbps"))
+    };
+    Ok([whole(lo)?, whole(hi)?])
 }
 
 fn main() -> ExitCode {
@@ -472,7 +502,13 @@ fn run(command: Command) -> Result<()> {
         Command::Solve(args) => solve(args),
         Command::Sfb(args) => sfb(args),
         Command::Topology { command } => match command {
-            TopologyCommand::Random { seed, out, json } => topology_random(seed, out, json),
+            TopologyCommand::Random {
+                seed,
+                out,
+                json,
+                intra_gbps,
+                inter_gbps,
+            } => topology_random(seed, bandwidths(intra_gbps, inter_gbps)?, out, json),
         },
         Command::Train(args) => train_cli::train(args),
         Command::Selfplay(args) => train_cli::selfplay(args),
@@ -582,8 +618,34 @@ fn zoo_export(out: &Path, models: &[String], json: bool) -> Result<()> {
     }
 }
 
-fn topology_random(seed: u64, out: Option<PathBuf>, json: bool) -> Result<()> {
-    let cluster = random_cluster(seed);
+/// The bandwidth ranges of `--intra-gbps` / `--inter-gbps` (TAG's where not given), checked.
+fn bandwidths(intra_gbps: Option<[u32; 2]>, inter_gbps: Option<[u32; 2]>) -> Result<Bandwidths> {
+    let b = Bandwidths {
+        intra_gbps: intra_gbps.unwrap_or(Bandwidths::TAG.intra_gbps),
+        inter_gbps: inter_gbps.unwrap_or(Bandwidths::TAG.inter_gbps),
+    };
+    match b.problem() {
+        Some((field, problem)) => {
+            let flag = format!("--{}", field.replace('_', "-"));
+            Err(InputError::new("<cli>", &flag, &problem).into())
+        }
+        None => Ok(b),
+    }
+}
+
+impl ExperimentArgs {
+    fn bandwidths(&self) -> Result<Bandwidths> {
+        bandwidths(self.intra_gbps, self.inter_gbps)
+    }
+}
+
+fn topology_random(
+    seed: u64,
+    bandwidths: Bandwidths,
+    out: Option<PathBuf>,
+    json: bool,
+) -> Result<()> {
+    let cluster = random_cluster_within(seed, bandwidths);
     if json {
         return print_json(&cluster.summary());
     }

@@ -249,6 +249,7 @@ pub fn experiment(args: crate::ExperimentArgs) -> Result<()> {
         seeds: args.seeds,
         topologies: args.topologies,
         topology_seed: args.topology_seed,
+        bandwidths: args.bandwidths()?,
         headroom: args.headroom,
     };
     let spinner = ProgressBar::new_spinner();

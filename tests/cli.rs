@@ -201,6 +201,51 @@ fn random_topology_is_deterministic_and_loads() {
 }
 
 #[test]
+fn random_topology_takes_other_bandwidth_ranges() {
+    let out = topoplace(&[
+        "topology",
+        "random",
+        "--seed",
+        "7",
+        "--intra-gbps",
+        "300,400",
+        "--inter-gbps",
+        "90,100",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    assert!(
+        text.contains("name = \"random-7-intra300-400-inter90-100\""),
+        "{text}"
+    );
+    let gbps: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("intra_bandwidth") || l.starts_with("nic"))
+        .map(|l| {
+            l.split('"')
+                .nth(1)
+                .unwrap()
+                .trim_end_matches(" Gbps")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(!gbps.is_empty());
+    assert!(
+        gbps.iter().all(|&g| (90.0..=400.0).contains(&g)),
+        "{gbps:?}"
+    );
+    let out = topoplace(&["topology", "random", "--inter-gbps", "50,20"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("--inter-gbps"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
 fn info_on_zoo_model_with_cluster() {
     let v = json_of(&[
         "info",

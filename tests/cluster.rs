@@ -1,8 +1,8 @@
 //! Cluster configs, routes, the random generator and input errors.
 
 use topoplace::cluster::{
-    CATALOG, Cluster, LinkKind, find_gpu, load_cluster, parse_cluster, random::RANDOM_GPU_TYPES,
-    random_cluster,
+    Bandwidths, CATALOG, Cluster, LinkKind, find_gpu, load_cluster, parse_cluster,
+    random::RANDOM_GPU_TYPES, random_cluster, random_cluster_within,
 };
 use topoplace::units::{GB_PER_S, GBPS, GIB};
 
@@ -253,6 +253,46 @@ fn random_clusters_follow_tags_distribution() {
         (1, 6, 8),
         "the ends of the ranges are reached"
     );
+}
+
+#[test]
+fn other_bandwidth_ranges_change_only_the_bandwidths() {
+    let wide = Bandwidths {
+        intra_gbps: [64, 400],
+        inter_gbps: [10, 100],
+    };
+    let (mut lo_intra, mut hi_intra, mut lo_nic, mut hi_nic) = (f64::MAX, 0.0f64, f64::MAX, 0.0f64);
+    for seed in 0..300 {
+        let tag = random_cluster(seed);
+        assert_eq!(random_cluster_within(seed, Bandwidths::TAG), tag);
+        let c = random_cluster_within(seed, wide);
+        assert_eq!(c.name, format!("random-{seed}-intra64-400-inter10-100"));
+        // The same machines, GPU types and counts: one draw sequence, other ranges.
+        assert_eq!(c.machines.len(), tag.machines.len());
+        for (g, t) in c.groups.iter().zip(&tag.groups) {
+            assert_eq!((g.gpu.name, g.devices.len()), (t.gpu.name, t.devices.len()));
+            assert!(in_range(g.intra_bandwidth, 64.0 * GBPS, 400.0 * GBPS));
+            lo_intra = lo_intra.min(g.intra_bandwidth / GBPS);
+            hi_intra = hi_intra.max(g.intra_bandwidth / GBPS);
+        }
+        for m in &c.machines {
+            assert!(in_range(m.nic_bandwidth, 10.0 * GBPS, 100.0 * GBPS));
+            lo_nic = lo_nic.min(m.nic_bandwidth / GBPS);
+            hi_nic = hi_nic.max(m.nic_bandwidth / GBPS);
+        }
+        if seed < 50 {
+            assert_eq!(parse_cluster(&c.to_toml(), "rt").unwrap(), c, "seed {seed}");
+        }
+    }
+    // The draws spread over the whole ranges, beyond TAG's ends on both sides where they exist.
+    assert!(lo_intra < 70.0 && hi_intra > 390.0, "{lo_intra} {hi_intra}");
+    assert!(lo_nic < 15.0 && hi_nic > 95.0, "{lo_nic} {hi_nic}");
+    let reversed = Bandwidths {
+        intra_gbps: [64, 400],
+        inter_gbps: [50, 20],
+    };
+    assert_eq!(reversed.problem().map(|p| p.0), Some("inter_gbps"));
+    assert_eq!(wide.problem(), None);
 }
 
 #[test]

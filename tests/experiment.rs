@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use topoplace::cluster::load_cluster;
+use topoplace::cluster::{Bandwidths, random_cluster_within};
 use topoplace::experiment::{Setup, search_efficiency, search_once, unseen_topologies};
 use topoplace::zoo;
 
@@ -56,6 +57,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         seeds: 2,
         topologies: 3,
         topology_seed: 2_000_000,
+        bandwidths: Bandwidths::TAG,
         headroom: false,
     };
     let out = search_efficiency(&setup).unwrap();
@@ -122,6 +124,29 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     let better: usize = row[7].parse().unwrap();
     let worse: usize = row[8].parse().unwrap();
     assert!(better + worse <= 3);
+
+    // Other bandwidth ranges: the rows are the searches on those topologies.
+    let wide = Bandwidths {
+        intra_gbps: [300, 400],
+        inter_gbps: [90, 100],
+    };
+    let unseen = unseen_topologies(&Setup {
+        bandwidths: wide,
+        models: setup.models.clone(),
+        ..setup
+    })
+    .unwrap();
+    let row: Vec<&str> = unseen.csv.lines().nth(1).unwrap().split(',').collect();
+    let uniform: Vec<f64> = (0..3)
+        .map(|i| {
+            let seed = 2_000_000 + i;
+            let c = random_cluster_within(seed, wide);
+            search_once(&mlp, &c, None, 24, 4, seed).unwrap().speedup
+        })
+        .collect();
+    let shown: f64 = row[6].parse().unwrap();
+    let mean = uniform.iter().sum::<f64>() / 3.0;
+    assert!((shown - mean).abs() < 1e-6, "{shown} vs {mean}");
 }
 
 #[test]

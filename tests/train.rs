@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use topoplace::cluster::Bandwidths;
+use topoplace::train::selfplay::{self, ClusterSource};
 use topoplace::train::{Checkpoints, Recipe, step_seed};
 
 fn root() -> &'static Path {
@@ -27,6 +29,38 @@ fn defaults_fill_what_a_recipe_leaves_out() {
     assert_eq!(r.search.budget, 200);
     assert_eq!(r.checkpoint.every, 10);
     assert_eq!(r.training_set.topologies, 1000);
+    assert_eq!(r.training_set.bandwidths(), Bandwidths::TAG);
+}
+
+#[test]
+fn a_recipe_with_other_bandwidths_draws_its_topologies_within_them() {
+    let text = "name = \"t\"\n[training_set]\nmodels = [\"mlp\"]\ntopologies = 50\n\
+                intra_gbps = [300, 400]\ninter_gbps = [90, 100]\n";
+    let r = Recipe::parse(text, "r.toml").unwrap();
+    let gbps = topoplace::units::GBPS;
+    for step in 0..20 {
+        let setup = selfplay::draw(&r, step, 0);
+        let ClusterSource::RandomWithin(seed, b) = setup.cluster else {
+            panic!("{:?}", setup.cluster)
+        };
+        assert!(seed < 50);
+        let c = setup.cluster.load().unwrap();
+        assert_eq!(c.name, setup.cluster.name());
+        assert_eq!(c.name, format!("random-{seed}-intra300-400-inter90-100"));
+        assert_eq!(b, r.training_set.bandwidths());
+        for g in &c.groups {
+            assert!((300.0 * gbps..=400.0 * gbps).contains(&g.intra_bandwidth));
+        }
+        for m in &c.machines {
+            assert!((90.0 * gbps..=100.0 * gbps).contains(&m.nic_bandwidth));
+        }
+    }
+    // TAG's ranges keep the variant (and names) games were written with before.
+    let tag = Recipe::parse(&minimal(""), "r.toml").unwrap();
+    assert!(matches!(
+        selfplay::draw(&tag, 0, 0).cluster,
+        ClusterSource::Random(_)
+    ));
 }
 
 #[test]
@@ -48,6 +82,18 @@ fn bad_recipes_name_the_file_and_field() {
             "name",
         ),
         ("name = \"t\"\n[training_set\n".into(), "malformed TOML"),
+        (
+            "name = \"t\"\n[training_set]\nmodels = [\"mlp\"]\ninter_gbps = [50, 20]\n".into(),
+            "training_set.inter_gbps",
+        ),
+        (
+            "name = \"t\"\n[training_set]\nmodels = [\"mlp\"]\nintra_gbps = [0, 100]\n".into(),
+            "training_set.intra_gbps",
+        ),
+        (
+            "name = \"t\"\n[training_set]\nmodels = [\"mlp\"]\nintra_gbps = [-5, 100]\n".into(),
+            "intra_gbps",
+        ),
     ];
     for (text, field) in cases {
         let e = Recipe::parse(&text, "r.toml").unwrap_err().to_string();

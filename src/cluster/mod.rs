@@ -15,7 +15,7 @@ pub mod random;
 
 pub use catalog::{CATALOG, GpuSpec, find_gpu, lookup_gpu};
 pub use config::{load_cluster, parse_cluster};
-pub use random::random_cluster;
+pub use random::{Bandwidths, random_cluster, random_cluster_within};
 
 use serde::Serialize;
 

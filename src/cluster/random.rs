@@ -9,9 +9,15 @@
 //!
 //! Bandwidths are rounded to 0.01 Gbps so the generated TOML stays readable; latencies take the
 //! config defaults. The same seed always gives the same cluster (StdRng seeded from the u64).
+//!
+//! [`random_cluster_within`] draws the same way with other bandwidth ranges ([`Bandwidths`]).
+//! Why: TAG's ranges leave out its own testbed (NVLink at 400 Gbps, a 100 Gbps switch) and its
+//! cloud (10 Gbps between machines); TAG covered them by training on the testbed itself. A
+//! training set can instead widen the ranges and keep every named cluster unseen.
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
 
 use super::Cluster;
 use super::config::{ClusterFile, MachineEntry, Quantity, build};
@@ -22,15 +28,58 @@ pub const RANDOM_GPU_TYPES: [&str; 3] = ["V100-SXM2-16GB", "GTX-1080Ti", "P100-1
 pub const MACHINES: (u32, u32) = (1, 6);
 /// GPUs per machine, inclusive.
 pub const GPUS_PER_MACHINE: (u32, u32) = (1, 8);
-/// Intra-machine bandwidth in Gbps, inclusive.
-pub const INTRA_GBPS: (f64, f64) = (64.0, 160.0);
-/// Inter-machine bandwidth in Gbps, inclusive.
-pub const INTER_GBPS: (f64, f64) = (20.0, 50.0);
+/// The bandwidth ranges a random topology draws from, whole Gbps, inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bandwidths {
+    /// Inside a machine (one per machine).
+    pub intra_gbps: [u32; 2],
+    /// A machine's NIC (one per machine).
+    pub inter_gbps: [u32; 2],
+}
 
-/// A random cluster named `random-<seed>`.
+impl Bandwidths {
+    /// TAG §5.2's ranges.
+    pub const TAG: Bandwidths = Bandwidths {
+        intra_gbps: [64, 160],
+        inter_gbps: [20, 50],
+    };
+
+    /// The name of seed `seed`'s topology: `random-<seed>` for TAG's ranges, the ranges appended
+    /// otherwise (two distributions never share a name).
+    pub fn cluster_name(&self, seed: u64) -> String {
+        if *self == Bandwidths::TAG {
+            format!("random-{seed}")
+        } else {
+            let ([a, b], [c, d]) = (self.intra_gbps, self.inter_gbps);
+            format!("random-{seed}-intra{a}-{b}-inter{c}-{d}")
+        }
+    }
+
+    /// The field and the reason when these ranges cannot be drawn from (a zero bandwidth, a
+    /// reversed range).
+    pub fn problem(&self) -> Option<(&'static str, String)> {
+        [
+            ("intra_gbps", self.intra_gbps),
+            ("inter_gbps", self.inter_gbps),
+        ]
+        .into_iter()
+        .find(|&(_, [lo, hi])| lo == 0 || lo > hi)
+        .map(|(field, [lo, hi])| (field, format!("[{lo}, {hi}]: needs 0 < low <= high (Gbps)")))
+    }
+}
+
+/// A random cluster of TAG's distribution, named `random-<seed>`.
 pub fn random_cluster(seed: u64) -> Cluster {
-    let name = format!("random-{seed}");
-    build(&random_file(seed), &name).expect("generated clusters are valid by construction")
+    random_cluster_within(seed, Bandwidths::TAG)
+}
+
+/// A random cluster drawn like [`random_cluster`] with `bandwidths`' ranges (valid ones: see
+/// [`Bandwidths::problem`]). With TAG's ranges it is `random_cluster(seed)` exactly.
+pub fn random_cluster_within(seed: u64, bandwidths: Bandwidths) -> Cluster {
+    let name = bandwidths.cluster_name(seed);
+    build(&random_file(seed, bandwidths, &name), &name)
+        .expect("generated clusters are valid by construction")
 }
 
 /// The TOML text of [`random_cluster`]`(seed)`.
@@ -38,7 +87,7 @@ pub fn random_cluster_toml(seed: u64) -> String {
     random_cluster(seed).to_toml()
 }
 
-fn random_file(seed: u64) -> ClusterFile {
+fn random_file(seed: u64, bandwidths: Bandwidths, name: &str) -> ClusterFile {
     let mut rng = StdRng::seed_from_u64(seed);
     let machines = rng.random_range(MACHINES.0..=MACHINES.1);
     let machines = (0..machines)
@@ -47,16 +96,24 @@ fn random_file(seed: u64) -> ClusterFile {
             server: None,
             gpu: RANDOM_GPU_TYPES[rng.random_range(0..RANDOM_GPU_TYPES.len())].to_string(),
             gpus: i64::from(rng.random_range(GPUS_PER_MACHINE.0..=GPUS_PER_MACHINE.1)),
-            intra_bandwidth: gbps(&mut rng, INTRA_GBPS),
+            intra_bandwidth: gbps(&mut rng, bandwidths.intra_gbps),
             intra_latency: None,
-            nic: gbps(&mut rng, INTER_GBPS),
+            nic: gbps(&mut rng, bandwidths.inter_gbps),
             count: None,
             memory: None,
         })
         .collect();
     ClusterFile {
-        name: format!("random-{seed}"),
-        description: format!("random topology, TAG §5.2 distribution, seed {seed}"),
+        name: name.to_string(),
+        description: if bandwidths == Bandwidths::TAG {
+            format!("random topology, TAG §5.2 distribution, seed {seed}")
+        } else {
+            format!(
+                "random topology, TAG §5.2 distribution with intra-machine {:?} and \
+                 inter-machine {:?} Gbps, seed {seed}",
+                bandwidths.intra_gbps, bandwidths.inter_gbps
+            )
+        },
         inter_latency: None,
         machines,
         bandwidth_matrix: None,
@@ -65,7 +122,7 @@ fn random_file(seed: u64) -> ClusterFile {
 
 /// A bandwidth drawn uniformly in `range` Gbps, rounded to 0.01 Gbps (rounding keeps it inside
 /// the range because both ends are whole numbers).
-fn gbps(rng: &mut StdRng, range: (f64, f64)) -> Quantity {
-    let x: f64 = rng.random_range(range.0..=range.1);
+fn gbps(rng: &mut StdRng, [lo, hi]: [u32; 2]) -> Quantity {
+    let x: f64 = rng.random_range(f64::from(lo)..=f64::from(hi));
     Quantity::Text(format!("{} Gbps", (x * 100.0).round() / 100.0))
 }

@@ -48,9 +48,25 @@ pub struct TrainingSet {
     pub topologies: u64,
     #[serde(default)]
     pub topology_seed: u64,
+    /// The random topologies' intra-machine bandwidth range, Gbps (TAG: [64, 160]).
+    #[serde(default = "defaults::intra_gbps")]
+    pub intra_gbps: [u32; 2],
+    /// The random topologies' inter-machine (NIC) bandwidth range, Gbps (TAG: [20, 50]).
+    #[serde(default = "defaults::inter_gbps")]
+    pub inter_gbps: [u32; 2],
     /// Cluster configs drawn from besides the random topologies.
     #[serde(default)]
     pub clusters: Vec<String>,
+}
+
+impl TrainingSet {
+    /// The bandwidth ranges of the random topologies.
+    pub fn bandwidths(&self) -> crate::cluster::Bandwidths {
+        crate::cluster::Bandwidths {
+            intra_gbps: self.intra_gbps,
+            inter_gbps: self.inter_gbps,
+        }
+    }
 }
 
 /// The MCTS of each self-play game.
@@ -165,6 +181,12 @@ mod defaults {
     }
     pub fn topologies() -> u64 {
         1000
+    }
+    pub fn intra_gbps() -> [u32; 2] {
+        crate::cluster::Bandwidths::TAG.intra_gbps
+    }
+    pub fn inter_gbps() -> [u32; 2] {
+        crate::cluster::Bandwidths::TAG.inter_gbps
     }
     pub fn budget() -> usize {
         200
@@ -292,6 +314,9 @@ impl Recipe {
                 "training_set.topologies",
                 "0 random topologies and no clusters: nothing to train on",
             ));
+        }
+        if let Some((field, problem)) = set.bandwidths().problem() {
+            return Err(at(&format!("training_set.{field}"), &problem));
         }
         let positive = [
             ("steps", self.steps as f64),
