@@ -26,9 +26,9 @@ use crate::cost::CostModel;
 use crate::error::{Error, Result, write_atomic};
 use crate::gnn::GnnPolicy;
 use crate::graph::Graph;
-use crate::mcts::{MctsConfig, search_with};
+use crate::mcts::{Mcts, MctsConfig, search_with};
 use crate::report::{Table, bar_chart, mean};
-use crate::train::imitation::teacher_speedup;
+use crate::train::imitation::descend;
 use crate::train::{Recipe, TrainOptions, train};
 
 /// The experiments, by command name.
@@ -74,6 +74,28 @@ pub struct SearchOutcome {
     pub seconds: f64,
 }
 
+/// The search the experiments run: `graph` on `cluster` with the default cost model, seeded by
+/// `seed`, without the SFB double check (the same post-processing for every prior compared).
+fn experiment_search<T>(
+    graph: &Graph,
+    cluster: &Cluster,
+    seed: u64,
+    run: impl FnOnce(Problem, MctsConfig) -> Result<T>,
+) -> Result<T> {
+    let cost = CostModel::default();
+    let p = Problem {
+        graph,
+        cluster,
+        cost: &cost,
+    };
+    let config = MctsConfig {
+        seed,
+        sfb_check: false,
+        ..MctsConfig::default()
+    };
+    run(p, config)
+}
+
 /// Search `graph` on `cluster` with `policy`'s priors (`None`: uniform) and read the outcome.
 pub fn search_once(
     graph: &Graph,
@@ -83,30 +105,41 @@ pub fn search_once(
     groups: usize,
     seed: u64,
 ) -> Result<SearchOutcome> {
-    let cost = CostModel::default();
-    let p = Problem {
-        graph,
-        cluster,
-        cost: &cost,
-    };
-    let config = MctsConfig {
-        iterations: budget,
-        seed,
-        sfb_check: false,
-        ..MctsConfig::default()
-    };
-    let began = Instant::now();
-    let mut best: (Option<f64>, usize) = (None, 0);
-    let found = search_with(&p, groups, config, policy, |progress| {
-        if progress.best_us != best.0 {
-            best = (progress.best_us, progress.iterations);
-        }
-    })?;
-    Ok(SearchOutcome {
-        speedup: found.speedup_over_dp(),
-        beat_dp_at: found.beat_dp_at,
-        best_at: best.1,
-        seconds: began.elapsed().as_secs_f64(),
+    experiment_search(graph, cluster, seed, |p, config| {
+        let config = MctsConfig {
+            iterations: budget,
+            ..config
+        };
+        let began = Instant::now();
+        let mut best: (Option<f64>, usize) = (None, 0);
+        let found = search_with(&p, groups, config, policy, |progress| {
+            if progress.best_us != best.0 {
+                best = (progress.best_us, progress.iterations);
+            }
+        })?;
+        Ok(SearchOutcome {
+            speedup: found.speedup_over_dp(),
+            beat_dp_at: found.beat_dp_at,
+            best_at: best.1,
+            seconds: began.elapsed().as_secs_f64(),
+        })
+    })
+}
+
+/// The warm start's teacher on `graph` and `cluster` (`groups` METIS groups in TAG's search
+/// order, `passes` sweeps): its speed-up over DP-NCCL, i.e. how far below the search's start the
+/// tree's strategies reach by single-group changes, the headroom `search-efficiency` reports.
+pub fn teacher_speedup(
+    graph: &Graph,
+    cluster: &Cluster,
+    groups: usize,
+    seed: u64,
+    passes: usize,
+) -> Result<f64> {
+    experiment_search(graph, cluster, seed, |p, config| {
+        let mcts = Mcts::grouped(p, groups, config)?;
+        let (_, best_us) = descend(&mcts, passes)?;
+        Ok(mcts.dp_us() / best_us - 1.0)
     })
 }
 

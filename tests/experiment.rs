@@ -105,7 +105,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         .collect();
     assert_eq!(teacher[1], "teacher");
     let shown: f64 = teacher[5].parse().unwrap();
-    let direct = topoplace::train::imitation::teacher_speedup(&mlp, &cluster, 4, 0, 1).unwrap();
+    let direct = topoplace::experiment::teacher_speedup(&mlp, &cluster, 4, 0, 1).unwrap();
     assert!(
         (shown - direct).abs() < 1e-6 && direct >= 0.0,
         "{shown} vs {direct}"

@@ -40,7 +40,7 @@ fn a_recipe_with_other_bandwidths_draws_its_topologies_within_them() {
     let gbps = topoplace::units::GBPS;
     for step in 0..20 {
         let setup = selfplay::draw(&r, step, 0);
-        let ClusterSource::RandomWithin(seed, b) = setup.cluster else {
+        let ClusterSource::Random(seed, b) = setup.cluster else {
             panic!("{:?}", setup.cluster)
         };
         assert!(seed < 50);
@@ -55,12 +55,14 @@ fn a_recipe_with_other_bandwidths_draws_its_topologies_within_them() {
             assert!((90.0 * gbps..=100.0 * gbps).contains(&m.nic_bandwidth));
         }
     }
-    // TAG's ranges keep the variant (and names) games were written with before.
+    // TAG's ranges keep the names games were written with before.
     let tag = Recipe::parse(&minimal(""), "r.toml").unwrap();
-    assert!(matches!(
-        selfplay::draw(&tag, 0, 0).cluster,
-        ClusterSource::Random(_)
-    ));
+    let setup = selfplay::draw(&tag, 0, 0);
+    let ClusterSource::Random(seed, b) = setup.cluster else {
+        panic!("{:?}", setup.cluster)
+    };
+    assert_eq!(b, Bandwidths::TAG);
+    assert_eq!(setup.cluster.name(), format!("random-{seed}"));
 }
 
 #[test]

@@ -105,15 +105,11 @@ fn random_file(seed: u64, bandwidths: Bandwidths, name: &str) -> ClusterFile {
         .collect();
     ClusterFile {
         name: name.to_string(),
-        description: if bandwidths == Bandwidths::TAG {
-            format!("random topology, TAG §5.2 distribution, seed {seed}")
-        } else {
-            format!(
-                "random topology, TAG §5.2 distribution with intra-machine {:?} and \
-                 inter-machine {:?} Gbps, seed {seed}",
-                bandwidths.intra_gbps, bandwidths.inter_gbps
-            )
-        },
+        description: format!(
+            "random topology, TAG §5.2 distribution with intra-machine {:?} and inter-machine \
+             {:?} Gbps, seed {seed}",
+            bandwidths.intra_gbps, bandwidths.inter_gbps
+        ),
         inter_latency: None,
         machines,
         bandwidth_matrix: None,

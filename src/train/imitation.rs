@@ -20,11 +20,9 @@
 
 use rayon::prelude::*;
 
-use crate::baselines::Problem;
-use crate::cost::CostModel;
 use crate::error::Result;
 use crate::gnn::GnnPolicy;
-use crate::mcts::{Mcts, MctsConfig};
+use crate::mcts::Mcts;
 
 use super::recipe::Recipe;
 use super::selfplay::{self, GameRecord, GameSetup, Models, Sample};
@@ -84,32 +82,6 @@ fn fastest(actions: u16, time: impl Fn(u16) -> Result<f64> + Sync) -> Result<(u1
         }
     }
     Ok(best)
-}
-
-/// The teacher's speed-up over DP-NCCL for `graph` on `cluster` (`groups` METIS groups, TAG's
-/// search order, `passes` sweeps): how far below the search's start the tree's strategies reach
-/// by single-group changes, the headroom the search-efficiency experiment reports.
-pub fn teacher_speedup(
-    graph: &crate::graph::Graph,
-    cluster: &crate::cluster::Cluster,
-    groups: usize,
-    seed: u64,
-    passes: usize,
-) -> Result<f64> {
-    let cost = CostModel::default();
-    let p = Problem {
-        graph,
-        cluster,
-        cost: &cost,
-    };
-    let config = MctsConfig {
-        seed,
-        sfb_check: false,
-        ..MctsConfig::default()
-    };
-    let mcts = Mcts::grouped(p, groups, config)?;
-    let (_, best_us) = descend(&mcts, passes)?;
-    Ok(mcts.dp_us() / best_us - 1.0)
 }
 
 /// Play teacher game `setup`: the descent's path, and a one-hot target at each of its vertices.

@@ -18,7 +18,7 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::baselines::Problem;
-use crate::cluster::{Bandwidths, Cluster, random_cluster, random_cluster_within};
+use crate::cluster::{Bandwidths, Cluster, random_cluster_within};
 use crate::cost::CostModel;
 use crate::error::{Error, Result, write_atomic};
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
@@ -32,37 +32,23 @@ use super::recipe::Recipe;
 /// Where a game's cluster comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClusterSource {
-    /// A random topology of TAG's distribution with this seed.
-    Random(u64),
-    /// A random topology drawn like TAG's with other bandwidth ranges.
-    RandomWithin(u64, Bandwidths),
+    /// A random topology with this seed, drawn like TAG's with these bandwidth ranges.
+    Random(u64, Bandwidths),
     /// One of the recipe's cluster configs.
     Config(String),
 }
 
 impl ClusterSource {
-    /// Random topology `seed` with `bandwidths`' ranges (TAG's keep their own variant, so game
-    /// files written before other ranges existed read the same).
-    pub fn random(seed: u64, bandwidths: Bandwidths) -> ClusterSource {
-        if bandwidths == Bandwidths::TAG {
-            ClusterSource::Random(seed)
-        } else {
-            ClusterSource::RandomWithin(seed, bandwidths)
-        }
-    }
-
     pub fn load(&self) -> Result<Cluster> {
         match self {
-            ClusterSource::Random(seed) => Ok(random_cluster(*seed)),
-            ClusterSource::RandomWithin(seed, b) => Ok(random_cluster_within(*seed, *b)),
+            ClusterSource::Random(seed, b) => Ok(random_cluster_within(*seed, *b)),
             ClusterSource::Config(name) => load_named_cluster(name),
         }
     }
 
     pub fn name(&self) -> String {
         match self {
-            ClusterSource::Random(seed) => Bandwidths::TAG.cluster_name(*seed),
-            ClusterSource::RandomWithin(seed, b) => b.cluster_name(*seed),
+            ClusterSource::Random(seed, b) => b.cluster_name(*seed),
             ClusterSource::Config(name) => name.clone(),
         }
     }
@@ -144,7 +130,7 @@ pub fn draw_from(
     let choices = set.topologies + set.clusters.len() as u64;
     let pick = rng.random_range(0..choices);
     let cluster = if pick < set.topologies {
-        ClusterSource::random(set.topology_seed + pick, set.bandwidths())
+        ClusterSource::Random(set.topology_seed + pick, set.bandwidths())
     } else {
         ClusterSource::Config(set.clusters[(pick - set.topologies) as usize].clone())
     };
