@@ -6,10 +6,10 @@
 use std::time::Instant;
 
 use criterion::Criterion;
-use topoplace::baselines::{Placement, Problem, simulate};
+use topoplace::cluster::RouteTable;
 use topoplace::cluster::load_cluster;
-use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
+use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::gnn::{GnnConfig, GnnPolicy, VertexPriors};
 use topoplace::mcts::{
     DEFAULT_GROUPS, MctsConfig, actions, build_strategy, metis_groups, search_with,
@@ -41,7 +41,7 @@ fn start_graph(model: &str, policy: &GnnPolicy) {
         cluster.devices.len(),
     )
     .unwrap();
-    let e = simulate(&p, &routes, &Placement::plain(dp, "")).unwrap();
+    let e = evaluate(&p, &routes, &Placement::plain(dp, "")).unwrap();
     let vp = VertexPriors::new(policy, &p, &routes, &op_group, &acts, e.report.iteration_us);
     let feedback = vp.feedback(&e);
     let g = vp.graph(&dp_choice, 1, &feedback);

@@ -4,8 +4,9 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
+use topoplace::cluster::RouteTable;
 use topoplace::cluster::load_cluster;
-use topoplace::compile::{RouteTable, compile_with_routes};
+use topoplace::compile::compile;
 use topoplace::cost::CostModel;
 use topoplace::sim::{Order, Simulator};
 use topoplace::strategy::Reference;
@@ -27,7 +28,7 @@ fn compile_and_simulate(c: &mut Criterion) {
         let mut sim = Simulator::new();
         group.bench_function(format!("{model} on {}", cluster.name), |b| {
             b.iter(|| {
-                let mut compiled = compile_with_routes(&graph, &cluster, &routes, &strategy, &cost);
+                let mut compiled = compile(&graph, &cluster, &routes, &strategy, &cost, None);
                 sim.run(&mut compiled.exec, Order::Fifo).unwrap().makespan
             })
         });

@@ -5,9 +5,9 @@
 //! two 4-GPU clusters. Each solve: 5 % relative gap, one thread, time limit
 //! `TOPOPLACE_SOLVE_LIMIT` seconds (default 60). Run: `cargo bench --bench solve`.
 
-use topoplace::baselines::Problem;
 use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
+use topoplace::evaluate::Problem;
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
 use topoplace::zoo::{ZooOptions, build};
 

@@ -40,7 +40,7 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// Every error the library returns.
+/// Every error the library returns. Each message is one line, as the command line prints it.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{0}")]
@@ -51,8 +51,196 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The simulator refused the execution graph (a dependency cycle).
+    #[error(transparent)]
+    Sim(#[from] crate::sim::SimError),
+    #[error(transparent)]
+    Metis(#[from] MetisError),
+    #[error(transparent)]
+    Grouping(#[from] GroupingError),
+    #[error(transparent)]
+    Solver(#[from] SolverError),
+    #[error(transparent)]
+    Gnn(#[from] GnnError),
+    #[error(transparent)]
+    Search(#[from] SearchError),
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[error("placement order has {entries} entries for {ops} ops")]
+    OrderLength { entries: usize, ops: usize },
+    #[error("serialising {what}: {message}")]
+    Serialise { what: String, message: String },
+    /// A name the tool does not know: a placement or grouping method, a formulation, a device.
+    #[error("unknown {kind} \"{name}\" ({expected})")]
+    Unknown {
+        kind: &'static str,
+        name: String,
+        /// The valid names, as the message lists them ("known: a, b" or "expected a or b").
+        expected: String,
+    },
+}
+
+/// METIS refused or failed a partitioning request.
+#[derive(Debug, thiserror::Error)]
+pub enum MetisError {
+    #[error("metis: {weights} compute times for {ops} ops")]
+    WeightCount { weights: usize, ops: usize },
+    #[error("metis: {weights} compute times and {memory} memory sizes for {ops} ops")]
+    WeightAndMemoryCount {
+        weights: usize,
+        memory: usize,
+        ops: usize,
+    },
+    #[error(
+        "metis: inconsistent CSR (n = {n}, xadj {xadj}, vwgt {vwgt}, adjncy {adjncy}, adjwgt {adjwgt})"
+    )]
+    InconsistentCsr {
+        n: usize,
+        xadj: usize,
+        vwgt: usize,
+        adjncy: usize,
+        adjwgt: usize,
+    },
+    #[error("metis: bad input graph: {0}")]
+    BadInput(String),
+    #[error("metis: partitioning failed: {0}")]
+    Failed(String),
+}
+
+/// A grouping request that cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupingError {
+    #[error("grouping: {ids} group ids for {ops} ops")]
+    IdCount { ids: usize, ops: usize },
+    #[error("grouping: bandwidth must be positive and finite, got {0}")]
+    Bandwidth(f64),
+    #[error("grouping: {weights} compute times for {ops} ops")]
+    WeightCount { weights: usize, ops: usize },
+    #[error(
+        "grouping: compute time of op {op} (\"{name}\") is {weight}; it must be finite and non-negative"
+    )]
+    BadWeight {
+        op: usize,
+        name: String,
+        weight: f64,
+    },
+    #[error(
+        "celeritas: need bandwidth > 0, R ≥ 1 and a memory limit (got {bandwidth}, {range}, {memory_limit})"
+    )]
+    CeleritasOptions {
+        bandwidth: f64,
+        range: usize,
+        memory_limit: f64,
+    },
+    #[error("quickp: percentile must be in (0, 1], got {0}")]
+    QuickpPercentile(f64),
+    #[error(
+        "{model}: the {method} grouping's group graph has a cycle; solve it without --coarsen or \
+         with another method"
+    )]
+    CyclicGroups { model: String, method: String },
+}
+
+/// The MILP solver (HiGHS) refused a model or ended without a usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SolverError {
+    #[error("HiGHS rejected the model: {0}")]
+    Rejected(String),
+    #[error("HiGHS refused the warm start: {0}")]
+    WarmStart(String),
+    #[error("HiGHS failed: {0}")]
+    Failed(String),
+    #[error("HiGHS ended with {0}")]
+    Ended(String),
+    #[error("HiGHS option {key}: {message}")]
+    Option { key: String, message: String },
+    /// The solve ended (infeasible, out of time) with no placement to return.
     #[error("{0}")]
-    Other(String),
+    NoSolution(String),
+}
+
+/// A GNN policy that cannot be built, read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum GnnError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{path}: cannot read the GNN policy: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a topoplace GNN policy: {why}")]
+    NotAPolicy { path: String, why: String },
+    #[error("{path}: {message}")]
+    Save { path: String, message: String },
+    #[error("the GNN device wgpu needs a build with `--features wgpu`")]
+    NoWgpu,
+}
+
+/// A search that cannot start or found nothing usable.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("the graph has no ops to place")]
+    NoOps,
+    #[error("{0} actions is too many")]
+    TooManyActions(usize),
+    #[error("training targets need a search with a policy")]
+    TargetsNeedPolicy,
+    #[error(
+        "{model} does not fit on {cluster}: all {simulated} strategies tried (DP-NCCL included) \
+         run out of GPU memory"
+    )]
+    DoesNotFit {
+        model: String,
+        cluster: String,
+        simulated: usize,
+    },
+}
+
+/// A training run, a checkpoint or a game file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error("model \"{0}\" is not in the recipe")]
+    UnknownModel(String),
+    #[error("recipe {recipe}: without {model} it trains on no model")]
+    NothingLeft { recipe: String, model: String },
+    #[error("{path}: holds game {step}/{worker} instead")]
+    WrongGame {
+        path: String,
+        step: u64,
+        worker: u64,
+    },
+    /// A file of the run that does not read back (corrupt, truncated, of another format).
+    #[error("{path}: {message}")]
+    Corrupt { path: String, message: String },
+    #[error(
+        "{path}: the run has checkpoints already; pass --resume to continue it, or choose another \
+         output directory"
+    )]
+    AlreadyStarted { path: String },
+    #[error("{path}: a checkpoint of recipe \"{found}\", not \"{expected}\"")]
+    OtherRecipe {
+        path: String,
+        found: String,
+        expected: String,
+    },
+    #[error("{path}: the checkpoint's GNN is {found}, the recipe asks for {expected}")]
+    OtherGnn {
+        path: String,
+        found: String,
+        expected: String,
+    },
+    #[error(
+        "{path}: the recipe has a warm start; run `topoplace train --samples` first: it does the \
+         warm start and writes generation 0's weights"
+    )]
+    WarmStartFirst { path: String },
+    #[error(
+        "{path}: no snapshot of generation {generation}; run `topoplace train --samples` until it \
+         asks for that generation's games"
+    )]
+    NoSnapshot { path: String, generation: u64 },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -62,6 +250,14 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// A value that failed to serialise (`what`: "graph vgg19", "the run state").
+    pub fn serialise(what: impl Into<String>, error: impl std::fmt::Display) -> Self {
+        Error::Serialise {
+            what: what.into(),
+            message: error.to_string(),
         }
     }
 }
@@ -112,7 +308,7 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
     let file_name = path
         .file_name()
-        .ok_or_else(|| Error::Other(format!("{shown}: not a file path")))?;
+        .ok_or_else(|| InputError::new(&shown, "", "not a file path"))?;
     let tmp = dir.join(format!(
         ".{}.tmp{}",
         file_name.to_string_lossy(),

@@ -20,14 +20,14 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::baselines::Problem;
 use crate::cluster::{Bandwidths, Cluster, random_cluster_within};
 use crate::cost::CostModel;
-use crate::error::{Error, Result, write_atomic};
+use crate::error::{Result, TrainError, write_atomic};
+use crate::evaluate::Problem;
 use crate::gnn::GnnPolicy;
 use crate::graph::Graph;
 use crate::mcts::{Mcts, MctsConfig, search_with};
-use crate::report::{Table, bar_chart, mean};
+use crate::report::{Table, bar_chart, csv, mean};
 use crate::train::imitation::descend;
 use crate::train::{Recipe, TrainOptions, train};
 
@@ -181,17 +181,6 @@ fn shown_as_percent(header: &[&str], rows: &[Vec<String>], percent: &[usize]) ->
         table.row(shown);
     }
     table
-}
-
-/// CSV text from a header and rows (no cell holds a comma).
-fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = header.join(",");
-    s.push('\n');
-    for r in rows {
-        s.push_str(&r.join(","));
-        s.push('\n');
-    }
-    s
 }
 
 /// TAG Table 7: the policy's priors against uniform priors at the same budget.
@@ -416,10 +405,11 @@ pub fn holdout_models(
         let mut held = recipe.without_model(name);
         held.name = format!("{}-without-{name}", recipe.name);
         if held.training_set.models.is_empty() {
-            return Err(Error::Other(format!(
-                "recipe {}: without {name} it trains on no model",
-                recipe.name
-            )));
+            return Err(TrainError::NothingLeft {
+                recipe: recipe.name.clone(),
+                model: name.to_string(),
+            }
+            .into());
         }
         if let Some(steps) = steps {
             held.steps = steps;

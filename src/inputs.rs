@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use crate::cluster::{Cluster, load_cluster};
+use crate::assets;
+use crate::cluster::{Cluster, load_cluster, parse_cluster};
 use crate::error::{InputError, Result};
 use crate::graph::Graph;
 use crate::{import, zoo};
@@ -51,16 +52,16 @@ pub fn load_named_cluster(name: &str) -> Result<Cluster> {
     if path.exists() {
         return load_cluster(path);
     }
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("configs")
-        .join(format!("{name}.toml"));
-    if shipped.exists() {
-        return load_cluster(&shipped);
+    if let Some(text) = assets::config(name) {
+        return Ok(parse_cluster(text, &format!("configs/{name}.toml"))?);
     }
     Err(InputError::new(
         "<cli>",
         "--clusters",
-        format!("\"{name}\" is neither a config file nor a config in configs/"),
+        format!(
+            "\"{name}\" is neither a config file nor a shipped config ({})",
+            assets::config_names().join(", ")
+        ),
     )
     .into())
 }

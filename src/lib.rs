@@ -3,11 +3,13 @@
 //! Data flows one way: graph → groups → strategy → compiled graph → simulation → report.
 //! The README lists the modules and the modelling conventions they share.
 
+pub mod assets;
 pub mod baselines;
 pub mod cluster;
 pub mod compile;
 pub mod cost;
 pub mod error;
+pub mod evaluate;
 pub mod experiment;
 pub mod gnn;
 pub mod graph;
@@ -16,6 +18,7 @@ pub mod import;
 pub mod inputs;
 pub mod inspect;
 pub mod mcts;
+pub mod milp;
 pub mod place_summary;
 pub mod report;
 pub mod sfb;

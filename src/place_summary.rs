@@ -4,9 +4,9 @@
 use serde::Serialize;
 
 use crate::baselines;
-use crate::cluster::Cluster;
-use crate::compile::RouteTable;
+use crate::cluster::{Cluster, RouteTable};
 use crate::error::Result;
+use crate::evaluate::{Problem, evaluate};
 use crate::graph::Graph;
 use crate::mcts::SearchResult;
 use crate::units::{to_gib, to_ms};
@@ -91,7 +91,9 @@ impl PlaceSummary {
         }
     }
 
-    /// The text `topoplace place` prints.
+    /// The text `topoplace place` prints: the result first, then the search, then the strategy
+    /// with consecutive op groups of the same decision on one line (the per-group list is in
+    /// `--json` and the `--out` file).
     pub fn render_text(&self) -> String {
         let s = self;
         let priors = if s.policy == "none" {
@@ -99,31 +101,21 @@ impl PlaceSummary {
         } else {
             format!("GNN priors from {}", s.policy)
         };
-        let mut out = format!(
-            "{} on {}: MCTS ({priors}), {} iterations over {} actions, {} strategies simulated\n",
-            s.model, s.cluster, s.iterations, s.actions, s.simulated
-        );
-        out += "group   ops  option          devices (device groups)\n";
-        for g in &s.groups {
-            out += &format!(
-                "{:>5} {:>5}  {:<15} {:?} ({})\n",
-                g.group,
-                g.ops,
-                g.option,
-                g.devices,
-                g.device_groups.join(", ")
-            );
-        }
         let beat = s
             .iterations_to_beat_dp
             .map_or("never".to_string(), |i| i.to_string());
-        out += &format!(
-            "iteration time    {:.3} ms\n\
+        let mut out = format!(
+            "{} on {}\n\
+             iteration time    {:.3} ms\n\
              DP-NCCL           {:.3} ms (speed-up {:+.1}%)\n\
              best heuristic    {} {:.3} ms (speed-up {:+.1}%)\n\
              peak memory       {:.2} GiB\n\
+             search            MCTS ({priors}), {} iterations over {} actions, {} strategies \
+             simulated\n\
              search time       {:.2} s ({:.1} iterations/s)\n\
              beat DP-NCCL at   iteration {}\n",
+            s.model,
+            s.cluster,
             to_ms(s.iteration_us),
             to_ms(s.dp_nccl_us),
             100.0 * s.speedup_over_dp,
@@ -131,20 +123,51 @@ impl PlaceSummary {
             to_ms(s.best_heuristic_us),
             100.0 * s.speedup_over_heuristic,
             to_gib(s.peak_memory_bytes),
+            s.iterations,
+            s.actions,
+            s.simulated,
             s.search_seconds,
             s.iterations_per_second,
             beat
         );
+        out += &format!(
+            "strategy          {} op groups (consecutive groups with one decision share a line)\n",
+            s.groups.len()
+        );
+        out += "groups      ops  option          devices (device groups)\n";
+        for run in decision_runs(&s.groups) {
+            let (first, last) = (&run[0], &run[run.len() - 1]);
+            let groups = if run.len() == 1 {
+                first.group.to_string()
+            } else {
+                format!("{}-{}", first.group, last.group)
+            };
+            out += &format!(
+                "{:<9} {:>5}  {:<15} {:?} ({})\n",
+                groups,
+                run.iter().map(|g| g.ops).sum::<usize>(),
+                first.option,
+                first.devices,
+                first.device_groups.join(", ")
+            );
+        }
         out
     }
 }
 
+/// Maximal runs of consecutive groups with the same devices and option.
+fn decision_runs(groups: &[PlacedGroup]) -> Vec<&[PlacedGroup]> {
+    groups
+        .chunk_by(|a, b| a.devices == b.devices && a.option == b.option)
+        .collect()
+}
+
 /// The fastest of the heuristics TAG runs alongside its search that fits, as (name, µs).
-pub fn best_heuristic(p: &baselines::Problem, routes: &RouteTable) -> Result<(String, f64)> {
+pub fn best_heuristic(p: &Problem, routes: &RouteTable) -> Result<(String, f64)> {
     let mut best = ("none".to_string(), f64::INFINITY);
     for name in ["dp-nccl-p", "horovod"] {
         let placement = baselines::placer(name)?.place(p, &baselines::Budget::default())?;
-        let e = baselines::simulate(p, routes, &placement)?;
+        let e = evaluate(p, routes, &placement)?;
         if e.result.oom.is_empty() && e.report.iteration_us < best.1 {
             best = (name.to_string(), e.report.iteration_us);
         }

@@ -150,6 +150,28 @@ pub fn svg_open(width: f64, height: f64, title: &str) -> String {
     s
 }
 
+/// CSV text: a header line and one line per row; a field holding a comma, quote or newline is
+/// quoted (RFC 4180).
+pub fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
+    let line = |fields: &mut dyn Iterator<Item = &str>| {
+        let quoted: Vec<String> = fields.map(csv_field).collect();
+        quoted.join(",") + "\n"
+    };
+    let mut s = line(&mut header.iter().copied());
+    for row in rows {
+        s += &line(&mut row.iter().map(String::as_str));
+    }
+    s
+}
+
+fn csv_field(x: &str) -> String {
+    if x.contains([',', '"', '\n']) {
+        format!("\"{}\"", x.replace('"', "\"\""))
+    } else {
+        x.to_string()
+    }
+}
+
 /// A grouped vertical bar chart: one group of bars per category (`(name, values)`, a value per
 /// series), a legend of `series`; negative values hang below the zero line.
 pub fn bar_chart(title: &str, series: &[&str], categories: &[(String, Vec<f64>)]) -> String {

@@ -27,7 +27,7 @@ use crate::cluster::Cluster;
 use crate::cost::CostModel;
 use crate::error::Result;
 use crate::graph::{Graph, OpIdx, Phase};
-use crate::solve::milp::{Milp, SolveOptions, Var};
+use crate::milp::{Milp, SolveOptions, Var};
 use crate::strategy::{ReplicationOption, Strategy};
 
 /// Knobs of the per-gradient ILP.
@@ -280,6 +280,26 @@ pub fn check_strategy(
         out.push(solve_gradient(g, &q, opts)?);
     }
     Ok(out)
+}
+
+/// The ops SFB duplicates where it pays: what [`Strategy::sfb_duplicated`] holds once TAG's
+/// double check ([`check_strategy`]) has run, sorted and without repeats.
+pub fn duplicated_ops(
+    g: &Graph,
+    cluster: &Cluster,
+    cost: &CostModel,
+    strategy: &Strategy,
+    opts: &SfbOptions,
+) -> Result<Vec<OpIdx>> {
+    let decisions = check_strategy(g, cluster, cost, strategy, opts)?;
+    let mut ops: Vec<OpIdx> = decisions
+        .iter()
+        .filter(|d| d.use_sfb)
+        .flat_map(|d| d.duplicated.iter().copied())
+        .collect();
+    ops.sort_unstable();
+    ops.dedup();
+    Ok(ops)
 }
 
 /// How often each op type is duplicated over a set of decisions (TAG Table 6).

@@ -98,10 +98,10 @@ pub struct Strategy {
     decisions: Vec<GroupDecision>,
     pub batch_split: BatchSplit,
     pub allreduce: AllReducePacking,
-    /// Double-check every replicated gradient with TAG's SFB ILP ([`crate::sfb`]) and compile
-    /// the ops it duplicates as whole-batch copies whose inputs are broadcast (the sufficient
-    /// factors) instead of synchronising the gradient.
-    pub sfb: bool,
+    /// Ops that TAG's SFB ILP ([`crate::sfb`]) chose to duplicate for a replicated gradient,
+    /// sorted: the compiler runs them whole on every device of their group, broadcasting their
+    /// inputs (the sufficient factors) instead of synchronising the gradient. Empty: no SFB.
+    pub sfb_duplicated: Vec<OpIdx>,
 }
 
 impl Strategy {
@@ -160,8 +160,45 @@ impl Strategy {
             decisions,
             batch_split,
             allreduce: AllReducePacking::default(),
-            sfb: false,
+            sfb_duplicated: Vec::new(),
         })
+    }
+
+    /// Model parallelism by op: op `i` runs whole on device `op_device[i]`, one group per device
+    /// used (numbered in order of first use). `source` names the origin in errors.
+    pub fn from_op_devices(
+        source: &str,
+        op_device: &[usize],
+        devices: usize,
+    ) -> Result<Strategy, InputError> {
+        let mut group_of_device = vec![u32::MAX; devices];
+        let mut decisions = Vec::new();
+        let mut op_group = Vec::with_capacity(op_device.len());
+        for (op, &d) in op_device.iter().enumerate() {
+            let Some(group) = group_of_device.get_mut(d) else {
+                return Err(InputError::new(
+                    source,
+                    format!("op {op}"),
+                    format!("device {d} does not exist (the cluster has {devices})"),
+                ));
+            };
+            if *group == u32::MAX {
+                *group = decisions.len() as u32;
+                decisions.push(GroupDecision {
+                    devices: vec![d],
+                    option: ReplicationOption::ModelParallel,
+                });
+            }
+            op_group.push(*group);
+        }
+        Strategy::new(
+            source,
+            op_group,
+            decisions,
+            BatchSplit::Even,
+            op_device.len(),
+            devices,
+        )
     }
 
     /// Every op in one group with one decision.
@@ -171,7 +208,7 @@ impl Strategy {
             decisions: vec![decision],
             batch_split,
             allreduce: AllReducePacking::default(),
-            sfb: false,
+            sfb_duplicated: Vec::new(),
         }
     }
 
@@ -221,9 +258,13 @@ pub struct StrategyFile {
     pub batch_split: BatchSplit,
     #[serde(default)]
     pub allreduce: AllReducePacking,
-    /// Apply sufficient factor broadcasting where TAG's ILP says it pays (see [`Strategy::sfb`]).
+    /// Written by older versions: apply sufficient factor broadcasting where TAG's ILP says it
+    /// pays, deciding the ops when the file is loaded ([`LoadedStrategy::sfb_requested`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sfb: bool,
+    /// Ids of the ops the SFB ILP duplicated (see [`Strategy::sfb_duplicated`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sfb_duplicated: Vec<u64>,
     pub groups: Vec<GroupRecord>,
 }
 
@@ -260,7 +301,8 @@ impl StrategyFile {
             cluster: cluster.to_string(),
             batch_split: s.batch_split,
             allreduce: s.allreduce,
-            sfb: s.sfb,
+            sfb: false,
+            sfb_duplicated: s.sfb_duplicated.iter().map(|&i| g.op(i).id).collect(),
             groups,
         }
     }
@@ -330,9 +372,33 @@ impl StrategyFile {
             devices,
         )?;
         strategy.allreduce = self.allreduce;
-        strategy.sfb = self.sfb;
+        strategy.sfb_duplicated = self
+            .sfb_duplicated
+            .iter()
+            .enumerate()
+            .map(|(j, id)| {
+                index.get(id).copied().ok_or_else(|| {
+                    InputError::new(
+                        source,
+                        format!("sfb_duplicated[{j}]"),
+                        format!("no op has id {id}"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        strategy.sfb_duplicated.sort_unstable();
+        strategy.sfb_duplicated.dedup();
         Ok(strategy)
     }
+}
+
+/// A strategy read from a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedStrategy {
+    pub strategy: Strategy,
+    /// The file asks for SFB the way older versions wrote it (`"sfb": true`) without naming the
+    /// duplicated ops: the caller decides them with [`crate::sfb::duplicated_ops`].
+    pub sfb_requested: bool,
 }
 
 pub fn parse_strategy(
@@ -340,7 +406,7 @@ pub fn parse_strategy(
     source: &str,
     g: &Graph,
     devices: usize,
-) -> Result<Strategy, InputError> {
+) -> Result<LoadedStrategy, InputError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let file: StrategyFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -350,10 +416,14 @@ pub fn parse_strategy(
             e.into_inner().to_string(),
         )
     })?;
-    file.into_strategy(source, g, devices)
+    let sfb_requested = file.sfb && file.sfb_duplicated.is_empty();
+    Ok(LoadedStrategy {
+        strategy: file.into_strategy(source, g, devices)?,
+        sfb_requested,
+    })
 }
 
-pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<Strategy> {
+pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<LoadedStrategy> {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(&source, e))?;
     Ok(parse_strategy(&text, &source, g, devices)?)
@@ -361,7 +431,7 @@ pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<Strategy>
 
 pub fn save_strategy(s: &Strategy, g: &Graph, cluster: &str, path: &Path) -> Result<()> {
     let text = serde_json::to_string_pretty(&StrategyFile::from_strategy(s, g, cluster))
-        .map_err(|e| Error::Other(format!("serialising strategy: {e}")))?;
+        .map_err(|e| Error::serialise("strategy", e))?;
     write_atomic(path, text.as_bytes())
 }
 

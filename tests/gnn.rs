@@ -9,10 +9,10 @@ use burn::module::Param;
 use burn::optim::AdamConfig;
 use burn::prelude::*;
 
-use topoplace::baselines::{Placement, Problem, simulate};
+use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, load_cluster};
-use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
+use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::gnn::features::{DEV_FEATURES, EDGE_FEATURES, EdgeList, OP_FEATURES, OPTIONS};
 use topoplace::gnn::{
     GnnConfig, GnnModel, GnnPolicy, HeteroGraph, Slice, VertexPriors, adam_step, cross_entropy,
@@ -229,7 +229,7 @@ fn vertex_graphs_carry_table_1_features() {
         cluster.devices.len(),
     )
     .unwrap();
-    let e = simulate(&p, &routes, &Placement::plain(dp, "")).unwrap();
+    let e = evaluate(&p, &routes, &Placement::plain(dp, "")).unwrap();
     let fb = vp.feedback(&e);
     let mut choice = vec![0u16; groups];
     choice[1] = (acts.len() - 1) as u16;

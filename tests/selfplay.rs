@@ -7,9 +7,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use topoplace::baselines::Problem;
 use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
+use topoplace::evaluate::Problem;
 use topoplace::mcts::{Mcts, MctsConfig, metis_groups};
 use topoplace::train::Recipe;
 use topoplace::train::imitation;

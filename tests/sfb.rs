@@ -158,16 +158,24 @@ fn replicated_zoo_model_reports_its_duplicated_op_types() {
 /// Compile DP-NCCL for the dense layer with and without the strategy's SFB flag.
 fn dp_with_and_without_sfb(batch: usize) -> (f64, f64, usize, usize) {
     use topoplace::compile::TaskRole;
-    use topoplace::sim::{Order, evaluate};
+    use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
+    use topoplace::sfb::duplicated_ops;
+    use topoplace::sim::Order;
     let g = dense(batch, 1024, 1024);
     let c = two_machines();
     let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
     let plain = Reference::Dp.strategy(&g, &c);
     let mut with_sfb = plain.clone();
-    with_sfb.sfb = true;
-    let a = evaluate(&g, &c, &plain, &cost, Order::Fifo).unwrap();
-    let b = evaluate(&g, &c, &with_sfb, &cost, Order::Fifo).unwrap();
-    let all_reduces = |e: &topoplace::sim::Evaluation| {
+    with_sfb.sfb_duplicated =
+        duplicated_ops(&g, &c, &cost, &plain, &SfbOptions::default()).unwrap();
+    let a = evaluate_strategy(&p, &plain, Order::Fifo).unwrap();
+    let b = evaluate_strategy(&p, &with_sfb, Order::Fifo).unwrap();
+    let all_reduces = |e: &Evaluation| {
         e.compiled
             .roles
             .iter()

@@ -2,11 +2,13 @@
 //! strategies, OOM, and the direction of TAG's published results on its testbed.
 
 use proptest::prelude::*;
+use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::compile::{TaskRole, compile};
 use topoplace::cost::CostModel;
+use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
 use topoplace::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
-use topoplace::sim::{Order, Simulator, evaluate};
+use topoplace::sim::{Order, Simulator};
 use topoplace::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Reference, ReplicationOption, Strategy,
 };
@@ -45,6 +47,22 @@ fn single(g: &Graph, device: usize) -> Strategy {
         },
         BatchSplit::Even,
     )
+}
+
+/// Compile and simulate `s` (no priorities) under `order`.
+fn evaluate(
+    g: &Graph,
+    c: &Cluster,
+    s: &Strategy,
+    cost: &CostModel,
+    order: Order,
+) -> topoplace::Result<Evaluation> {
+    let p = Problem {
+        graph: g,
+        cluster: c,
+        cost,
+    };
+    evaluate_strategy(&p, s, order)
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -706,7 +724,7 @@ proptest! {
             s.allreduce = AllReducePacking::Packed;
         }
         let cost = CostModel::default();
-        let mut compiled = compile(&g, &c, &s, &cost);
+        let mut compiled = compile(&g, &c, &RouteTable::new(&c), &s, &cost, None);
         compiled.exec.seal();
         let r = Simulator::new().run_sealed(&compiled.exec, Order::Fifo).unwrap().clone();
         let exec = &compiled.exec;

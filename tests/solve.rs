@@ -6,10 +6,11 @@ use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use topoplace::baselines::{Budget, Problem, placer, simulate};
+use topoplace::baselines::{Budget, placer};
+use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
-use topoplace::compile::RouteTable;
 use topoplace::cost::CostModel;
+use topoplace::evaluate::{Problem, evaluate};
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase};
 use topoplace::solve::instance::{self, Instance};
 use topoplace::solve::{
@@ -265,7 +266,7 @@ fn p2_on_a_zoo_model_gives_a_placement_the_simulator_runs() {
     for set in &inst.colocate {
         assert!(set.iter().all(|&i| plan.device[i] == plan.device[set[0]]));
     }
-    let e = simulate(&p, &RouteTable::new(&c), &placement).unwrap();
+    let e = evaluate(&p, &RouteTable::new(&c), &placement).unwrap();
     assert!(e.report.iteration_us.is_finite() && e.report.iteration_us > 0.0);
     assert!(e.result.oom.is_empty());
 }
@@ -308,7 +309,7 @@ fn milp_placers_are_registered_and_honour_the_budget() {
         let placement = m.place(&p, &budget).unwrap();
         assert!(started.elapsed().as_secs_f64() < 5.0 + 5.0);
         assert!(placement.note.contains(name), "{}", placement.note);
-        let e = simulate(&p, &RouteTable::new(&c), &placement).unwrap();
+        let e = evaluate(&p, &RouteTable::new(&c), &placement).unwrap();
         assert!(e.report.iteration_us > 0.0);
     }
 }

@@ -157,7 +157,10 @@ fn a_failed_save_leaves_the_previous_checkpoint_latest() {
     // A save interrupted half-way (the closure fails after writing one file) changes nothing.
     let e = c.save(20, |d| {
         std::fs::write(d.join("state.json"), "20").unwrap();
-        Err(topoplace::Error::Other("killed".into()))
+        Err(topoplace::Error::io(
+            "killed",
+            std::io::Error::other("killed"),
+        ))
     });
     assert!(e.is_err());
     let (step, path) = c.latest().unwrap().unwrap();

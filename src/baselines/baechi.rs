@@ -9,8 +9,9 @@
 //!   to (greedy).
 
 use super::list::{Costs, Schedule};
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem};
 use crate::graph::{Graph, OpIdx};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,8 +18,9 @@
 
 use super::list::{Costs, Schedule};
 use super::metis::devices_by_speed;
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem};
 use crate::graph::OpIdx;
 use crate::group::celeritas::{CeleritasOptions, celeritas, cpd_topo_order};
 use crate::group::{op_weights, reference_gpu};

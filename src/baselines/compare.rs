@@ -9,13 +9,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::{Budget, Placer, Problem, placer, registry, simulate};
+use super::{Budget, Placer, placer, registry};
 use crate::cluster::Cluster;
-use crate::compile::RouteTable;
+use crate::cluster::RouteTable;
 use crate::cost::CostModel;
 use crate::error::{Error, Result, write_atomic};
+use crate::evaluate::{Problem, evaluate};
 use crate::graph::Graph;
-use crate::report::{svg_open, xml_escape};
+use crate::report::{self, svg_open, xml_escape};
 use crate::strategy::Reference;
 use crate::units::to_ms;
 
@@ -89,7 +90,7 @@ pub fn run(
 
 fn dp_iteration_us(p: &Problem, routes: &RouteTable) -> Option<f64> {
     let placement = super::Placement::plain(Reference::Dp.strategy(p.graph, p.cluster), "");
-    simulate(p, routes, &placement)
+    evaluate(p, routes, &placement)
         .ok()
         .map(|e| e.report.iteration_us)
 }
@@ -123,7 +124,7 @@ pub fn run_one(p: &Problem, routes: &RouteTable, m: &dyn Placer, budget: &Budget
         }
     };
     row.note = placement.note.clone();
-    match catch_unwind(AssertUnwindSafe(|| simulate(p, routes, &placement))) {
+    match catch_unwind(AssertUnwindSafe(|| evaluate(p, routes, &placement))) {
         Ok(Ok(e)) => {
             row.iteration_ms = Some(to_ms(e.report.iteration_us));
             row.oom = !e.result.oom.is_empty();
@@ -172,38 +173,39 @@ pub fn markdown(rows: &[Row]) -> String {
     s
 }
 
-fn csv_field(x: &str) -> String {
-    if x.contains([',', '"', '\n']) {
-        format!("\"{}\"", x.replace('"', "\"\""))
-    } else {
-        x.to_string()
-    }
-}
-
+/// The rows as CSV (`results.csv`).
 pub fn csv(rows: &[Row]) -> String {
-    let mut s = String::from(
-        "model,cluster,method,iteration_ms,speedup_over_dp,peak_memory_gib,oom,search_s,error,note\n",
-    );
-    for r in rows {
-        let fields = [
-            r.model.clone(),
-            r.cluster.clone(),
-            r.method.clone(),
-            r.iteration_ms.map_or(String::new(), |v| format!("{v:.4}")),
-            r.speedup_over_dp
-                .map_or(String::new(), |v| format!("{v:.4}")),
-            r.peak_memory_gib
-                .map_or(String::new(), |v| format!("{v:.4}")),
-            r.oom.to_string(),
-            format!("{:.3}", r.search_s),
-            r.error.clone().unwrap_or_default(),
-            r.note.clone(),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        s.push_str(&line.join(","));
-        s.push('\n');
-    }
-    s
+    let header = [
+        "model",
+        "cluster",
+        "method",
+        "iteration_ms",
+        "speedup_over_dp",
+        "peak_memory_gib",
+        "oom",
+        "search_s",
+        "error",
+        "note",
+    ];
+    let fixed = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.model.clone(),
+                r.cluster.clone(),
+                r.method.clone(),
+                fixed(r.iteration_ms),
+                fixed(r.speedup_over_dp),
+                fixed(r.peak_memory_gib),
+                r.oom.to_string(),
+                format!("{:.3}", r.search_s),
+                r.error.clone().unwrap_or_default(),
+                r.note.clone(),
+            ]
+        })
+        .collect();
+    report::csv(&header, &lines)
 }
 
 /// A horizontal bar chart of iteration time per method; OOM bars red, failures as text.

@@ -1,8 +1,9 @@
 //! Fixed strategies that need no search: the single fastest GPU, TAG's DP-NCCL and DP-NCCL-P
 //! references, and Horovod.
 
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem};
 use crate::strategy::{AllReducePacking, HOROVOD_FUSION_BYTES, Reference};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,9 +15,10 @@
 
 use super::list::{Costs, Schedule};
 use super::metis::devices_by_speed;
-use super::{Budget, Placement, Placer, Problem, simulate};
-use crate::compile::RouteTable;
+use super::{Budget, Placer};
+use crate::cluster::RouteTable;
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem, evaluate};
 use crate::graph::{Graph, OpIdx, Splittability};
 use crate::strategy::{GroupDecision, ReplicationOption, Strategy};
 
@@ -172,7 +173,7 @@ impl Placer for OsDpos {
                 strategy: s.clone(),
                 ..base.clone()
             };
-            let e = simulate(p, &routes, &candidate)?;
+            let e = evaluate(p, &routes, &candidate)?;
             // An out-of-memory split is never an improvement.
             Ok(if e.result.oom.is_empty() {
                 e.report.iteration_us

@@ -4,8 +4,9 @@
 //! GPUs with room are candidates (see [`super::list`]).
 
 use super::list::{Costs, Schedule};
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem};
 use crate::graph::{Graph, OpIdx};
 
 pub struct Heft;

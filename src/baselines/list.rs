@@ -14,9 +14,9 @@ use std::collections::HashMap;
 
 use super::Placement;
 use super::Problem;
-use crate::compile::RouteTable;
+use crate::cluster::RouteTable;
 use crate::graph::{OpIdx, Phase};
-use crate::strategy::{BatchSplit, GroupDecision, ReplicationOption, Strategy};
+use crate::strategy::Strategy;
 
 /// Times and sizes a list scheduler needs, computed once per problem.
 pub struct Costs {
@@ -354,30 +354,8 @@ impl<'a> Schedule<'a> {
             .iter()
             .map(|d| d.expect("every op is scheduled"))
             .collect();
-        let mut group_of_device = vec![u32::MAX; self.costs.devices];
-        let mut decisions = Vec::new();
-        let op_group = devices
-            .iter()
-            .map(|&d| {
-                if group_of_device[d] == u32::MAX {
-                    group_of_device[d] = decisions.len() as u32;
-                    decisions.push(GroupDecision {
-                        devices: vec![d],
-                        option: ReplicationOption::ModelParallel,
-                    });
-                }
-                group_of_device[d]
-            })
-            .collect();
-        let strategy = Strategy::new(
-            "list schedule",
-            op_group,
-            decisions,
-            BatchSplit::Even,
-            devices.len(),
-            self.costs.devices,
-        )
-        .expect("a list schedule is a valid strategy");
+        let strategy = Strategy::from_op_devices("list schedule", &devices, self.costs.devices)
+            .expect("a list schedule is a valid strategy");
         // Start time orders the GPUs' queues; the finish time breaks ties between a zero-length
         // op and the op it feeds that starts at the same instant.
         let order = self

@@ -10,9 +10,10 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::{Budget, Placement, Placer, Problem, simulate};
-use crate::compile::RouteTable;
+use super::{Budget, Placer};
+use crate::cluster::RouteTable;
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem, evaluate};
 use crate::group::{metis::metis, op_weights, reference_gpu};
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
 
@@ -142,7 +143,7 @@ fn strategy(
 /// Simulated iteration time, with out-of-memory strategies penalised by their excess so the
 /// search is pulled back towards strategies that fit.
 fn cost(p: &Problem, routes: &RouteTable, s: &Strategy) -> Result<f64> {
-    let e = simulate(p, routes, &Placement::plain(s.clone(), ""))?;
+    let e = evaluate(p, routes, &Placement::plain(s.clone(), ""))?;
     let t = e.report.iteration_us;
     if e.result.oom.is_empty() {
         return Ok(t);

@@ -2,8 +2,9 @@
 //! balanced by compute time and cut bytes minimised; each part runs whole on one GPU, the
 //! heaviest part on the fastest GPU.
 
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem};
 use crate::group::{metis::metis, op_weights, reference_gpu};
 use crate::strategy::{BatchSplit, GroupDecision, ReplicationOption, Strategy};
 

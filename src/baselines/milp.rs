@@ -3,8 +3,9 @@
 //! `seconds` is the solver's time limit (default [`DEFAULT_TIME_LIMIT_S`]); the answer is the
 //! incumbent when the limit stops the solver, and the note says optimal or the gap.
 
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem};
 use crate::solve::{Coarsen, Formulation, SolveOptions, SolveStatus, solve_problem};
 
 /// Time limit when the budget has none, seconds.

@@ -1,6 +1,5 @@
-//! Baseline placers (issue 5): the methods TAG and its peers compare against, behind one
-//! [`Placer`] trait, and the single helper ([`simulate`]) that judges any [`Placement`] with the
-//! simulator, so every method is measured the same way.
+//! Baseline placers: the methods TAG and its peers compare against, behind one [`Placer`]
+//! trait. Every [`Placement`] they return is judged by [`crate::evaluate::evaluate`].
 //!
 //! - [`dp`]: `single`, `dp-nccl`, `dp-nccl-p`, `horovod` — fixed strategies.
 //! - [`metis`]: METIS k-way, one part per GPU.
@@ -10,7 +9,8 @@
 //! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order) and OS-DPOS.
 //! - [`celeritas`]: Celeritas's Order-Place and Adjusting Placement over its fused clusters.
 //! - [`quickp`]: QuickP's co-location groups placed by list scheduling (no MILP).
-//! - [`tag`]: TAG's MCTS over METIS op groups ([`crate::mcts`]), uniform priors for now.
+//! - [`tag`]: TAG's MCTS over METIS op groups ([`crate::mcts`]), with the shipped GNN policy's
+//!   priors (`tag`) or uniform priors (`tag-pure`).
 //! - [`milp`]: `quickp-milp` and `moirai-milp`, the exact MILPs of [`crate::solve`] on HiGHS.
 
 pub mod baechi;
@@ -26,21 +26,8 @@ pub mod milp;
 pub mod quickp;
 pub mod tag;
 
-use crate::cluster::Cluster;
-use crate::compile::{RouteTable, compile_ordered};
-use crate::cost::CostModel;
 use crate::error::{Error, Result};
-use crate::graph::Graph;
-use crate::sim::{Evaluation, Order, SimReport, Simulator};
-use crate::strategy::Strategy;
-
-/// What a placer is asked to place.
-#[derive(Clone, Copy)]
-pub struct Problem<'a> {
-    pub graph: &'a Graph,
-    pub cluster: &'a Cluster,
-    pub cost: &'a CostModel,
-}
+use crate::evaluate::{Placement, Problem};
 
 /// How much a search may spend. Fixed placers ignore it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,34 +45,6 @@ impl Default for Budget {
             steps: 100,
             seconds: None,
             seed: 0,
-        }
-    }
-}
-
-/// A placer's answer.
-#[derive(Debug, Clone)]
-pub struct Placement {
-    pub strategy: Strategy,
-    /// Per-op dispatch priority (lower first), evaluated with [`Order::Priority`]; `None` runs
-    /// FIFO like TensorFlow's executor.
-    pub order: Option<Vec<f64>>,
-    /// What the placement is and any stand-in it uses.
-    pub note: String,
-    /// The placer's own prediction of the iteration time, µs (list schedulers).
-    pub predicted_us: Option<f64>,
-    /// Whether the placer believes every GPU's memory suffices (`None`: it does not check).
-    pub fits: Option<bool>,
-}
-
-impl Placement {
-    /// A placement with no order, prediction or memory claim.
-    pub fn plain(strategy: Strategy, note: impl Into<String>) -> Placement {
-        Placement {
-            strategy,
-            order: None,
-            note: note.into(),
-            predicted_us: None,
-            fits: None,
         }
     }
 }
@@ -140,48 +99,10 @@ pub fn placer(name: &str) -> Result<Box<dyn Placer>> {
         .find(|p| p.name() == name)
         .ok_or_else(|| {
             let exact: Vec<&str> = exact().iter().map(|p| p.name()).collect();
-            Error::Other(format!(
-                "unknown placement method \"{name}\" (known: {}, {})",
-                names().join(", "),
-                exact.join(", ")
-            ))
+            Error::Unknown {
+                kind: "placement method",
+                name: name.to_string(),
+                expected: format!("known: {}, {}", names().join(", "), exact.join(", ")),
+            }
         })
-}
-
-/// Compile and simulate a placement: the one way every baseline is judged. The placement's order,
-/// if any, becomes task priorities simulated with [`Order::Priority`]; otherwise FIFO.
-pub fn simulate(p: &Problem, routes: &RouteTable, placement: &Placement) -> Result<Evaluation> {
-    let priority = placement.order.as_deref();
-    if let Some(order) = priority
-        && order.len() != p.graph.len()
-    {
-        return Err(Error::Other(format!(
-            "placement order has {} entries for {} ops",
-            order.len(),
-            p.graph.len()
-        )));
-    }
-    let mut compiled = compile_ordered(
-        p.graph,
-        p.cluster,
-        routes,
-        &placement.strategy,
-        p.cost,
-        priority,
-    );
-    let order = if priority.is_some() {
-        Order::Priority
-    } else {
-        Order::Fifo
-    };
-    let result = Simulator::new()
-        .run(&mut compiled.exec, order)
-        .map_err(|e| Error::Other(e.to_string()))?
-        .clone();
-    let report = SimReport::new(p.cluster, &placement.strategy, &compiled, &result);
-    Ok(Evaluation {
-        compiled,
-        result,
-        report,
-    })
 }

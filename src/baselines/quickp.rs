@@ -9,8 +9,9 @@ use std::collections::BinaryHeap;
 
 use super::heft::upward_ranks;
 use super::list::{Costs, Schedule};
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
+use crate::evaluate::{Placement, Problem};
 use crate::graph::OpIdx;
 use crate::group::quickp::{QuickpOptions, quickp};
 use crate::group::{op_weights, reference_gpu};

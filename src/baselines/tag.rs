@@ -1,10 +1,11 @@
 //! TAG's search as placers: METIS op groups and MCTS. `tag` takes its priors from the shipped
-//! GNN policy (models/tag-default.gnn; uniform priors in a checkout without one), `tag-pure`
+//! GNN policy (models/tag-default.gnn, embedded in the binary), `tag-pure`
 //! searches with uniform priors (TAG's "pure MCTS"). The budget's steps are MCTS iterations.
 
-use super::{Budget, Placement, Placer, Problem};
+use super::{Budget, Placer};
 use crate::error::Result;
-use crate::gnn::{GnnPolicy, shipped_policy_path};
+use crate::evaluate::{Placement, Problem};
+use crate::gnn::GnnPolicy;
 use crate::mcts::{DEFAULT_GROUPS, MctsConfig, search_with};
 
 pub enum Tag {
@@ -29,9 +30,9 @@ impl Placer for Tag {
             seed: budget.seed,
             ..MctsConfig::default()
         };
-        let policy = match (self, shipped_policy_path()) {
-            (Tag::Shipped, Some(path)) => Some(GnnPolicy::load(&path)?),
-            _ => None,
+        let policy = match self {
+            Tag::Shipped => Some(GnnPolicy::shipped()?),
+            Tag::Pure => None,
         };
         let found = search_with(p, DEFAULT_GROUPS, config, policy.as_ref(), |_| {})?;
         let priors = match &policy {

@@ -12,10 +12,12 @@
 pub mod catalog;
 pub mod config;
 pub mod random;
+pub mod routes;
 
 pub use catalog::{CATALOG, GpuSpec, find_gpu, lookup_gpu};
 pub use config::{load_cluster, parse_cluster};
 pub use random::{Bandwidths, random_cluster, random_cluster_within};
+pub use routes::RouteTable;
 
 use serde::Serialize;
 

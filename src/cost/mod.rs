@@ -1,12 +1,12 @@
 //! The cost model: compute time of an op on a GPU, transfer time between devices, and the time
 //! of gradient synchronisation (ring AllReduce, parameter server).
 //!
-//! Compute time (DESIGN.md, "Conventions of the model"): the profiled time when the op carries one
-//! for the device type, scaled linearly in the batch share (TAG §4.1.2); otherwise a roofline
-//! estimate `launch overhead + max(FLOPs / (peak · compute_efficiency · algorithm speed-up),
-//! bytes / (memory bandwidth · memory_efficiency))`, where the algorithm speed-up is Winograd's
-//! for 3x3 stride-1 convolutions and 1 otherwise. Ops that do not depend on the batch (parameters, optimizer) are not
-//! scaled. Transfers cost latency + bytes / bottleneck bandwidth of the route.
+//! Compute time (docs/modelling.md, "Modelling conventions"): the profiled time when the op
+//! carries one for the device type, scaled linearly in the batch share (TAG §4.1.2); otherwise a
+//! roofline estimate `launch overhead + max(FLOPs / (peak · compute_efficiency · algorithm
+//! speed-up), bytes / (memory bandwidth · memory_efficiency))`, where the algorithm speed-up is
+//! Winograd's for 3x3 stride-1 convolutions and 1 otherwise. Ops that do not depend on the batch
+//! (parameters, optimizer) are not scaled. Transfers cost latency + bytes / bottleneck bandwidth of the route.
 
 pub mod fit;
 

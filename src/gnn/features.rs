@@ -33,12 +33,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::baselines::Problem;
 use crate::cluster::Cluster;
-use crate::compile::RouteTable;
+use crate::cluster::RouteTable;
+use crate::evaluate::Problem;
+use crate::evaluate::report::op_group_feedback_by;
+use crate::evaluate::{DeviceGroupFeedback, Evaluation, OpGroupFeedback};
 use crate::group::{op_weights, reference_gpu};
-use crate::sim::report::op_group_feedback_by;
-use crate::sim::{DeviceGroupFeedback, Evaluation, OpGroupFeedback};
 use crate::strategy::{GroupDecision, ReplicationOption};
 
 /// Features per op-group node, in order: compute time, parameter share, parameter bytes / GPU

@@ -165,6 +165,6 @@ pub fn load_graph(path: &Path) -> Result<Graph> {
 /// Write a graph as pretty JSON, atomically.
 pub fn save_graph(g: &Graph, path: &Path) -> Result<()> {
     let text = serde_json::to_string_pretty(&GraphFile::from_graph(g))
-        .map_err(|e| Error::Other(format!("serialising graph {}: {e}", g.name)))?;
+        .map_err(|e| Error::serialise(format!("graph {}", g.name), e))?;
     write_atomic(path, text.as_bytes())
 }

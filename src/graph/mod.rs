@@ -8,6 +8,7 @@
 
 mod io;
 mod simplify;
+pub mod topo;
 mod validate;
 
 pub use io::{GraphFile, load_graph, parse_graph, save_graph};
@@ -185,6 +186,8 @@ pub struct Graph {
     edges: Vec<Edge>,
     gradients: Vec<GradientLink>,
     adjacency: Adjacency,
+    /// A topological order, computed once ([`topo::topological_order`]).
+    order: Vec<OpIdx>,
 }
 
 /// Compressed in/out adjacency so the hot paths walk slices, not maps.
@@ -240,6 +243,7 @@ impl Graph {
     ) -> Result<Graph, InputError> {
         validate::check_parts(source, batch_size, &ops, &edges, &gradients)?;
         let adjacency = Adjacency::build(ops.len(), &edges);
+        let order = validate::acyclic_order(source, &ops, &edges)?;
         let graph = Graph {
             name: name.into(),
             batch_size,
@@ -247,8 +251,8 @@ impl Graph {
             edges,
             gradients,
             adjacency,
+            order,
         };
-        validate::check_acyclic(source, &graph)?;
         validate::check_optimizers_fed(source, &graph)?;
         Ok(graph)
     }
@@ -297,10 +301,10 @@ impl Graph {
         self.in_edges(i).iter().map(|&e| self.edges[e].src)
     }
 
-    /// Ops in a topological order (Kahn's algorithm, ties broken by index so the order is
-    /// deterministic).
+    /// Ops in a topological order: index order when every edge points forward (see
+    /// [`topo::topological_order`]), so the order is deterministic.
     pub fn topological_order(&self) -> Vec<OpIdx> {
-        validate::kahn_order(self).expect("a validated graph is acyclic")
+        self.order.clone()
     }
 
     /// Totals for `info` and for sanity checks.

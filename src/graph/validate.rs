@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::{Edge, GradientLink, Graph, Op, OpIdx, Phase};
+use super::{Edge, GradientLink, Graph, Op, OpIdx, Phase, topo};
 use crate::error::{InputError, check_non_negative};
 
 /// Field-level checks that need no adjacency: ids, numbers, edge and link endpoints.
@@ -104,84 +104,24 @@ pub(super) fn describe(ops: &[Op], i: OpIdx) -> String {
     format!("op {} \"{}\"", ops[i].id, ops[i].name)
 }
 
-/// Kahn's algorithm with a min-heap on the index, so equal inputs give equal orders. `None` when
-/// the graph has a cycle.
-pub(super) fn kahn_order(g: &Graph) -> Option<Vec<OpIdx>> {
-    use std::cmp::Reverse;
-    use std::collections::BinaryHeap;
-    let n = g.len();
-    let mut indegree: Vec<usize> = (0..n).map(|i| g.in_edges(i).len()).collect();
-    let mut ready: BinaryHeap<Reverse<OpIdx>> =
-        (0..n).filter(|&i| indegree[i] == 0).map(Reverse).collect();
-    let mut order = Vec::with_capacity(n);
-    while let Some(Reverse(i)) = ready.pop() {
-        order.push(i);
-        for s in g.successors(i) {
-            indegree[s] -= 1;
-            if indegree[s] == 0 {
-                ready.push(Reverse(s));
-            }
-        }
-    }
-    (order.len() == n).then_some(order)
-}
-
-pub(super) fn check_acyclic(source: &str, g: &Graph) -> Result<(), InputError> {
-    if kahn_order(g).is_some() {
-        return Ok(());
-    }
-    let cycle = find_cycle(g).expect("Kahn's algorithm found a cycle, so DFS finds one");
-    let shown: Vec<String> = cycle.iter().map(|&i| describe(g.ops(), i)).collect();
-    Err(InputError::new(
-        source,
-        "edges",
-        format!("the graph has a cycle: {}", shown.join(" -> ")),
-    ))
-}
-
-/// One cycle, first op repeated at the end, found by an iterative depth-first search.
-fn find_cycle(g: &Graph) -> Option<Vec<OpIdx>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        New,
-        OnStack,
-        Done,
-    }
-    let n = g.len();
-    let mut mark = vec![Mark::New; n];
-    for root in 0..n {
-        if mark[root] != Mark::New {
-            continue;
-        }
-        // Stack of (op, next out-edge position).
-        let mut stack: Vec<(OpIdx, usize)> = vec![(root, 0)];
-        mark[root] = Mark::OnStack;
-        while let Some(&mut (v, ref mut pos)) = stack.last_mut() {
-            let outs = g.out_edges(v);
-            if *pos < outs.len() {
-                let w = g.edges()[outs[*pos]].dst;
-                *pos += 1;
-                match mark[w] {
-                    Mark::New => {
-                        mark[w] = Mark::OnStack;
-                        stack.push((w, 0));
-                    }
-                    Mark::OnStack => {
-                        let start = stack.iter().position(|&(u, _)| u == w).unwrap();
-                        let mut cycle: Vec<OpIdx> =
-                            stack[start..].iter().map(|&(u, _)| u).collect();
-                        cycle.push(w);
-                        return Some(cycle);
-                    }
-                    Mark::Done => {}
-                }
-            } else {
-                mark[v] = Mark::Done;
-                stack.pop();
-            }
-        }
-    }
-    None
+/// A topological order of the ops, or an error listing a cycle (`op 1 "a" -> op 2 "b" -> op 1
+/// "a"`).
+pub(super) fn acyclic_order(
+    source: &str,
+    ops: &[Op],
+    edges: &[Edge],
+) -> Result<Vec<OpIdx>, InputError> {
+    let pairs = edges.iter().map(|e| (e.src, e.dst));
+    topo::topological_order(ops.len(), pairs.clone()).map_err(|cycle| {
+        let at = cycle.node;
+        let path = topo::cycle_through(ops.len(), pairs, at).unwrap_or_else(|| vec![at, at]);
+        let shown: Vec<String> = path.iter().map(|&i| describe(ops, i)).collect();
+        InputError::new(
+            source,
+            "edges",
+            format!("the graph has a cycle: {}", shown.join(" -> ")),
+        )
+    })
 }
 
 /// Every optimizer op must apply at least one gradient.

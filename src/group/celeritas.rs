@@ -24,7 +24,7 @@
 use std::collections::VecDeque;
 
 use super::{DEFAULT_BANDWIDTH_BYTES_PER_US, Grouping, check_weights};
-use crate::error::{Error, Result};
+use crate::error::{GroupingError, Result};
 use crate::graph::{Graph, Op, OpIdx};
 
 /// Celeritas's knobs, with the paper's defaults where it gives them.
@@ -67,10 +67,12 @@ pub fn celeritas(graph: &Graph, weights: &[f64], opts: &CeleritasOptions) -> Res
     check_weights(graph, weights)?;
     let bw = opts.bandwidth_bytes_per_us;
     if !(bw > 0.0 && bw.is_finite()) || opts.range == 0 || opts.memory_limit_bytes.is_nan() {
-        return Err(Error::Other(format!(
-            "celeritas: need bandwidth > 0, R ≥ 1 and a memory limit (got {bw}, {}, {})",
-            opts.range, opts.memory_limit_bytes
-        )));
+        return Err(GroupingError::CeleritasOptions {
+            bandwidth: bw,
+            range: opts.range,
+            memory_limit: opts.memory_limit_bytes,
+        }
+        .into());
     }
     let order = cpd_topo_order(graph, weights, bw);
     let memory: Vec<f64> = graph.ops().iter().map(op_memory).collect();

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::graph::{Graph, OpIdx};
+use crate::graph::{Graph, OpIdx, topo};
 
 /// Super nodes are named by a representative op (their root). Neighbour maps hold the summed
 /// bytes of the op edges between two super nodes; they are `BTreeMap`s so every iteration order,
@@ -161,35 +161,30 @@ impl Contraction {
         false
     }
 
-    /// Super nodes in a topological order of the contracted graph (Kahn, smallest root first).
+    /// Super nodes in a topological order of the contracted graph.
     pub(crate) fn topological_roots(&mut self) -> Vec<usize> {
-        use std::cmp::Reverse;
-        use std::collections::BinaryHeap;
         let roots: Vec<usize> = (0..self.parent.len())
             .filter(|&v| self.parent[v] == v)
             .collect();
-        let mut indegree = vec![0usize; self.parent.len()];
-        for &r in &roots {
-            indegree[r] = self.pred[r].len();
+        let mut dense = vec![usize::MAX; self.parent.len()];
+        for (i, &r) in roots.iter().enumerate() {
+            dense[r] = i;
         }
-        let mut ready: BinaryHeap<Reverse<usize>> = roots
+        let edges: Vec<(usize, usize)> = roots
             .iter()
-            .copied()
-            .filter(|&r| indegree[r] == 0)
-            .map(Reverse)
+            .enumerate()
+            .flat_map(|(i, &r)| {
+                self.succ[r]
+                    .keys()
+                    .map(|&s| (i, dense[s]))
+                    .collect::<Vec<_>>()
+            })
             .collect();
-        let mut order = Vec::with_capacity(roots.len());
-        while let Some(Reverse(r)) = ready.pop() {
-            order.push(r);
-            for &s in self.succ[r].keys() {
-                indegree[s] -= 1;
-                if indegree[s] == 0 {
-                    ready.push(Reverse(s));
-                }
-            }
-        }
-        debug_assert_eq!(order.len(), roots.len(), "contraction created a cycle");
-        order
+        topo::topological_order(roots.len(), edges.iter().copied())
+            .expect("contraction never creates a cycle")
+            .into_iter()
+            .map(|i| roots[i])
+            .collect()
     }
 
     /// Op → super node, numbered by the smallest op index in each super node.

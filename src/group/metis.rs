@@ -20,7 +20,7 @@
 use metis::Idx;
 
 use super::Grouping;
-use crate::error::{Error, Result};
+use crate::error::{MetisError, Result};
 use crate::graph::{Graph, OpIdx};
 
 /// TAG's default number of groups.
@@ -73,11 +73,11 @@ pub fn partition_ops(
     seed: u64,
 ) -> Result<Vec<u32>> {
     if weights.len() != graph.len() {
-        return Err(Error::Other(format!(
-            "metis: {} compute times for {} ops",
-            weights.len(),
-            graph.len()
-        )));
+        return Err(MetisError::WeightCount {
+            weights: weights.len(),
+            ops: graph.len(),
+        }
+        .into());
     }
     let mg = undirected_csr(graph, weights, ops);
     partition_csr(&mg, ops.len(), k, seed)
@@ -95,12 +95,12 @@ pub fn partition_ops_with_memory(
     seed: u64,
 ) -> Result<Vec<u32>> {
     if weights.len() != graph.len() || memory.len() != graph.len() {
-        return Err(Error::Other(format!(
-            "metis: {} compute times and {} memory sizes for {} ops",
-            weights.len(),
-            memory.len(),
-            graph.len()
-        )));
+        return Err(MetisError::WeightAndMemoryCount {
+            weights: weights.len(),
+            memory: memory.len(),
+            ops: graph.len(),
+        }
+        .into());
     }
     // Ask only for as many parts as both constraints can balance: an op heavier than the factor
     // times a part's mean (compute or memory) leaves no balanced k-way split, and METIS then
@@ -204,13 +204,14 @@ pub fn metis_partition(
     // One weight per vertex and balance constraint, interleaved (METIS's `ncon`).
     let ncon = vwgt.len() / n;
     if xadj.len() != n + 1 || ncon == 0 || vwgt.len() != n * ncon || adjwgt.len() != adjncy.len() {
-        return Err(Error::Other(format!(
-            "metis: inconsistent CSR (n = {n}, xadj {}, vwgt {}, adjncy {}, adjwgt {})",
-            xadj.len(),
-            vwgt.len(),
-            adjncy.len(),
-            adjwgt.len()
-        )));
+        return Err(MetisError::InconsistentCsr {
+            n,
+            xadj: xadj.len(),
+            vwgt: vwgt.len(),
+            adjncy: adjncy.len(),
+            adjwgt: adjwgt.len(),
+        }
+        .into());
     }
     let k = k.clamp(1, n);
     if k == n {
@@ -234,13 +235,13 @@ pub fn metis_partition(
         let _quiet = StdoutSilenced::new();
         let ufactor = ((BALANCE_FACTOR - 1.0) * 1000.0).round() as Idx;
         metis::Graph::new(ncon as Idx, k as Idx, xadj, adjncy)
-            .map_err(|e| Error::Other(format!("metis: bad input graph: {e:?}")))?
+            .map_err(|e| MetisError::BadInput(format!("{e:?}")))?
             .set_vwgt(vwgt)
             .set_adjwgt(adjwgt)
             .set_option(metis::option::UFactor(ufactor))
             .set_option(metis::option::Seed((seed % (Idx::MAX as u64)) as Idx))
             .part_kway(&mut part)
-            .map_err(|e| Error::Other(format!("metis: partitioning failed: {e:?}")))?;
+            .map_err(|e| MetisError::Failed(format!("{e:?}")))?;
     }
     Ok(part.into_iter().map(|p| p as u32).collect())
 }
@@ -254,6 +255,7 @@ struct StdoutSilenced {
     saved: libc::c_int,
 }
 
+#[allow(unsafe_code)]
 impl StdoutSilenced {
     fn new() -> StdoutSilenced {
         #[cfg(unix)]
@@ -279,6 +281,7 @@ impl StdoutSilenced {
     }
 }
 
+#[allow(unsafe_code)]
 impl Drop for StdoutSilenced {
     fn drop(&mut self) {
         #[cfg(unix)]
@@ -307,31 +310,6 @@ fn longest_first(weights: &[Idx], k: usize) -> Vec<u32> {
         part[v] = lightest as u32;
     }
     part
-}
-
-/// The simple baseline: the deterministic topological order cut into `k` consecutive chunks of
-/// about equal compute time (an op goes to the chunk its time midpoint falls in).
-pub fn contiguous_chunks(graph: &Graph, weights: &[f64], k: usize) -> Result<Grouping> {
-    let order = graph.topological_order();
-    let k = k.clamp(1, graph.len().max(1));
-    let total: f64 = order
-        .iter()
-        .map(|&op| weights.get(op).copied().unwrap_or(0.0))
-        .sum();
-    let mut group = vec![0u32; graph.len()];
-    let mut before = 0.0;
-    for (pos, &op) in order.iter().enumerate() {
-        let w = weights.get(op).copied().unwrap_or(0.0);
-        // Without any compute, balance the op counts instead.
-        let frac = if total > 0.0 {
-            (before + w / 2.0) / total
-        } else {
-            (pos as f64 + 0.5) / order.len() as f64
-        };
-        group[op] = ((frac * k as f64) as usize).min(k - 1) as u32;
-        before += w;
-    }
-    Grouping::from_assignment(graph, weights, "chunks", group)
 }
 
 #[cfg(test)]

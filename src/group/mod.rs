@@ -9,7 +9,7 @@
 //! | `quickp` | [`quickp`] | QuickP §IV-B/C | Algorithm 1 fusion (threshold α), then co-location by critical-path rank (eq. 7) into weakly connected components |
 //! | `moirai` | [`moirai`] | MOIRAI §III-B | GCOF: fusion rules over op types with the direct / multi-input / multi-output connection rules |
 //! | `celeritas` | [`celeritas`] | Celeritas §5.1 | CPD-TOPO order, then optimal breakpoints (eqs. 4–6) into contiguous clusters |
-//! | `chunks` | [`metis::contiguous_chunks`] | — | topological order cut into k chunks of balanced compute |
+//! | `chunks` | [`chunks::contiguous_chunks`] | — | topological order cut into k chunks of balanced compute |
 //!
 //! Every method takes the per-op compute times in µs as a slice indexed by op (the cost model
 //! computes them; the grouping code does not care where they come from) and returns a
@@ -37,13 +37,15 @@
 //! - METIS: weights are scaled to integers; METIS calls are serialised for reproducibility.
 
 pub mod celeritas;
+pub mod chunks;
 mod coarse;
 pub mod metis;
 pub mod moirai;
 pub mod quickp;
 
 pub use celeritas::{CeleritasOptions, celeritas};
-pub use metis::{contiguous_chunks, metis, metis_partition};
+pub use chunks::contiguous_chunks;
+pub use metis::{metis, metis_partition};
 pub use moirai::{FusionRule, MoiraiOptions, default_rules, moirai, moirai_with};
 pub use quickp::{QuickpOptions, QuickpResult, quickp};
 
@@ -51,8 +53,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::error::{Error, Result};
-use crate::graph::Graph;
+use crate::error::{Error, GroupingError, Result};
+use crate::graph::{Graph, topo};
 
 /// 20 GB/s expressed in bytes per µs: QuickP's inter-server (Ethernet) bandwidth `b_en` (§V-C).
 /// Used to turn tensor bytes into communication time when no cluster is known yet.
@@ -71,10 +73,11 @@ pub fn group_by_name(graph: &Graph, weights: &[f64], method: &str, k: usize) -> 
         "moirai" => moirai(graph, weights, &default_rules()),
         "celeritas" => celeritas(graph, weights, &CeleritasOptions::default()),
         "chunks" => contiguous_chunks(graph, weights, k),
-        other => Err(Error::Other(format!(
-            "unknown grouping method \"{other}\" (expected one of {})",
-            method_names().join(", ")
-        ))),
+        other => Err(Error::Unknown {
+            kind: "grouping method",
+            name: other.to_string(),
+            expected: format!("expected one of {}", method_names().join(", ")),
+        }),
     }
 }
 
@@ -164,16 +167,14 @@ impl Grouping {
     ) -> Result<Grouping> {
         check_weights(graph, weights)?;
         if op_group.len() != graph.len() {
-            return Err(Error::Other(format!(
-                "grouping: {} group ids for {} ops",
-                op_group.len(),
-                graph.len()
-            )));
+            return Err(GroupingError::IdCount {
+                ids: op_group.len(),
+                ops: graph.len(),
+            }
+            .into());
         }
         if !(bandwidth_bytes_per_us > 0.0 && bandwidth_bytes_per_us.is_finite()) {
-            return Err(Error::Other(format!(
-                "grouping: bandwidth must be positive and finite, got {bandwidth_bytes_per_us}"
-            )));
+            return Err(GroupingError::Bandwidth(bandwidth_bytes_per_us).into());
         }
         let op_group = densify(&op_group);
         let groups = group_totals(graph, weights, &op_group);
@@ -211,25 +212,11 @@ impl Grouping {
     /// Whether the coarse graph (groups as nodes, cut edges between them) has no directed cycle.
     /// Strategies that schedule groups as units need this.
     pub fn is_acyclic(&self) -> bool {
-        let n = self.groups.len();
-        let mut indegree = vec![0usize; n];
-        let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for e in &self.coarse_edges {
-            indegree[e.dst as usize] += 1;
-            out[e.src as usize].push(e.dst as usize);
-        }
-        let mut ready: Vec<usize> = (0..n).filter(|&g| indegree[g] == 0).collect();
-        let mut seen = 0;
-        while let Some(g) = ready.pop() {
-            seen += 1;
-            for &s in &out[g] {
-                indegree[s] -= 1;
-                if indegree[s] == 0 {
-                    ready.push(s);
-                }
-            }
-        }
-        seen == n
+        let edges = self
+            .coarse_edges
+            .iter()
+            .map(|e| (e.src as usize, e.dst as usize));
+        topo::is_acyclic(self.groups.len(), edges)
     }
 
     /// The coarse graph in Graphviz form: one box per group (ops, compute), edges labelled in MB.
@@ -262,21 +249,23 @@ impl Grouping {
 /// Weights must cover every op and be usable as times.
 pub(crate) fn check_weights(graph: &Graph, weights: &[f64]) -> Result<()> {
     if weights.len() != graph.len() {
-        return Err(Error::Other(format!(
-            "grouping: {} compute times for {} ops",
-            weights.len(),
-            graph.len()
-        )));
+        return Err(GroupingError::WeightCount {
+            weights: weights.len(),
+            ops: graph.len(),
+        }
+        .into());
     }
     if let Some((i, w)) = weights
         .iter()
         .enumerate()
         .find(|(_, w)| !(w.is_finite() && **w >= 0.0))
     {
-        return Err(Error::Other(format!(
-            "grouping: compute time of op {i} (\"{}\") is {w}; it must be finite and non-negative",
-            graph.op(i).name
-        )));
+        return Err(GroupingError::BadWeight {
+            op: i,
+            name: graph.op(i).name.clone(),
+            weight: *w,
+        }
+        .into());
     }
     Ok(())
 }

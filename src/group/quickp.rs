@@ -31,7 +31,7 @@
 
 use super::coarse::Contraction;
 use super::{DEFAULT_BANDWIDTH_BYTES_PER_US, Grouping, check_weights};
-use crate::error::{Error, Result};
+use crate::error::{GroupingError, Result};
 use crate::graph::Graph;
 
 /// QuickP's knobs, with the paper's defaults.
@@ -88,10 +88,7 @@ pub fn alpha_percentile(weights: &[f64], q: f64) -> f64 {
 pub fn quickp(graph: &Graph, weights: &[f64], opts: &QuickpOptions) -> Result<QuickpResult> {
     check_weights(graph, weights)?;
     if !(opts.percentile > 0.0 && opts.percentile <= 1.0) {
-        return Err(Error::Other(format!(
-            "quickp: percentile must be in (0, 1], got {}",
-            opts.percentile
-        )));
+        return Err(GroupingError::QuickpPercentile(opts.percentile).into());
     }
     let bw = opts.bandwidth_bytes_per_us;
     let alpha = opts

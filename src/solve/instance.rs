@@ -4,9 +4,9 @@
 //! capacities, and optional co-location sets (QuickP P2). One instance, one cost model: that is
 //! what makes "the MILP's optimum" and "the simulated time" comparable.
 
-use crate::baselines::Problem;
-use crate::error::{Error, Result};
-use crate::graph::{Graph, OpIdx, Phase};
+use crate::error::{GroupingError, Result};
+use crate::evaluate::Problem;
+use crate::graph::{Graph, OpIdx, Phase, topo};
 use crate::group::Grouping;
 
 /// A schedulable unit: one op, or a group of ops placed and run together.
@@ -87,23 +87,12 @@ impl Instance {
 
     /// `reach[i][j]`: a path of edges leads from node i to node j (i ≠ j).
     pub fn reachability(&self) -> Vec<Vec<bool>> {
-        let n = self.len();
-        let mut succ = vec![Vec::new(); n];
-        for e in &self.edges {
-            succ[e.src].push(e.dst);
-        }
         let order = self.topological_order();
-        let mut reach = vec![vec![false; n]; n];
-        for &i in order.iter().rev() {
-            for &j in &succ[i] {
-                reach[i][j] = true;
-                let row = reach[j].clone();
-                for (r, x) in reach[i].iter_mut().zip(row) {
-                    *r |= x;
-                }
-            }
-        }
-        reach
+        topo::reachability(
+            self.len(),
+            self.edges.iter().map(|e| (e.src, e.dst)),
+            &order,
+        )
     }
 
     /// Pairs (i < j) that no path orders: only these need an ordering decision on a device
@@ -117,27 +106,10 @@ impl Instance {
             .collect()
     }
 
-    /// Kahn's order of the nodes (the instance is acyclic by construction).
+    /// A topological order of the nodes (the instance is acyclic by construction).
     pub fn topological_order(&self) -> Vec<usize> {
-        let n = self.len();
-        let mut indeg = vec![0usize; n];
-        let mut succ = vec![Vec::new(); n];
-        for e in &self.edges {
-            indeg[e.dst] += 1;
-            succ[e.src].push(e.dst);
-        }
-        let mut stack: Vec<usize> = (0..n).rev().filter(|&i| indeg[i] == 0).collect();
-        let mut order = Vec::with_capacity(n);
-        while let Some(i) = stack.pop() {
-            order.push(i);
-            for &j in succ[i].iter().rev() {
-                indeg[j] -= 1;
-                if indeg[j] == 0 {
-                    stack.push(j);
-                }
-            }
-        }
-        order
+        topo::topological_order(self.len(), self.edges.iter().map(|e| (e.src, e.dst)))
+            .expect("an instance is acyclic by construction")
     }
 
     /// Longest paths of fastest compute times (transfers free) ending before each node (head)
@@ -209,11 +181,11 @@ pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
     let op_group: Vec<usize> = match grouping {
         Some(gr) => {
             if !gr.is_acyclic() {
-                return Err(Error::Other(format!(
-                    "{}: the {} grouping's group graph has a cycle; solve it without --coarsen \
-                     or with another method",
-                    g.name, gr.method
-                )));
+                return Err(GroupingError::CyclicGroups {
+                    model: g.name.clone(),
+                    method: gr.method.clone(),
+                }
+                .into());
             }
             gr.op_group.iter().map(|&x| x as usize).collect()
         }
@@ -247,7 +219,7 @@ pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
         .into_iter()
         .map(|((src, dst), bytes)| NodeEdge { src, dst, bytes })
         .collect();
-    let routes = crate::compile::RouteTable::new(p.cluster);
+    let routes = crate::cluster::RouteTable::new(p.cluster);
     let table = |f: &dyn Fn(usize, usize) -> f64| -> Vec<Vec<f64>> {
         (0..devices)
             .map(|a| (0..devices).map(|b| f(a, b)).collect())

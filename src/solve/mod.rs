@@ -1,4 +1,4 @@
-//! Exact placement by mixed-integer programming (issue 6) on HiGHS.
+//! Exact placement by mixed-integer programming on HiGHS.
 //!
 //! - [`milp`]: the solver layer (time limit, relative gap, threads, seed, warm start, status).
 //! - [`instance`]: the scheduling instance built from a graph (or a coarsening of it), a cluster
@@ -16,7 +16,6 @@
 pub mod align;
 pub mod brute;
 pub mod instance;
-pub mod milp;
 pub mod model;
 pub mod moirai;
 pub mod quickp;
@@ -27,14 +26,15 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+pub use crate::milp::{SolveOptions, SolveStatus};
 pub use instance::Instance;
-pub use milp::{SolveOptions, SolveStatus};
 pub use schedule::{Channels, Plan};
 
-use crate::baselines::{Placement, Problem};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SolverError};
+use crate::evaluate::{Placement, Problem};
 use crate::group::{self as grouping, QuickpOptions, default_rules, group_by_name, op_weights};
-use crate::strategy::{BatchSplit, GroupDecision, ReplicationOption, Strategy};
+use crate::milp;
+use crate::strategy::Strategy;
 
 /// Which MILP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -49,9 +49,11 @@ impl Formulation {
         match name {
             "quickp" => Ok(Formulation::Quickp),
             "moirai" => Ok(Formulation::Moirai),
-            other => Err(Error::Other(format!(
-                "unknown formulation \"{other}\" (expected quickp or moirai)"
-            ))),
+            other => Err(Error::Unknown {
+                kind: "formulation",
+                name: other.to_string(),
+                expected: "expected quickp or moirai".into(),
+            }),
         }
     }
 
@@ -250,29 +252,7 @@ pub fn to_placement(p: &Problem, inst: &Instance, plan: &Plan, note: String) -> 
         }
     }
     let devices = p.cluster.devices.len();
-    let mut group_of_device = vec![u32::MAX; devices];
-    let mut decisions = Vec::new();
-    let op_group = op_device
-        .iter()
-        .map(|&d| {
-            if group_of_device[d] == u32::MAX {
-                group_of_device[d] = decisions.len() as u32;
-                decisions.push(GroupDecision {
-                    devices: vec![d],
-                    option: ReplicationOption::ModelParallel,
-                });
-            }
-            group_of_device[d]
-        })
-        .collect();
-    let strategy = Strategy::new(
-        "milp plan",
-        op_group,
-        decisions,
-        BatchSplit::Even,
-        n_ops,
-        devices,
-    )?;
+    let strategy = Strategy::from_op_devices("milp plan", &op_device, devices)?;
     Ok(Placement {
         strategy,
         order: Some(priority),
@@ -303,7 +283,7 @@ pub fn solve_problem(
                 p.graph.name, p.cluster.name, opts.time_limit_s
             ),
         };
-        return Err(Error::Other(why));
+        return Err(SolverError::NoSolution(why).into());
     };
     let note = format!("{} {label}, {}", formulation.name(), result.status.name());
     let placement = to_placement(p, &inst, plan, note)?;

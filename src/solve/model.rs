@@ -19,8 +19,8 @@
 //! schedule ends later), else a serial bound.
 
 use super::instance::Instance;
-use super::milp::{Milp, MilpOutcome, Var};
 use super::schedule::Plan;
+use crate::milp::{Milp, MilpOutcome, Var};
 
 /// Handles of the shared variables.
 pub struct Core {

@@ -13,9 +13,9 @@
 //! one machine, where the cluster has one link per ordered GPU pair.
 
 use super::instance::Instance;
-use super::milp::{Milp, MilpOutcome, Var};
 use super::model::{Core, blank};
 use super::schedule::{Channels, Plan, semi_active};
+use crate::milp::{Milp, MilpOutcome, Var};
 
 pub struct MoiraiMilp {
     pub milp: Milp,

@@ -5,9 +5,9 @@
 //! [`super::instance::build_p2`]); the formulation is identical.
 
 use super::instance::Instance;
-use super::milp::{Milp, MilpOutcome};
 use super::model::{Core, blank};
 use super::schedule::{Channels, Plan, Task, semi_active};
+use crate::milp::{Milp, MilpOutcome};
 
 pub struct QuickpMilp {
     pub milp: Milp,

@@ -5,9 +5,9 @@
 use serde::Serialize;
 
 use super::{Coarsen, Formulation, SolveOptions, align, solve_problem};
-use crate::baselines::{Problem, simulate};
-use crate::compile::RouteTable;
+use crate::cluster::RouteTable;
 use crate::error::Result;
+use crate::evaluate::{Problem, evaluate};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SolveSummary {
@@ -47,7 +47,7 @@ pub fn run(
     let (inst, label, result, placement) = solve_problem(p, formulation, coarsen, opts)?;
     let plan = result.plan.as_ref().expect("solve_problem returns a plan");
     let aligned_us = align::simulated_makespan(&inst, plan, formulation.channels());
-    let eval = simulate(p, &RouteTable::new(p.cluster), &placement)?;
+    let eval = evaluate(p, &RouteTable::new(p.cluster), &placement)?;
     let mut used = plan.device.clone();
     used.sort_unstable();
     used.dedup();

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, write_atomic};
+use crate::error::{Error, Result, TrainError, write_atomic};
 
 const LATEST: &str = "latest";
 /// Complete checkpoints kept besides the newest (older ones are deleted).
@@ -50,19 +50,17 @@ impl Checkpoints {
             Err(e) => return Err(Error::io(pointer.display().to_string(), e)),
         };
         let name = text.trim();
-        let step = parse_step(name).ok_or_else(|| {
-            Error::Other(format!(
-                "{}: names \"{name}\", not a checkpoint (step-<n>)",
-                pointer.display()
-            ))
+        let step = parse_step(name).ok_or_else(|| TrainError::Corrupt {
+            path: pointer.display().to_string(),
+            message: format!("names \"{name}\", not a checkpoint (step-<n>)"),
         })?;
         let path = self.dir.join(name);
         if !path.is_dir() {
-            return Err(Error::Other(format!(
-                "{}: names {}, which does not exist",
-                pointer.display(),
-                path.display()
-            )));
+            return Err(TrainError::Corrupt {
+                path: pointer.display().to_string(),
+                message: format!("names {}, which does not exist", path.display()),
+            }
+            .into());
         }
         Ok(Some((step, path)))
     }

@@ -17,10 +17,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::baselines::Problem;
 use crate::cluster::{Bandwidths, Cluster, random_cluster_within};
 use crate::cost::CostModel;
-use crate::error::{Error, Result, write_atomic};
+use crate::error::{Error, Result, TrainError, write_atomic};
+use crate::evaluate::Problem;
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
 use crate::graph::Graph;
 use crate::inputs::{load_model, load_named_cluster};
@@ -177,7 +177,7 @@ impl Models {
     pub fn get(&self, name: &str) -> Result<&Graph> {
         self.graphs
             .get(name)
-            .ok_or_else(|| Error::Other(format!("model \"{name}\" is not in the recipe")))
+            .ok_or_else(|| TrainError::UnknownModel(name.to_string()).into())
     }
 }
 
@@ -263,12 +263,12 @@ pub fn load_game(dir: &Path, step: u64, worker: u64) -> Result<Option<GameRecord
         Ok(bytes) => {
             let game: GameRecord = decode(&bytes, &path)?;
             if game.setup.step != step || game.setup.worker != worker {
-                return Err(Error::Other(format!(
-                    "{}: holds game {}/{} instead",
-                    path.display(),
-                    game.setup.step,
-                    game.setup.worker
-                )));
+                return Err(TrainError::WrongGame {
+                    path: path.display().to_string(),
+                    step: game.setup.step,
+                    worker: game.setup.worker,
+                }
+                .into());
             }
             Ok(Some(game))
         }
@@ -279,8 +279,10 @@ pub fn load_game(dir: &Path, step: u64, worker: u64) -> Result<Option<GameRecord
 
 /// MessagePack, gzipped.
 pub fn encode<T: Serialize>(value: &T, path: &Path) -> Result<Vec<u8>> {
-    let packed = rmp_serde::to_vec(value)
-        .map_err(|e| Error::Other(format!("{}: serialising: {e}", path.display())))?;
+    let packed = rmp_serde::to_vec(value).map_err(|e| TrainError::Corrupt {
+        path: path.display().to_string(),
+        message: format!("serialising: {e}"),
+    })?;
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&packed)
         .and_then(|_| gz.finish())
@@ -292,7 +294,15 @@ pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8], path: &Path) -> Result
     let mut packed = Vec::new();
     flate2::read::GzDecoder::new(bytes)
         .read_to_end(&mut packed)
-        .map_err(|e| Error::Other(format!("{}: not a gzipped file: {e}", path.display())))?;
-    rmp_serde::from_slice(&packed)
-        .map_err(|e| Error::Other(format!("{}: corrupt: {e}", path.display())))
+        .map_err(|e| TrainError::Corrupt {
+            path: path.display().to_string(),
+            message: format!("not a gzipped file: {e}"),
+        })?;
+    rmp_serde::from_slice(&packed).map_err(|e| {
+        TrainError::Corrupt {
+            path: path.display().to_string(),
+            message: format!("corrupt: {e}"),
+        }
+        .into()
+    })
 }

@@ -25,13 +25,13 @@ use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::baselines::Problem;
 use crate::cluster::random_cluster;
 use crate::cost::CostModel;
-use crate::error::{Error, Result, read_file, write_atomic};
+use crate::error::{Error, GnnError, Result, TrainError, read_file, write_atomic};
+use crate::evaluate::Problem;
 use crate::gnn::{self, GnnConfig, GnnModel, GnnPolicy};
 use crate::mcts::search_with;
-use crate::report::{Series, line_chart, mean};
+use crate::report::{Series, csv, line_chart, mean};
 
 use super::checkpoint::{Checkpoints, step_seed};
 use super::imitation;
@@ -103,23 +103,31 @@ pub struct StepMetrics {
     pub eval_uniform: Option<f64>,
 }
 
-const CSV_HEADER: &str =
-    "step,generation,loss,target_entropy,replay,game_speedup,eval_policy,eval_uniform";
+const CSV_HEADER: [&str; 8] = [
+    "step",
+    "generation",
+    "loss",
+    "target_entropy",
+    "replay",
+    "game_speedup",
+    "eval_policy",
+    "eval_uniform",
+];
 
 impl StepMetrics {
-    fn csv(&self) -> String {
+    /// The row's `metrics.csv` fields.
+    fn csv_fields(&self) -> Vec<String> {
         let opt = |x: Option<f64>| x.map(|v| format!("{v:.6}")).unwrap_or_default();
-        format!(
-            "{},{},{:.6},{:.6},{},{:.6},{},{}",
-            self.step,
-            self.generation,
-            self.loss,
-            self.target_entropy,
-            self.replay,
-            self.game_speedup,
+        vec![
+            self.step.to_string(),
+            self.generation.to_string(),
+            format!("{:.6}", self.loss),
+            format!("{:.6}", self.target_entropy),
+            self.replay.to_string(),
+            format!("{:.6}", self.game_speedup),
             opt(self.eval_policy),
-            opt(self.eval_uniform)
-        )
+            opt(self.eval_uniform),
+        ]
     }
 }
 
@@ -212,16 +220,15 @@ impl<'r> Trainer<'r> {
     /// A fresh run, or the latest checkpoint of `opts.run_dir` when resuming.
     fn open(recipe: &'r Recipe, opts: &'r TrainOptions) -> Result<Trainer<'r>> {
         let config = recipe.model.gnn_config();
-        config.check().map_err(Error::Other)?;
+        config.check().map_err(GnnError::Config)?;
         let device = gnn::cpu().autodiff();
         let checkpoints = Checkpoints::new(&opts.run_dir);
         let latest = checkpoints.latest()?;
         if latest.is_some() && !opts.resume {
-            return Err(Error::Other(format!(
-                "{}: the run has checkpoints already; pass --resume to continue it, or choose \
-                 another output directory",
-                opts.run_dir.display()
-            )));
+            return Err(TrainError::AlreadyStarted {
+                path: opts.run_dir.display().to_string(),
+            }
+            .into());
         }
         let mut t = Trainer {
             recipe,
@@ -249,30 +256,36 @@ impl<'r> Trainer<'r> {
 
     fn restore(&mut self, dir: &Path) -> Result<()> {
         let state_path = dir.join("state.json");
-        let state: RunState = serde_json::from_slice(&read_file(&state_path)?)
-            .map_err(|e| Error::Other(format!("{}: {e}", state_path.display())))?;
+        let state: RunState =
+            serde_json::from_slice(&read_file(&state_path)?).map_err(|e| TrainError::Corrupt {
+                path: state_path.display().to_string(),
+                message: e.to_string(),
+            })?;
         if state.recipe != self.recipe.name {
-            return Err(Error::Other(format!(
-                "{}: a checkpoint of recipe \"{}\", not \"{}\"",
-                state_path.display(),
-                state.recipe,
-                self.recipe.name
-            )));
+            return Err(TrainError::OtherRecipe {
+                path: state_path.display().to_string(),
+                found: state.recipe,
+                expected: self.recipe.name.clone(),
+            }
+            .into());
         }
         let policy = GnnPolicy::load_on(&dir.join("policy.gnn"), &self.device)?;
         if policy.config != self.config {
-            return Err(Error::Other(format!(
-                "{}: the checkpoint's GNN is {:?}, the recipe asks for {:?}",
-                dir.display(),
-                policy.config,
-                self.config
-            )));
+            return Err(TrainError::OtherGnn {
+                path: dir.display().to_string(),
+                found: format!("{:?}", policy.config),
+                expected: format!("{:?}", self.config),
+            }
+            .into());
         }
         self.model = policy.model;
         let optimizer_path = dir.join("optimizer.bpk");
         self.optimizer = adam()
             .from_bytes(Bytes::from_bytes_vec(read_file(&optimizer_path)?))
-            .map_err(|e| Error::Other(format!("{}: {e}", optimizer_path.display())))?;
+            .map_err(|e| TrainError::Corrupt {
+                path: optimizer_path.display().to_string(),
+                message: e.to_string(),
+            })?;
         let replay_path = dir.join("replay.msgpack.gz");
         let replay: Vec<GameRecord> = selfplay::decode(&read_file(&replay_path)?, &replay_path)?;
         self.replay = replay.into();
@@ -501,13 +514,13 @@ impl<'r> Trainer<'r> {
             let bytes = self
                 .optimizer
                 .into_bytes()
-                .map_err(|e| Error::Other(format!("serialising Adam's state: {e}")))?;
+                .map_err(|e| Error::serialise("Adam's state", e))?;
             write_atomic(&dir.join("optimizer.bpk"), &bytes)?;
             let replay: Vec<&GameRecord> = self.replay.iter().collect();
             let path = dir.join("replay.msgpack.gz");
             write_atomic(&path, &selfplay::encode(&replay, &path)?)?;
             let state = serde_json::to_string_pretty(&self.state)
-                .map_err(|e| Error::Other(format!("serialising the run state: {e}")))?;
+                .map_err(|e| Error::serialise("the run state", e))?;
             write_atomic(&dir.join("state.json"), state.as_bytes())
         })?;
         policy.save(&self.opts.run_dir.join("policy.gnn"))?;
@@ -612,19 +625,18 @@ pub fn generation_policy(recipe: &Recipe, run_dir: &Path, generation: u64) -> Re
     }
     if generation == 0 {
         if recipe.warm_start.is_some() {
-            return Err(Error::Other(format!(
-                "{}: the recipe has a warm start; run `topoplace train --samples` first: it does \
-                 the warm start and writes generation 0's weights",
-                path.display()
-            )));
+            return Err(TrainError::WarmStartFirst {
+                path: path.display().to_string(),
+            }
+            .into());
         }
         return GnnPolicy::init(recipe.model.gnn_config(), recipe.seed);
     }
-    Err(Error::Other(format!(
-        "{}: no snapshot of generation {generation}; run `topoplace train --samples` until it \
-         asks for that generation's games",
-        path.display()
-    )))
+    Err(TrainError::NoSnapshot {
+        path: path.display().to_string(),
+        generation,
+    }
+    .into())
 }
 
 /// The generation a run's next step belongs to (0 for a run without checkpoints).
@@ -664,12 +676,8 @@ pub fn evaluate(recipe: &Recipe, models: &Models, policy: Option<&GnnPolicy>) ->
 
 /// `<run>/metrics.csv`, rewritten whole (atomically) after every step.
 fn write_metrics(run_dir: &Path, rows: &[StepMetrics]) -> Result<()> {
-    let mut text = String::from(CSV_HEADER);
-    text.push('\n');
-    for row in rows {
-        text.push_str(&row.csv());
-        text.push('\n');
-    }
+    let fields: Vec<Vec<String>> = rows.iter().map(StepMetrics::csv_fields).collect();
+    let text = csv(&CSV_HEADER, &fields);
     write_atomic(&run_dir.join("metrics.csv"), text.as_bytes())?;
     write_atomic(&run_dir.join("loss.svg"), loss_chart(rows).as_bytes())
 }

@@ -4,12 +4,12 @@
 use serde::Serialize;
 
 use super::Evaluation;
-use super::exec::ExecGraph;
 use super::report::{DeviceGroupFeedback, DeviceReport, OomReport, OpGroupFeedback};
 use crate::cluster::Cluster;
 use crate::compile::{Compiled, TaskRole};
 use crate::graph::Graph;
 use crate::report::{Table, bytes, millis};
+use crate::sim::ExecGraph;
 
 /// The JSON keys of `simulate --json` are these field names.
 #[derive(Debug, Clone, Serialize)]

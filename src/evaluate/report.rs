@@ -5,10 +5,9 @@
 
 use serde::Serialize;
 
-use super::engine::SimResult;
 use crate::cluster::Cluster;
 use crate::compile::{Compiled, TaskRole};
-use crate::sim::TaskKind;
+use crate::sim::{SimResult, TaskKind};
 use crate::strategy::Strategy;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

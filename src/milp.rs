@@ -8,7 +8,7 @@ use std::time::Instant;
 use highs::{HighsModelStatus, RowProblem, Sense};
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Result, SolverError};
 
 /// How a solve may spend its effort.
 #[derive(Debug, Clone, PartialEq)]
@@ -167,7 +167,7 @@ impl Milp {
         let mut model = self
             .problem
             .try_optimise(Sense::Minimise)
-            .map_err(|e| Error::Other(format!("HiGHS rejected the model: {e:?}")))?;
+            .map_err(|e| SolverError::Rejected(format!("{e:?}")))?;
         if !opts.verbose {
             model.make_quiet();
         }
@@ -182,11 +182,11 @@ impl Milp {
         if let Some(w) = warm.filter(|w| w.len() == n) {
             model
                 .try_set_solution(Some(w), None, None, None)
-                .map_err(|e| Error::Other(format!("HiGHS refused the warm start: {e:?}")))?;
+                .map_err(|e| SolverError::WarmStart(format!("{e:?}")))?;
         }
         let solved = model
             .try_solve()
-            .map_err(|e| Error::Other(format!("HiGHS failed: {e:?}")))?;
+            .map_err(|e| SolverError::Failed(format!("{e:?}")))?;
         let seconds = started.elapsed().as_secs_f64();
         let has_solution = solved.primal_solution_status() == highs::HighsSolutionStatus::Feasible;
         let status = match solved.status() {
@@ -208,7 +208,7 @@ impl Milp {
                     SolveStatus::TimedOut
                 }
             }
-            other => return Err(Error::Other(format!("HiGHS ended with {other:?}"))),
+            other => return Err(SolverError::Ended(format!("{other:?}")).into()),
         };
         if !status.has_solution() || !has_solution {
             let status = if status.has_solution() {
@@ -255,7 +255,11 @@ pub fn relative_gap(objective: f64, bound: f64) -> f64 {
 }
 
 fn set<V: highs::HighsOptionValue>(model: &mut highs::Model, key: &str, value: V) -> Result<()> {
-    model
-        .try_set_option(key, value)
-        .map_err(|e| Error::Other(format!("HiGHS option {key}: {e:?}")))
+    model.try_set_option(key, value).map_err(|e| {
+        SolverError::Option {
+            key: key.to_string(),
+            message: format!("{e:?}"),
+        }
+        .into()
+    })
 }

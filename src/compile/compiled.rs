@@ -1,0 +1,47 @@
+//! What the compiler produces: the execution graph and what each of its tasks stands for.
+
+use crate::graph::OpIdx;
+use crate::sim::{ExecGraph, TaskId};
+
+/// What a task of the compiled graph is, for reports and traces. The task's `label` in the
+/// [`ExecGraph`] is the original op it computes or whose tensor it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskRole {
+    /// A replica (or the single copy) of an original op.
+    Op,
+    /// A tensor (or a slice of it) sent between devices.
+    Transfer,
+    /// Assembling a whole tensor from batch slices.
+    Concat,
+    /// Summing partial tensors on a parameter server.
+    AddN,
+    /// Ring AllReduce of partial sums among the replicas.
+    AllReduce,
+    /// The AllReduce result held on one replica's device (zero time; keeps its memory counted).
+    Hold,
+    /// A parameter server sending an updated parameter back to a replica.
+    Pull,
+}
+
+/// The compiled graph and what each task stands for.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    pub exec: ExecGraph,
+    /// Role of every task.
+    pub roles: Vec<TaskRole>,
+    /// First compute task of each original op; its replicas follow contiguously, one per device
+    /// of `op_devices[op]`.
+    pub op_first_task: Vec<TaskId>,
+    /// Devices running each original op, in replica order.
+    pub op_devices: Vec<Vec<u32>>,
+    /// Batch share of each replica (1 for whole-batch copies).
+    pub op_shares: Vec<Vec<f64>>,
+}
+
+impl Compiled {
+    /// The compute tasks (replicas) of an original op.
+    pub fn tasks_of_op(&self, op: OpIdx) -> std::ops::Range<TaskId> {
+        let first = self.op_first_task[op];
+        first..first + self.op_devices[op].len() as TaskId
+    }
+}

@@ -1,0 +1,364 @@
+//! The compiler proper: places every op's replicas and wires tensors between layouts.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use super::compiled::{Compiled, TaskRole};
+use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
+use crate::cluster::{Cluster, GpuSpec, RouteTable};
+use crate::cost::CostModel;
+use crate::graph::{Graph, OpIdx, Phase, Splittability};
+use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
+use crate::strategy::Strategy;
+
+/// Compile `strategy` for `graph` on `cluster` (whose `routes` the caller computed once: a search
+/// compiles many strategies per cluster). With an execution order, every task of op `u` (its
+/// replicas, and the transfers, concats and collectives of its tensor) gets dispatch priority
+/// `priority[u]`, which the simulator honours under [`crate::sim::Order::Priority`]; `None`
+/// leaves every priority at 0 (FIFO placements).
+pub fn compile(
+    graph: &Graph,
+    cluster: &Cluster,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    cost: &CostModel,
+    priority: Option<&[f64]>,
+) -> Compiled {
+    let layouts = layouts(graph, cluster, strategy, cost)
+        .into_iter()
+        .map(Rc::new)
+        .collect();
+    let mut c = Compiler {
+        graph,
+        cluster,
+        routes,
+        strategy,
+        cost,
+        layouts,
+        exec: ExecGraph::new(
+            cluster.devices.iter().map(|d| d.memory_bytes).collect(),
+            cluster.links.len(),
+        ),
+        roles: Vec::new(),
+        first_task: vec![TaskId::MAX; graph.len()],
+        whole_on: HashMap::new(),
+        aggregated: HashMap::new(),
+        ps_turn: vec![0; strategy.group_count()],
+        is_gradient: gradient_producers(graph),
+        priority,
+        buckets: Vec::new(),
+        bucket_of: HashMap::new(),
+        bucket_holders: HashMap::new(),
+    };
+    // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
+    let order = graph.topological_order();
+    for &op in &order {
+        c.place_op(op);
+    }
+    for &op in &order {
+        c.wire_inputs(op);
+    }
+    let (op_devices, op_shares) = c
+        .layouts
+        .into_iter()
+        .map(|l| Rc::try_unwrap(l).unwrap_or_else(|shared| (*shared).clone()))
+        .map(|l| (l.devices, l.shares))
+        .unzip();
+    Compiled {
+        exec: c.exec,
+        roles: c.roles,
+        op_first_task: c.first_task,
+        op_devices,
+        op_shares,
+    }
+}
+
+pub(super) struct Compiler<'a> {
+    pub(super) graph: &'a Graph,
+    pub(super) cluster: &'a Cluster,
+    pub(super) routes: &'a RouteTable,
+    pub(super) strategy: &'a Strategy,
+    pub(super) cost: &'a CostModel,
+    /// Shared so a layout can be read while the compiler mutates itself.
+    pub(super) layouts: Vec<Rc<Layout>>,
+    pub(super) exec: ExecGraph,
+    pub(super) roles: Vec<TaskRole>,
+    /// First replica task of each placed op.
+    pub(super) first_task: Vec<TaskId>,
+    /// Task that makes op `u`'s whole tensor available on device `d`.
+    pub(super) whole_on: HashMap<(OpIdx, u32), TaskId>,
+    /// Devices holding op `u`'s aggregated (summed) tensor, and the task providing it there.
+    pub(super) aggregated: HashMap<OpIdx, Vec<(u32, TaskId)>>,
+    /// Next parameter server per group, for aggregations that are not optimizer inputs.
+    pub(super) ps_turn: Vec<usize>,
+    /// Whether each op produces a gradient an optimizer applies.
+    pub(super) is_gradient: Vec<bool>,
+    /// Per-op dispatch priority, copied onto every task labelled with the op.
+    pub(super) priority: Option<&'a [f64]>,
+    /// Gradient buckets ([`AllReducePacking::Buckets`]): members of each, the bucket of each
+    /// gradient, and the holders of each bucket's reduced buffer.
+    pub(super) buckets: Vec<Vec<OpIdx>>,
+    pub(super) bucket_of: HashMap<OpIdx, usize>,
+    pub(super) bucket_holders: HashMap<usize, Vec<(u32, TaskId)>>,
+}
+
+impl<'a> Compiler<'a> {
+    pub(super) fn gpu(&self, device: u32) -> &'a GpuSpec {
+        &self.cluster.devices[device as usize].gpu
+    }
+
+    pub(super) fn add(&mut self, role: TaskRole, mut spec: TaskSpec<'_>) -> TaskId {
+        if let Some(p) = self.priority {
+            spec.priority = p[spec.label as usize];
+        }
+        self.roles.push(role);
+        self.exec.add_task(spec)
+    }
+
+    pub(super) fn compute(
+        &mut self,
+        role: TaskRole,
+        label: OpIdx,
+        device: u32,
+        duration: f64,
+        out_bytes: f64,
+    ) -> TaskId {
+        self.add(
+            role,
+            TaskSpec {
+                kind: TaskKind::Compute,
+                duration,
+                resources: &[device],
+                out_device: device,
+                out_bytes,
+                priority: 0.0,
+                label: label as u32,
+            },
+        )
+    }
+
+    /// A transfer of `bytes` from `from` to `to` after `after`. The receiver allocates the
+    /// bytes, except for a parameter pull, which overwrites the resident copy.
+    pub(super) fn transfer(
+        &mut self,
+        role: TaskRole,
+        label: OpIdx,
+        after: TaskId,
+        from: u32,
+        to: u32,
+        bytes: f64,
+    ) -> TaskId {
+        let out_bytes = if role == TaskRole::Pull { 0.0 } else { bytes };
+        let links: Vec<u32> = self
+            .routes
+            .links(from as usize, to as usize)
+            .iter()
+            .map(|&l| self.exec.link_resource(l as usize))
+            .collect();
+        let duration = self.routes.transfer_us(from as usize, to as usize, bytes);
+        let t = self.add(
+            role,
+            TaskSpec {
+                kind: TaskKind::Transfer,
+                duration,
+                resources: &links,
+                out_device: to,
+                out_bytes,
+                priority: 0.0,
+                label: label as u32,
+            },
+        );
+        self.exec.add_dep(after, t);
+        t
+    }
+
+    /// Create the replicas of `op`.
+    fn place_op(&mut self, op: OpIdx) {
+        let o = self.graph.op(op);
+        let layout = Rc::clone(&self.layouts[op]);
+        let first = self.exec.len() as TaskId;
+        for (i, &d) in layout.devices.iter().enumerate() {
+            let share = if layout.kind == LayoutKind::Full {
+                1.0
+            } else {
+                layout.shares[i]
+            };
+            let duration = self.cost.compute_time_us(o, self.gpu(d), share);
+            let out_bytes = match (o.phase, layout.kind) {
+                // A parameter's tensor is the resident variable itself.
+                (Phase::Parameter, _) => 0.0,
+                (_, LayoutKind::Split) => o.output_bytes * share,
+                _ => o.output_bytes,
+            };
+            self.compute(TaskRole::Op, op, d, duration, out_bytes);
+            self.exec.add_resident(d as usize, o.resident_bytes);
+        }
+        self.first_task[op] = first;
+    }
+
+    /// Feed every input of `op`'s replicas; after an optimizer update, pull parameters back.
+    fn wire_inputs(&mut self, op: OpIdx) {
+        for &e in self.graph.in_edges(op) {
+            let edge = self.graph.edges()[e];
+            self.wire(edge.src, op, edge.bytes);
+        }
+        if self.graph.op(op).phase == Phase::Optimizer {
+            self.pull_parameters(op);
+        }
+    }
+
+    pub(super) fn task_of(&self, op: OpIdx, replica: usize) -> TaskId {
+        debug_assert!(
+            self.first_task[op] != TaskId::MAX,
+            "ops are placed in topological order"
+        );
+        self.first_task[op] + replica as u32
+    }
+
+    /// Feed tensor `u → v` of `bytes` (at the full batch) to every replica of `v`.
+    fn wire(&mut self, u: OpIdx, v: OpIdx, bytes: f64) {
+        let consumer = Rc::clone(&self.layouts[v]);
+        let producer_kind = self.layouts[u].kind;
+        let producer_batched = producer_kind == LayoutKind::Split || self.is_batch_tensor(u);
+        for (j, &d) in consumer.devices.iter().enumerate() {
+            let task = self.task_of(v, j);
+            if consumer.kind != LayoutKind::Full && producer_batched {
+                self.feed_slice(u, &consumer, j, bytes, task);
+            } else {
+                let source = self.whole_on(u, d, bytes);
+                self.exec.add_dep(source, task);
+            }
+        }
+    }
+
+    /// Whether `u`'s output has a batch dimension (so a batch-split consumer takes a slice).
+    fn is_batch_tensor(&self, u: OpIdx) -> bool {
+        let op = self.graph.op(u);
+        op.scales_with_batch() && op.split == Splittability::Concat
+    }
+
+    /// Consumer replica `j` of `v` needs its batch slice of `u`'s tensor.
+    fn feed_slice(&mut self, u: OpIdx, consumer: &Layout, j: usize, bytes: f64, task: TaskId) {
+        let d = consumer.devices[j];
+        let producer = Rc::clone(&self.layouts[u]);
+        if producer.kind == LayoutKind::Full {
+            // Slice a whole tensor held somewhere: local if possible, else from the nearest holder.
+            if let Some(i) = producer.position(d) {
+                let t = self.task_of(u, i);
+                self.exec.add_dep(t, task);
+            } else {
+                let i = self.nearest(&producer.devices, d);
+                let src = self.task_of(u, i);
+                let slice = bytes * consumer.shares[j];
+                let x = self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, slice);
+                self.exec.add_dep(x, task);
+            }
+            return;
+        }
+        let (lo, hi) = consumer.interval(j);
+        let mut pieces = Vec::new();
+        for i in 0..producer.devices.len() {
+            let (plo, phi) = producer.interval(i);
+            let overlap = hi.min(phi) - lo.max(plo);
+            if overlap <= 1e-12 {
+                continue;
+            }
+            let src = self.task_of(u, i);
+            if producer.devices[i] == d {
+                pieces.push(src);
+            } else {
+                let b = bytes * overlap;
+                pieces.push(self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, b));
+            }
+        }
+        if pieces.len() == 1 {
+            self.exec.add_dep(pieces[0], task);
+        } else {
+            let assembled = self.concat(u, d, bytes * consumer.shares[j], &pieces);
+            self.exec.add_dep(assembled, task);
+        }
+    }
+
+    /// A Concat on `device` of `pieces` into a tensor of `bytes`.
+    pub(super) fn concat(
+        &mut self,
+        u: OpIdx,
+        device: u32,
+        bytes: f64,
+        pieces: &[TaskId],
+    ) -> TaskId {
+        let duration = self.cost.kernel_us(self.gpu(device), 0.0, 2.0 * bytes);
+        let t = self.compute(TaskRole::Concat, u, device, duration, bytes);
+        for &p in pieces {
+            self.exec.add_dep(p, t);
+        }
+        t
+    }
+
+    /// The task that makes `u`'s whole tensor available on `device` (cached per device).
+    pub(super) fn whole_on(&mut self, u: OpIdx, device: u32, bytes: f64) -> TaskId {
+        if let Some(&t) = self.whole_on.get(&(u, device)) {
+            return t;
+        }
+        let producer = Rc::clone(&self.layouts[u]);
+        let t = match producer.kind {
+            LayoutKind::Full => match producer.position(device) {
+                Some(i) => self.task_of(u, i),
+                None => {
+                    let i = self.nearest(&producer.devices, device);
+                    let src = self.task_of(u, i);
+                    self.transfer(
+                        TaskRole::Transfer,
+                        u,
+                        src,
+                        producer.devices[i],
+                        device,
+                        bytes,
+                    )
+                }
+            },
+            LayoutKind::Split => {
+                let pieces: Vec<TaskId> = (0..producer.devices.len())
+                    .map(|i| {
+                        let src = self.task_of(u, i);
+                        let from = producer.devices[i];
+                        if from == device {
+                            src
+                        } else {
+                            let b = bytes * producer.shares[i];
+                            self.transfer(TaskRole::Transfer, u, src, from, device, b)
+                        }
+                    })
+                    .collect();
+                self.concat(u, device, bytes, &pieces)
+            }
+            LayoutKind::Partial => {
+                let holders = self.aggregate(u, device, bytes);
+                match holders.iter().find(|h| h.0 == device) {
+                    Some(&(_, t)) => t,
+                    None => {
+                        let devices: Vec<u32> = holders.iter().map(|h| h.0).collect();
+                        let i = self.nearest(&devices, device);
+                        let (from, src) = holders[i];
+                        self.transfer(TaskRole::Transfer, u, src, from, device, bytes)
+                    }
+                }
+            }
+        };
+        self.whole_on.insert((u, device), t);
+        t
+    }
+    /// Index in `candidates` of the device with the fastest route to `to` (ties: first).
+    pub(super) fn nearest(&self, candidates: &[u32], to: u32) -> usize {
+        let mut best = 0;
+        let mut best_bw = f64::NEG_INFINITY;
+        for (i, &c) in candidates.iter().enumerate() {
+            let bw = self.routes.bandwidth(c as usize, to as usize);
+            if bw > best_bw {
+                best = i;
+                best_bw = bw;
+            }
+        }
+        best
+    }
+}

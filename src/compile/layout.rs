@@ -1,0 +1,168 @@
+//! Layouts: where each op runs and on which batch share, from its group's decision (and the SFB
+//! duplicates the strategy carries).
+
+use crate::cluster::Cluster;
+use crate::cost::CostModel;
+use crate::graph::{Graph, OpIdx, Phase, Splittability};
+use crate::group::chunks::balanced_chunks;
+use crate::group::metis::partition_ops_with_memory;
+use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LayoutKind {
+    Split,
+    Partial,
+    Full,
+}
+
+/// Where an op runs: `devices[i]` with batch share `shares[i]` (1 for `Full`).
+#[derive(Debug, Clone)]
+pub(super) struct Layout {
+    pub(super) kind: LayoutKind,
+    pub(super) devices: Vec<u32>,
+    pub(super) shares: Vec<f64>,
+}
+
+impl Layout {
+    pub(super) fn full(devices: Vec<u32>) -> Layout {
+        let shares = vec![1.0; devices.len()];
+        Layout {
+            kind: LayoutKind::Full,
+            devices,
+            shares,
+        }
+    }
+
+    pub(super) fn position(&self, device: u32) -> Option<usize> {
+        self.devices.iter().position(|&d| d == device)
+    }
+
+    /// Batch interval `[start, end)` of replica `i` as fractions of the batch.
+    pub(super) fn interval(&self, i: usize) -> (f64, f64) {
+        let start: f64 = self.shares[..i].iter().sum();
+        (start, start + self.shares[i])
+    }
+}
+
+/// The layout of every op, from its group's decision.
+pub(super) fn layouts(
+    graph: &Graph,
+    cluster: &Cluster,
+    strategy: &Strategy,
+    cost: &CostModel,
+) -> Vec<Layout> {
+    let mp_device = model_parallel_assignment(graph, cluster, strategy, cost);
+    let mut optimizer_turn = vec![0usize; strategy.group_count()];
+    let mut out = Vec::with_capacity(graph.len());
+    for (op_idx, op) in graph.ops().iter().enumerate() {
+        let group = strategy.group_of(op_idx);
+        let decision = strategy.decision(group);
+        let devices: Vec<u32> = decision.devices.iter().map(|&d| d as u32).collect();
+        let layout = match decision.option {
+            ReplicationOption::ModelParallel => Layout::full(vec![mp_device[op_idx]]),
+            ReplicationOption::Duplicate => Layout::full(devices),
+            ReplicationOption::AllReduce | ReplicationOption::Ps => {
+                let batched = op.scales_with_batch() && op.split != Splittability::None;
+                if op.phase == Phase::Optimizer && decision.option == ReplicationOption::Ps {
+                    // The parameter server of this update, round-robin over the group's devices.
+                    let turn = optimizer_turn[group];
+                    optimizer_turn[group] += 1;
+                    Layout::full(vec![devices[turn % devices.len()]])
+                } else if batched && devices.len() > 1 {
+                    let shares = batch_shares(cluster, &devices, strategy.batch_split);
+                    let kind = if op.split == Splittability::Sum {
+                        LayoutKind::Partial
+                    } else {
+                        LayoutKind::Split
+                    };
+                    Layout {
+                        kind,
+                        devices,
+                        shares,
+                    }
+                } else {
+                    Layout::full(devices)
+                }
+            }
+        };
+        out.push(layout);
+    }
+    // TAG's SFB (§4.2.3): the ops the SFB ILP duplicated for a replicated gradient run whole on
+    // every device of their group, so their inputs (the sufficient factors) are broadcast and the
+    // gradient needs no aggregation. The decision was made by `crate::sfb`; this only applies it.
+    for &op in &strategy.sfb_duplicated {
+        let group = strategy.decision(strategy.group_of(op));
+        out[op] = Layout::full(group.devices.iter().map(|&x| x as u32).collect());
+    }
+    out
+}
+
+pub(super) fn gradient_producers(graph: &Graph) -> Vec<bool> {
+    let mut is = vec![false; graph.len()];
+    for link in graph.gradients() {
+        is[link.grad] = true;
+    }
+    is
+}
+
+/// Even shares, or shares proportional to each device's peak compute rate.
+pub fn batch_shares(cluster: &Cluster, devices: &[u32], split: BatchSplit) -> Vec<f64> {
+    match split {
+        BatchSplit::Even => vec![1.0 / devices.len() as f64; devices.len()],
+        BatchSplit::Proportional => {
+            let speed: Vec<f64> = devices
+                .iter()
+                .map(|&d| cluster.devices[d as usize].gpu.fp32_tflops)
+                .collect();
+            let total: f64 = speed.iter().sum();
+            speed.iter().map(|s| s / total).collect()
+        }
+    }
+}
+
+/// For model-parallel groups: each op's device. TAG §4.2 divides the group with METIS; we
+/// balance compute (mean time over the group's devices) and memory (resident plus output bytes)
+/// as two METIS constraints, parts going to devices in order. Should METIS fail, the group's ops
+/// are cut in topological order into chunks of balanced compute.
+fn model_parallel_assignment(
+    graph: &Graph,
+    cluster: &Cluster,
+    strategy: &Strategy,
+    cost: &CostModel,
+) -> Vec<u32> {
+    let mut device = vec![0u32; graph.len()];
+    let order = graph.topological_order();
+    for (group, decision) in strategy.decisions().iter().enumerate() {
+        if decision.option != ReplicationOption::ModelParallel {
+            continue;
+        }
+        let members: Vec<OpIdx> = order
+            .iter()
+            .copied()
+            .filter(|&op| strategy.group_of(op) == group)
+            .collect();
+        let parts = decision.devices.len();
+        let mut weights = vec![0.0; graph.len()];
+        let mut memory = vec![0.0; graph.len()];
+        for &op in &members {
+            let o = graph.op(op);
+            weights[op] = decision
+                .devices
+                .iter()
+                .map(|&d| cost.compute_time_us(o, &cluster.devices[d].gpu, 1.0))
+                .sum::<f64>()
+                / parts as f64;
+            memory[op] = o.resident_bytes + o.output_bytes;
+        }
+        let chunks = if parts > 1 {
+            partition_ops_with_memory(graph, &weights, &memory, &members, parts, 0).ok()
+        } else {
+            None
+        }
+        .unwrap_or_else(|| balanced_chunks(&members, &weights, parts));
+        for (&op, &part) in members.iter().zip(&chunks) {
+            device[op] = decision.devices[part as usize % parts] as u32;
+        }
+    }
+    device
+}

@@ -1,0 +1,210 @@
+//! Gradient synchronisation inside the compiler: ring AllReduce (packed or bucketed), pushes to
+//! a parameter server with `AddN`, and the pulls of updated parameters.
+
+use std::rc::Rc;
+
+use super::compiled::TaskRole;
+use super::compiler::Compiler;
+use super::layout::{Layout, LayoutKind};
+use crate::graph::{OpIdx, Phase};
+use crate::sim::{TaskId, TaskKind, TaskSpec};
+use crate::strategy::{AllReducePacking, ReplicationOption};
+
+impl Compiler<'_> {
+    /// Sum `u`'s partial outputs by its group's option; the devices then holding the sum.
+    /// `wanted_on` is the first consumer's device, the natural parameter server when it is one
+    /// of the replicas.
+    pub(super) fn aggregate(&mut self, u: OpIdx, wanted_on: u32, bytes: f64) -> Vec<(u32, TaskId)> {
+        if let Some(h) = self.aggregated.get(&u) {
+            return h.clone();
+        }
+        let producer = Rc::clone(&self.layouts[u]);
+        let group = self.strategy.group_of(u);
+        let holders = match self.strategy.decision(group).option {
+            ReplicationOption::Ps => {
+                let ps = if producer.position(wanted_on).is_some() {
+                    wanted_on
+                } else {
+                    let turn = self.ps_turn[group];
+                    self.ps_turn[group] += 1;
+                    producer.devices[turn % producer.devices.len()]
+                };
+                vec![(ps, self.push_and_sum(u, &producer, ps, bytes))]
+            }
+            // Packing is one bucket with no size limit.
+            _ if self.strategy.allreduce == AllReducePacking::Packed && self.is_gradient[u] => {
+                self.bucketed_all_reduce(group, u, f64::INFINITY)
+            }
+            _ if self.is_gradient[u]
+                && let AllReducePacking::Buckets(cap) = self.strategy.allreduce =>
+            {
+                self.bucketed_all_reduce(group, u, cap as f64)
+            }
+            _ => {
+                let ring = producer.devices.clone();
+                let inputs: Vec<TaskId> = (0..ring.len()).map(|i| self.task_of(u, i)).collect();
+                self.all_reduce(u, &ring, &inputs, bytes)
+            }
+        };
+        self.aggregated.insert(u, holders.clone());
+        holders
+    }
+
+    /// The AllReduce of the bucket holding gradient `u`: `group`'s gradients, in topological
+    /// order (the order the backward pass makes them), cut into runs of at most `cap` bytes (a
+    /// larger gradient is a bucket of its own). Each bucket's AllReduce waits for its gradients.
+    fn bucketed_all_reduce(&mut self, group: usize, u: OpIdx, cap: f64) -> Vec<(u32, TaskId)> {
+        if !self.bucket_of.contains_key(&u) {
+            self.form_buckets(group, cap);
+        }
+        let bucket = self.bucket_of[&u];
+        if let Some(h) = self.bucket_holders.get(&bucket) {
+            return h.clone();
+        }
+        let members = self.buckets[bucket].clone();
+        let ring = self.layouts[members[0]].devices.clone();
+        let bytes: f64 = members
+            .iter()
+            .map(|&op| self.graph.op(op).output_bytes)
+            .sum();
+        let inputs: Vec<TaskId> = members
+            .iter()
+            .flat_map(|&op| (0..ring.len()).map(move |i| (op, i)))
+            .map(|(op, i)| self.task_of(op, i))
+            .collect();
+        let holders = self.all_reduce(members[0], &ring, &inputs, bytes);
+        self.bucket_holders.insert(bucket, holders.clone());
+        holders
+    }
+
+    fn form_buckets(&mut self, group: usize, cap: f64) {
+        let mut filled = 0.0;
+        let mut open = false;
+        for op in self.graph.topological_order() {
+            if !(self.is_gradient[op]
+                && self.strategy.group_of(op) == group
+                && self.layouts[op].kind == LayoutKind::Partial)
+            {
+                continue;
+            }
+            let bytes = self.graph.op(op).output_bytes;
+            if !open || filled + bytes > cap {
+                self.buckets.push(Vec::new());
+                filled = 0.0;
+                open = true;
+            }
+            filled += bytes;
+            self.buckets.last_mut().expect("a bucket is open").push(op);
+            self.bucket_of.insert(op, self.buckets.len() - 1);
+        }
+    }
+
+    /// Parameter-server aggregation: every replica pushes its partial sum to `ps`, which adds them.
+    fn push_and_sum(&mut self, u: OpIdx, producer: &Layout, ps: u32, bytes: f64) -> TaskId {
+        let mut parts = Vec::with_capacity(producer.devices.len());
+        for (i, &d) in producer.devices.iter().enumerate() {
+            let src = self.task_of(u, i);
+            parts.push(if d == ps {
+                src
+            } else {
+                self.transfer(TaskRole::Transfer, u, src, d, ps, bytes)
+            });
+        }
+        let k = parts.len() as f64;
+        let duration =
+            self.cost
+                .kernel_us(self.gpu(ps), (k - 1.0) * bytes / 4.0, (k + 1.0) * bytes);
+        let t = self.compute(TaskRole::AddN, u, ps, duration, bytes);
+        for p in parts {
+            self.exec.add_dep(p, t);
+        }
+        t
+    }
+
+    /// Ring AllReduce of `bytes` among the devices of `ring` once all `inputs` are done; the
+    /// reduced tensor stays on each device until its consumers are done. `u` labels the tasks.
+    fn all_reduce(
+        &mut self,
+        u: OpIdx,
+        ring: &[u32],
+        inputs: &[TaskId],
+        bytes: f64,
+    ) -> Vec<(u32, TaskId)> {
+        let n = ring.len();
+        let mut links: Vec<u32> = Vec::new();
+        let mut bottleneck = f64::INFINITY;
+        let mut latency: f64 = 0.0;
+        for k in 0..n {
+            let (a, b) = (ring[k] as usize, ring[(k + 1) % n] as usize);
+            bottleneck = bottleneck.min(self.routes.bandwidth(a, b));
+            latency = latency.max(self.routes.latency(a, b));
+            for &l in self.routes.links(a, b) {
+                links.push(self.exec.link_resource(l as usize));
+            }
+        }
+        links.sort_unstable();
+        links.dedup();
+        let duration = crate::cost::ring_allreduce_time_us(bytes, n, bottleneck, latency);
+        let ar = self.add(
+            TaskRole::AllReduce,
+            TaskSpec {
+                kind: TaskKind::Collective,
+                duration,
+                resources: &links,
+                out_device: ring[0],
+                out_bytes: 0.0,
+                priority: 0.0,
+                label: u as u32,
+            },
+        );
+        for &input in inputs {
+            self.exec.add_dep(input, ar);
+        }
+        // The reduced buffer lives on every replica until its consumers are done.
+        let mut holders = Vec::with_capacity(n);
+        for &d in ring {
+            let hold = self.add(
+                TaskRole::Hold,
+                TaskSpec {
+                    kind: TaskKind::Collective,
+                    duration: 0.0,
+                    resources: &[],
+                    out_device: d,
+                    out_bytes: bytes,
+                    priority: 0.0,
+                    label: u as u32,
+                },
+            );
+            self.exec.add_dep(ar, hold);
+            holders.push((d, hold));
+        }
+        holders
+    }
+
+    /// After a PS-style update, replicas of the parameter elsewhere pull the new value.
+    pub(super) fn pull_parameters(&mut self, opt: OpIdx) {
+        let opt_layout = Rc::clone(&self.layouts[opt]);
+        for &e in self.graph.in_edges(opt) {
+            let edge = self.graph.edges()[e];
+            if self.graph.op(edge.src).phase != Phase::Parameter {
+                continue;
+            }
+            let params = Rc::clone(&self.layouts[edge.src]);
+            for &d in &params.devices {
+                if opt_layout.position(d).is_some() {
+                    continue;
+                }
+                let i = self.nearest(&opt_layout.devices, d);
+                let src = self.task_of(opt, i);
+                self.transfer(
+                    TaskRole::Pull,
+                    edge.src,
+                    src,
+                    opt_layout.devices[i],
+                    d,
+                    edge.bytes,
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Judging a placement: compile it, simulate one iteration and report what the simulator saw.
+//! Every placer, the search and the command line measure strategies through [`evaluate`], so
+//! every method is judged the same way.
+
+pub mod evaluation;
+pub mod problem;
+pub mod report;
+pub mod summary;
+
+pub use evaluation::{Evaluation, evaluate, evaluate_strategy};
+pub use problem::{Placement, Problem};
+pub use report::{DeviceGroupFeedback, OpGroupFeedback, SimReport};
+pub use summary::SimulationSummary;

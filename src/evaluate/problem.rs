@@ -1,0 +1,42 @@
+//! What a placer is asked to place, and what it answers.
+
+use crate::cluster::Cluster;
+use crate::cost::CostModel;
+use crate::graph::Graph;
+use crate::strategy::Strategy;
+
+/// What a placer is asked to place.
+#[derive(Clone, Copy)]
+pub struct Problem<'a> {
+    pub graph: &'a Graph,
+    pub cluster: &'a Cluster,
+    pub cost: &'a CostModel,
+}
+
+/// A placer's answer.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub strategy: Strategy,
+    /// Per-op dispatch priority (lower first), evaluated with
+    /// [`crate::sim::Order::Priority`]; `None` runs FIFO like TensorFlow's executor.
+    pub order: Option<Vec<f64>>,
+    /// What the placement is and any stand-in it uses.
+    pub note: String,
+    /// The placer's own prediction of the iteration time, µs (list schedulers).
+    pub predicted_us: Option<f64>,
+    /// Whether the placer believes every GPU's memory suffices (`None`: it does not check).
+    pub fits: Option<bool>,
+}
+
+impl Placement {
+    /// A placement with no order, prediction or memory claim.
+    pub fn plain(strategy: Strategy, note: impl Into<String>) -> Placement {
+        Placement {
+            strategy,
+            order: None,
+            note: note.into(),
+            predicted_us: None,
+            fits: None,
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! [`GnnPolicy`]: a model with its hyper-parameters, saved as one file (a header line, the
+//! hyper-parameters as JSON, then burn's burnpack record), so loading rebuilds the module.
+
+use std::path::Path;
+
+use burn::module::Module;
+use burn::prelude::*;
+use burn::store::ModuleRecord;
+use burn::tensor::Bytes;
+
+use super::device::cpu;
+use super::features::{HeteroGraph, Slice};
+use super::model::{GnnConfig, GnnModel};
+use crate::assets;
+use crate::error::{GnnError, Result, write_atomic};
+
+/// First line of a policy file.
+const MAGIC: &str = "topoplace-gnn 1";
+
+/// A GNN with the hyper-parameters it was built with.
+#[derive(Debug)]
+pub struct GnnPolicy {
+    pub config: GnnConfig,
+    pub model: GnnModel,
+}
+
+impl GnnPolicy {
+    /// Untrained weights drawn from `seed`, on the CPU.
+    pub fn init(config: GnnConfig, seed: u64) -> Result<GnnPolicy> {
+        config.check().map_err(GnnError::Config)?;
+        Ok(GnnPolicy {
+            config,
+            model: GnnModel::new(&config, seed, &cpu()),
+        })
+    }
+
+    /// Write the policy file: header, config JSON, burnpack record.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let shown = path.display().to_string();
+        let config = serde_json::to_string(&self.config).map_err(|e| GnnError::Save {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        let record = self
+            .model
+            .clone()
+            .into_record()
+            .into_bytes()
+            .map_err(|e| GnnError::Save {
+                path: shown.clone(),
+                message: format!("serialising the GNN: {e}"),
+            })?;
+        let mut out = format!("{MAGIC}\n{config}\n").into_bytes();
+        out.extend_from_slice(&record);
+        write_atomic(path, &out)
+    }
+
+    /// Read a policy file onto the CPU; every failure names the file.
+    pub fn load(path: &Path) -> Result<GnnPolicy> {
+        Self::load_on(path, &cpu())
+    }
+
+    /// Read a policy file onto `device`.
+    pub fn load_on(path: &Path, device: &Device) -> Result<GnnPolicy> {
+        let shown = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|source| GnnError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        Self::from_bytes(&bytes, &shown, device)
+    }
+
+    /// The policy shipped in the binary ([`crate::assets::SHIPPED_POLICY`]), onto `device`.
+    pub fn shipped_on(device: &Device) -> Result<GnnPolicy> {
+        Self::from_bytes(assets::SHIPPED_POLICY_BYTES, assets::SHIPPED_POLICY, device)
+    }
+
+    /// The shipped policy on the CPU.
+    pub fn shipped() -> Result<GnnPolicy> {
+        Self::shipped_on(&cpu())
+    }
+
+    /// A policy from the bytes of a policy file; `shown` names the file in errors.
+    pub fn from_bytes(bytes: &[u8], shown: &str, device: &Device) -> Result<GnnPolicy> {
+        let bad = |why: String| GnnError::NotAPolicy {
+            path: shown.to_string(),
+            why,
+        };
+        let (header, rest) = split_line(&bytes).ok_or_else(|| bad("no header line".into()))?;
+        if header != MAGIC.as_bytes() {
+            return Err(bad(format!("the first line is not \"{MAGIC}\"")).into());
+        }
+        let (config, record) = split_line(rest).ok_or_else(|| bad("no config line".into()))?;
+        let config: GnnConfig =
+            serde_json::from_slice(config).map_err(|e| bad(format!("config: {e}")))?;
+        config.check().map_err(|e| bad(format!("config: {e}")))?;
+        let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(record.to_vec()))
+            .map_err(|e| bad(format!("weights: {e}")))?;
+        let model = GnnModel::new(&config, 0, device)
+            .try_load_record(record)
+            .map_err(|e| bad(format!("weights: {e}")))?;
+        Ok(GnnPolicy { config, model })
+    }
+
+    /// Priors over `slices` for op group `group` of graph `g`.
+    pub fn priors(&self, g: &HeteroGraph, group: usize, slices: &[Slice]) -> Vec<f32> {
+        self.model.priors(g, group, slices)
+    }
+}
+
+/// The bytes before the first newline and those after it.
+fn split_line(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let n = bytes.iter().position(|&b| b == b'\n')?;
+    Some((&bytes[..n], &bytes[n + 1..]))
+}

@@ -1,0 +1,98 @@
+//! The action space: a (set of device groups, replication option) pair per op group, and the
+//! strategy a complete choice of actions stands for.
+
+use super::config::FULL_SUBSETS_UP_TO;
+use crate::cluster::Cluster;
+use crate::error::Result;
+use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+
+/// Sets of device groups an action may use. Up to [`FULL_SUBSETS_UP_TO`] device groups: every
+/// non-empty subset. Beyond, the (2^M − 1) subsets are too many, so the search is restricted to
+/// one or two device groups, each machine's device groups, and all of them.
+pub fn device_group_sets(cluster: &Cluster) -> Vec<Vec<usize>> {
+    let m = cluster.groups.len();
+    if m <= FULL_SUBSETS_UP_TO {
+        return (1u32..(1 << m))
+            .map(|mask| (0..m).filter(|&g| mask >> g & 1 == 1).collect())
+            .collect();
+    }
+    let mut sets: Vec<Vec<usize>> = (0..m).map(|g| vec![g]).collect();
+    for a in 0..m {
+        sets.extend((a + 1..m).map(|b| vec![a, b]));
+    }
+    for machine in &cluster.machines {
+        let mut g = machine.groups.clone();
+        g.sort_unstable();
+        if g.len() > 2 && !sets.contains(&g) {
+            sets.push(g);
+        }
+    }
+    sets.push((0..m).collect());
+    sets
+}
+
+/// Every action: each device-group set with each option, as a decision over its GPUs. The
+/// all-GPU all-reduce action (DP-NCCL's) comes first.
+pub fn actions(cluster: &Cluster) -> Vec<GroupDecision> {
+    let mut sets = device_group_sets(cluster);
+    // Largest set first so DP's action is index 0.
+    sets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut out = Vec::new();
+    for set in sets {
+        let mut devices: Vec<usize> = set
+            .iter()
+            .flat_map(|&g| cluster.groups[g].devices.iter().copied())
+            .collect();
+        devices.sort_unstable();
+        for option in ReplicationOption::ALL {
+            out.push(GroupDecision {
+                devices: devices.clone(),
+                option,
+            });
+        }
+    }
+    out
+}
+
+/// How a searched strategy's AllReduce groups synchronise: each leaf is simulated with both and
+/// keeps the faster (an extension of TAG's action space, which fixes one scheme). Gradients in 64 MiB buckets overlap the backward pass (Horovod's fusion, the
+/// overlap TAG's per-group strategies have); one pack per strategy group after the backward pass
+/// wins where many small AllReduces would each pay the ring latency.
+pub const PACKINGS: [AllReducePacking; 2] = [
+    AllReducePacking::Buckets(crate::strategy::HOROVOD_FUSION_BYTES),
+    AllReducePacking::Packed,
+];
+
+/// The strategy that gives op group `g` the decision `actions[choice[g]]`, synchronised by
+/// `packing`. Groups with the same action share one strategy group, so every group on action 0
+/// with [`AllReducePacking::Packed`] is exactly DP-NCCL and scores 0.
+pub fn build_strategy(
+    op_group: &[u32],
+    actions: &[GroupDecision],
+    choice: &[u16],
+    packing: AllReducePacking,
+    devices: usize,
+) -> Result<Strategy> {
+    let mut slot = vec![u32::MAX; actions.len()];
+    let mut decisions = Vec::new();
+    for &a in choice {
+        if slot[a as usize] == u32::MAX {
+            slot[a as usize] = decisions.len() as u32;
+            decisions.push(actions[a as usize].clone());
+        }
+    }
+    let ops = op_group
+        .iter()
+        .map(|&g| slot[choice[g as usize] as usize])
+        .collect();
+    let mut s = Strategy::new(
+        "mcts",
+        ops,
+        decisions,
+        BatchSplit::Even,
+        op_group.len(),
+        devices,
+    )?;
+    s.allreduce = packing;
+    Ok(s)
+}

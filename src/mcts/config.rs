@@ -1,0 +1,70 @@
+//! How a search runs: its budget, PUCT constant, group order and batch shares.
+
+/// TAG's default number of op groups.
+pub const DEFAULT_GROUPS: usize = 60;
+/// Clusters with at most this many device groups get every subset as an action.
+pub const FULL_SUBSETS_UP_TO: usize = 8;
+
+/// Reward of a strategy that runs out of memory.
+pub(crate) const OOM_REWARD: f64 = -1.0;
+
+/// How the search runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MctsConfig {
+    /// Leaf evaluations (simulator calls, cache hits included).
+    pub iterations: usize,
+    /// Wall-clock cap, checked between batches.
+    pub seconds: Option<f64>,
+    pub seed: u64,
+    /// Exploration constant `c` of PUCT.
+    pub exploration: f64,
+    /// Leaves selected (with virtual loss) and evaluated together.
+    pub batch: usize,
+    /// The order in which the tree decides the op groups.
+    pub group_order: GroupOrder,
+    /// How replicas share the batch in the strategies the search simulates.
+    pub batch_split: SearchSplit,
+    /// Double-check the result's replicated gradients with the SFB ILP (TAG §4.2.3).
+    pub sfb_check: bool,
+}
+
+/// The order in which the search decides op groups (the tree's depth order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GroupOrder {
+    /// Descending compute on the reference GPU (TAG §4.2.2).
+    #[default]
+    Compute,
+    /// Descending compute plus the time a ring AllReduce of the group's parameters over the
+    /// whole cluster takes (beyond TAG). Parameter-heavy groups with little compute (VGG's
+    /// fully-connected layers, embeddings) are then decided near the root instead of at a depth
+    /// a few hundred iterations never reach, and they are where placements beat data
+    /// parallelism.
+    Impact,
+}
+
+/// Batch shares of the replicas in the searched strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SearchSplit {
+    /// Equal shares, as TAG.
+    #[default]
+    Even,
+    /// Whichever of equal and speed-proportional shares makes data parallelism faster on this
+    /// cluster (one extra simulation before the search; beyond TAG). The reward stays relative
+    /// to DP-NCCL with equal shares.
+    Auto,
+}
+
+impl Default for MctsConfig {
+    fn default() -> MctsConfig {
+        MctsConfig {
+            iterations: 300,
+            seconds: None,
+            seed: 0,
+            exploration: 10.0,
+            batch: 8,
+            group_order: GroupOrder::Compute,
+            batch_split: SearchSplit::Even,
+            sfb_check: true,
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! TAG's strategy search (§4.2.2): Monte-Carlo tree search over per-op-group decisions.
+//!
+//! - Op groups come from METIS (weights = compute times on the reference GPU) and are ordered by
+//!   descending compute, so the tree decides the expensive groups first.
+//! - A vertex at depth `i` is a partial strategy: decisions for the first `i` groups. An action
+//!   is a (non-empty set of device groups, replication option) pair; see [`actions`] for how the
+//!   set is restricted on large clusters.
+//! - A leaf is completed by giving every undecided group the first group's decision (TAG
+//!   footnote 2), compiled and simulated; its reward is `T_DP / T − 1` (DP-NCCL scores 0), or −1
+//!   when it runs out of memory.
+//! - Selection by PUCT, `U = Q + c·G·√ΣN / (1 + N)`. Expansion adds one level per iteration.
+//! - Priors `G`: uniform, or with a GNN policy ([`Mcts::with_policy`]) the GNN's softmax over the
+//!   actions of the vertex's next op group, computed once per new vertex from the heterogeneous
+//!   graph of its completed, simulated strategy (the leaf the expansion evaluates anyway, so the
+//!   runtime feedback costs no extra simulation). Priors arrive after the batch that created the
+//!   vertex is evaluated (the batch's new vertices in parallel); a later selection in that same
+//!   batch sees uniform priors there.
+//! - Parallelism: each batch of leaves is selected sequentially with a virtual loss (so the
+//!   batch spreads over the tree), evaluated in parallel with rayon, and backed up in selection
+//!   order. The batch size is fixed, not the thread count, so a seed gives the same search on any
+//!   machine.
+
+pub mod actions;
+pub mod config;
+pub mod grouping;
+pub mod result;
+pub mod search;
+pub mod tree;
+
+pub use actions::{PACKINGS, actions, build_strategy, device_group_sets};
+pub use config::{DEFAULT_GROUPS, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, SearchSplit};
+pub use grouping::{metis_groups, order_by_compute, ordered_groups};
+pub use result::{Progress, SearchResult, VertexTarget};
+pub use search::{Mcts, search, search_with};

@@ -1,0 +1,501 @@
+//! The search loop: selection by PUCT with virtual loss, expansion, leaf completion and
+//! simulation in parallel batches, backup, and TAG's SFB double check of the result.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rayon::prelude::*;
+
+use super::actions::{PACKINGS, actions, build_strategy};
+use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
+use super::grouping::ordered_groups;
+use super::result::{Progress, SearchResult, VertexTarget};
+use super::tree::{NO_CHILD, Node, Outcome};
+use crate::cluster::RouteTable;
+use crate::error::{Result, SearchError};
+use crate::evaluate::{Evaluation, Placement, Problem, evaluate};
+use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
+use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, Strategy};
+
+/// The search state: tree, evaluation cache and best strategy so far.
+pub struct Mcts<'a> {
+    pub(super) problem: Problem<'a>,
+    pub(super) routes: RouteTable,
+    pub(super) op_group: Vec<u32>,
+    pub(super) groups: usize,
+    pub(super) actions: Vec<GroupDecision>,
+    pub(super) config: MctsConfig,
+    pub(super) nodes: Vec<Node>,
+    pub(super) cache: HashMap<Vec<u16>, Outcome>,
+    pub(super) rng: StdRng,
+    pub(super) dp: Outcome,
+    /// Best (by fit, then time) complete choice seen.
+    pub(super) best: Option<(Vec<u16>, Outcome)>,
+    pub(super) beat_dp_at: Option<usize>,
+    pub(super) iterations: usize,
+    /// Lowest and highest reward backed up (DP-NCCL's 0 included).
+    pub(super) reward_range: (f64, f64),
+    /// The GNN that gives new vertices their priors, if any.
+    pub(super) policy: Option<VertexPriors<'a>>,
+    /// Runtime feedback of each simulated complete choice (only with a policy).
+    pub(super) feedback: HashMap<Vec<u16>, Feedback>,
+    /// Vertices created in this batch that wait for priors: node index and path.
+    pub(super) pending: Vec<(usize, Vec<u16>)>,
+    /// Batch shares of the simulated strategies (DP-NCCL's reference always splits evenly).
+    pub(super) split: BatchSplit,
+}
+
+impl<'a> Mcts<'a> {
+    /// A search over the given op groups (ids dense, 0 = decided first).
+    pub fn new(problem: Problem<'a>, op_group: Vec<u32>, config: MctsConfig) -> Result<Mcts<'a>> {
+        let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
+        if groups == 0 {
+            return Err(SearchError::NoOps.into());
+        }
+        let actions = actions(problem.cluster);
+        if actions.len() > u16::MAX as usize {
+            return Err(SearchError::TooManyActions(actions.len()).into());
+        }
+        let mut search = Mcts {
+            routes: RouteTable::new(problem.cluster),
+            problem,
+            op_group,
+            groups,
+            nodes: vec![Node::new(actions.len())],
+            actions,
+            cache: HashMap::new(),
+            rng: StdRng::seed_from_u64(config.seed),
+            config,
+            dp: Outcome {
+                time_us: 0.0,
+                fits: false,
+                packing: AllReducePacking::Packed,
+            },
+            best: None,
+            beat_dp_at: None,
+            iterations: 0,
+            reward_range: (0.0, 0.0),
+            policy: None,
+            feedback: HashMap::new(),
+            pending: Vec::new(),
+            split: BatchSplit::Even,
+        };
+        // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
+        // makes it the incumbent, so the search never returns anything slower that fits.
+        let dp_choice = vec![0u16; search.groups];
+        search.dp = search.outcome(&dp_choice, AllReducePacking::Packed)?;
+        search.best = Some((dp_choice.clone(), search.dp));
+        // The same choice under the best packing (bucketed: Horovod) is the search's start:
+        // backed into the tree as one visit of the root's DP edge, so once worse strategies
+        // pull the root's mean down, that edge is preferred and its children, data parallelism
+        // with one group changed, are tried. It is iteration 0, not counted in the budget.
+        let (start, _) = search.simulate(&dp_choice)?;
+        let start = search.choose_split(&dp_choice, start)?;
+        search.cache.insert(dp_choice.clone(), start);
+        search.record(&dp_choice, start);
+        let reward = search.reward(start);
+        search.reward_range = (reward.min(0.0), reward.max(0.0));
+        search.nodes[0].edges[0].virtual_visits = 1;
+        search.nodes[0].edges[0].child = 1;
+        search.nodes.push(Node::new(search.actions.len()));
+        search.backup(&[0], reward);
+        Ok(search)
+    }
+
+    /// A search over `groups` METIS op groups of `problem`, numbered in `config`'s group order
+    /// (METIS seeded by `config.seed`): the grouping every search of the crate starts from.
+    pub fn grouped(problem: Problem<'a>, groups: usize, config: MctsConfig) -> Result<Mcts<'a>> {
+        let op_group = ordered_groups(&problem, groups, config.seed, config.group_order)?;
+        Mcts::new(problem, op_group, config)
+    }
+
+    pub fn actions(&self) -> &[GroupDecision] {
+        &self.actions
+    }
+
+    /// With [`SearchSplit::Auto`], keep speed-proportional batch shares for the whole search
+    /// when they make data parallelism (`dp_choice`) faster than `even` does; the start under
+    /// the chosen shares.
+    fn choose_split(&mut self, dp_choice: &[u16], even: Outcome) -> Result<Outcome> {
+        if self.config.batch_split == SearchSplit::Even {
+            return Ok(even);
+        }
+        self.split = BatchSplit::Proportional;
+        let (proportional, _) = self.simulate(dp_choice)?;
+        if proportional.better_than(&even) {
+            return Ok(proportional);
+        }
+        self.split = BatchSplit::Even;
+        Ok(even)
+    }
+
+    /// Take priors from `policy` instead of uniform ones. The root (nothing decided) and the
+    /// start vertex (group 0 on DP) get theirs from the start's simulation, DP everywhere.
+    pub fn with_policy(mut self, policy: &'a GnnPolicy) -> Result<Mcts<'a>> {
+        self.policy = Some(VertexPriors::new(
+            policy,
+            &self.problem,
+            &self.routes,
+            &self.op_group,
+            &self.actions,
+            self.dp.time_us,
+        ));
+        let dp_choice = vec![0u16; self.groups];
+        let (_, feedback) = self.simulate(&dp_choice)?;
+        self.feedback
+            .insert(dp_choice, feedback.expect("a policy is set"));
+        self.pending = vec![(0, Vec::new()), (1, vec![0])];
+        self.assign_priors();
+        Ok(self)
+    }
+
+    /// DP-NCCL's simulated iteration time, µs: the reward's reference.
+    pub fn dp_us(&self) -> f64 {
+        self.dp.time_us
+    }
+
+    /// Op groups, decided in id order.
+    pub fn groups(&self) -> usize {
+        self.groups
+    }
+
+    /// The simulated iteration time (µs) of a complete choice under its better packing, with
+    /// the search's batch split; infinite when it runs out of memory. Takes `&self` so a
+    /// teacher can score many choices in parallel (nothing is cached).
+    pub fn choice_time(&self, choice: &[u16]) -> Result<f64> {
+        let (o, _) = self.simulate(choice)?;
+        Ok(if o.fits { o.time_us } else { f64::INFINITY })
+    }
+
+    /// A training target for the vertex `path` from outside the tree (a teacher's decision):
+    /// the GNN input the search would score that vertex from (its completion, simulated for
+    /// the runtime feedback) and `visits` as its distribution. Needs a policy.
+    pub fn vertex_target(&self, path: &[u16], visits: Vec<(u16, u32)>) -> Result<VertexTarget> {
+        let Some(policy) = self.policy.as_ref() else {
+            return Err(SearchError::TargetsNeedPolicy.into());
+        };
+        let choice = self.complete_or_dp(path);
+        let (_, feedback) = self.simulate(&choice)?;
+        Ok(VertexTarget {
+            graph: policy.graph(&choice, path.len(), &feedback.expect("a policy is set")),
+            group: path.len(),
+            visits,
+        })
+    }
+
+    /// The priors of the root's actions (`None`: uniform).
+    pub fn root_priors(&self) -> Option<&[f64]> {
+        self.nodes[0].priors.as_deref()
+    }
+
+    /// Give every pending vertex the policy's priors for its next op group (in parallel).
+    fn assign_priors(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let Some(policy) = &self.policy else { return };
+        // The model is Sync and each vertex's forward pass is independent; collecting keeps the
+        // creation order, so the result does not depend on the thread count.
+        let priors: Vec<(usize, Vec<f64>)> = pending
+            .into_par_iter()
+            .filter(|(_, path)| path.len() < self.groups)
+            .map(|(node, path)| {
+                let choice = self.complete_or_dp(&path);
+                let feedback = &self.feedback[&choice];
+                (node, policy.priors(&choice, path.len(), feedback))
+            })
+            .collect();
+        for (node, p) in priors {
+            self.nodes[node].priors = Some(p);
+        }
+    }
+
+    /// The completion of `path`; the root (empty path) completes to DP everywhere.
+    fn complete_or_dp(&self, path: &[u16]) -> Vec<u16> {
+        if path.is_empty() {
+            vec![0; self.groups]
+        } else {
+            self.complete(path)
+        }
+    }
+
+    /// Run the search to its budget, calling `progress` after every batch.
+    pub fn run(mut self, progress: impl FnMut(Progress)) -> Result<SearchResult> {
+        let seconds = self.search(progress)?;
+        self.finish(seconds)
+    }
+
+    /// Run the search, then read off TAG's training targets: every vertex with at least
+    /// `min_visits` visits gives its visit distribution `π = softmax(ln N) = N / ΣN` with the
+    /// GNN input it was scored from. Needs a policy ([`Mcts::with_policy`]): the input graph
+    /// carries the runtime feedback only a policy makes the search keep.
+    pub fn run_with_targets(
+        mut self,
+        min_visits: u32,
+        progress: impl FnMut(Progress),
+    ) -> Result<(SearchResult, Vec<VertexTarget>)> {
+        if self.policy.is_none() {
+            return Err(SearchError::TargetsNeedPolicy.into());
+        }
+        let seconds = self.search(progress)?;
+        let targets = self.targets(min_visits);
+        Ok((self.finish(seconds)?, targets))
+    }
+
+    /// The vertices with at least `min_visits` visits, depth first in action order.
+    fn targets(&self, min_visits: u32) -> Vec<VertexTarget> {
+        let policy = self.policy.as_ref().expect("checked by the caller");
+        let mut out = Vec::new();
+        let mut stack = vec![(0usize, Vec::<u16>::new())];
+        while let Some((node, path)) = stack.pop() {
+            let edges = &self.nodes[node].edges;
+            let total: u32 = edges.iter().map(|e| e.visits).sum();
+            if total < min_visits || path.len() >= self.groups {
+                continue;
+            }
+            let choice = self.complete_or_dp(&path);
+            if let Some(feedback) = self.feedback.get(&choice) {
+                out.push(VertexTarget {
+                    graph: policy.graph(&choice, path.len(), feedback),
+                    group: path.len(),
+                    visits: edges
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, e)| e.visits > 0)
+                        .map(|(a, e)| (a as u16, e.visits))
+                        .collect(),
+                });
+            }
+            // Reverse so the stack pops children in ascending action order.
+            for (a, e) in edges.iter().enumerate().rev() {
+                if e.child != NO_CHILD && e.visits >= min_visits {
+                    let mut child = path.clone();
+                    child.push(a as u16);
+                    stack.push((e.child as usize, child));
+                }
+            }
+        }
+        out
+    }
+
+    /// The search loop to the budget; the seconds it took.
+    fn search(&mut self, mut progress: impl FnMut(Progress)) -> Result<f64> {
+        let began = Instant::now();
+        while self.iterations < self.config.iterations {
+            if self
+                .config
+                .seconds
+                .is_some_and(|s| began.elapsed().as_secs_f64() >= s)
+            {
+                break;
+            }
+            let room = self.config.iterations - self.iterations;
+            self.batch(self.config.batch.max(1).min(room))?;
+            progress(Progress {
+                iterations: self.iterations,
+                best_us: self
+                    .best
+                    .as_ref()
+                    .filter(|(_, o)| o.fits)
+                    .map(|(_, o)| o.time_us),
+                dp_us: self.dp.time_us,
+            });
+        }
+        Ok(began.elapsed().as_secs_f64())
+    }
+
+    /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
+    fn batch(&mut self, n: usize) -> Result<()> {
+        let paths: Vec<Vec<u16>> = (0..n).map(|_| self.select()).collect();
+        let complete: Vec<Vec<u16>> = paths.iter().map(|p| self.complete(p)).collect();
+        let mut fresh: Vec<&Vec<u16>> = complete
+            .iter()
+            .filter(|c| !self.cache.contains_key(*c))
+            .collect();
+        fresh.sort();
+        fresh.dedup();
+        let this = &*self;
+        let outcomes: Vec<Result<(Outcome, Option<Feedback>)>> =
+            fresh.par_iter().map(|c| this.simulate(c)).collect();
+        for (c, o) in fresh.into_iter().zip(outcomes) {
+            let (o, feedback) = o?;
+            self.cache.insert(c.clone(), o);
+            if let Some(f) = feedback {
+                self.feedback.insert(c.clone(), f);
+            }
+        }
+        self.assign_priors();
+        for (path, c) in paths.iter().zip(&complete) {
+            let outcome = self.cache[c];
+            self.iterations += 1;
+            self.record(c, outcome);
+            let reward = self.reward(outcome);
+            self.reward_range = (
+                self.reward_range.0.min(reward),
+                self.reward_range.1.max(reward),
+            );
+            self.backup(path, reward);
+        }
+        Ok(())
+    }
+
+    /// Undecided groups take the first group's decision (TAG footnote 2).
+    fn complete(&self, path: &[u16]) -> Vec<u16> {
+        let mut c = path.to_vec();
+        c.resize(self.groups, path[0]);
+        c
+    }
+
+    fn reward(&self, o: Outcome) -> f64 {
+        if o.fits {
+            self.dp.time_us / o.time_us - 1.0
+        } else {
+            OOM_REWARD
+        }
+    }
+
+    fn record(&mut self, choice: &[u16], o: Outcome) {
+        if o.fits && self.dp.fits && o.time_us < self.dp.time_us && self.beat_dp_at.is_none() {
+            self.beat_dp_at = Some(self.iterations);
+        }
+        let better = self.best.as_ref().is_none_or(|(_, b)| o.better_than(b));
+        if better {
+            self.best = Some((choice.to_vec(), o));
+        }
+    }
+
+    fn evaluate(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+    ) -> Result<(Strategy, Evaluation)> {
+        let mut s = build_strategy(
+            &self.op_group,
+            &self.actions,
+            choice,
+            packing,
+            self.problem.cluster.devices.len(),
+        )?;
+        s.batch_split = self.split;
+        let e = evaluate(
+            &self.problem,
+            &self.routes,
+            &Placement::plain(s.clone(), ""),
+        )?;
+        Ok((s, e))
+    }
+
+    /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
+    /// Horovod-style when bucketing wins); with a policy, also the better one's runtime feedback.
+    fn simulate(&self, choice: &[u16]) -> Result<(Outcome, Option<Feedback>)> {
+        let mut best: Option<(Outcome, Evaluation)> = None;
+        for packing in PACKINGS {
+            let (_, e) = self.evaluate(choice, packing)?;
+            let o = outcome_of(&e, packing);
+            if best.as_ref().is_none_or(|(b, _)| o.better_than(b)) {
+                best = Some((o, e));
+            }
+        }
+        let (o, e) = best.expect("at least one packing");
+        let feedback = self.policy.as_ref().map(|p| p.feedback(&e));
+        Ok((o, feedback))
+    }
+
+    fn outcome(&self, choice: &[u16], packing: AllReducePacking) -> Result<Outcome> {
+        let (_, e) = self.evaluate(choice, packing)?;
+        Ok(outcome_of(&e, packing))
+    }
+
+    fn finish(self, seconds: f64) -> Result<SearchResult> {
+        let started = Instant::now();
+        let (choice, best) = self.best.clone().expect("DP is evaluated first");
+        let (strategy, evaluation) = self.evaluate(&choice, best.packing)?;
+        let (strategy, evaluation) = if self.config.sfb_check {
+            self.with_sfb_if_faster(strategy, evaluation)?
+        } else {
+            (strategy, evaluation)
+        };
+        let seconds = seconds + started.elapsed().as_secs_f64();
+        let mut group_ops = vec![0; self.groups];
+        for &g in &self.op_group {
+            group_ops[g as usize] += 1;
+        }
+        Ok(SearchResult {
+            strategy,
+            evaluation,
+            fits: best.fits,
+            decisions: choice
+                .iter()
+                .map(|&a| self.actions[a as usize].clone())
+                .collect(),
+            group_ops,
+            dp_us: self.dp.time_us,
+            dp_fits: self.dp.fits,
+            beat_dp_at: self.beat_dp_at,
+            iterations: self.iterations,
+            simulated: self.cache.len(),
+            seconds,
+            actions: self.actions.len(),
+        })
+    }
+
+    /// TAG's double check of replicated groups (§4.2.3): compile `strategy` again with
+    /// sufficient-factor broadcasting wherever the SFB ILP says it beats AllReduce, and keep that
+    /// version when it fits and is faster. Done once, on the search's result: the ILP takes
+    /// 0.3–2 s on a zoo model, too long for every leaf.
+    fn with_sfb_if_faster(
+        &self,
+        strategy: Strategy,
+        evaluation: Evaluation,
+    ) -> Result<(Strategy, Evaluation)> {
+        let p = &self.problem;
+        let options = crate::sfb::SfbOptions::default();
+        let duplicated =
+            crate::sfb::duplicated_ops(p.graph, p.cluster, p.cost, &strategy, &options)?;
+        if duplicated.is_empty() {
+            return Ok((strategy, evaluation));
+        }
+        let mut sfb = strategy.clone();
+        sfb.sfb_duplicated = duplicated;
+        let e = evaluate(p, &self.routes, &Placement::plain(sfb.clone(), ""))?;
+        let before = outcome_of(&evaluation, strategy.allreduce);
+        if outcome_of(&e, strategy.allreduce).better_than(&before) {
+            Ok((sfb, e))
+        } else {
+            Ok((strategy, evaluation))
+        }
+    }
+}
+
+fn outcome_of(e: &Evaluation, packing: AllReducePacking) -> Outcome {
+    Outcome {
+        time_us: e.report.iteration_us,
+        fits: e.result.oom.is_empty(),
+        packing,
+    }
+}
+
+/// Group with METIS and search: what `topoplace place` and the `tag` placer run.
+pub fn search(
+    p: &Problem,
+    groups: usize,
+    config: MctsConfig,
+    progress: impl FnMut(Progress),
+) -> Result<SearchResult> {
+    search_with(p, groups, config, None, progress)
+}
+
+/// [`search`] with priors from `policy` (`None`: uniform).
+pub fn search_with(
+    p: &Problem,
+    groups: usize,
+    config: MctsConfig,
+    policy: Option<&GnnPolicy>,
+    progress: impl FnMut(Progress),
+) -> Result<SearchResult> {
+    let mut mcts = Mcts::grouped(*p, groups, config)?;
+    if let Some(policy) = policy {
+        mcts = mcts.with_policy(policy)?;
+    }
+    mcts.run(progress)
+}
