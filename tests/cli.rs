@@ -1,15 +1,13 @@
 //! The command line as a user meets it: bad input gives one `error:` line naming the file and
 //! field, a non-zero exit and no panic; `--json` output parses with its documented keys.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+use common::scratch;
+
+use std::process::Output;
 
 fn topoplace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_topoplace"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the binary runs")
+    common::binary().args(args).output().unwrap()
 }
 
 /// Run a command that must succeed and print JSON; its parsed output.
@@ -21,13 +19,6 @@ fn json_of(args: &[&str]) -> serde_json::Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("--json prints JSON")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("topoplace-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Run with a file holding `text`; expect a clean failure whose message contains every `needle`.

@@ -1,19 +1,14 @@
 //! The cost model: roofline, batch scaling, profiled times, transfers, collectives and fits.
 
-use topoplace::cluster::{Cluster, find_gpu, load_cluster};
+mod common;
+use common::testbed;
+
+use topoplace::cluster::find_gpu;
 use topoplace::cost::{
     CostModel, LinearBatchModel, fit_segmented, profile_sizes, ps_sync_us, ps_time_us,
     ring_allreduce_time_us, ring_allreduce_us, transfer_time_us, transfer_us,
 };
 use topoplace::graph::{Op, Phase};
-
-fn testbed() -> Cluster {
-    load_cluster(format!(
-        "{}/configs/tag-testbed.toml",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-}
 
 /// Peak efficiency and no overhead: the roofline is the bare datasheet bound.
 fn ideal() -> CostModel {

@@ -2,27 +2,18 @@
 //! searches they summarise, stay within what the search guarantees, and repeat exactly.
 
 mod common;
+use common::scratch;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use topoplace::cluster::load_cluster;
 use topoplace::cluster::{Bandwidths, random_cluster_within};
 use topoplace::experiment::{Setup, search_efficiency, search_once, unseen_topologies};
 use topoplace::zoo;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("topoplace-exp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn topoplace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_topoplace"))
-        .args(args)
-        .output()
-        .unwrap()
+    common::binary().args(args).output().unwrap()
 }
 
 fn small_policy_file(dir: &Path) -> PathBuf {

@@ -2,15 +2,16 @@
 //! training step that learns, determinism and save/load, relabelling invariance, and the
 //! `place --policy FILE` / `policy init` commands.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+use common::binary as topoplace;
+use common::{scratch, testbed};
 
 use burn::module::Param;
 use burn::optim::AdamConfig;
 use burn::prelude::*;
 
+use topoplace::cluster::Cluster;
 use topoplace::cluster::RouteTable;
-use topoplace::cluster::{Cluster, load_cluster};
 use topoplace::cost::CostModel;
 use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::gnn::features::{DEV_FEATURES, EDGE_FEATURES, EdgeList, OP_FEATURES, OPTIONS};
@@ -137,15 +138,6 @@ fn one_set_of_weights_scores_problems_of_any_size() {
             assert_distribution(&p, slices.len());
         }
     }
-}
-
-/// The testbed problem the search sees, with its op groups.
-fn testbed() -> Cluster {
-    load_cluster(format!(
-        "{}/configs/tag-testbed.toml",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
 }
 
 fn model(name: &str) -> Graph {
@@ -453,16 +445,6 @@ fn relabelling_groups_relabels_the_priors() {
     // And the relabelling matters: scoring the unmoved slices differs.
     let other = policy.priors(&relabelled, 3, &slices);
     assert!(base.iter().zip(&other).any(|(a, b)| (a - b).abs() > 1e-6));
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("topoplace-gnn-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn topoplace() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_topoplace"))
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! Importers: QuickP acceptance on the real files, CSV round trips and errors, torch exports.
 
+mod common;
+use common::scratch;
+
 use std::path::{Path, PathBuf};
 
 use topoplace::graph::{Graph, Phase, Splittability};
@@ -215,14 +218,6 @@ fn csv_round_trips_through_graph_json() {
         (back.name.as_str(), back.batch_size),
         (g.name.as_str(), g.batch_size)
     );
-}
-
-/// A fresh directory under the target dir's tmp for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// The example files with one text replacement in one of them.

@@ -1,11 +1,13 @@
 //! TAG's MCTS: optimal on problems small enough to enumerate, deterministic, never worse than
 //! DP-NCCL, and the `place` command end to end.
 
-use std::process::Command;
+mod common;
+use common::binary as topoplace;
+use common::testbed;
 
 use topoplace::baselines::placer;
 use topoplace::cluster::RouteTable;
-use topoplace::cluster::{Cluster, load_cluster, parse_cluster};
+use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::cost::CostModel;
 use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, save_graph};
@@ -27,14 +29,6 @@ fn two_machines() -> Cluster {
         [[machine]]\nname = \"a\"\ngpu = \"V100-32GB\"\ngpus = 2\nintra_bandwidth = \"50 GB/s\"\nnic = \"10 Gbps\"\n\
         [[machine]]\nname = \"b\"\ngpu = \"P100-16GB\"\ngpus = 2\nintra_bandwidth = \"12 GB/s\"\nnic = \"10 Gbps\"\n";
     parse_cluster(text, "<test>").unwrap()
-}
-
-fn testbed() -> Cluster {
-    load_cluster(format!(
-        "{}/configs/tag-testbed.toml",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
 }
 
 fn config(iterations: usize, seed: u64) -> MctsConfig {
@@ -182,10 +176,6 @@ fn never_worse_than_dp_nccl_when_it_fits() {
         assert_eq!(found.dp_us, dp.report.iteration_us, "{name}");
         assert!(found.iteration_us() <= dp.report.iteration_us, "{name}");
     }
-}
-
-fn topoplace() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_topoplace"))
 }
 
 #[test]

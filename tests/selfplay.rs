@@ -3,9 +3,11 @@
 //! `train --samples` equals in-process training.
 
 mod common;
+use common::binary as topoplace;
+use common::scratch;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
@@ -15,17 +17,6 @@ use topoplace::train::Recipe;
 use topoplace::train::imitation;
 use topoplace::train::selfplay::{self, ClusterSource, Models};
 use topoplace::zoo;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("topoplace-train-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn topoplace() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_topoplace"))
-}
 
 fn run(args: &[&str]) -> Output {
     let out = topoplace().args(args).output().unwrap();

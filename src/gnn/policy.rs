@@ -86,7 +86,7 @@ impl GnnPolicy {
             path: shown.to_string(),
             why,
         };
-        let (header, rest) = split_line(&bytes).ok_or_else(|| bad("no header line".into()))?;
+        let (header, rest) = split_line(bytes).ok_or_else(|| bad("no header line".into()))?;
         if header != MAGIC.as_bytes() {
             return Err(bad(format!("the first line is not \"{MAGIC}\"")).into());
         }

@@ -1,0 +1,70 @@
+//! `topoplace compare`: run placers on models × clusters; write results.csv, results.md and SVG
+//! charts.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::common::{BAR, cluster_label, print_json, progress_bar};
+use topoplace::baselines::{Budget, compare};
+use topoplace::error::Result;
+use topoplace::inputs::{load_model, load_named_cluster};
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// Comma-separated zoo models or graph files.
+    #[arg(long, value_delimiter = ',', required = true)]
+    models: Vec<String>,
+    /// Comma-separated cluster configs: files, or names of configs/*.toml.
+    #[arg(long, value_delimiter = ',', required = true)]
+    clusters: Vec<String>,
+    /// `all`, or comma-separated method names.
+    #[arg(long, default_value = "all")]
+    methods: String,
+    /// Directory for results.csv, results.md and the charts.
+    #[arg(long)]
+    out: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Simulator calls each search may make.
+    #[arg(long, default_value_t = 100)]
+    budget: usize,
+    /// Time limit of the exact placers (`quickp-milp`, `moirai-milp`), seconds.
+    #[arg(long)]
+    time_limit: Option<f64>,
+    /// Print the rows as JSON instead of the Markdown table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: CompareArgs) -> Result<()> {
+    let methods = compare::parse_methods(&args.methods)?;
+    let models = args
+        .models
+        .iter()
+        .map(|m| Ok((m.clone(), load_model(m, None)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let clusters = args
+        .clusters
+        .iter()
+        .map(|c| Ok((cluster_label(c), load_named_cluster(c)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let budget = Budget {
+        steps: args.budget,
+        seconds: args.time_limit,
+        seed: args.seed,
+    };
+    let total = (models.len() * clusters.len() * methods.len()) as u64;
+    let bar = progress_bar(total, BAR)?;
+    let rows = compare::run(&models, &clusters, &methods, &budget, |row| {
+        bar.set_message(format!("{} {} {}", row.model, row.cluster, row.method));
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
+    compare::write_outputs(&args.out, &rows)?;
+    if args.json {
+        return print_json(&rows);
+    }
+    print!("{}", compare::markdown(&rows));
+    Ok(())
+}

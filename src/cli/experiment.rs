@@ -1,0 +1,151 @@
+//! `topoplace experiment NAME`: TAG §5's experiments with a policy.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use indicatif::ProgressBar;
+
+use super::common::{bandwidths, print_json};
+use topoplace::assets::SHIPPED_POLICY;
+use topoplace::error::{Error, Result};
+use topoplace::experiment::{self, Setup};
+use topoplace::gnn::GnnPolicy;
+use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::train::Recipe;
+
+#[derive(Args)]
+pub struct ExperimentArgs {
+    #[arg(value_parser = topoplace::experiment::NAMES)]
+    name: String,
+    /// Output directory for <name>.csv, <name>.md, <name>.svg (and holdout training runs).
+    #[arg(long)]
+    out: PathBuf,
+    /// The GNN policy; default the shipped one (models/tag-default.gnn).
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// Models (zoo names or graph files); default TAG's six.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "vgg19,resnet101,inception-v3,transformer,bert-small,bert-large"
+    )]
+    models: Vec<String>,
+    /// The cluster of search-efficiency and holdout-models.
+    #[arg(long, default_value = "tag-testbed")]
+    cluster: String,
+    /// MCTS iterations per search (the same for every priors compared).
+    #[arg(long, default_value_t = 300)]
+    budget: usize,
+    /// METIS op groups.
+    #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS)]
+    groups: usize,
+    /// search-efficiency: searches per model and priors (seeds 0..N).
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// unseen-topologies and overhead: random topologies.
+    #[arg(long, default_value_t = 100)]
+    topologies: u64,
+    /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
+    #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
+    topology_seed: u64,
+    /// unseen-topologies and overhead: the topologies' intra-machine bandwidth range, whole
+    /// Gbps (default TAG's 64,160).
+    #[arg(long, value_parser = super::common::gbps_range, value_name = "LOW,HIGH")]
+    intra_gbps: Option<[u32; 2]>,
+    /// unseen-topologies and overhead: the topologies' inter-machine bandwidth range, whole
+    /// Gbps (default TAG's 20,50).
+    #[arg(long, value_parser = super::common::gbps_range, value_name = "LOW,HIGH")]
+    inter_gbps: Option<[u32; 2]>,
+    /// search-efficiency: add the warm start's teacher per model (a coordinate descent over the
+    /// tree's strategies; minutes per model): the headroom any prior could reach.
+    #[arg(long)]
+    headroom: bool,
+    /// holdout-models: the recipe trained without each model.
+    #[arg(long, default_value = "training/tag-default.toml")]
+    recipe: PathBuf,
+    /// holdout-models: Adam steps of each held-out training (default the recipe's).
+    #[arg(long)]
+    steps: Option<u64>,
+    #[arg(long)]
+    json: bool,
+}
+
+/// `topoplace experiment NAME`: TAG §5's experiments with a policy file.
+pub fn run(args: ExperimentArgs) -> Result<()> {
+    let (policy, policy_shown) = match &args.policy {
+        Some(path) => (GnnPolicy::load(path)?, path.display().to_string()),
+        None => (GnnPolicy::shipped()?, SHIPPED_POLICY.to_string()),
+    };
+    let models = args
+        .models
+        .iter()
+        .map(|m| Ok((m.clone(), load_model(m, None)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let setup = Setup {
+        models,
+        cluster: &cluster,
+        policy: &policy,
+        budget: args.budget,
+        groups: args.groups,
+        seeds: args.seeds,
+        topologies: args.topologies,
+        topology_seed: args.topology_seed,
+        bandwidths: bandwidths(args.intra_gbps, args.inter_gbps)?,
+        headroom: args.headroom,
+    };
+    let spinner = ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    spinner.set_message(format!("{} with {policy_shown}", args.name));
+    let output = match args.name.as_str() {
+        "search-efficiency" => experiment::search_efficiency(&setup),
+        "unseen-topologies" => experiment::unseen_topologies(&setup),
+        "overhead" => experiment::overhead(&setup),
+        "holdout-models" => {
+            let recipe = Recipe::load(&args.recipe)?;
+            experiment::holdout_models(&setup, &recipe, args.steps, &args.out, |m| {
+                spinner.set_message(m.to_string())
+            })
+        }
+        other => Err(Error::Unknown {
+            kind: "experiment",
+            name: other.to_string(),
+            expected: format!("known: {}", experiment::NAMES.join(", ")),
+        }),
+    };
+    spinner.finish_and_clear();
+    let output = output?;
+    let files = output.write(&args.out)?;
+    if args.json {
+        let rows: Vec<serde_json::Map<String, serde_json::Value>> = csv_rows(&output.csv);
+        return print_json(&rows);
+    }
+    print!("{}", output.table.render());
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(())
+}
+
+/// CSV text as JSON objects keyed by the header (numbers as numbers where they parse).
+fn csv_rows(csv: &str) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    lines
+        .map(|l| {
+            header
+                .iter()
+                .zip(l.split(','))
+                .map(|(k, v)| {
+                    let value = v
+                        .parse::<f64>()
+                        .ok()
+                        .and_then(serde_json::Number::from_f64)
+                        .map(serde_json::Value::Number)
+                        .unwrap_or_else(|| serde_json::Value::String(v.to_string()));
+                    (k.to_string(), value)
+                })
+                .collect()
+        })
+        .collect()
+}

@@ -1,0 +1,107 @@
+//! `topoplace group`: group ops into op groups and print the statistics.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::common::print_json;
+use topoplace::cost::CostModel;
+use topoplace::error::{Result, write_atomic};
+use topoplace::inputs::load_model;
+use topoplace::report::bytes;
+use topoplace::units::to_gbs;
+use topoplace::{cluster::catalog::lookup_gpu, group as grouping};
+
+#[derive(Args)]
+pub struct GroupArgs {
+    /// A zoo name or a graph file of any supported format.
+    #[arg(long)]
+    model: String,
+    /// The grouping method.
+    #[arg(long, value_enum, default_value_t = MethodArg::Metis)]
+    method: MethodArg,
+    /// Number of groups for `metis` and `chunks` (TAG uses 60).
+    #[arg(short, long, default_value_t = 60)]
+    k: usize,
+    /// GPU whose compute times weight the ops (default: the profiled GPU of an imported graph,
+    /// else V100-SXM2-32GB).
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Override the zoo model's batch size.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Write the coarse graph for Graphviz here.
+    #[arg(long)]
+    dot: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum MethodArg {
+    /// METIS k-way (TAG §4.1.2).
+    Metis,
+    /// QuickP's fusion and co-location.
+    Quickp,
+    /// MOIRAI's fusion rules.
+    Moirai,
+    /// Celeritas's CPD-TOPO order and fusion.
+    Celeritas,
+    /// The topological order cut into k contiguous chunks of balanced compute.
+    Chunks,
+}
+
+impl MethodArg {
+    /// The library's name of the method.
+    fn name(self) -> String {
+        self.to_possible_value()
+            .expect("every method has a name")
+            .get_name()
+            .to_string()
+    }
+}
+
+pub fn run(args: GroupArgs) -> Result<()> {
+    let graph = load_model(&args.model, args.batch)?;
+    let gpu = match &args.gpu {
+        Some(name) => lookup_gpu("<cli>", "--gpu", name)?,
+        None => grouping::reference_gpu(&graph),
+    };
+    let weights = grouping::op_weights(&graph, gpu, &CostModel::default());
+    let result = grouping::group_by_name(&graph, &weights, &args.method.name(), args.k)?;
+    if let Some(path) = &args.dot {
+        write_atomic(path, result.to_dot().as_bytes())?;
+    }
+    if args.json {
+        return print_json(&result.stats);
+    }
+    let s = &result.stats;
+    println!(
+        "{} grouped by {} (weights: {} compute times)",
+        graph.name, s.method, gpu.name
+    );
+    println!("ops -> groups  {} -> {}", s.ops, s.groups);
+    println!(
+        "cut           {} of {} tensor bytes ({:.1}%)",
+        bytes(s.cut_bytes),
+        bytes(s.total_edge_bytes),
+        100.0 * s.cut_bytes / s.total_edge_bytes.max(f64::MIN_POSITIVE)
+    );
+    println!(
+        "balance       {:.3} (largest group compute / mean)",
+        s.balance
+    );
+    println!(
+        "CCR           {:.3} -> {:.3} (Celeritas eq. 1 at {} GB/s)",
+        s.ccr_before,
+        s.ccr_after,
+        to_gbs(s.bandwidth_bytes_per_us)
+    );
+    let shape = if result.is_acyclic() {
+        "acyclic"
+    } else {
+        "has cycles (fine: the simulator runs ops)"
+    };
+    println!("coarse graph  {shape}");
+    Ok(())
+}

@@ -1,0 +1,44 @@
+//! `topoplace info`: ops per phase, parameters, FLOPs and memory of a model.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::common::print_either;
+use topoplace::cluster::{Cluster, load_cluster};
+use topoplace::error::Result;
+use topoplace::graph::simplify;
+use topoplace::inputs::load_model;
+use topoplace::{inspect, zoo};
+
+#[derive(Args)]
+pub struct InfoArgs {
+    /// A zoo name (`topoplace zoo list`; add `-inference` for the forward-only graph) or a graph
+    /// JSON file.
+    model: String,
+    /// Override the zoo model's batch size.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Simplify first (TAG §4.1.1: drop Identity/NoOp and ops that reach no optimizer).
+    #[arg(long)]
+    simplify: bool,
+    /// A cluster config: estimate the model on each GPU type in it.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: InfoArgs) -> Result<()> {
+    let mut graph = load_model(&args.model, args.batch)?;
+    let mut simplified = None;
+    if args.simplify {
+        let (g, stats) = simplify(&graph)?;
+        graph = g;
+        simplified = Some(stats);
+    }
+    let cluster: Option<Cluster> = args.cluster.as_deref().map(load_cluster).transpose()?;
+    let card = zoo::card(args.model.strip_suffix("-inference").unwrap_or(&args.model));
+    let report = inspect::ModelReport::new(&graph, card, simplified, cluster.as_ref());
+    print_either(args.json, &report, inspect::ModelReport::render_text)
+}

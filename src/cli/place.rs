@@ -1,0 +1,159 @@
+//! `topoplace place`: TAG's tree search with the shipped (or a given) policy, against DP-NCCL and
+//! the best heuristic.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::common::{BAR, print_either, progress_bar, write_trace};
+use topoplace::assets::SHIPPED_POLICY;
+use topoplace::cluster::RouteTable;
+use topoplace::cost::CostModel;
+use topoplace::error::{Result, SearchError};
+use topoplace::evaluate::Problem;
+use topoplace::gnn::{self, GnnPolicy};
+use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
+use topoplace::place_summary::{PlaceSummary, best_heuristic};
+use topoplace::strategy::save_strategy;
+use topoplace::units::to_ms;
+
+#[derive(Args)]
+pub struct PlaceArgs {
+    /// A zoo name or a graph JSON file.
+    #[arg(long)]
+    model: String,
+    /// A cluster config: a file, or the name of one in configs/.
+    #[arg(long)]
+    cluster: String,
+    /// Prior policy: `shipped` (the trained models/tag-default.gnn), `none` (uniform priors,
+    /// TAG's pure MCTS) or a GNN policy file (`topoplace train`, `topoplace policy init`).
+    #[arg(long, default_value = "shipped")]
+    policy: String,
+    /// Where the GNN runs (`wgpu` in builds with `--features wgpu`).
+    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
+    gnn_device: DeviceArg,
+    /// MCTS iterations (leaf evaluations).
+    #[arg(long, default_value_t = 300)]
+    budget: usize,
+    /// Stop after this many seconds instead (the iteration budget still applies if reached
+    /// first; pass a large --budget to search by time only).
+    #[arg(long)]
+    time: Option<f64>,
+    /// METIS op groups (fewer on small graphs).
+    #[arg(long, default_value_t = mcts::DEFAULT_GROUPS)]
+    groups: usize,
+    /// Order in which the tree decides op groups.
+    #[arg(long, value_enum, default_value_t = GroupOrderArg::Compute)]
+    group_order: GroupOrderArg,
+    /// Batch shares of the searched strategies.
+    #[arg(long, value_enum, default_value_t = BatchSplitArg::Even)]
+    batch_split: BatchSplitArg,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the chosen strategy JSON here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write a Chrome trace of the chosen strategy's iteration here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DeviceArg {
+    /// burn's flex CPU backend.
+    Cpu,
+    /// burn's wgpu backend (builds with `--features wgpu`).
+    Wgpu,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum GroupOrderArg {
+    /// Descending compute (TAG).
+    Compute,
+    /// Compute plus the AllReduce time of the group's parameters (beyond TAG).
+    Impact,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BatchSplitArg {
+    /// Equal shares (TAG).
+    Even,
+    /// Speed-proportional shares when they make data parallelism faster (beyond TAG).
+    Auto,
+}
+
+pub fn run(args: PlaceArgs) -> Result<()> {
+    let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
+    let graph = load_model(&args.model, None)?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &graph,
+        cluster: &cluster,
+        cost: &cost,
+    };
+    let config = MctsConfig {
+        iterations: args.budget,
+        seconds: args.time,
+        seed: args.seed,
+        group_order: match args.group_order {
+            GroupOrderArg::Compute => GroupOrder::Compute,
+            GroupOrderArg::Impact => GroupOrder::Impact,
+        },
+        batch_split: match args.batch_split {
+            BatchSplitArg::Even => SearchSplit::Even,
+            BatchSplitArg::Auto => SearchSplit::Auto,
+        },
+        ..Default::default()
+    };
+    let bar = progress_bar(args.budget as u64, BAR)?;
+    let found = mcts::search_with(&p, args.groups, config, policy.as_ref(), |progress| {
+        bar.set_position(progress.iterations as u64);
+        if let Some(best) = progress.best_us {
+            bar.set_message(format!("best {:.2} ms", to_ms(best)));
+        }
+    });
+    bar.finish_and_clear();
+    let found = found?;
+    if !found.fits {
+        return Err(SearchError::DoesNotFit {
+            model: graph.name.clone(),
+            cluster: cluster.name.clone(),
+            simulated: found.simulated,
+        }
+        .into());
+    }
+    let heuristic = best_heuristic(&p, &RouteTable::new(&cluster))?;
+    let summary = PlaceSummary::new(&graph, &cluster, &policy_shown, &found, heuristic);
+    if let Some(path) = &args.out {
+        save_strategy(&found.strategy, &graph, &cluster.name, path)?;
+    }
+    if let Some(path) = &args.trace {
+        write_trace(path, &graph, &cluster, &found.evaluation)?;
+    }
+    print_either(args.json, &summary, PlaceSummary::render_text)
+}
+
+/// The policy `--policy` names and how the summary shows it: `none` (uniform priors), `shipped`
+/// (the policy embedded in the binary) or a file. Read before any search starts, so a bad file
+/// fails fast and names itself.
+fn load_policy(policy: &str, device: DeviceArg) -> Result<(Option<GnnPolicy>, String)> {
+    let device = gnn::device_named(match device {
+        DeviceArg::Cpu => "cpu",
+        DeviceArg::Wgpu => "wgpu",
+    })?;
+    match policy {
+        "none" => Ok((None, "none".into())),
+        "shipped" => Ok((
+            Some(GnnPolicy::shipped_on(&device)?),
+            format!("{SHIPPED_POLICY} (shipped)"),
+        )),
+        file => Ok((
+            Some(GnnPolicy::load_on(std::path::Path::new(file), &device)?),
+            file.to_string(),
+        )),
+    }
+}

@@ -1,0 +1,44 @@
+//! `topoplace sfb`: TAG's sufficient-factor-broadcasting ILP for every replicated gradient of a
+//! strategy.
+
+use clap::Args;
+
+use super::common::{print_either, strategy_named};
+use topoplace::cost::CostModel;
+use topoplace::error::Result;
+use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::sfb::{SfbOptions, SfbReport, check_strategy};
+
+#[derive(Args)]
+pub struct SfbArgs {
+    /// A zoo name or a graph file.
+    #[arg(long)]
+    model: String,
+    #[arg(long)]
+    cluster: String,
+    /// `dp`, `dp-p`, `single`, or a strategy JSON file.
+    #[arg(long, default_value = "dp")]
+    strategy: String,
+    /// Hops above each gradient op the duplicated subgraph may reach.
+    #[arg(long, default_value_t = 3)]
+    depth: usize,
+    /// Override the zoo model's batch size (TAG §5.6 uses 4).
+    #[arg(long)]
+    batch: Option<u32>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: SfbArgs) -> Result<()> {
+    let graph = load_model(&args.model, args.batch)?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let cost = CostModel::default();
+    let strategy = strategy_named(&args.strategy, &graph, &cluster, &cost)?;
+    let opts = SfbOptions {
+        depth: args.depth,
+        ..Default::default()
+    };
+    let decisions = check_strategy(&graph, &cluster, &cost, &strategy, &opts)?;
+    let report = SfbReport::new(&graph, &decisions);
+    print_either(args.json, &report, SfbReport::render_text)
+}

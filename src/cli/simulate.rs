@@ -1,0 +1,77 @@
+//! `topoplace simulate`: compile a strategy and simulate one training iteration.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::common::{print_either, strategy_named, write_trace};
+use topoplace::cost::CostModel;
+use topoplace::error::Result;
+use topoplace::evaluate::{Problem, SimulationSummary, evaluate_strategy};
+use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::sim::Order;
+use topoplace::strategy::Reference;
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// A zoo name or a graph JSON file.
+    #[arg(long)]
+    model: String,
+    /// A cluster config: a file, or the name of one in configs/.
+    #[arg(long)]
+    cluster: String,
+    /// `single` (fastest GPU), `dp` (DP-NCCL), `dp-p` (DP-NCCL-P) or a strategy JSON file.
+    #[arg(long, default_value = "dp")]
+    strategy: String,
+    /// Override the zoo model's batch size.
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Execution order on each GPU.
+    #[arg(long, value_enum, default_value_t = OrderArg::Fifo)]
+    order: OrderArg,
+    /// Write a Chrome trace (chrome://tracing, Perfetto) of every task here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OrderArg {
+    /// TensorFlow's default: ready tasks in arrival order.
+    Fifo,
+    /// By the priorities a strategy gives (FastT's order enforcement).
+    Priority,
+}
+
+impl From<OrderArg> for Order {
+    fn from(order: OrderArg) -> Order {
+        match order {
+            OrderArg::Fifo => Order::Fifo,
+            OrderArg::Priority => Order::Priority,
+        }
+    }
+}
+
+pub fn run(args: SimulateArgs) -> Result<()> {
+    let graph = load_model(&args.model, args.batch)?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &graph,
+        cluster: &cluster,
+        cost: &cost,
+    };
+    let strategy = strategy_named(&args.strategy, &graph, &cluster, &cost)?;
+    let evaluation = evaluate_strategy(&p, &strategy, args.order.into())?;
+    let dp = evaluate_strategy(
+        &p,
+        &Reference::Dp.strategy(&graph, &cluster),
+        args.order.into(),
+    )?;
+    let summary = SimulationSummary::new(&graph, &cluster, &args.strategy, &evaluation, &dp);
+    if let Some(path) = &args.trace {
+        write_trace(path, &graph, &cluster, &evaluation)?;
+    }
+    print_either(args.json, &summary, SimulationSummary::render_text)
+}

@@ -1,0 +1,68 @@
+//! `topoplace solve`: QuickP's (P1/P2) or MOIRAI's placement MILP solved exactly with HiGHS.
+
+use clap::{Args, ValueEnum};
+
+use super::common::print_either;
+use topoplace::cost::CostModel;
+use topoplace::error::Result;
+use topoplace::evaluate::Problem;
+use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
+
+#[derive(Args)]
+pub struct SolveArgs {
+    /// A zoo name or a graph file.
+    #[arg(long)]
+    model: String,
+    /// A cluster config: a file, or the name of one in configs/.
+    #[arg(long)]
+    cluster: String,
+    /// The MILP.
+    #[arg(long, value_enum)]
+    formulation: FormulationArg,
+    /// `auto` (QuickP P2: fusion + co-location; MOIRAI: its fusion rules), `none` (single ops:
+    /// QuickP P1), or a grouping method of `topoplace group`.
+    #[arg(long, default_value = "auto")]
+    coarsen: String,
+    /// Solver time limit, seconds.
+    #[arg(long, default_value_t = 60.0)]
+    time_limit: f64,
+    /// Relative MIP gap at which to stop.
+    #[arg(long, default_value_t = 1e-4)]
+    gap: f64,
+    #[arg(long, default_value_t = 1)]
+    threads: u32,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormulationArg {
+    /// QuickP's P1/P2 (no congestion).
+    Quickp,
+    /// MOIRAI's (communication tasks on channels).
+    Moirai,
+}
+
+pub fn run(args: SolveArgs) -> Result<()> {
+    let formulation = match args.formulation {
+        FormulationArg::Quickp => Formulation::Quickp,
+        FormulationArg::Moirai => Formulation::Moirai,
+    };
+    let graph = load_model(&args.model, None)?;
+    let cluster = load_named_cluster(&args.cluster)?;
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &graph,
+        cluster: &cluster,
+        cost: &cost,
+    };
+    let opts = SolveOptions {
+        time_limit_s: args.time_limit,
+        mip_rel_gap: args.gap,
+        threads: args.threads,
+        ..SolveOptions::default()
+    };
+    let s = summary::run(&p, formulation, &Coarsen::parse(&args.coarsen), &opts)?;
+    print_either(args.json, &s, |s| s.render_text())
+}
