@@ -1,7 +1,8 @@
 //! topoplace: topology-aware deployment of DNN training graphs on heterogeneous GPU clusters.
 //!
-//! Data flows one way: graph → groups → strategy → compiled graph → simulation → report.
-//! The README lists the modules and the modelling conventions they share.
+//! Data flows one way: graph → groups → strategy → compiled graph → simulation → report, and
+//! imports between the modules run one way too: docs/architecture.md gives the layers (checked by
+//! tests/architecture.rs), docs/modelling.md the modelling conventions they share.
 
 pub mod assets;
 pub mod baselines;

@@ -184,3 +184,70 @@ fn device_group_names(cluster: &Cluster, devices: &[usize]) -> Vec<String> {
         .map(|g| format!("{}#{}", g.name, g.index))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(group: usize, ops: usize, devices: Vec<usize>, option: &'static str) -> PlacedGroup {
+        PlacedGroup {
+            group,
+            ops,
+            device_groups: vec![format!("g{}", devices[0])],
+            devices,
+            option,
+        }
+    }
+
+    #[test]
+    fn consecutive_groups_with_one_decision_share_a_line() {
+        let summary = PlaceSummary {
+            model: "m".into(),
+            cluster: "c".into(),
+            policy: "none".into(),
+            iteration_us: 1000.0,
+            dp_nccl_us: 2000.0,
+            speedup_over_dp: 1.0,
+            best_heuristic: "horovod".into(),
+            best_heuristic_us: 1500.0,
+            speedup_over_heuristic: 0.5,
+            peak_memory_bytes: 0.0,
+            iterations: 1,
+            simulated: 1,
+            actions: 1,
+            search_seconds: 0.0,
+            iterations_per_second: 0.0,
+            iterations_to_beat_dp: Some(0),
+            groups: vec![
+                group(0, 3, vec![0, 1], "all-reduce"),
+                group(1, 4, vec![0, 1], "all-reduce"),
+                group(2, 5, vec![0], "model-parallel"),
+                group(3, 6, vec![0, 1], "all-reduce"),
+            ],
+        };
+        let text = summary.render_text();
+        // The result leads; the strategy follows, three runs for four groups.
+        assert!(
+            text.starts_with("m on c\niteration time    1.000 ms\n"),
+            "{text}"
+        );
+        let runs: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("groups"))
+            .skip(1)
+            .collect();
+        assert_eq!(runs.len(), 3, "{text}");
+        assert!(
+            runs[0].starts_with("0-1") && runs[0].contains(" 7  all-reduce"),
+            "{text}"
+        );
+        assert!(
+            runs[1].starts_with("2 ") && runs[1].contains("model-parallel"),
+            "{text}"
+        );
+        assert!(
+            runs[2].starts_with("3 ") && runs[2].contains(" 6  all-reduce"),
+            "{text}"
+        );
+    }
+}

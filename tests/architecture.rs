@@ -47,33 +47,29 @@ fn referenced_modules(code: &str, prefix: &str) -> BTreeSet<String> {
             continue;
         }
         if let Some(group) = rest.strip_prefix('{') {
+            // The group's text at depth 1 only (nested groups dropped), split at its commas.
             let mut depth = 1;
-            let mut item = String::new();
-            let mut at_start = true;
+            let mut top = String::new();
             for c in group.chars() {
                 match c {
                     '{' => depth += 1,
                     '}' => depth -= 1,
-                    ',' if depth == 1 => {
-                        at_start = true;
-                        continue;
-                    }
+                    _ if depth == 1 => top.push(c),
                     _ => {}
                 }
                 if depth == 0 {
                     break;
                 }
-                if depth == 1 && at_start {
-                    if c.is_alphanumeric() || c == '_' {
-                        item.push(c);
-                    } else if !item.is_empty() {
-                        out.insert(std::mem::take(&mut item));
-                        at_start = false;
-                    }
-                }
             }
-            if !item.is_empty() {
-                out.insert(item);
+            for item in top.split(',') {
+                let name: String = item
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.insert(name);
+                }
             }
         } else {
             let name: String = rest
@@ -117,7 +113,18 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
         if relative.components().count() == 1 && module != "cli" {
             used.extend(referenced_modules(&code, "super::"));
         }
-        used.retain(|m| *m != module && m != "cli");
+        // `crate::Result` and the like are the crate root's re-exports of `error`.
+        let used: BTreeSet<String> = used
+            .into_iter()
+            .map(|m| {
+                if m.starts_with(char::is_uppercase) {
+                    "error".to_string()
+                } else {
+                    m
+                }
+            })
+            .filter(|m| *m != module && m != "cli")
+            .collect();
         graph.entry(module).or_default().extend(used);
     }
     graph

@@ -439,9 +439,14 @@ fn import_of_a_malformed_file_fails_cleanly_and_writes_nothing() {
         "--out",
         "x.json",
     ]);
+    // An unknown value of an enumerated flag is clap's usage error (exit 2) listing the values.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr.contains("onnx"), "{stderr}");
+    assert!(
+        stderr.contains("torch") && stderr.contains("quickp"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -470,8 +475,12 @@ fn group_prints_statistics_and_writes_dot() {
         &text[..40.min(text.len())]
     );
     let out = topoplace(&["group", "--model", "mlp", "--method", "spectral"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("spectral"));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("spectral") && stderr.contains("celeritas"),
+        "{stderr}"
+    );
     let out = topoplace(&["group", "--model", "mlp", "--gpu", "Voodoo-5"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Voodoo-5"));
@@ -503,4 +512,87 @@ fn info_uses_the_configs_memory_override() {
     );
     // VGG19 at batch 96 needs far more than 4 GiB.
     assert_eq!(gpu["fits"], false);
+}
+
+/// Every enumerated flag refuses an unknown value with clap's usage error (exit 2), naming the
+/// value and listing the valid ones; none falls back silently to a default.
+#[test]
+fn unknown_values_of_enumerated_flags_are_usage_errors() {
+    let cases: [(&[&str], &[&str]); 6] = [
+        (
+            &[
+                "simulate",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--order",
+                "lifo",
+            ],
+            &["fifo", "priority"],
+        ),
+        (
+            &[
+                "place",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--batch-split",
+                "odd",
+            ],
+            &["even", "auto"],
+        ),
+        (
+            &[
+                "place",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--group-order",
+                "size",
+            ],
+            &["compute", "impact"],
+        ),
+        (
+            &[
+                "place",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--gnn-device",
+                "tpu",
+            ],
+            &["cpu", "wgpu"],
+        ),
+        (
+            &[
+                "solve",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--formulation",
+                "ilp",
+            ],
+            &["quickp", "moirai"],
+        ),
+        (
+            &["group", "--model", "mlp", "--method", "kmeans"],
+            &["metis", "chunks"],
+        ),
+    ];
+    for (args, valid) in cases {
+        let out = topoplace(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let bad = args.last().unwrap();
+        assert!(stderr.contains(bad), "{args:?}: {stderr}");
+        for v in valid {
+            assert!(stderr.contains(v), "{args:?} lists {v}: {stderr}");
+        }
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, InputError, Result, write_atomic};
 pub const GRAPH_FORMAT: &str = "topoplace-graph";
 pub const GRAPH_VERSION: u32 = 1;
 
-/// The file layout (see the README's "Graph JSON" section).
+/// The file layout (see docs/file-formats.md, "Graph JSON").
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GraphFile {

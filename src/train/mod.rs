@@ -2,7 +2,9 @@
 //! games, the training loop, and durable checkpoints with per-step randomness.
 
 pub mod checkpoint;
+pub mod generation;
 pub mod imitation;
+pub mod metrics;
 pub mod recipe;
 pub mod selfplay;
 pub mod trainer;

@@ -31,10 +31,14 @@ use crate::error::{Error, GnnError, Result, TrainError, read_file, write_atomic}
 use crate::evaluate::Problem;
 use crate::gnn::{self, GnnConfig, GnnModel, GnnPolicy};
 use crate::mcts::search_with;
-use crate::report::{Series, csv, line_chart, mean};
+use crate::report::mean;
 
 use super::checkpoint::{Checkpoints, step_seed};
+use super::generation::snapshot_path;
+pub use super::generation::{generation_policy, next_generation};
 use super::imitation;
+use super::metrics::write_metrics;
+pub use super::metrics::{StepMetrics, loss_chart};
 use super::recipe::{Recipe, WarmStart};
 use super::selfplay::{self, GameRecord, Models};
 
@@ -81,54 +85,6 @@ pub enum Event<'a> {
     /// An Adam step finished.
     Step(&'a StepMetrics),
     Checkpoint(u64),
-}
-
-/// One row of `<run>/metrics.csv`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepMetrics {
-    /// Adam steps taken so far (1-based).
-    pub step: u64,
-    pub generation: u64,
-    /// Mean cross-entropy of the batch (NaN when the replay buffer is empty).
-    pub loss: f64,
-    /// Mean entropy of the batch's targets: the lowest loss reachable.
-    pub target_entropy: f64,
-    /// Targets in the replay buffer.
-    pub replay: usize,
-    /// Mean `T_DP / T − 1` of this step's games.
-    pub game_speedup: f64,
-    /// Mean speed-up over DP-NCCL on the held-out topologies with the policy's priors and with
-    /// uniform ones, at the same budget (only on evaluation steps).
-    pub eval_policy: Option<f64>,
-    pub eval_uniform: Option<f64>,
-}
-
-const CSV_HEADER: [&str; 8] = [
-    "step",
-    "generation",
-    "loss",
-    "target_entropy",
-    "replay",
-    "game_speedup",
-    "eval_policy",
-    "eval_uniform",
-];
-
-impl StepMetrics {
-    /// The row's `metrics.csv` fields.
-    fn csv_fields(&self) -> Vec<String> {
-        let opt = |x: Option<f64>| x.map(|v| format!("{v:.6}")).unwrap_or_default();
-        vec![
-            self.step.to_string(),
-            self.generation.to_string(),
-            format!("{:.6}", self.loss),
-            format!("{:.6}", self.target_entropy),
-            self.replay.to_string(),
-            format!("{:.6}", self.game_speedup),
-            opt(self.eval_policy),
-            opt(self.eval_uniform),
-        ]
-    }
 }
 
 /// The part of a checkpoint that is not weights.
@@ -609,45 +565,6 @@ fn adam() -> ModuleOptimizer {
     AdamConfig::new().init()
 }
 
-/// `<run>/generations/gen-<g>.gnn`.
-pub fn snapshot_path(run_dir: &Path, generation: u64) -> PathBuf {
-    run_dir
-        .join("generations")
-        .join(format!("gen-{generation:05}.gnn"))
-}
-
-/// The policy that generation `generation` of a run plays with: its snapshot when the run has
-/// written it, the recipe's initial weights for generation 0 of a run that has not started.
-pub fn generation_policy(recipe: &Recipe, run_dir: &Path, generation: u64) -> Result<GnnPolicy> {
-    let path = snapshot_path(run_dir, generation);
-    if path.exists() {
-        return GnnPolicy::load(&path);
-    }
-    if generation == 0 {
-        if recipe.warm_start.is_some() {
-            return Err(TrainError::WarmStartFirst {
-                path: path.display().to_string(),
-            }
-            .into());
-        }
-        return GnnPolicy::init(recipe.model.gnn_config(), recipe.seed);
-    }
-    Err(TrainError::NoSnapshot {
-        path: path.display().to_string(),
-        generation,
-    }
-    .into())
-}
-
-/// The generation a run's next step belongs to (0 for a run without checkpoints).
-pub fn next_generation(recipe: &Recipe, run_dir: &Path) -> Result<u64> {
-    let step = Checkpoints::new(run_dir)
-        .latest()?
-        .map(|(step, _)| step)
-        .unwrap_or(0);
-    Ok(step / recipe.search.generation)
-}
-
 /// Mean speed-up over DP-NCCL of the search on the recipe's held-out pairs: topology
 /// `evaluation.topology_seed + i` with model `i mod models`, budget and groups as in self-play.
 /// `policy: None` searches with uniform priors.
@@ -672,36 +589,4 @@ pub fn evaluate(recipe: &Recipe, models: &Models, policy: Option<&GnnPolicy>) ->
         })
         .collect::<Result<_>>()?;
     Ok(mean(&speedups))
-}
-
-/// `<run>/metrics.csv`, rewritten whole (atomically) after every step.
-fn write_metrics(run_dir: &Path, rows: &[StepMetrics]) -> Result<()> {
-    let fields: Vec<Vec<String>> = rows.iter().map(StepMetrics::csv_fields).collect();
-    let text = csv(&CSV_HEADER, &fields);
-    write_atomic(&run_dir.join("metrics.csv"), text.as_bytes())?;
-    write_atomic(&run_dir.join("loss.svg"), loss_chart(rows).as_bytes())
-}
-
-/// The loss, its floor (the targets' entropy) and the held-out speed-ups against the step.
-pub fn loss_chart(rows: &[StepMetrics]) -> String {
-    let line = |name, colour, f: &dyn Fn(&StepMetrics) -> Option<f64>| Series {
-        name,
-        colour,
-        points: rows
-            .iter()
-            .filter_map(|r| f(r).map(|y| (r.step as f64, y)))
-            .collect(),
-    };
-    line_chart(
-        "self-play training: cross-entropy to the visit distributions",
-        "Adam step",
-        &[
-            line("loss", "#1f77b4", &|r| Some(r.loss)),
-            line("target entropy", "#7f7f7f", &|r| Some(r.target_entropy)),
-            line("held-out T_DP/T − 1, GNN", "#2ca02c", &|r| r.eval_policy),
-            line("held-out T_DP/T − 1, uniform", "#d62728", &|r| {
-                r.eval_uniform
-            }),
-        ],
-    )
 }
