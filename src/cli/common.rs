@@ -8,8 +8,9 @@ use serde::Serialize;
 use topoplace::cluster::{Bandwidths, Cluster};
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
-use topoplace::evaluate::{Evaluation, summary};
+use topoplace::evaluate::{Evaluation, Problem, summary};
 use topoplace::graph::Graph;
+use topoplace::inputs::{load_model, load_named_cluster};
 use topoplace::sfb::{SfbOptions, duplicated_ops};
 use topoplace::sim::chrome_trace;
 use topoplace::strategy::{Reference, Strategy, load_strategy};
@@ -30,6 +31,32 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::serialise("output", e))?;
     println!("{text}");
     Ok(())
+}
+
+/// The model, cluster and cost model a command works on, loaded from `--model` (a zoo name or a
+/// file, at `batch` if given) and `--cluster` (a file or a shipped name).
+pub struct Inputs {
+    pub graph: Graph,
+    pub cluster: Cluster,
+    pub cost: CostModel,
+}
+
+impl Inputs {
+    pub fn load(model: &str, batch: Option<u32>, cluster: &str) -> Result<Inputs> {
+        Ok(Inputs {
+            graph: load_model(model, batch)?,
+            cluster: load_named_cluster(cluster)?,
+            cost: CostModel::default(),
+        })
+    }
+
+    pub fn problem(&self) -> Problem<'_> {
+        Problem {
+            graph: &self.graph,
+            cluster: &self.cluster,
+            cost: &self.cost,
+        }
+    }
 }
 
 /// `--strategy`: a reference strategy (`single`, `dp`, `dp-p`) or a strategy file. A file written

@@ -5,14 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use super::common::Inputs;
 use super::common::{BAR, print_either, progress_bar, write_trace};
 use topoplace::assets::SHIPPED_POLICY;
 use topoplace::cluster::RouteTable;
-use topoplace::cost::CostModel;
 use topoplace::error::{Result, SearchError};
-use topoplace::evaluate::Problem;
 use topoplace::gnn::{self, GnnPolicy};
-use topoplace::inputs::{load_model, load_named_cluster};
 use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::{PlaceSummary, best_heuristic};
 use topoplace::strategy::save_strategy;
@@ -87,14 +85,9 @@ enum BatchSplitArg {
 
 pub fn run(args: PlaceArgs) -> Result<()> {
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
-    let graph = load_model(&args.model, None)?;
-    let cluster = load_named_cluster(&args.cluster)?;
-    let cost = CostModel::default();
-    let p = Problem {
-        graph: &graph,
-        cluster: &cluster,
-        cost: &cost,
-    };
+    let inputs = Inputs::load(&args.model, None, &args.cluster)?;
+    let Inputs { graph, cluster, .. } = &inputs;
+    let p = inputs.problem();
     let config = MctsConfig {
         iterations: args.budget,
         seconds: args.time,
@@ -126,13 +119,13 @@ pub fn run(args: PlaceArgs) -> Result<()> {
         }
         .into());
     }
-    let heuristic = best_heuristic(&p, &RouteTable::new(&cluster))?;
-    let summary = PlaceSummary::new(&graph, &cluster, &policy_shown, &found, heuristic);
+    let heuristic = best_heuristic(&p, &RouteTable::new(cluster))?;
+    let summary = PlaceSummary::new(graph, cluster, &policy_shown, &found, heuristic);
     if let Some(path) = &args.out {
-        save_strategy(&found.strategy, &graph, &cluster.name, path)?;
+        save_strategy(&found.strategy, graph, &cluster.name, path)?;
     }
     if let Some(path) = &args.trace {
-        write_trace(path, &graph, &cluster, &found.evaluation)?;
+        write_trace(path, graph, cluster, &found.evaluation)?;
     }
     print_either(args.json, &summary, PlaceSummary::render_text)
 }

@@ -3,10 +3,9 @@
 
 use clap::Args;
 
+use super::common::Inputs;
 use super::common::{print_either, strategy_named};
-use topoplace::cost::CostModel;
 use topoplace::error::Result;
-use topoplace::inputs::{load_model, load_named_cluster};
 use topoplace::sfb::{SfbOptions, SfbReport, check_strategy};
 
 #[derive(Args)]
@@ -30,15 +29,18 @@ pub struct SfbArgs {
 }
 
 pub fn run(args: SfbArgs) -> Result<()> {
-    let graph = load_model(&args.model, args.batch)?;
-    let cluster = load_named_cluster(&args.cluster)?;
-    let cost = CostModel::default();
-    let strategy = strategy_named(&args.strategy, &graph, &cluster, &cost)?;
+    let inputs = Inputs::load(&args.model, args.batch, &args.cluster)?;
+    let Inputs {
+        graph,
+        cluster,
+        cost,
+    } = &inputs;
+    let strategy = strategy_named(&args.strategy, graph, cluster, cost)?;
     let opts = SfbOptions {
         depth: args.depth,
         ..Default::default()
     };
-    let decisions = check_strategy(&graph, &cluster, &cost, &strategy, &opts)?;
-    let report = SfbReport::new(&graph, &decisions);
+    let decisions = check_strategy(graph, cluster, cost, &strategy, &opts)?;
+    let report = SfbReport::new(graph, &decisions);
     print_either(args.json, &report, SfbReport::render_text)
 }

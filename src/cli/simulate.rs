@@ -4,11 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
+use super::common::Inputs;
 use super::common::{print_either, strategy_named, write_trace};
-use topoplace::cost::CostModel;
 use topoplace::error::Result;
-use topoplace::evaluate::{Problem, SimulationSummary, evaluate_strategy};
-use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::evaluate::{SimulationSummary, evaluate_strategy};
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
 
@@ -54,24 +53,23 @@ impl From<OrderArg> for Order {
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
-    let graph = load_model(&args.model, args.batch)?;
-    let cluster = load_named_cluster(&args.cluster)?;
-    let cost = CostModel::default();
-    let p = Problem {
-        graph: &graph,
-        cluster: &cluster,
-        cost: &cost,
-    };
-    let strategy = strategy_named(&args.strategy, &graph, &cluster, &cost)?;
+    let inputs = Inputs::load(&args.model, args.batch, &args.cluster)?;
+    let Inputs {
+        graph,
+        cluster,
+        cost,
+    } = &inputs;
+    let p = inputs.problem();
+    let strategy = strategy_named(&args.strategy, graph, cluster, cost)?;
     let evaluation = evaluate_strategy(&p, &strategy, args.order.into())?;
     let dp = evaluate_strategy(
         &p,
-        &Reference::Dp.strategy(&graph, &cluster),
+        &Reference::Dp.strategy(graph, cluster),
         args.order.into(),
     )?;
-    let summary = SimulationSummary::new(&graph, &cluster, &args.strategy, &evaluation, &dp);
+    let summary = SimulationSummary::new(graph, cluster, &args.strategy, &evaluation, &dp);
     if let Some(path) = &args.trace {
-        write_trace(path, &graph, &cluster, &evaluation)?;
+        write_trace(path, graph, cluster, &evaluation)?;
     }
     print_either(args.json, &summary, SimulationSummary::render_text)
 }

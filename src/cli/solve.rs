@@ -2,11 +2,9 @@
 
 use clap::{Args, ValueEnum};
 
+use super::common::Inputs;
 use super::common::print_either;
-use topoplace::cost::CostModel;
 use topoplace::error::Result;
-use topoplace::evaluate::Problem;
-use topoplace::inputs::{load_model, load_named_cluster};
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
 
 #[derive(Args)]
@@ -49,14 +47,8 @@ pub fn run(args: SolveArgs) -> Result<()> {
         FormulationArg::Quickp => Formulation::Quickp,
         FormulationArg::Moirai => Formulation::Moirai,
     };
-    let graph = load_model(&args.model, None)?;
-    let cluster = load_named_cluster(&args.cluster)?;
-    let cost = CostModel::default();
-    let p = Problem {
-        graph: &graph,
-        cluster: &cluster,
-        cost: &cost,
-    };
+    let inputs = Inputs::load(&args.model, None, &args.cluster)?;
+    let p = inputs.problem();
     let opts = SolveOptions {
         time_limit_s: args.time_limit,
         mip_rel_gap: args.gap,
