@@ -12,6 +12,7 @@ pub mod cost;
 pub mod error;
 pub mod evaluate;
 pub mod experiment;
+pub mod fidelity;
 pub mod gnn;
 pub mod graph;
 pub mod group;

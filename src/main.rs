@@ -8,8 +8,8 @@ use clap::{Parser, Subcommand};
 mod cli;
 
 use cli::{
-    cluster, compare, experiment, group, import, info, place, policy, selfplay, sfb, simulate,
-    solve, topology, train, zoo,
+    cluster, compare, experiment, fidelity, group, import, info, place, policy, selfplay, sfb,
+    simulate, solve, topology, train, zoo,
 };
 
 #[derive(Parser)]
@@ -67,6 +67,9 @@ enum Command {
     /// TAG §5's experiments with a trained policy: search-efficiency, unseen-topologies,
     /// holdout-models, overhead; writes <name>.csv, .md and .svg into --out.
     Experiment(experiment::ExperimentArgs),
+    /// The simulator against published measurements (single-GPU and data-parallel training
+    /// throughput, NCCL bus bandwidth); --calibrate fits the kernel efficiencies.
+    Fidelity(fidelity::FidelityArgs),
     /// GNN policy files for `place --policy`.
     Policy {
         #[command(subcommand)]
@@ -101,6 +104,7 @@ fn run(command: Command) -> topoplace::Result<()> {
         Command::Train(args) => train::run(args),
         Command::Selfplay(args) => selfplay::run(args),
         Command::Experiment(args) => experiment::run(args),
+        Command::Fidelity(args) => fidelity::run(args),
         Command::Policy { command } => policy::run(command),
     }
 }

@@ -185,7 +185,7 @@ fn the_layers_named_in_the_design_run_one_way() {
         &["compile"],
         &["evaluate"],
         &["gnn", "mcts", "solve", "baselines", "place_summary"],
-        &["train", "experiment"],
+        &["train", "experiment", "fidelity"],
         &["cli"],
     ];
     let layer_of = |m: &str| layers.iter().position(|l| l.contains(&m));

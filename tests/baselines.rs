@@ -224,8 +224,9 @@ fn list_schedules_on_tiny_graphs_match_the_simulator_and_brute_force_bounds_them
                     m.name()
                 );
                 // ETF and HEFT plan links and GPUs the way the simulator runs them, so their
-                // schedules are exact; m-TOPO's topological walk books links out of time order.
-                let tolerance = if m.name() == "m-topo" { 0.1 } else { 1e-9 };
+                // schedules are exact; m-TOPO's topological walk books links out of time order
+                // (up to 12.5% off on these cases since GPUs' ports are links too).
+                let tolerance = if m.name() == "m-topo" { 0.15 } else { 1e-9 };
                 assert!(
                     gap <= tolerance,
                     "case {case} {}: predicted {predicted} simulated {t}",

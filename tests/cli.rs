@@ -596,3 +596,57 @@ fn unknown_values_of_enumerated_flags_are_usage_errors() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `topology nvidia-smi` turns `nvidia-smi topo -m` output into a machine entry the cluster
+/// parser reads: a DGX-1 V100 hybrid cube mesh is an NVLink mesh with 50 GB/s pairs (two bricks)
+/// and three lanes per port; garbage is one error naming the file.
+#[test]
+fn nvidia_smi_topology_imports_as_a_machine_entry() {
+    let dir = common::scratch("nvidia-smi");
+    let file = dir.join("topo.txt");
+    let rows = [
+        "GPU0 X NV1 NV1 NV2 NV2 SYS SYS SYS",
+        "GPU1 NV1 X NV2 NV1 SYS NV2 SYS SYS",
+        "GPU2 NV1 NV2 X NV2 SYS SYS NV1 SYS",
+        "GPU3 NV2 NV1 NV2 X SYS SYS SYS NV1",
+        "GPU4 NV2 SYS SYS SYS X NV1 NV1 NV2",
+        "GPU5 SYS NV2 SYS SYS NV1 X NV2 NV1",
+        "GPU6 SYS SYS NV1 SYS NV1 NV2 X NV2",
+        "GPU7 SYS SYS SYS NV1 NV2 NV1 NV2 X",
+    ];
+    std::fs::write(
+        &file,
+        format!("\tGPU0\tGPU1\tCPU Affinity\n{}\n", rows.join("\n")),
+    )
+    .unwrap();
+    let out = common::binary()
+        .args(["topology", "nvidia-smi", "--gpu", "V100-16GB"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entry = String::from_utf8(out.stdout).unwrap();
+    let c = topoplace::cluster::parse_cluster(&format!("name = \"dgx1\"\n{entry}"), "t").unwrap();
+    assert_eq!(c.devices.len(), 8);
+    assert_eq!(
+        c.groups[0].interconnect,
+        topoplace::cluster::Interconnect::Nvlink
+    );
+    assert_eq!(c.groups[0].port_lanes(), 3);
+    std::fs::write(&file, "not a topology").unwrap();
+    let out = common::binary()
+        .args(["topology", "nvidia-smi", "--gpu", "V100-16GB"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("topo.txt") && err.lines().count() == 1,
+        "{err}"
+    );
+}

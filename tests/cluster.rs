@@ -48,16 +48,24 @@ fn every_config_loads_with_expected_counts() {
         assert_eq!(c.machines.len(), machines, "{name} machines");
         assert_eq!(c.devices.len(), devices, "{name} devices");
         assert_eq!(c.groups.len(), groups, "{name} groups");
-        // Links: one per ordered intra-machine pair, plus two NIC links per machine.
+        // Links: one per ordered intra-machine pair, two NIC links per machine, two ports per
+        // device.
         let pairs: usize = c
             .machines
             .iter()
             .map(|m| m.devices.len() * (m.devices.len() - 1))
             .sum();
-        assert_eq!(c.links.len(), pairs + 2 * machines, "{name} links");
+        assert_eq!(
+            c.links.len(),
+            pairs + 2 * machines + 2 * devices,
+            "{name} links"
+        );
         for (l, link) in c.links.iter().enumerate() {
             if let LinkKind::Intra { src, dst } = link.kind {
-                assert_eq!(c.path(src, dst).links, vec![l], "{name} link {l}");
+                let (out, inn) = (c.devices[src].port_out, c.devices[dst].port_in);
+                assert_eq!(c.path(src, dst).links, vec![l, out, inn], "{name} link {l}");
+                assert!(matches!(c.links[out].kind, LinkKind::PortOut { device } if device == src));
+                assert!(matches!(c.links[inn].kind, LinkKind::PortIn { device } if device == dst));
             }
         }
         // Every config round-trips through its TOML form.
@@ -78,9 +86,12 @@ fn tag_testbed_routes() {
     assert_eq!(gpu_of(15), "P100-16GB");
     assert_eq!(c.machines[1].name, "1080ti-0");
     assert_eq!(c.devices[4].name, "1080ti-0:0");
-    // Inside the V100 machine: its NVLink pair link.
+    // Inside the V100 machine: its NVLink pair link and both GPUs' ports. SXM2 V100s default to
+    // an NVLink mesh: 150 GB/s of bricks per GPU over 50 GB/s pairs, three lanes per port.
     let r = c.path(0, 1);
-    assert_eq!(r.links.len(), 1);
+    assert_eq!(r.links.len(), 3);
+    assert_eq!(c.links[r.links[1]].lanes, 3);
+    assert_eq!(c.links[c.devices[4].port_out].lanes, 1, "PCIe: one lane");
     assert_eq!(r.bandwidth, 50.0 * GB_PER_S);
     assert_eq!(r.latency_us, 5.0);
     assert!(matches!(
@@ -109,9 +120,10 @@ fn tag_testbed_routes() {
     // Every intra link is found from its endpoints.
     for (l, link) in c.links.iter().enumerate() {
         if let LinkKind::Intra { src, dst } = link.kind {
-            assert_eq!(c.path(src, dst).links, vec![l]);
+            assert_eq!(c.path(src, dst).links[0], l);
         }
     }
+    assert_eq!(c.link_name(c.devices[5].port_in), "1080ti-0:1 port-in");
     // Group bookkeeping.
     assert_eq!(c.groups[0].devices, vec![0, 1, 2, 3]);
     assert_eq!(c.devices[3].memory_bytes, 32.0 * GIB);
@@ -149,7 +161,11 @@ fn moirai_matrices_override_routes() {
     assert_eq!(c.groups[1].gpu.name, "P100-SXM2-16GB");
     assert_eq!(c.bandwidth(0, 1), 1170.04 * GBPS);
     assert_eq!(c.bandwidth(3, 2), 581.35 * GBPS);
-    assert_eq!(c.path(0, 2).links.len(), 1, "same server: a pair link");
+    assert_eq!(
+        c.path(0, 2).links.len(),
+        3,
+        "same server: a pair link and the ports"
+    );
     // Without the matrix, a cross-group pair gets the slower group's bandwidth.
     let text = std::fs::read_to_string(format!(
         "{}/configs/moirai-intra.toml",

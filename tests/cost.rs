@@ -5,20 +5,15 @@ use common::testbed;
 
 use topoplace::cluster::find_gpu;
 use topoplace::cost::{
-    CostModel, LinearBatchModel, fit_segmented, profile_sizes, ps_sync_us, ps_time_us,
+    CommModel, CostModel, LinearBatchModel, fit_segmented, profile_sizes, ps_sync_us, ps_time_us,
     ring_allreduce_time_us, ring_allreduce_us, transfer_time_us, transfer_us,
+    tree_allreduce_time_us,
 };
 use topoplace::graph::{Op, Phase};
 
 /// Peak efficiency and no overhead: the roofline is the bare datasheet bound.
 fn ideal() -> CostModel {
-    CostModel {
-        compute_efficiency: 1.0,
-        memory_efficiency: 1.0,
-        launch_overhead_us: 0.0,
-        use_tensor_cores: false,
-        winograd_speedup: 1.0,
-    }
+    CostModel::uniform(1.0, 1.0, 0.0)
 }
 
 fn op(phase: Phase, flops: f64, bytes: f64) -> Op {
@@ -43,12 +38,13 @@ fn roofline_matches_hand_computation() {
     let memory_bound = op(Phase::Forward, 1e3, 9e8);
     let t = ideal().compute_time_us(&memory_bound, v100, 1.0);
     assert_eq!(t, 9e8 / 9e5);
-    // Efficiencies and overhead apply as documented.
+    // Efficiencies and overhead apply as documented: the GEMM share of Volta's row.
     let m = CostModel::default();
+    let e = *m.efficiency(v100);
     let t = m.compute_time_us(&compute_bound, v100, 1.0);
-    assert!(close(t, 5.0 + 1000.0 / 0.6, 1e-12), "{t}");
+    assert!(close(t, e.launch_us + 1000.0 / e.gemm, 1e-12), "{t}");
     let t = m.compute_time_us(&memory_bound, v100, 1.0);
-    assert!(close(t, 5.0 + 1000.0 / 0.8, 1e-12), "{t}");
+    assert!(close(t, e.launch_us + 1000.0 / e.memory, 1e-12), "{t}");
     // Tensor cores raise the compute peak only where the GPU has them.
     let tc = CostModel {
         use_tensor_cores: true,
@@ -71,8 +67,9 @@ fn batch_share_scales_only_batch_dependent_ops() {
     let v100 = find_gpu("V100-16GB").unwrap();
     let m = CostModel::default();
     let fwd = op(Phase::Forward, 1.57e10, 0.0);
-    let full = m.compute_time_us(&fwd, v100, 1.0) - 5.0;
-    let quarter = m.compute_time_us(&fwd, v100, 0.25) - 5.0;
+    let launch = m.efficiency(v100).launch_us;
+    let full = m.compute_time_us(&fwd, v100, 1.0) - launch;
+    let quarter = m.compute_time_us(&fwd, v100, 0.25) - launch;
     assert!(close(quarter, full / 4.0, 1e-12), "{quarter} vs {full}");
     // Optimizer ops do the same work whatever the batch share.
     let adam = op(Phase::Optimizer, 1.57e10, 1e6);
@@ -98,8 +95,13 @@ fn profiled_times_are_preferred_and_scaled() {
     // Keyed by an alias, in another case: still this GPU.
     fwd.profiled_us.insert("v100-16gb".to_string(), 100.0);
     assert_eq!(m.compute_time_us(&fwd, v100, 1.0), 100.0);
-    // One profile point: launch overhead fixed, the remaining 95 µs proportional to the batch.
-    assert_eq!(m.compute_time_us(&fwd, v100, 0.5), 5.0 + 95.0 * 0.5);
+    // One profile point: launch overhead fixed, the rest proportional to the batch.
+    let launch = m.efficiency(v100).launch_us;
+    assert!(close(
+        m.compute_time_us(&fwd, v100, 0.5),
+        launch + (100.0 - launch) * 0.5,
+        1e-12
+    ));
     // No profile for T4: the roofline.
     assert_eq!(
         m.compute_time_us(&fwd, t4, 0.5),
@@ -341,10 +343,40 @@ fn model_time_ratios_match_published_benchmarks() {
             "{model}: ratio to ResNet-101 {ratio:.3}, published {expected:.3}"
         );
     }
+    let mut no_winograd = *CostModel::default().efficiency(find_gpu("GTX-1080").unwrap());
+    no_winograd.winograd_speedup = 1.0;
     let plain = CostModel {
-        winograd_speedup: 1.0,
+        kernels: topoplace::cost::KernelTable::uniform(no_winograd),
         ..CostModel::default()
     };
     let vgg_plain = fwd_bwd_ms("vgg19", &plain) / fwd_bwd_ms("resnet101", &plain);
     assert!(vgg_plain > 1.5 * 281.69 / 235.33, "{vgg_plain}");
+}
+
+/// NCCL's tree: 2·S/B + 2·⌈log₂ d⌉·latency, and the collective takes the faster of ring and tree
+/// plus its fixed cost, at the NCCL efficiency.
+#[test]
+fn tree_allreduce_closed_form_and_nccl_choice() {
+    let (b, l) = (1e4, 10.0);
+    assert_eq!(tree_allreduce_time_us(1e6, 8, b, l), 200.0 + 60.0);
+    assert_eq!(tree_allreduce_time_us(1e6, 5, b, l), 200.0 + 60.0);
+    assert_eq!(tree_allreduce_time_us(1e6, 1, b, l), 0.0);
+    let comm = CommModel::default();
+    let e = comm.nccl_efficiency;
+    // Large message on 8 GPUs: the ring (1.75·S/B) beats the tree (2·S/B).
+    let big = 1e9;
+    assert_eq!(
+        comm.allreduce_us(big, 8, b, l),
+        comm.collective_launch_us + ring_allreduce_time_us(big, 8, b * e, l)
+    );
+    // Small message on 512 GPUs: 2·511 latencies against 2·9, the tree.
+    let small = 1e3;
+    assert_eq!(
+        comm.allreduce_us(small, 512, b, l),
+        comm.collective_launch_us + tree_allreduce_time_us(small, 512, b * e, l)
+    );
+    assert_eq!(
+        CommModel::ideal().allreduce_us(big, 8, b, l),
+        ring_allreduce_time_us(big, 8, b, l)
+    );
 }

@@ -338,3 +338,63 @@ fn chrome_trace_is_valid_trace_event_json() {
     assert_eq!(complete, 3);
     assert_eq!(doc["displayTimeUnit"], "ms");
 }
+
+/// A port with three lanes carries three transfers at once and queues the fourth; busy time is
+/// lane-weighted, so it never exceeds the makespan.
+#[test]
+fn multi_lane_links_run_transfers_side_by_side() {
+    let mut g = ExecGraph::new(vec![f64::INFINITY; 5], 1);
+    g.set_link_lanes(0, 3);
+    for _ in 0..4 {
+        transfer(&mut g, &[0], 4, 10.0, 0.0);
+    }
+    let mut sim = Simulator::new();
+    let r = sim.run(&mut g, Order::Fifo).unwrap().clone();
+    assert!(close(r.makespan, 20.0), "{}", r.makespan);
+    let starts: Vec<f64> = r.start.clone();
+    assert_eq!(starts.iter().filter(|&&s| s == 0.0).count(), 3);
+    let link = g.link_resource(0) as usize;
+    assert!(close(r.busy[link], 40.0 / 3.0), "{}", r.busy[link]);
+}
+
+/// A task blocked at a single-lane link does not hold back a later task on a shared multi-lane
+/// port (no head-of-line blocking at lanes), and a collective taking all lanes waits for them.
+#[test]
+fn lanes_do_not_block_behind_a_stalled_task() {
+    // Links: 0 a busy pair link, 1 a 2-lane port, 2 another pair link.
+    let mut g = ExecGraph::new(vec![f64::INFINITY; 2], 3);
+    g.set_link_lanes(1, 2);
+    let hog = transfer(&mut g, &[0], 1, 50.0, 0.0);
+    let stalled = transfer(&mut g, &[0, 1], 1, 5.0, 0.0);
+    let free = transfer(&mut g, &[2, 1], 1, 5.0, 0.0);
+    let mut sim = Simulator::new();
+    let r = sim.run(&mut g, Order::Fifo).unwrap().clone();
+    assert_eq!(r.start[hog as usize], 0.0);
+    assert_eq!(
+        r.start[free as usize], 0.0,
+        "not blocked behind the stalled task"
+    );
+    assert_eq!(r.start[stalled as usize], 50.0);
+
+    let mut g = ExecGraph::new(vec![f64::INFINITY; 2], 1);
+    g.set_link_lanes(0, 2);
+    let one = transfer(&mut g, &[0], 1, 10.0, 0.0);
+    let port = g.link_resource(0);
+    let all = g.add_task_with_lanes(
+        TaskSpec {
+            kind: TaskKind::Collective,
+            duration: 4.0,
+            resources: &[port],
+            out_device: 0,
+            out_bytes: 0.0,
+            priority: 0.0,
+            label: 0,
+        },
+        &[2],
+    );
+    let mut sim = Simulator::new();
+    let r = sim.run(&mut g, Order::Fifo).unwrap().clone();
+    assert_eq!(r.start[one as usize], 0.0);
+    assert_eq!(r.start[all as usize], 10.0, "both lanes are needed");
+    assert!(close(r.makespan, 14.0));
+}

@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod common;
 pub mod compare;
 pub mod experiment;
+pub mod fidelity;
 pub mod group;
 pub mod import;
 pub mod info;

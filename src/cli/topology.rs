@@ -1,12 +1,13 @@
-//! `topoplace topology random`: a random cluster from TAG's distribution, as a TOML config.
+//! `topoplace topology random`: a random cluster from TAG's distribution, as a TOML config;
+//! `topoplace topology nvidia-smi`: a machine entry from `nvidia-smi topo -m` output.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
 use super::common::{bandwidths, gbps_range, print_json};
-use topoplace::cluster::random_cluster_within;
-use topoplace::error::{Result, write_atomic};
+use topoplace::cluster::{lookup_gpu, parse_nvidia_smi_topo, random_cluster_within};
+use topoplace::error::{InputError, Result, write_atomic};
 
 #[derive(Subcommand)]
 pub enum TopologyCommand {
@@ -29,16 +30,33 @@ pub enum TopologyCommand {
         #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
         inter_gbps: Option<[u32; 2]>,
     },
+    /// A `[[machine]]` entry (interconnect, pair and port bandwidths) from the output of
+    /// `nvidia-smi topo -m` saved in a file.
+    NvidiaSmi {
+        /// The saved output of `nvidia-smi topo -m`.
+        file: PathBuf,
+        /// The GPU type (a catalog name): its NVLink bandwidth sets the brick rate.
+        #[arg(long)]
+        gpu: String,
+        /// The entry's name.
+        #[arg(long, default_value = "machine")]
+        name: String,
+    },
 }
 
 pub fn run(command: TopologyCommand) -> Result<()> {
-    let TopologyCommand::Random {
-        seed,
-        out,
-        json,
-        intra_gbps,
-        inter_gbps,
-    } = command;
+    let (seed, out, json, intra_gbps, inter_gbps) = match command {
+        TopologyCommand::Random {
+            seed,
+            out,
+            json,
+            intra_gbps,
+            inter_gbps,
+        } => (seed, out, json, intra_gbps, inter_gbps),
+        TopologyCommand::NvidiaSmi { file, gpu, name } => {
+            return nvidia_smi(&file, &gpu, &name);
+        }
+    };
     let cluster = random_cluster_within(seed, bandwidths(intra_gbps, inter_gbps)?);
     if json {
         return print_json(&cluster.summary());
@@ -51,4 +69,13 @@ pub fn run(command: TopologyCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn nvidia_smi(file: &std::path::Path, gpu: &str, name: &str) -> Result<()> {
+    let shown = file.display().to_string();
+    let text = std::fs::read_to_string(file).map_err(|e| topoplace::Error::io(shown.clone(), e))?;
+    let gpu = lookup_gpu("--gpu", "gpu", gpu)?;
+    let topo = parse_nvidia_smi_topo(&text).map_err(|m| InputError::new(&shown, "topo", m))?;
+    print!("{}", topo.machine_toml(name, gpu));
+    Ok(())
 }

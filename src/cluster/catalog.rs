@@ -21,6 +21,28 @@ pub struct GpuSpec {
     pub mem_bandwidth_gbs: f64,
     /// Device memory in GiB (datasheets say "GB" for what is 2^30-byte units of DRAM).
     pub memory_gib: f64,
+    /// Microarchitecture: kernels reach different shares of peak on each (the cost model's
+    /// efficiency table is per architecture).
+    pub arch: Arch,
+    /// Aggregate NVLink bandwidth per direction, GB/s (0 for PCIe cards).
+    pub nvlink_gbs: f64,
+    /// Whether the SXM boards of this GPU connect it through NVSwitch (else a direct mesh).
+    pub nvswitch: bool,
+}
+
+/// GPU microarchitectures of the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Arch {
+    Kepler,
+    Pascal,
+    Volta,
+    Turing,
+    /// A100 (GA100).
+    Ampere,
+    /// Consumer Ampere (GA102/GA104): twice the FP32 lanes per SM of GA100, which kernels
+    /// rarely fill, so its share of peak differs from A100's.
+    Ga10x,
+    Hopper,
 }
 
 impl GpuSpec {
@@ -69,6 +91,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 125.0,
         mem_bandwidth_gbs: 900.0,
         memory_gib: 16.0,
+        arch: Arch::Volta,
+        nvlink_gbs: 150.0,
+        nvswitch: false,
     },
     // Same datasheet, SXM2 32 GB variant: identical compute, twice the HBM2.
     GpuSpec {
@@ -78,6 +103,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 125.0,
         mem_bandwidth_gbs: 900.0,
         memory_gib: 32.0,
+        arch: Arch::Volta,
+        nvlink_gbs: 150.0,
+        nvswitch: false,
     },
     // Same datasheet, PCIe column: 14 FP32, 112 tensor, 900 GB/s (lower clock than SXM2).
     GpuSpec {
@@ -87,6 +115,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 112.0,
         mem_bandwidth_gbs: 900.0,
         memory_gib: 32.0,
+        arch: Arch::Volta,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // NVIDIA Tesla P100 PCIe datasheet: 9.3 FP32, 732 GB/s (16 GB CoWoS HBM2); no tensor cores.
     GpuSpec {
@@ -96,6 +127,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 0.0,
         mem_bandwidth_gbs: 732.0,
         memory_gib: 16.0,
+        arch: Arch::Pascal,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // NVIDIA Tesla P100 datasheet, SXM2 (NVLink) column: 10.6 FP32, 732 GB/s, 16 GB.
     GpuSpec {
@@ -105,6 +139,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 0.0,
         mem_bandwidth_gbs: 732.0,
         memory_gib: 16.0,
+        arch: Arch::Pascal,
+        nvlink_gbs: 80.0,
+        nvswitch: false,
     },
     // NVIDIA GeForce GTX 1080 Ti specifications: 3584 cores × 1582 MHz × 2 = 11.34 FP32,
     // 11 Gbps GDDR5X on 352 bits = 484 GB/s, 11 GB; Pascal, no tensor cores.
@@ -115,6 +152,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 0.0,
         mem_bandwidth_gbs: 484.0,
         memory_gib: 11.0,
+        arch: Arch::Pascal,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // NVIDIA GeForce GTX 1080 specifications: 2560 cores × 1733 MHz × 2 = 8.87 FP32,
     // 10 Gbps GDDR5X on 256 bits = 320 GB/s, 8 GB; Pascal, no tensor cores. The GPU of the
@@ -126,6 +166,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 0.0,
         mem_bandwidth_gbs: 320.0,
         memory_gib: 8.0,
+        arch: Arch::Pascal,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // NVIDIA T4 datasheet: 8.1 FP32, 65 FP16 mixed-precision tensor, 320 GB/s GDDR6, 16 GB.
     GpuSpec {
@@ -135,6 +178,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 65.0,
         mem_bandwidth_gbs: 320.0,
         memory_gib: 16.0,
+        arch: Arch::Turing,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // NVIDIA A100 datasheet (SXM, 40 GB): 19.5 FP32, 312 dense FP16 tensor, 1555 GB/s HBM2.
     GpuSpec {
@@ -144,6 +190,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 312.0,
         mem_bandwidth_gbs: 1555.0,
         memory_gib: 40.0,
+        arch: Arch::Ampere,
+        nvlink_gbs: 300.0,
+        nvswitch: true,
     },
     // Same datasheet, A100 80GB SXM: 19.5 FP32, 312 dense FP16 tensor, 2039 GB/s HBM2e.
     GpuSpec {
@@ -153,6 +202,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 312.0,
         mem_bandwidth_gbs: 2039.0,
         memory_gib: 80.0,
+        arch: Arch::Ampere,
+        nvlink_gbs: 300.0,
+        nvswitch: true,
     },
     // NVIDIA H100 datasheet, SXM column: 67 FP32, 1979 FP16 tensor with sparsity = 989.5 dense,
     // 3.35 TB/s HBM3, 80 GB.
@@ -163,6 +215,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 989.5,
         mem_bandwidth_gbs: 3350.0,
         memory_gib: 80.0,
+        arch: Arch::Hopper,
+        nvlink_gbs: 450.0,
+        nvswitch: true,
     },
     // NVIDIA Turing architecture whitepaper, Table 1 (reference RTX 2080 Ti): 13.4 FP32, 107.6
     // FP16 tensor (FP16 accumulate), 616 GB/s GDDR6, 11 GB.
@@ -173,6 +228,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 107.6,
         mem_bandwidth_gbs: 616.0,
         memory_gib: 11.0,
+        arch: Arch::Turing,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // NVIDIA Ampere GA102 whitepaper appendix (GA104 column, RTX 3060 Ti): 16.2 FP32,
     // 64.8 dense FP16 tensor (FP16 accumulate), 448 GB/s GDDR6, 8 GB.
@@ -183,6 +241,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 64.8,
         mem_bandwidth_gbs: 448.0,
         memory_gib: 8.0,
+        arch: Arch::Ga10x,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // Same whitepaper appendix, RTX 3070: 20.3 FP32, 81.3 dense FP16 tensor (FP16 accumulate),
     // 448 GB/s GDDR6, 8 GB.
@@ -193,6 +254,9 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 81.3,
         mem_bandwidth_gbs: 448.0,
         memory_gib: 8.0,
+        arch: Arch::Ga10x,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
     // NVIDIA Tesla P4 datasheet: 5.5 FP32, 192 GB/s GDDR5, 8 GB; Pascal, no tensor cores.
     GpuSpec {
@@ -202,6 +266,36 @@ pub static CATALOG: &[GpuSpec] = &[
         tensor_tflops: 0.0,
         mem_bandwidth_gbs: 192.0,
         memory_gib: 8.0,
+        arch: Arch::Pascal,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
+    },
+    // NVIDIA Tesla K80 datasheet: per board (two GK210 GPUs) 8.73 TFLOPS FP32 with GPU Boost,
+    // 480 GB/s GDDR5, 24 GB; one GPU is half of each. The GPU of TensorFlow's 2017 distributed
+    // benchmarks (EC2 p2.8xlarge).
+    GpuSpec {
+        name: "K80",
+        aliases: &["Tesla-K80", "GK210"],
+        fp32_tflops: 4.365,
+        tensor_tflops: 0.0,
+        mem_bandwidth_gbs: 240.0,
+        memory_gib: 12.0,
+        arch: Arch::Kepler,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
+    },
+    // NVIDIA A100 datasheet, PCIe 40 GB column: 19.5 FP32, 312 dense FP16 tensor, 1555 GB/s;
+    // PCIe 4.0 (the NVLink bridge is optional and not assumed).
+    GpuSpec {
+        name: "A100-PCIe-40GB",
+        aliases: &["A100-PCIe", "A100-40GB-PCIe"],
+        fp32_tflops: 19.5,
+        tensor_tflops: 312.0,
+        mem_bandwidth_gbs: 1555.0,
+        memory_gib: 40.0,
+        arch: Arch::Ampere,
+        nvlink_gbs: 0.0,
+        nvswitch: false,
     },
 ];
 

@@ -15,6 +15,8 @@
 //! count = 1                    # optional: identical machines; names get "-0", "-1", … when > 1
 //! memory = "30 GiB"            # optional: usable memory per GPU, default the catalog's
 //! server = "host1"             # optional, see below
+//! interconnect = "nvlink"      # optional: "pcie", "nvlink" (a mesh) or "nvswitch"; default by GPU
+//! port_bandwidth = "150 GB/s"  # optional: each GPU's fabric capacity per direction (see below)
 //!
 //! [bandwidth_matrix]           # optional measured device-pair bandwidths, row = source
 //! unit = "Gbps"
@@ -30,12 +32,19 @@
 //! groups on one server talk at the lower of the two entries' `intra_bandwidth` and the higher
 //! `intra_latency`; a measured matrix overrides this.
 //!
+//! **Ports**: every GPU's intra-machine traffic shares its port (`cluster::interconnect`). On
+//! `pcie` and `nvswitch` the port carries one transfer at a time at `intra_bandwidth`; on an
+//! `nvlink` mesh it carries `port_bandwidth / intra_bandwidth` at once (default `port_bandwidth`:
+//! the GPU's aggregate NVLink bandwidth, 150 GB/s for an SXM2 V100, 80 GB/s for an SXM2 P100).
+//! The default interconnect is the GPU's form factor's: NVLink mesh for SXM2 V100/P100, NVSwitch
+//! for SXM A100/H100, PCIe otherwise.
+//!
 //! Devices are numbered machine by machine, groups in file order within a machine; a measured
 //! matrix is indexed in that order.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Cluster, Device, DeviceGroup, Machine, catalog};
+use super::{Cluster, Device, DeviceGroup, Interconnect, Machine, catalog};
 use crate::error::{InputError, check_non_negative, check_positive};
 use crate::units;
 
@@ -124,6 +133,10 @@ pub(crate) struct MachineEntry {
     pub count: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<Quantity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interconnect: Option<Interconnect>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_bandwidth: Option<Quantity>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -183,6 +196,11 @@ impl Cluster {
             count: None,
             memory: (memory != default_memory)
                 .then(|| Quantity::Text(units::exact_text(memory, units::GIB, "GiB", "B"))),
+            interconnect: Some(g.interconnect),
+            port_bandwidth: (g.port_bandwidth
+                != g.interconnect
+                    .default_port_bandwidth(&g.gpu, g.intra_bandwidth))
+            .then(|| Quantity::Text(units::bandwidth_text(g.port_bandwidth))),
         }
     }
 }
@@ -258,6 +276,8 @@ struct Entry {
     intra_latency_us: f64,
     nic: f64,
     memory: Option<f64>,
+    interconnect: Interconnect,
+    port_bandwidth: f64,
 }
 
 fn check_entry(e: &MachineEntry, i: usize, source: &str) -> Result<Entry, InputError> {
@@ -296,11 +316,21 @@ fn check_entry(e: &MachineEntry, i: usize, source: &str) -> Result<Entry, InputE
         }
         None => None,
     };
+    let intra_bandwidth = bandwidth(&e.intra_bandwidth, source, &f("intra_bandwidth"))?;
+    let interconnect = e
+        .interconnect
+        .unwrap_or_else(|| Interconnect::default_for(gpu));
+    let port_bandwidth = match &e.port_bandwidth {
+        Some(q) => bandwidth(q, source, &f("port_bandwidth"))?,
+        None => interconnect.default_port_bandwidth(gpu, intra_bandwidth),
+    };
     Ok(Entry {
         gpu,
         gpus: e.gpus as usize,
         count: count as usize,
-        intra_bandwidth: bandwidth(&e.intra_bandwidth, source, &f("intra_bandwidth"))?,
+        intra_bandwidth,
+        interconnect,
+        port_bandwidth,
         intra_latency_us: latency(
             e.intra_latency.as_ref(),
             DEFAULT_INTRA_LATENCY_US,
@@ -447,6 +477,8 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
                 devices: Vec::new(),
                 intra_bandwidth: e.intra_bandwidth,
                 intra_latency_us: e.intra_latency_us,
+                interconnect: e.interconnect,
+                port_bandwidth: e.port_bandwidth,
             };
             for _ in 0..e.gpus {
                 let index = devices.len();
@@ -457,6 +489,8 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
                     gpu: *e.gpu,
                     name: format!("{}:{}", machine.name, machine.devices.len()),
                     memory_bytes: e.memory.unwrap_or_else(|| e.gpu.memory_bytes()),
+                    port_out: 0,
+                    port_in: 0,
                 });
                 group.devices.push(index);
                 machine.devices.push(index);

@@ -2,8 +2,10 @@
 //!
 //! A **device group** is the set of same-type GPUs in one machine sharing one intra-machine
 //! bandwidth (TAG §4.2); strategies choose device groups. **Links** are FIFO channels, one per
-//! direction: one per ordered pair of devices inside a machine, and per machine a NIC-out and a
-//! NIC-in link. A transfer across machines uses the source's NIC-out then the destination's
+//! direction: one per ordered pair of devices inside a machine, per device an egress and an
+//! ingress port ([`interconnect`]: the PCIe slot or the NVLink bricks all its traffic shares), and
+//! per machine a NIC-out and a NIC-in link. A transfer inside a machine holds the pair's link and
+//! both ends' ports; a transfer across machines uses the source's NIC-out then the destination's
 //! NIC-in, so concurrent transfers leaving one machine queue on its NIC. A measured device-pair
 //! bandwidth matrix (MOIRAI Table III), when given, overrides the modelled route bandwidths.
 //!
@@ -11,11 +13,14 @@
 
 pub mod catalog;
 pub mod config;
+pub mod interconnect;
 pub mod random;
 pub mod routes;
 
+pub use catalog::Arch;
 pub use catalog::{CATALOG, GpuSpec, find_gpu, lookup_gpu};
 pub use config::{load_cluster, parse_cluster};
+pub use interconnect::{Interconnect, TopoSummary, parse_nvidia_smi_topo, port_lanes};
 pub use random::{Bandwidths, random_cluster, random_cluster_within};
 pub use routes::RouteTable;
 
@@ -53,6 +58,17 @@ pub struct DeviceGroup {
     pub intra_bandwidth: f64,
     /// Latency of one transfer between two devices of this group, µs.
     pub intra_latency_us: f64,
+    /// How the group's GPUs are wired.
+    pub interconnect: Interconnect,
+    /// Capacity of each GPU's port per direction, B/µs: lanes × `intra_bandwidth`.
+    pub port_bandwidth: f64,
+}
+
+impl DeviceGroup {
+    /// Transfers each GPU's port serves at once.
+    pub fn port_lanes(&self) -> u32 {
+        port_lanes(self.port_bandwidth, self.intra_bandwidth)
+    }
 }
 
 /// One GPU.
@@ -66,6 +82,9 @@ pub struct Device {
     pub name: String,
     /// Usable device memory in bytes: the catalog's unless the config overrides it.
     pub memory_bytes: f64,
+    /// Indices of this device's egress and ingress port links (assigned by [`Cluster::new`]).
+    pub port_out: usize,
+    pub port_in: usize,
 }
 
 /// What a link connects.
@@ -77,6 +96,10 @@ pub enum LinkKind {
     NicOut { machine: usize },
     /// A machine's NIC, receiving.
     NicIn { machine: usize },
+    /// A device's port, sending (its share of the machine's fabric).
+    PortOut { device: usize },
+    /// A device's port, receiving.
+    PortIn { device: usize },
 }
 
 /// A FIFO channel in one direction.
@@ -89,6 +112,9 @@ pub struct Link {
     /// µs added once per transfer crossing this link. The inter-machine latency sits on NIC-out
     /// links (NIC-in links carry 0) so that a route's latency is the sum over its links.
     pub latency_us: f64,
+    /// Transfers the link carries at once, each at `bandwidth` (ports of an NVLink mesh: one per
+    /// peer its bricks reach at once; every other link: 1).
+    pub lanes: u32,
 }
 
 /// The links a transfer from one device to another crosses, in order.
@@ -131,7 +157,7 @@ impl Cluster {
         inter_latency_us: f64,
         mut machines: Vec<Machine>,
         groups: Vec<DeviceGroup>,
-        devices: Vec<Device>,
+        mut devices: Vec<Device>,
         measured: Option<Vec<Vec<f64>>>,
     ) -> Cluster {
         let mut links = Vec::new();
@@ -147,6 +173,7 @@ impl Cluster {
                             kind: LinkKind::Intra { src: a, dst: b },
                             bandwidth,
                             latency_us,
+                            lanes: 1,
                         });
                     }
                 }
@@ -157,6 +184,7 @@ impl Cluster {
                 kind: LinkKind::NicOut { machine: m.index },
                 bandwidth: m.nic_bandwidth,
                 latency_us: inter_latency_us,
+                lanes: 1,
             });
             m.nic_in = links.len();
             links.push(Link {
@@ -164,7 +192,29 @@ impl Cluster {
                 kind: LinkKind::NicIn { machine: m.index },
                 bandwidth: m.nic_bandwidth,
                 latency_us: 0.0,
+                lanes: 1,
             });
+        }
+        // Ports after every machine's pair and NIC links, so `pair_link`'s arithmetic holds.
+        for d in &mut devices {
+            let g = &groups[d.group];
+            for kind in [
+                LinkKind::PortOut { device: d.index },
+                LinkKind::PortIn { device: d.index },
+            ] {
+                if matches!(kind, LinkKind::PortOut { .. }) {
+                    d.port_out = links.len();
+                } else {
+                    d.port_in = links.len();
+                }
+                links.push(Link {
+                    index: links.len(),
+                    kind,
+                    bandwidth: g.intra_bandwidth,
+                    latency_us: 0.0,
+                    lanes: g.port_lanes(),
+                });
+            }
         }
         Cluster {
             name,
@@ -199,6 +249,8 @@ impl Cluster {
             }
             LinkKind::NicOut { machine } => format!("{} nic-out", self.machines[machine].name),
             LinkKind::NicIn { machine } => format!("{} nic-in", self.machines[machine].name),
+            LinkKind::PortOut { device } => format!("{} port-out", self.devices[device].name),
+            LinkKind::PortIn { device } => format!("{} port-in", self.devices[device].name),
         }
     }
 
@@ -216,7 +268,7 @@ impl Cluster {
             };
         }
         let links = match self.pair_link(a, b) {
-            Some(l) => vec![l],
+            Some(l) => vec![l, self.devices[a].port_out, self.devices[b].port_in],
             None => {
                 let src = &self.machines[self.devices[a].machine];
                 let dst = &self.machines[self.devices[b].machine];

@@ -101,6 +101,9 @@ fn random_file(seed: u64, bandwidths: Bandwidths, name: &str) -> ClusterFile {
             nic: gbps(&mut rng, bandwidths.inter_gbps),
             count: None,
             memory: None,
+            // TAG's intra-machine bandwidth is one figure per GPU: each GPU's traffic shares it.
+            interconnect: Some(crate::cluster::Interconnect::Pcie),
+            port_bandwidth: None,
         })
         .collect();
     ClusterFile {

@@ -17,6 +17,9 @@ pub enum TaskRole {
     AddN,
     /// Ring AllReduce of partial sums among the replicas.
     AllReduce,
+    /// The compute an AllReduce takes from one of its GPUs while it runs (NCCL's kernels share
+    /// the SMs and memory bandwidth with the training kernels).
+    Interference,
     /// The AllReduce result held on one replica's device (zero time; keeps its memory counted).
     Hold,
     /// A parameter server sending an updated parameter back to a replica.

@@ -28,6 +28,13 @@ pub fn compile(
         .into_iter()
         .map(Rc::new)
         .collect();
+    let mut exec = ExecGraph::new(
+        cluster.devices.iter().map(|d| d.memory_bytes).collect(),
+        cluster.links.len(),
+    );
+    for link in &cluster.links {
+        exec.set_link_lanes(link.index, link.lanes);
+    }
     let mut c = Compiler {
         graph,
         cluster,
@@ -35,10 +42,7 @@ pub fn compile(
         strategy,
         cost,
         layouts,
-        exec: ExecGraph::new(
-            cluster.devices.iter().map(|d| d.memory_bytes).collect(),
-            cluster.links.len(),
-        ),
+        exec,
         roles: Vec::new(),
         first_task: vec![TaskId::MAX; graph.len()],
         whole_on: HashMap::new(),
@@ -107,12 +111,23 @@ impl<'a> Compiler<'a> {
         &self.cluster.devices[device as usize].gpu
     }
 
-    pub(super) fn add(&mut self, role: TaskRole, mut spec: TaskSpec<'_>) -> TaskId {
+    pub(super) fn add(&mut self, role: TaskRole, spec: TaskSpec<'_>) -> TaskId {
+        let ones = vec![1; spec.resources.len()];
+        self.add_with_lanes(role, spec, &ones)
+    }
+
+    /// A task taking `lanes[i]` lanes of `spec.resources[i]`.
+    pub(super) fn add_with_lanes(
+        &mut self,
+        role: TaskRole,
+        mut spec: TaskSpec<'_>,
+        lanes: &[u32],
+    ) -> TaskId {
         if let Some(p) = self.priority {
             spec.priority = p[spec.label as usize];
         }
         self.roles.push(role);
-        self.exec.add_task(spec)
+        self.exec.add_task_with_lanes(spec, lanes)
     }
 
     pub(super) fn compute(

@@ -19,11 +19,13 @@
 //! With the PS option, optimizer ops run on the group's parameter servers (round-robin) and the
 //! updated parameters are pulled back by every other replica.
 
+pub mod collective;
 pub mod compiled;
 pub mod compiler;
 pub mod layout;
 pub mod sync;
 
+pub use collective::{RingPlan, ring_plan};
 pub use compiled::{Compiled, TaskRole};
 pub use compiler::compile;
 pub use layout::batch_shares;

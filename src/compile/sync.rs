@@ -131,21 +131,17 @@ impl Compiler<'_> {
         bytes: f64,
     ) -> Vec<(u32, TaskId)> {
         let n = ring.len();
-        let mut links: Vec<u32> = Vec::new();
-        let mut bottleneck = f64::INFINITY;
-        let mut latency: f64 = 0.0;
-        for k in 0..n {
-            let (a, b) = (ring[k] as usize, ring[(k + 1) % n] as usize);
-            bottleneck = bottleneck.min(self.routes.bandwidth(a, b));
-            latency = latency.max(self.routes.latency(a, b));
-            for &l in self.routes.links(a, b) {
-                links.push(self.exec.link_resource(l as usize));
-            }
-        }
-        links.sort_unstable();
-        links.dedup();
-        let duration = crate::cost::ring_allreduce_time_us(bytes, n, bottleneck, latency);
-        let ar = self.add(
+        let plan = super::collective::ring_plan(self.cluster, self.routes, ring);
+        let (links, lanes): (Vec<u32>, Vec<u32>) = plan
+            .links
+            .iter()
+            .map(|&(l, k)| (self.exec.link_resource(l), k))
+            .unzip();
+        let duration = self
+            .cost
+            .comm
+            .allreduce_us(bytes, n, plan.bandwidth, plan.latency_us);
+        let ar = self.add_with_lanes(
             TaskRole::AllReduce,
             TaskSpec {
                 kind: TaskKind::Collective,
@@ -156,7 +152,9 @@ impl Compiler<'_> {
                 priority: 0.0,
                 label: u as u32,
             },
+            &lanes,
         );
+        self.interfere(u, ring, inputs, duration);
         for &input in inputs {
             self.exec.add_dep(input, ar);
         }
@@ -179,6 +177,21 @@ impl Compiler<'_> {
             holders.push((d, hold));
         }
         holders
+    }
+
+    /// NCCL's kernels slow each ring GPU's compute by a share of the collective's duration: a
+    /// compute task of that length on each, ready when the collective is.
+    fn interfere(&mut self, u: OpIdx, ring: &[u32], inputs: &[TaskId], duration: f64) {
+        let share = self.cost.comm.compute_interference;
+        if share <= 0.0 {
+            return;
+        }
+        for &d in ring {
+            let t = self.compute(TaskRole::Interference, u, d, share * duration, 0.0);
+            for &input in inputs {
+                self.exec.add_dep(input, t);
+            }
+        }
     }
 
     /// After a PS-style update, replicas of the parameter elsewhere pull the new value.

@@ -130,6 +130,7 @@ pub fn task_name(graph: &Graph, compiled: &Compiled, task: u32) -> String {
         TaskRole::Concat => format!("{op} [concat]"),
         TaskRole::AddN => format!("{op} [addn]"),
         TaskRole::AllReduce => format!("{op} [allreduce]"),
+        TaskRole::Interference => format!("{op} [allreduce interference]"),
         TaskRole::Hold => format!("{op} [reduced]"),
         TaskRole::Pull => format!("{op} [pull]"),
     }

@@ -1,16 +1,19 @@
 //! The discrete-event loop (TAG §4.3.2). Every resource — a GPU's compute stream or one direction
-//! of a link — runs one task at a time from its own queue. A task waits until all its inputs are
-//! done, then joins the queue of every resource it needs, and starts when it heads all of them and
-//! all are idle. Queues are ordered by one global key (ready time for TensorFlow's FIFO, or a
-//! given priority for FastT's order enforcement), so a task never waits on a task queued behind it
-//! elsewhere and the loop cannot deadlock.
+//! of a link — runs tasks one at a time per lane (most resources have one lane; a GPU's NVLink
+//! port has one per peer its bricks reach at once). A task waits until all its inputs are done,
+//! then joins every resource it needs, and starts when, at each single-lane resource, it heads the
+//! queue and the resource is idle, and at each multi-lane resource the lanes it takes are free
+//! (lanes go to waiting tasks in key order; no head-of-line blocking, as with parallel links).
+//! Keys are one global order (ready time for TensorFlow's FIFO, or a given priority for FastT's
+//! order enforcement), so the first waiting task never waits on a task queued behind it and the
+//! loop cannot deadlock: once nothing runs, every lane is free and it heads all its queues.
 //!
 //! Memory is reference-counted: a task's output is allocated on its device when the task starts
 //! and freed when the last task consuming it ends (at once, if nothing consumes it). Resident bytes
 //! (parameters, optimizer state) stay for the whole iteration.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeSet, BinaryHeap};
 
 use super::exec::{ExecGraph, TaskId};
 
@@ -45,7 +48,8 @@ pub struct SimResult {
     pub makespan: f64,
     pub start: Vec<f64>,
     pub end: Vec<f64>,
-    /// Busy µs per resource (devices first, then links).
+    /// Busy µs per resource (devices first, then links); a task holding k of a resource's L lanes
+    /// for d µs adds d·k/L, so busy time never exceeds the makespan.
     pub busy: Vec<f64>,
     pub peak_memory: Vec<f64>,
     /// Memory per device after the last task (equals the resident bytes when nothing leaks).
@@ -62,16 +66,20 @@ pub enum SimError {
     Stuck { finished: usize, total: usize },
 }
 
-const FREE: u32 = u32::MAX;
-
 /// A reusable simulator: its buffers survive between runs, so the search loop allocates nothing
 /// once warmed up (the result vectors are reused too).
 #[derive(Debug, Default)]
 pub struct Simulator {
     waiting_inputs: Vec<u32>,
     consumers_left: Vec<u32>,
-    running: Vec<u32>,
+    /// Lanes in use per resource.
+    in_use: Vec<u32>,
+    /// Queues of single-lane resources.
     queues: Vec<BinaryHeap<Reverse<(u64, TaskId)>>>,
+    /// Tasks waiting at each multi-lane resource, in key order.
+    waiting: Vec<BTreeSet<(u64, TaskId)>>,
+    /// Each ready task's key.
+    key: Vec<u64>,
     completions: BinaryHeap<Reverse<(u64, TaskId)>>,
     memory: Vec<f64>,
     result: SimResult,
@@ -146,10 +154,14 @@ impl Simulator {
         self.consumers_left.clear();
         self.consumers_left
             .extend((0..n as TaskId).map(|t| g.successors(t).len() as u32));
-        self.running.clear();
-        self.running.resize(g.resource_count(), FREE);
+        self.in_use.clear();
+        self.in_use.resize(g.resource_count(), 0);
         self.queues.resize_with(g.resource_count(), BinaryHeap::new);
         self.queues.iter_mut().for_each(BinaryHeap::clear);
+        self.waiting.resize_with(g.resource_count(), BTreeSet::new);
+        self.waiting.iter_mut().for_each(BTreeSet::clear);
+        self.key.clear();
+        self.key.resize(n, 0);
         self.completions.clear();
         self.memory.clear();
         self.memory.extend_from_slice(g.resident());
@@ -178,36 +190,68 @@ impl Simulator {
             Order::Fifo => sort_key(now),
             Order::Priority => sort_key(g.priority(t)),
         };
+        self.key[t as usize] = key;
         for &r in resources {
-            self.queues[r as usize].push(Reverse((key, t)));
+            if g.resource_lanes(r) == 1 {
+                self.queues[r as usize].push(Reverse((key, t)));
+            } else {
+                self.waiting[r as usize].insert((key, t));
+            }
         }
-        for &r in resources {
-            self.try_start_head(g, r, now);
-        }
+        self.try_start(g, t, now);
     }
 
-    /// Start the task heading resource `r`'s queue if it heads all its queues and all its
-    /// resources are idle.
-    fn try_start_head(&mut self, g: &ExecGraph, r: u32, now: f64) {
-        if self.running[r as usize] != FREE {
-            return;
-        }
-        let Some(&Reverse((_, t))) = self.queues[r as usize].peek() else {
-            return;
-        };
+    /// Start `t` if it heads the queue of each single-lane resource it needs and finds the lanes
+    /// it takes free everywhere.
+    fn try_start(&mut self, g: &ExecGraph, t: TaskId, now: f64) -> bool {
         let resources = g.task_resources(t);
-        let startable = resources.iter().all(|&q| {
-            self.running[q as usize] == FREE
-                && self.queues[q as usize].peek().map(|h| h.0.1) == Some(t)
+        let lanes = g.task_lanes(t);
+        let startable = resources.iter().zip(lanes).all(|(&q, &k)| {
+            let q = q as usize;
+            self.in_use[q] + k <= g.resource_lanes(q as u32)
+                && (g.resource_lanes(q as u32) > 1
+                    || self.queues[q].peek().map(|h| h.0.1) == Some(t))
         });
         if !startable {
-            return;
+            return false;
         }
-        for &q in resources {
-            self.queues[q as usize].pop();
-            self.running[q as usize] = t;
+        let key = self.key[t as usize];
+        for (&q, &k) in resources.iter().zip(lanes) {
+            let q = q as usize;
+            if g.resource_lanes(q as u32) == 1 {
+                self.queues[q].pop();
+            } else {
+                self.waiting[q].remove(&(key, t));
+            }
+            self.in_use[q] += k;
         }
         self.start(g, t, now);
+        true
+    }
+
+    /// Resource `r` has free lanes again: start its queue's head, or, on a multi-lane resource,
+    /// the waiting tasks in key order while lanes remain.
+    fn retry(&mut self, g: &ExecGraph, r: u32, now: f64) {
+        let ri = r as usize;
+        if g.resource_lanes(r) == 1 {
+            if let Some(&Reverse((_, t))) = self.queues[ri].peek() {
+                self.try_start(g, t, now);
+            }
+            return;
+        }
+        let mut after = None;
+        while self.in_use[ri] < g.resource_lanes(r) {
+            let next = match after {
+                None => self.waiting[ri].iter().next().copied(),
+                Some(k) => self.waiting[ri]
+                    .range((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))
+                    .next()
+                    .copied(),
+            };
+            let Some(entry) = next else { break };
+            self.try_start(g, entry.1, now);
+            after = Some(entry);
+        }
     }
 
     fn start(&mut self, g: &ExecGraph, t: TaskId, now: f64) {
@@ -231,9 +275,10 @@ impl Simulator {
             self.result.makespan = now;
         }
         let duration = g.duration(t);
-        for &r in g.task_resources(t) {
-            self.running[r as usize] = FREE;
-            self.result.busy[r as usize] += duration;
+        for (&r, &k) in g.task_resources(t).iter().zip(g.task_lanes(t)) {
+            self.in_use[r as usize] -= k;
+            self.result.busy[r as usize] +=
+                duration * f64::from(k) / f64::from(g.resource_lanes(r));
         }
         for &p in g.predecessors(t) {
             let p = p as usize;
@@ -252,7 +297,7 @@ impl Simulator {
             }
         }
         for &r in g.task_resources(t) {
-            self.try_start_head(g, r, now);
+            self.retry(g, r, now);
         }
     }
 

@@ -14,11 +14,16 @@ pub enum TaskKind {
 pub type TaskId = u32;
 
 /// Resources are numbered devices first (`0..devices`, one compute stream each), then links
-/// (`devices..devices + links`, one FIFO channel per link direction).
+/// (`devices..devices + links`, one FIFO channel per link direction). A resource has one lane
+/// unless given more ([`ExecGraph::set_link_lanes`]): a GPU's NVLink port with six links runs six
+/// transfers at once. A task takes one lane of each of its resources unless it asks for more
+/// ([`ExecGraph::add_task_with_lanes`]: a collective running one ring per link takes them all).
 #[derive(Debug, Clone, Default)]
 pub struct ExecGraph {
     devices: usize,
     links: usize,
+    /// Lanes of each resource (devices first, then links).
+    lanes_of: Vec<u32>,
     /// Memory capacity per device in bytes.
     capacity: Vec<f64>,
     /// Bytes resident on each device for the whole iteration (parameters, optimizer state).
@@ -28,6 +33,8 @@ pub struct ExecGraph {
     /// Resources of task `t`: `resources[res_start[t]..res_start[t + 1]]`.
     res_start: Vec<u32>,
     resources: Vec<u32>,
+    /// Lanes the task takes of each of its resources, parallel to `resources`.
+    lanes: Vec<u32>,
     /// Device whose memory holds the task's output, and the output's size.
     out_device: Vec<u32>,
     out_bytes: Vec<f64>,
@@ -64,6 +71,7 @@ impl ExecGraph {
             devices,
             links,
             resident: vec![0.0; devices],
+            lanes_of: vec![1; devices + links],
             capacity,
             res_start: vec![0],
             ..ExecGraph::default()
@@ -87,6 +95,16 @@ impl ExecGraph {
         (self.devices + l) as u32
     }
 
+    /// Give link `l` `lanes` parallel lanes (at least one).
+    pub fn set_link_lanes(&mut self, l: usize, lanes: u32) {
+        self.lanes_of[self.devices + l] = lanes.max(1);
+    }
+
+    /// Lanes of resource `r`.
+    pub fn resource_lanes(&self, r: u32) -> u32 {
+        self.lanes_of[r as usize]
+    }
+
     pub fn add_resident(&mut self, device: usize, bytes: f64) {
         self.resident[device] += bytes;
     }
@@ -100,6 +118,19 @@ impl ExecGraph {
     }
 
     pub fn add_task(&mut self, spec: TaskSpec<'_>) -> TaskId {
+        let ones = vec![1; spec.resources.len()];
+        self.add_task_with_lanes(spec, &ones)
+    }
+
+    /// A task taking `lanes[i]` lanes of `spec.resources[i]` (each at most that resource's lanes).
+    pub fn add_task_with_lanes(&mut self, spec: TaskSpec<'_>, lanes: &[u32]) -> TaskId {
+        debug_assert_eq!(lanes.len(), spec.resources.len());
+        debug_assert!(
+            spec.resources
+                .iter()
+                .zip(lanes)
+                .all(|(&r, &k)| k >= 1 && k <= self.lanes_of[r as usize])
+        );
         debug_assert!(spec.duration >= 0.0 && spec.duration.is_finite());
         debug_assert!((spec.out_device as usize) < self.devices);
         debug_assert!(
@@ -111,6 +142,7 @@ impl ExecGraph {
         self.kind.push(spec.kind);
         self.duration.push(spec.duration);
         self.resources.extend_from_slice(spec.resources);
+        self.lanes.extend_from_slice(lanes);
         self.res_start.push(self.resources.len() as u32);
         self.out_device.push(spec.out_device);
         self.out_bytes.push(spec.out_bytes);
@@ -162,6 +194,12 @@ impl ExecGraph {
     pub fn task_resources(&self, t: TaskId) -> &[u32] {
         let t = t as usize;
         &self.resources[self.res_start[t] as usize..self.res_start[t + 1] as usize]
+    }
+
+    /// Lanes task `t` takes of each of its resources, parallel to [`Self::task_resources`].
+    pub fn task_lanes(&self, t: TaskId) -> &[u32] {
+        let t = t as usize;
+        &self.lanes[self.res_start[t] as usize..self.res_start[t + 1] as usize]
     }
 
     pub fn out_device(&self, t: TaskId) -> u32 {

@@ -31,6 +31,8 @@ pub const NAMES: &[&str] = &[
     "vgg16",
     "gpt",
     "mlp",
+    "resnet50",
+    "resnet152",
 ];
 
 /// Suffix selecting the forward-only variant of a model.
@@ -114,6 +116,24 @@ const CARDS: &[ModelCard] = &[
         reference_params: 44_549_160,
         reference_params_source: TORCHVISION_DOCS,
         reference_fwd_macs_per_sample: 7.80e9,
+        reference_macs_source: TORCHVISION_DOCS,
+    },
+    ModelCard {
+        name: "resnet50",
+        variant: "torchvision resnet50 (bottleneck v1.5, stride on the 3x3 conv), 224x224",
+        default_batch: 64,
+        reference_params: 25_557_032,
+        reference_params_source: TORCHVISION_DOCS,
+        reference_fwd_macs_per_sample: 4.09e9,
+        reference_macs_source: TORCHVISION_DOCS,
+    },
+    ModelCard {
+        name: "resnet152",
+        variant: "torchvision resnet152 (bottleneck v1.5, stride on the 3x3 conv), 224x224",
+        default_batch: 64,
+        reference_params: 60_192_808,
+        reference_params_source: TORCHVISION_DOCS,
+        reference_fwd_macs_per_sample: 11.51e9,
         reference_macs_source: TORCHVISION_DOCS,
     },
     ModelCard {
@@ -222,6 +242,8 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
     match base {
         "inception-v3" => inception::inception_v3(&mut net),
         "resnet101" => cnn::resnet(&mut net, &[3, 4, 23, 3]),
+        "resnet50" => cnn::resnet(&mut net, &[3, 4, 6, 3]),
+        "resnet152" => cnn::resnet(&mut net, &[3, 8, 36, 3]),
         "vgg19" => cnn::vgg(&mut net, &[2, 2, 4, 4, 4]),
         "vgg16" => cnn::vgg(&mut net, &[2, 2, 3, 3, 3]),
         "alexnet" => cnn::alexnet(&mut net),

@@ -1,0 +1,197 @@
+//! How close to a GPU's datasheet peak its kernels run: one row per microarchitecture and kernel
+//! class, fitted to published single-GPU training throughputs (`topoplace experiment calibrate`,
+//! docs/fidelity.md says which measurements were fitted and which were held out).
+//!
+//! Kernel classes (by the op's type and convolution window, [`KernelClass::of`]): dense matrix
+//! products (cuBLAS GEMM), convolutions (cuDNN, with Winograd for 3x3 stride-1 windows and FFT for
+//! stride-1 windows of 5x5 and larger, each a speed-up over the nominal FLOPs) and everything else,
+//! which is memory-bound (elementwise, normalisation, reductions, pooling, optimizer updates).
+
+use crate::cluster::Arch;
+use crate::graph::Op;
+
+/// What sort of kernel runs an op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelClass {
+    Gemm,
+    /// A convolution run with Winograd's minimal filtering (3x3, stride 1).
+    ConvWinograd,
+    /// A convolution run with FFTs (stride 1, window 5x5 or larger).
+    ConvFft,
+    /// Any other convolution (implicit GEMM: 1x1, strided, 7x7 stems).
+    Conv,
+    /// Elementwise, normalisation, pooling, reductions, optimizer updates.
+    Memory,
+}
+
+impl KernelClass {
+    /// The class of `op`, from its convolution window or its framework type.
+    pub fn of(op: &Op) -> KernelClass {
+        if let Some(w) = op.conv_window {
+            return if w.winograd_eligible() {
+                KernelClass::ConvWinograd
+            } else if w.stride == [1, 1] && w.kernel[0] >= 5 && w.kernel[1] >= 5 {
+                KernelClass::ConvFft
+            } else {
+                KernelClass::Conv
+            };
+        }
+        let t = op.op_type.to_ascii_lowercase();
+        if t.starts_with("conv") || t.starts_with("depthwiseconv") {
+            KernelClass::Conv
+        } else if ["matmul", "gemm", "addmm", "bmm", "einsum", "linear"]
+            .iter()
+            .any(|k| t.contains(k))
+            || t == "mm"
+        {
+            KernelClass::Gemm
+        } else {
+            KernelClass::Memory
+        }
+    }
+}
+
+/// Efficiencies of one architecture.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KernelEfficiency {
+    /// Share of peak FP32 reached by GEMMs.
+    pub gemm: f64,
+    /// Share of peak FP32 reached by convolutions, on their nominal FLOPs before any fast
+    /// algorithm's speed-up.
+    pub conv: f64,
+    /// How much fewer FLOPs than nominal a Winograd convolution does (Lavin & Gray: F(2x2,3x3)
+    /// 2.25×, F(4x4,3x3) 4×, less the transforms).
+    pub winograd_speedup: f64,
+    /// The same for FFT convolutions of large windows.
+    pub fft_speedup: f64,
+    /// Share of peak memory bandwidth reached by memory-bound kernels.
+    pub memory: f64,
+    /// Fixed cost per op, µs: kernel launch and the framework's dispatch.
+    pub launch_us: f64,
+}
+
+impl KernelEfficiency {
+    /// One set of figures for every class: `compute` of peak for GEMMs and convolutions, no fast
+    /// algorithms.
+    pub fn uniform(compute: f64, memory: f64, launch_us: f64) -> KernelEfficiency {
+        KernelEfficiency {
+            gemm: compute,
+            conv: compute,
+            winograd_speedup: 1.0,
+            fft_speedup: 1.0,
+            memory,
+            launch_us,
+        }
+    }
+
+    /// Share of peak FLOPs for `class` and the factor its algorithm saves on nominal FLOPs.
+    pub fn compute(&self, class: KernelClass) -> (f64, f64) {
+        match class {
+            KernelClass::Gemm => (self.gemm, 1.0),
+            KernelClass::ConvWinograd => (self.conv, self.winograd_speedup),
+            KernelClass::ConvFft => (self.conv, self.fft_speedup),
+            KernelClass::Conv | KernelClass::Memory => (self.conv, 1.0),
+        }
+    }
+}
+
+/// Efficiencies per architecture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelTable {
+    rows: Vec<(Arch, KernelEfficiency)>,
+    /// For an architecture without a row.
+    fallback: KernelEfficiency,
+}
+
+impl KernelTable {
+    /// The same figures for every architecture.
+    pub fn uniform(e: KernelEfficiency) -> KernelTable {
+        KernelTable {
+            rows: Vec::new(),
+            fallback: e,
+        }
+    }
+
+    /// A table of `rows`, with `fallback` for the architectures it lacks.
+    pub fn new(rows: Vec<(Arch, KernelEfficiency)>, fallback: KernelEfficiency) -> KernelTable {
+        KernelTable { rows, fallback }
+    }
+
+    pub fn get(&self, arch: Arch) -> &KernelEfficiency {
+        self.rows
+            .iter()
+            .find(|(a, _)| *a == arch)
+            .map_or(&self.fallback, |(_, e)| e)
+    }
+
+    pub fn rows(&self) -> &[(Arch, KernelEfficiency)] {
+        &self.rows
+    }
+
+    pub fn fallback(&self) -> &KernelEfficiency {
+        &self.fallback
+    }
+
+    /// The table shipped with the tool: see [`SHIPPED`].
+    pub fn shipped() -> KernelTable {
+        let rows = SHIPPED
+            .iter()
+            .map(|&(arch, gemm, conv)| (arch, shared(gemm, conv)))
+            .collect();
+        KernelTable::new(rows, shared(FALLBACK.0, FALLBACK.1))
+    }
+}
+
+impl Default for KernelTable {
+    fn default() -> Self {
+        KernelTable::shipped()
+    }
+}
+
+/// The figures fitted once for all architectures (`topoplace fidelity --calibrate`): the fast
+/// algorithms' speed-ups, the memory-bound share of peak bandwidth and the fixed cost per op.
+pub const SHARED: SharedFit = SharedFit {
+    winograd_speedup: 2.4678,
+    fft_speedup: 3.1533,
+    memory: 1.0,
+    launch_us: 4.418,
+};
+
+/// The shared part of the fit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SharedFit {
+    pub winograd_speedup: f64,
+    pub fft_speedup: f64,
+    pub memory: f64,
+    pub launch_us: f64,
+}
+
+/// (architecture, GEMM share of peak, convolution share of peak), fitted by `topoplace fidelity
+/// --calibrate` to the calibration third of [`crate::fidelity::scenarios`] (resnet50, alexnet and
+/// vgg16 on each GPU but the P100; rms log error 0.059). Ampere's convolution share exceeds 1
+/// because frameworks run FP32 convolutions as TF32 on its tensor cores (156 TFLOPS dense),
+/// while the share is taken of the 19.5 TFLOPS FP32 peak. Memory-bound kernels fit at the full
+/// datasheet bandwidth (the bound of the fit): the graphs' byte counts do not know which
+/// elementwise ops frameworks fuse.
+pub const SHIPPED: &[(Arch, f64, f64)] = &[
+    (Arch::Kepler, 0.5462, 0.3005),
+    (Arch::Pascal, 0.6405, 0.5067),
+    (Arch::Volta, 0.6607, 0.7479),
+    (Arch::Turing, 0.7575, 0.7083),
+    (Arch::Ampere, 0.7327, 1.3636),
+];
+
+/// GEMM and convolution shares for architectures without measurements (consumer Ampere, Hopper):
+/// the mean of the fitted rows.
+pub const FALLBACK: (f64, f64) = (0.6675, 0.7254);
+
+fn shared(gemm: f64, conv: f64) -> KernelEfficiency {
+    KernelEfficiency {
+        gemm,
+        conv,
+        winograd_speedup: SHARED.winograd_speedup,
+        fft_speedup: SHARED.fft_speedup,
+        memory: SHARED.memory,
+        launch_us: SHARED.launch_us,
+    }
+}

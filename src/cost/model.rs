@@ -1,0 +1,123 @@
+//! The cost model proper: compute time of an op on a GPU and transfer time between devices.
+//!
+//! Compute time (docs/modelling.md): the profiled time when the op carries one for the device
+//! type, scaled linearly in the batch share (TAG §4.1.2); otherwise a roofline per kernel class
+//! and GPU architecture, `launch + max(FLOPs / (peak · class efficiency · algorithm speed-up),
+//! bytes / (memory bandwidth · memory efficiency))` ([`super::kernels`]). Ops that do not depend
+//! on the batch (parameters, optimizer) are not scaled. Transfers cost latency + bytes /
+//! bottleneck bandwidth of the route.
+
+use super::collective::CommModel;
+use super::fit::LinearBatchModel;
+use super::kernels::{KernelClass, KernelEfficiency, KernelTable};
+use crate::cluster::{Cluster, GpuSpec};
+use crate::graph::Op;
+
+/// Knobs of the compute and communication estimates.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CostModel {
+    /// Kernel efficiencies per GPU architecture. Default: the shipped fitted table.
+    pub kernels: KernelTable,
+    /// Use the tensor-core peak where the GPU has one. Default false: TAG trains in FP32.
+    pub use_tensor_cores: bool,
+    /// Collective efficiency, fixed cost and interference with compute.
+    pub comm: CommModel,
+}
+
+impl CostModel {
+    /// One set of efficiencies for every GPU and kernel class, no fast convolution algorithms,
+    /// the default communication knobs.
+    pub fn uniform(compute: f64, memory: f64, launch_us: f64) -> CostModel {
+        CostModel {
+            kernels: KernelTable::uniform(KernelEfficiency::uniform(compute, memory, launch_us)),
+            ..CostModel::default()
+        }
+    }
+
+    /// The efficiencies of `gpu`'s architecture.
+    pub fn efficiency(&self, gpu: &GpuSpec) -> &KernelEfficiency {
+        self.kernels.get(gpu.arch)
+    }
+
+    /// Time in µs of `op` on `gpu` when it processes `fraction` ∈ (0, 1] of the graph's batch.
+    pub fn compute_time_us(&self, op: &Op, gpu: &GpuSpec, fraction: f64) -> f64 {
+        match profiled_us(op, gpu) {
+            Some(t) => self.scale_profiled(op, gpu, t, fraction),
+            None => self.roofline_us(op, gpu, fraction),
+        }
+    }
+
+    /// [`compute_time_us`](Self::compute_time_us) on a device of a cluster.
+    pub fn device_time_us(&self, op: &Op, cluster: &Cluster, device: usize, fraction: f64) -> f64 {
+        self.compute_time_us(op, &cluster.devices[device].gpu, fraction)
+    }
+
+    /// A profiled full-batch time scaled to a batch share with the one-point linear batch model:
+    /// the launch overhead stays fixed, the rest is proportional to the batch.
+    fn scale_profiled(&self, op: &Op, gpu: &GpuSpec, full_batch_us: f64, fraction: f64) -> f64 {
+        if !op.scales_with_batch() {
+            return full_batch_us;
+        }
+        let launch = self.efficiency(gpu).launch_us;
+        LinearBatchModel::from_single(1.0, full_batch_us, launch).eval(fraction)
+    }
+
+    /// Roofline estimate in µs for the op's kernel class on `gpu`'s architecture.
+    pub fn roofline_us(&self, op: &Op, gpu: &GpuSpec, fraction: f64) -> f64 {
+        let share = if op.scales_with_batch() {
+            fraction
+        } else {
+            1.0
+        };
+        let e = self.efficiency(gpu);
+        let (efficiency, speedup) = e.compute(KernelClass::of(op));
+        let compute = op.flops * share / speedup / (self.peak_flops_per_us(gpu) * efficiency);
+        let memory = op.bytes_accessed * share / (gpu.mem_bandwidth() * e.memory);
+        e.launch_us + compute.max(memory)
+    }
+
+    /// Roofline time of one memory-bound kernel doing `flops` with `bytes` of memory traffic: what
+    /// the compiler charges for the Concat and AddN ops it inserts.
+    pub fn kernel_us(&self, gpu: &GpuSpec, flops: f64, bytes: f64) -> f64 {
+        let e = self.efficiency(gpu);
+        let compute = flops / (self.peak_flops_per_us(gpu) * e.conv);
+        let memory = bytes / (gpu.mem_bandwidth() * e.memory);
+        e.launch_us + compute.max(memory)
+    }
+
+    /// Peak FLOPs per µs the roofline uses on `gpu`.
+    pub fn peak_flops_per_us(&self, gpu: &GpuSpec) -> f64 {
+        if self.use_tensor_cores && gpu.tensor_tflops > 0.0 {
+            gpu.tensor_flops_per_us()
+        } else {
+            gpu.fp32_flops_per_us()
+        }
+    }
+
+    /// Time in µs to send `bytes` from device `a` to device `b` (0 for a device to itself).
+    pub fn transfer_us(&self, cluster: &Cluster, a: usize, b: usize, bytes: f64) -> f64 {
+        transfer_us(cluster, a, b, bytes)
+    }
+}
+
+/// The op's profiled full-batch time on `gpu`, looked up by the GPU's name or any alias.
+pub fn profiled_us(op: &Op, gpu: &GpuSpec) -> Option<f64> {
+    op.profiled_us
+        .iter()
+        .find(|(key, _)| gpu.matches(key))
+        .map(|(_, &t)| t)
+}
+
+/// latency + bytes / bandwidth.
+pub fn transfer_time_us(bytes: f64, bandwidth: f64, latency_us: f64) -> f64 {
+    latency_us + bytes / bandwidth
+}
+
+/// Time in µs to send `bytes` from device `a` to device `b` over the cluster's route.
+pub fn transfer_us(cluster: &Cluster, a: usize, b: usize, bytes: f64) -> f64 {
+    if a == b {
+        return 0.0;
+    }
+    let route = cluster.path(a, b);
+    transfer_time_us(bytes, route.bandwidth, route.latency_us)
+}

@@ -1,0 +1,82 @@
+//! Simulating a scenario the way it was measured.
+
+use super::scenarios::{Metric, Scenario};
+use crate::cluster::{Cluster, RouteTable, parse_cluster};
+use crate::cost::CostModel;
+use crate::error::Result;
+use crate::evaluate::{Problem, evaluate_strategy};
+use crate::graph::Graph;
+use crate::sim::Order;
+use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+
+/// What the simulator says of a scenario.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    /// In the scenario's metric.
+    pub value: f64,
+    /// Whether the simulated memory peak exceeds a GPU's memory.
+    pub oom: bool,
+}
+
+/// The scenario's cluster.
+pub fn cluster(s: &Scenario) -> Result<Cluster> {
+    Ok(parse_cluster(&s.cluster_toml(), &s.label())?)
+}
+
+/// The scenario's training graph at its global batch.
+pub fn graph(s: &Scenario) -> Result<Graph> {
+    let options = crate::zoo::ZooOptions {
+        batch_size: Some((s.per_gpu * u64::from(s.gpus())) as u32),
+        ..Default::default()
+    };
+    Ok(crate::zoo::build(s.model, &options)?)
+}
+
+/// Simulate `s` under `cost`.
+pub fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
+    let c = cluster(s)?;
+    match s.metric {
+        Metric::ImagesPerSecond => images_per_second(s, &c, cost),
+        Metric::BusBandwidth => Ok(Outcome {
+            value: bus_bandwidth_gbs(&c, cost, s.per_gpu as f64),
+            oom: false,
+        }),
+    }
+}
+
+/// Data parallelism over every GPU as tf_cnn_benchmarks runs it: even batch shares, one NCCL
+/// AllReduce per gradient as soon as it is ready.
+fn images_per_second(s: &Scenario, c: &Cluster, cost: &CostModel) -> Result<Outcome> {
+    let g = graph(s)?;
+    let mut strategy = Strategy::uniform(
+        g.len(),
+        GroupDecision {
+            devices: (0..c.devices.len()).collect(),
+            option: ReplicationOption::AllReduce,
+        },
+        BatchSplit::Even,
+    );
+    strategy.allreduce = AllReducePacking::PerTensor;
+    let p = Problem {
+        graph: &g,
+        cluster: c,
+        cost,
+    };
+    let e = evaluate_strategy(&p, &strategy, Order::Fifo)?;
+    Ok(Outcome {
+        value: f64::from(g.batch_size) / (e.report.iteration_us * 1e-6),
+        oom: e.report.is_oom(),
+    })
+}
+
+/// nccl-tests' bus bandwidth of one AllReduce of `bytes` over every GPU of `c`, GB/s:
+/// S / t · 2(n−1)/n.
+pub fn bus_bandwidth_gbs(c: &Cluster, cost: &CostModel, bytes: f64) -> f64 {
+    let n = c.devices.len();
+    let ring: Vec<u32> = (0..n as u32).collect();
+    let plan = crate::compile::ring_plan(c, &RouteTable::new(c), &ring);
+    let t = cost
+        .comm
+        .allreduce_us(bytes, n, plan.bandwidth, plan.latency_us);
+    bytes / t * 2.0 * (n as f64 - 1.0) / n as f64 / 1e3
+}
