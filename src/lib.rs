@@ -9,6 +9,7 @@ pub mod baselines;
 pub mod cluster;
 pub mod compile;
 pub mod cost;
+pub mod data_parallel;
 pub mod error;
 pub mod evaluate;
 pub mod experiment;

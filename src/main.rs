@@ -45,7 +45,7 @@ enum Command {
     /// Run baseline placers on models × clusters; write results.csv, results.md and SVG charts.
     Compare(compare::CompareArgs),
     /// Search a strategy with TAG's Monte-Carlo tree search and compare it with DP-NCCL and the
-    /// best heuristic (DP-NCCL-P, Horovod).
+    /// best other method (`dp-subset` and every placer that needs no search).
     Place(place::PlaceArgs),
     /// Solve QuickP's (P1/P2) or MOIRAI's placement MILP exactly with HiGHS; print the
     /// objective, bound, gap, status and the simulated time of the solution.

@@ -1,5 +1,6 @@
-//! What `topoplace place` reports: the strategy the search chose, per group, against DP-NCCL
-//! and the best heuristic run alongside it (TAG compares with both).
+//! What `topoplace place` reports: the strategy the search chose, per group, against the best
+//! other method first (the fastest of every placer that needs no search, `dp-subset` — data
+//! parallelism over the best subset of device groups — among them) and DP-NCCL second.
 
 use serde::Serialize;
 
@@ -107,8 +108,8 @@ impl PlaceSummary {
         let mut out = format!(
             "{} on {}\n\
              iteration time    {:.3} ms\n\
+             best other method {} {:.3} ms (speed-up {:+.1}%)\n\
              DP-NCCL           {:.3} ms (speed-up {:+.1}%)\n\
-             best heuristic    {} {:.3} ms (speed-up {:+.1}%)\n\
              peak memory       {:.2} GiB\n\
              search            MCTS ({priors}), {} iterations over {} actions, {} strategies \
              simulated\n\
@@ -117,11 +118,11 @@ impl PlaceSummary {
             s.model,
             s.cluster,
             to_ms(s.iteration_us),
-            to_ms(s.dp_nccl_us),
-            100.0 * s.speedup_over_dp,
             s.best_heuristic,
             to_ms(s.best_heuristic_us),
             100.0 * s.speedup_over_heuristic,
+            to_ms(s.dp_nccl_us),
+            100.0 * s.speedup_over_dp,
             to_gib(s.peak_memory_bytes),
             s.iterations,
             s.actions,
@@ -162,10 +163,29 @@ fn decision_runs(groups: &[PlacedGroup]) -> Vec<&[PlacedGroup]> {
         .collect()
 }
 
-/// The fastest of the heuristics TAG runs alongside its search that fits, as (name, µs).
+/// Placers that need no search (so no budget): what `place` compares its result with.
+pub const OTHER_METHODS: &[&str] = &[
+    "dp-subset",
+    "single",
+    "dp-nccl",
+    "dp-nccl-p",
+    "horovod",
+    "metis",
+    "m-topo",
+    "m-etf",
+    "m-sct",
+    "heft",
+    "dpos",
+    "os-dpos",
+    "order-place",
+    "adjusting",
+    "quickp",
+];
+
+/// The fastest of [`OTHER_METHODS`] that fits, as (name, µs).
 pub fn best_heuristic(p: &Problem, routes: &RouteTable) -> Result<(String, f64)> {
     let mut best = ("none".to_string(), f64::INFINITY);
-    for name in ["dp-nccl-p", "horovod"] {
+    for &name in OTHER_METHODS {
         let placement = baselines::placer(name)?.place(p, &baselines::Budget::default())?;
         let e = evaluate(p, routes, &placement)?;
         if e.result.oom.is_empty() && e.report.iteration_us < best.1 {

@@ -184,7 +184,14 @@ fn the_layers_named_in_the_design_run_one_way() {
         &["strategy", "sfb"],
         &["compile"],
         &["evaluate"],
-        &["gnn", "mcts", "solve", "baselines", "place_summary"],
+        &[
+            "gnn",
+            "mcts",
+            "solve",
+            "baselines",
+            "place_summary",
+            "data_parallel",
+        ],
         &["train", "experiment", "fidelity"],
         &["cli"],
     ];

@@ -31,10 +31,13 @@ fn two_machines() -> Cluster {
     parse_cluster(text, "<test>").unwrap()
 }
 
+/// The tree alone, as TAG runs it (no polish): these tests are about the tree; the polish and
+/// its start from the best data parallelism are tested in `tests/baselines.rs`.
 fn config(iterations: usize, seed: u64) -> MctsConfig {
     MctsConfig {
         iterations,
         seed,
+        polish: 0,
         ..MctsConfig::default()
     }
 }

@@ -2,6 +2,8 @@
 //! trait. Every [`Placement`] they return is judged by [`crate::evaluate::evaluate`].
 //!
 //! - [`dp`]: `single`, `dp-nccl`, `dp-nccl-p`, `horovod` — fixed strategies.
+//! - [`dp_subset`]: `dp-subset`, data parallelism over the best subset of device groups with the
+//!   best shares and packing: what an engineer would do by hand, the bar to beat.
 //! - [`metis`]: METIS k-way, one part per GPU.
 //! - [`mcmc`]: FlexFlow-style Metropolis search over group decisions.
 //! - [`list`]: the list-scheduling machinery shared by [`baechi`] (`m-topo`, `m-etf`, `m-sct`)
@@ -17,6 +19,7 @@ pub mod baechi;
 pub mod celeritas;
 pub mod compare;
 pub mod dp;
+pub mod dp_subset;
 pub mod fastt;
 pub mod heft;
 pub mod list;
@@ -61,6 +64,7 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(dp::Fixed::DpNccl),
         Box::new(dp::Fixed::DpNcclP),
         Box::new(dp::Fixed::Horovod),
+        Box::new(dp_subset::DpSubset),
         Box::new(metis::Metis),
         Box::new(mcmc::Mcmc),
         Box::new(baechi::Baechi::Topo),

@@ -1,5 +1,5 @@
 //! `topoplace place`: TAG's tree search with the shipped (or a given) policy, against DP-NCCL and
-//! the best heuristic.
+//! the best other method (every placer that needs no search, `dp-subset` among them).
 
 use std::path::PathBuf;
 

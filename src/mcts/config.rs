@@ -5,6 +5,9 @@ pub const DEFAULT_GROUPS: usize = 60;
 /// Clusters with at most this many device groups get every subset as an action.
 pub const FULL_SUBSETS_UP_TO: usize = 8;
 
+/// Simulations the polishing local search may make by default: a third of the tree's budget.
+pub const DEFAULT_POLISH: usize = 100;
+
 /// Reward of a strategy that runs out of memory.
 pub(crate) const OOM_REWARD: f64 = -1.0;
 
@@ -26,6 +29,11 @@ pub struct MctsConfig {
     pub batch_split: SearchSplit,
     /// Double-check the result's replicated gradients with the SFB ILP (TAG §4.2.3).
     pub sfb_check: bool,
+    /// Simulations of the local search that polishes the result after the tree
+    /// ([`crate::mcts::polish`]), which starts from the better of the tree's best and the best
+    /// data parallelism; 0 returns the tree's best as TAG does (self-play, whose targets are the
+    /// tree's).
+    pub polish: usize,
 }
 
 /// The order in which the search decides op groups (the tree's depth order).
@@ -65,6 +73,7 @@ impl Default for MctsConfig {
             group_order: GroupOrder::Compute,
             batch_split: SearchSplit::Even,
             sfb_check: true,
+            polish: DEFAULT_POLISH,
         }
     }
 }

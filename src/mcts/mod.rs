@@ -15,6 +15,9 @@
 //!   runtime feedback costs no extra simulation). Priors arrive after the batch that created the
 //!   vertex is evaluated (the batch's new vertices in parallel); a later selection in that same
 //!   batch sees uniform priors there.
+//! - After the tree (beyond TAG, [`polish`]): the better of the tree's best and the best data
+//!   parallelism over device-group subsets is polished by local search, so the result is never
+//!   slower than `dp-subset`.
 //! - Parallelism: each batch of leaves is selected sequentially with a virtual loss (so the
 //!   batch spreads over the tree), evaluated in parallel with rayon, and backed up in selection
 //!   order. The batch size is fixed, not the thread count, so a seed gives the same search on any
@@ -23,6 +26,7 @@
 pub mod actions;
 pub mod config;
 pub mod grouping;
+pub mod polish;
 pub mod result;
 pub mod search;
 pub mod tree;

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use super::actions::{PACKINGS, actions, build_strategy};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::ordered_groups;
+use super::polish::Finish;
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome};
 use crate::cluster::RouteTable;
@@ -369,6 +370,16 @@ impl<'a> Mcts<'a> {
         choice: &[u16],
         packing: AllReducePacking,
     ) -> Result<(Strategy, Evaluation)> {
+        self.evaluate_with(choice, packing, self.split)
+    }
+
+    /// Compile and simulate `choice` with the given packing and batch shares.
+    pub(super) fn evaluate_with(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+        split: BatchSplit,
+    ) -> Result<(Strategy, Evaluation)> {
         let mut s = build_strategy(
             &self.op_group,
             &self.actions,
@@ -376,7 +387,7 @@ impl<'a> Mcts<'a> {
             packing,
             self.problem.cluster.devices.len(),
         )?;
-        s.batch_split = self.split;
+        s.batch_split = split;
         let e = evaluate(
             &self.problem,
             &self.routes,
@@ -409,7 +420,34 @@ impl<'a> Mcts<'a> {
     fn finish(self, seconds: f64) -> Result<SearchResult> {
         let started = Instant::now();
         let (choice, best) = self.best.clone().expect("DP is evaluated first");
-        let (strategy, evaluation) = self.evaluate(&choice, best.packing)?;
+        let (strategy, evaluation, choice, fits, polished) = if self.config.polish == 0 {
+            let (s, e) = self.evaluate(&choice, best.packing)?;
+            (s, e, choice, best.fits, 0)
+        } else {
+            let deadline = self
+                .config
+                .seconds
+                .map(|s| started + std::time::Duration::from_secs_f64((s - seconds).max(0.0)));
+            match self.polished(deadline)? {
+                (Finish::Point(p), n) => {
+                    let (s, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
+                    (s, e, p.choice, p.outcome.fits, n)
+                }
+                (Finish::Fixed(s, o), n) => {
+                    let e = evaluate(
+                        &self.problem,
+                        &self.routes,
+                        &Placement::plain(s.clone(), ""),
+                    )?;
+                    let a = self
+                        .actions
+                        .iter()
+                        .position(|x| x == s.decision(0))
+                        .unwrap_or(0);
+                    (s, e, vec![a as u16; self.groups], o.fits, n)
+                }
+            }
+        };
         let (strategy, evaluation) = if self.config.sfb_check {
             self.with_sfb_if_faster(strategy, evaluation)?
         } else {
@@ -420,20 +458,25 @@ impl<'a> Mcts<'a> {
         for &g in &self.op_group {
             group_ops[g as usize] += 1;
         }
+        let decisions = if strategy.group_count() == 1 {
+            vec![strategy.decision(0).clone(); self.groups]
+        } else {
+            choice
+                .iter()
+                .map(|&a| self.actions[a as usize].clone())
+                .collect()
+        };
         Ok(SearchResult {
             strategy,
             evaluation,
-            fits: best.fits,
-            decisions: choice
-                .iter()
-                .map(|&a| self.actions[a as usize].clone())
-                .collect(),
+            fits,
+            decisions,
             group_ops,
             dp_us: self.dp.time_us,
             dp_fits: self.dp.fits,
             beat_dp_at: self.beat_dp_at,
             iterations: self.iterations,
-            simulated: self.cache.len(),
+            simulated: self.cache.len() + polished,
             seconds,
             actions: self.actions.len(),
         })

@@ -182,13 +182,15 @@ impl Models {
 }
 
 /// The search settings of self-play and evaluation: the recipe's budget, groups and exploration,
-/// TAG's compute order and even split, no SFB double check (it does not change the visits).
+/// TAG's compute order and even split, no SFB double check and no polish (neither changes the
+/// visits the policy learns from).
 pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
     MctsConfig {
         iterations: recipe.search.budget,
         seed,
         exploration: recipe.search.exploration,
         sfb_check: false,
+        polish: 0,
         ..MctsConfig::default()
     }
 }
