@@ -88,9 +88,11 @@ fn experiment_search<T>(
         cluster,
         cost: &cost,
     };
+    // TAG's search alone: the experiments compare priors, which the polish would blur.
     let config = MctsConfig {
         seed,
         sfb_check: false,
+        polish: 0,
         ..MctsConfig::default()
     };
     run(p, config)
