@@ -225,6 +225,11 @@ pub enum TrainError {
         found: String,
         expected: String,
     },
+    #[error(
+        "{path}: the recipe differs from the run's in {keys} (only `steps` may change on \
+         --resume); start a new run for another recipe"
+    )]
+    RecipeChanged { path: String, keys: String },
     #[error("{path}: the checkpoint's GNN is {found}, the recipe asks for {expected}")]
     OtherGnn {
         path: String,

@@ -47,7 +47,7 @@ pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
 }
 
 /// A cluster config file, or the name of a config shipped in `configs/`.
-pub fn load_named_cluster(name: &str) -> Result<Cluster> {
+pub fn load_named_cluster(name: &str, field: &str) -> Result<Cluster> {
     let path = Path::new(name);
     if path.exists() {
         return load_cluster(path);
@@ -57,7 +57,7 @@ pub fn load_named_cluster(name: &str) -> Result<Cluster> {
     }
     Err(InputError::new(
         "<cli>",
-        "--clusters",
+        field,
         format!(
             "\"{name}\" is neither a config file nor a shipped config ({})",
             assets::config_names().join(", ")

@@ -6,6 +6,7 @@
 
 pub mod assets;
 pub mod baselines;
+pub mod checksum;
 pub mod cluster;
 pub mod compile;
 pub mod cost;

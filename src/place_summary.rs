@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::evaluate::{Problem, evaluate};
 use crate::graph::Graph;
 use crate::mcts::SearchResult;
-use crate::units::{to_gib, to_ms};
+use crate::units::{no_negative_zero, to_gib, to_ms};
 
 /// One op group of the chosen strategy.
 #[derive(Debug, Clone, Serialize)]
@@ -120,9 +120,9 @@ impl PlaceSummary {
             to_ms(s.iteration_us),
             s.best_heuristic,
             to_ms(s.best_heuristic_us),
-            100.0 * s.speedup_over_heuristic,
+            no_negative_zero(100.0 * s.speedup_over_heuristic, 1),
             to_ms(s.dp_nccl_us),
-            100.0 * s.speedup_over_dp,
+            no_negative_zero(100.0 * s.speedup_over_dp, 1),
             to_gib(s.peak_memory_bytes),
             s.iterations,
             s.actions,

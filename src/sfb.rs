@@ -348,7 +348,7 @@ impl SfbReport {
             self.model,
             self.sfb_gradients,
             self.gradients,
-            self.saving_us / 1e3
+            crate::units::no_negative_zero(self.saving_us / 1e3, 3)
         );
         let mut types: Vec<(&String, &usize)> = self.duplicated_op_types.iter().collect();
         types.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));

@@ -399,6 +399,9 @@ pub struct LoadedStrategy {
     /// The file asks for SFB the way older versions wrote it (`"sfb": true`) without naming the
     /// duplicated ops: the caller decides them with [`crate::sfb::duplicated_ops`].
     pub sfb_requested: bool,
+    /// The model and cluster the file says it is for.
+    pub model: String,
+    pub cluster: String,
 }
 
 pub fn parse_strategy(
@@ -417,9 +420,12 @@ pub fn parse_strategy(
         )
     })?;
     let sfb_requested = file.sfb && file.sfb_duplicated.is_empty();
+    let (model, cluster) = (file.model.clone(), file.cluster.clone());
     Ok(LoadedStrategy {
         strategy: file.into_strategy(source, g, devices)?,
         sfb_requested,
+        model,
+        cluster,
     })
 }
 

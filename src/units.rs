@@ -223,6 +223,13 @@ pub fn bandwidth_text(bandwidth: f64) -> String {
         .expect("two candidates")
 }
 
+/// `x` with the negative zero that rounding to `decimals` leaves turned into zero, so reports
+/// print "+0.0%" and "0.000 ms", never "-0.0%".
+pub fn no_negative_zero(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    if (x * scale).round() == 0.0 { 0.0 } else { x }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

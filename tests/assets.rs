@@ -42,13 +42,13 @@ fn the_embedded_policy_is_the_shipped_file() {
 
 #[test]
 fn a_shipped_config_is_found_by_name_and_an_unknown_name_lists_them() {
-    let c = load_named_cluster("tag-testbed").unwrap();
+    let c = load_named_cluster("tag-testbed", "--cluster").unwrap();
     assert_eq!(c.name, "tag-testbed");
-    let e = load_named_cluster("no-such-cluster")
+    let e = load_named_cluster("no-such-cluster", "--cluster")
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("no-such-cluster") && e.contains("tag-cloud"),
+        e.contains("no-such-cluster") && e.contains("tag-cloud") && e.contains("--cluster:"),
         "{e}"
     );
 }

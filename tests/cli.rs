@@ -650,3 +650,123 @@ fn nvidia_smi_topology_imports_as_a_machine_entry() {
         "{err}"
     );
 }
+
+/// Numbers a flag cannot take are usage errors (exit 2, naming the flag), not silently turned
+/// into something else: 0 groups, 0 seeds, NaN or negative time limits, a negative gap.
+#[test]
+fn impossible_numbers_are_refused_at_the_flag() {
+    let place = ["place", "--model", "mlp", "--cluster", "tag-testbed"];
+    let solve = ["solve", "--model", "mlp", "--cluster", "tag-testbed"];
+    let experiment = ["experiment", "search-efficiency", "--out", "/nonexistent/x"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        ([&place[..], &["--groups", "0"]].concat(), "--groups"),
+        ([&place[..], &["--budget", "0"]].concat(), "--budget"),
+        ([&place[..], &["--time", "NaN"]].concat(), "--time"),
+        ([&place[..], &["--time=-1"]].concat(), "--time"),
+        (vec!["group", "--model", "mlp", "-k", "0"], "-k"),
+        ([&solve[..], &["--time-limit=-5"]].concat(), "--time-limit"),
+        (
+            [&solve[..], &["--time-limit", "inf"]].concat(),
+            "--time-limit",
+        ),
+        ([&solve[..], &["--gap=-1"]].concat(), "--gap"),
+        ([&solve[..], &["--threads", "0"]].concat(), "--threads"),
+        ([&experiment[..], &["--seeds", "0"]].concat(), "--seeds"),
+        (
+            [&experiment[..], &["--topologies", "0"]].concat(),
+            "--topologies",
+        ),
+        (
+            vec![
+                "compare",
+                "--models",
+                "mlp",
+                "--clusters",
+                "tag-testbed",
+                "--methods",
+                "foo",
+                "--out",
+                "/nonexistent/y",
+            ],
+            "--methods",
+        ),
+    ];
+    for (args, flag) in cases {
+        let out = topoplace(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// A strategy file made for another model or cluster is an error naming the field; a shipped
+/// config name works wherever a cluster is asked for.
+#[test]
+fn strategies_for_another_model_or_cluster_are_refused() {
+    let dir = scratch("strategy-mismatch");
+    let file = dir.join("s.json");
+    let saved = topoplace(&[
+        "place",
+        "--model",
+        "mlp",
+        "--cluster",
+        "tag-testbed",
+        "--budget",
+        "8",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        saved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    let ok = topoplace(&[
+        "simulate",
+        "--model",
+        "mlp",
+        "--cluster",
+        "tag-testbed",
+        "--strategy",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    for (field, from, to) in [
+        ("model", "\"mlp\"", "\"alexnet\""),
+        ("cluster", "\"tag-testbed\"", "\"tag-cloud\""),
+    ] {
+        std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
+        let out = topoplace(&[
+            "simulate",
+            "--model",
+            "mlp",
+            "--cluster",
+            "tag-testbed",
+            "--strategy",
+            file.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(field) && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+    }
+    for args in [
+        &["cluster", "tag-testbed"][..],
+        &["info", "mlp", "--cluster", "tag-testbed"],
+    ] {
+        let out = topoplace(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -523,7 +523,37 @@ fn bad_policy_files_are_named_errors() {
     let bytes = std::fs::read(&good).unwrap();
     std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
     let missing = dir.join("missing.gnn");
-    for file in [&garbage, &truncated, &missing] {
+    // 1,000 bytes overwritten in the weights: the checksum catches what the format would not.
+    let corrupt = dir.join("corrupt.gnn");
+    let mut flipped = bytes.clone();
+    let mid = bytes.len() / 2;
+    for b in &mut flipped[mid..mid + 1000] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&corrupt, &flipped).unwrap();
+    // A file of the format before checksums is refused with the command that upgrades it.
+    let old = dir.join("old.gnn");
+    let body = &bytes[bytes.iter().position(|&b| b == b'\n').unwrap() + 1..];
+    let body = &body[body.iter().position(|&b| b == b'\n').unwrap() + 1..];
+    let mut v1 = b"topoplace-gnn 1\n".to_vec();
+    v1.extend_from_slice(body);
+    std::fs::write(&old, &v1).unwrap();
+    let e = GnnPolicy::load(&corrupt).unwrap_err().to_string();
+    assert!(e.contains("checksum") && e.lines().count() == 1, "{e}");
+    let e = GnnPolicy::load(&old).unwrap_err().to_string();
+    assert!(e.contains("policy upgrade"), "{e}");
+    let upgrade = topoplace()
+        .args(["policy", "upgrade"])
+        .arg(&old)
+        .output()
+        .unwrap();
+    assert!(upgrade.status.success());
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        bytes,
+        "the same file as written today"
+    );
+    for file in [&garbage, &truncated, &missing, &corrupt] {
         let run = topoplace()
             .args([
                 "place",

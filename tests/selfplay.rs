@@ -499,3 +499,52 @@ fn a_held_out_model_is_out_of_the_teacher_too() {
     assert!((0..20).all(|i| imitation::draw(&held, i).model == "mlp"));
     assert!((0..20).all(|i| selfplay::draw(&held, i, 0).model == "mlp"));
 }
+
+/// A checkpoint carries its files' checksums and the run's recipe: a corrupt file, or a recipe
+/// edited in anything but `steps`, is refused on --resume with the file or the keys named;
+/// raising `steps` resumes.
+#[test]
+fn resume_refuses_corrupt_checkpoints_and_edited_recipes() {
+    let dir = scratch("resume-checks");
+    let recipe = tiny_recipe(&dir, 2, 2, 0);
+    let out = dir.join("run");
+    train_uninterrupted(recipe.to_str().unwrap(), &out);
+    let step = out.join("checkpoints/step-2");
+    assert!(step.join("MANIFEST").exists() && step.join("recipe.toml").exists());
+
+    let text = std::fs::read_to_string(&recipe).unwrap();
+    let edited = dir.join("edited.toml");
+    std::fs::write(
+        &edited,
+        text.replace("seed = 3", "seed = 4")
+            .replace("budget = 24", "budget = 25")
+            .replace("steps = 2", "steps = 4"),
+    )
+    .unwrap();
+    let refused = train(edited.to_str().unwrap(), &out, &["--resume"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("seed") && stderr.contains("search.budget") && !stderr.contains("steps,"),
+        "{stderr}"
+    );
+
+    let longer = dir.join("longer.toml");
+    std::fs::write(&longer, text.replace("steps = 2", "steps = 3")).unwrap();
+    let state = step.join("state.json");
+    let mut bytes = read(&state);
+    let last = bytes.len() - 2;
+    bytes[last] ^= 1;
+    std::fs::write(&state, &bytes).unwrap();
+    let refused = train(longer.to_str().unwrap(), &out, &["--resume"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("state.json") && stderr.contains("checksum"),
+        "{stderr}"
+    );
+    bytes[last] ^= 1;
+    std::fs::write(&state, &bytes).unwrap();
+    resume(longer.to_str().unwrap(), &out);
+    assert!(out.join("checkpoints/step-3").exists());
+}

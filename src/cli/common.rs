@@ -45,7 +45,7 @@ impl Inputs {
     pub fn load(model: &str, batch: Option<u32>, cluster: &str) -> Result<Inputs> {
         Ok(Inputs {
             graph: load_model(model, batch)?,
-            cluster: load_named_cluster(cluster)?,
+            cluster: load_named_cluster(cluster, "--cluster")?,
             cost: CostModel::default(),
         })
     }
@@ -70,7 +70,30 @@ pub fn strategy_named(
     if let Some(reference) = Reference::parse(name) {
         return Ok(reference.strategy(graph, cluster));
     }
+    if !Path::new(name).exists() {
+        return Err(InputError::new(
+            "<cli>",
+            "--strategy",
+            format!("\"{name}\" is neither `single`, `dp`, `dp-p` nor a strategy file"),
+        )
+        .into());
+    }
     let loaded = load_strategy(Path::new(name), graph, cluster.devices.len())?;
+    // A strategy names the model and cluster it was made for: another one is a mistake, not a
+    // placement to simulate.
+    for (field, file_says, given) in [
+        ("model", &loaded.model, &graph.name),
+        ("cluster", &loaded.cluster, &cluster.name),
+    ] {
+        if file_says != given {
+            return Err(InputError::new(
+                name,
+                field,
+                format!("the strategy is for {field} \"{file_says}\", not \"{given}\""),
+            )
+            .into());
+        }
+    }
     let mut strategy = loaded.strategy;
     if loaded.sfb_requested {
         strategy.sfb_duplicated =
@@ -92,6 +115,52 @@ pub fn write_trace(path: &Path, graph: &Graph, cluster: &Cluster, e: &Evaluation
 }
 
 /// `LOW,HIGH` in whole Gbps.
+/// A count that must be at least 1 (`--groups`, `-k`, `--budget`, `--seeds`, `--threads`):
+/// 0 is refused with clap's usage error (exit 2) instead of becoming 1 or a table of NaN.
+pub fn at_least_one(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("\"{text}\" is not a whole number")),
+    }
+}
+
+/// [`at_least_one`] as a u64.
+pub fn at_least_one_u64(text: &str) -> std::result::Result<u64, String> {
+    at_least_one(text).map(|n| n as u64)
+}
+
+/// [`at_least_one`] as a u32.
+pub fn at_least_one_u32(text: &str) -> std::result::Result<u32, String> {
+    at_least_one(text).and_then(|n| u32::try_from(n).map_err(|_| "too large".to_string()))
+}
+
+/// A time limit in seconds: finite and positive (NaN, infinity, 0 and negatives are refused).
+pub fn seconds(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        Ok(_) => Err("must be a finite number of seconds above 0".to_string()),
+        Err(_) => Err(format!("\"{text}\" is not a number of seconds")),
+    }
+}
+
+/// A relative gap: finite and at least 0.
+pub fn gap(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        Ok(_) => Err("must be a finite fraction of at least 0".to_string()),
+        Err(_) => Err(format!("\"{text}\" is not a number")),
+    }
+}
+
+/// `--methods`: `all` or known method names, checked when the flags are parsed (an unknown name
+/// is a usage error, exit 2, listing the known ones).
+pub fn method_list(text: &str) -> std::result::Result<String, String> {
+    topoplace::baselines::compare::parse_methods(text)
+        .map(|_| text.to_string())
+        .map_err(|e| e.to_string())
+}
+
 pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
     let parts: Vec<&str> = text.split(',').collect();
     let [lo, hi] = parts[..] else {

@@ -19,7 +19,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',', required = true)]
     clusters: Vec<String>,
     /// `all`, or comma-separated method names.
-    #[arg(long, default_value = "all")]
+    #[arg(long, default_value = "all", value_parser = super::common::method_list)]
     methods: String,
     /// Directory for results.csv, results.md and the charts.
     #[arg(long)]
@@ -27,10 +27,10 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Simulator calls each search may make.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = super::common::at_least_one)]
     budget: usize,
     /// Time limit of the exact placers (`quickp-milp`, `moirai-milp`), seconds.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::seconds)]
     time_limit: Option<f64>,
     /// Print the rows as JSON instead of the Markdown table.
     #[arg(long)]
@@ -47,7 +47,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let clusters = args
         .clusters
         .iter()
-        .map(|c| Ok((cluster_label(c), load_named_cluster(c)?)))
+        .map(|c| Ok((cluster_label(c), load_named_cluster(c, "--clusters")?)))
         .collect::<Result<Vec<_>>>()?;
     let budget = Budget {
         steps: args.budget,

@@ -34,16 +34,16 @@ pub struct ExperimentArgs {
     #[arg(long, default_value = "tag-testbed")]
     cluster: String,
     /// MCTS iterations per search (the same for every priors compared).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = super::common::at_least_one)]
     budget: usize,
     /// METIS op groups.
-    #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS)]
+    #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS, value_parser = super::common::at_least_one)]
     groups: usize,
     /// search-efficiency: searches per model and priors (seeds 0..N).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::common::at_least_one_u64)]
     seeds: u64,
     /// unseen-topologies and overhead: random topologies.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = super::common::at_least_one_u64)]
     topologies: u64,
     /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
     #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
@@ -81,7 +81,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         .iter()
         .map(|m| Ok((m.clone(), load_model(m, None)?)))
         .collect::<Result<Vec<_>>>()?;
-    let cluster = load_named_cluster(&args.cluster)?;
+    let cluster = load_named_cluster(&args.cluster, "--cluster")?;
     let setup = Setup {
         models,
         cluster: &cluster,

@@ -21,7 +21,7 @@ pub struct GroupArgs {
     #[arg(long, value_enum, default_value_t = MethodArg::Metis)]
     method: MethodArg,
     /// Number of groups for `metis` and `chunks` (TAG uses 60).
-    #[arg(short, long, default_value_t = 60)]
+    #[arg(short, long, default_value_t = 60, value_parser = super::common::at_least_one)]
     k: usize,
     /// GPU whose compute times weight the ops (default: the profiled GPU of an imported graph,
     /// else V100-SXM2-32GB).

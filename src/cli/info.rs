@@ -1,14 +1,13 @@
 //! `topoplace info`: ops per phase, parameters, FLOPs and memory of a model.
 
-use std::path::PathBuf;
-
 use clap::Args;
 
 use super::common::print_either;
-use topoplace::cluster::{Cluster, load_cluster};
+use topoplace::cluster::Cluster;
 use topoplace::error::Result;
 use topoplace::graph::simplify;
 use topoplace::inputs::load_model;
+use topoplace::inputs::load_named_cluster;
 use topoplace::{inspect, zoo};
 
 #[derive(Args)]
@@ -22,9 +21,10 @@ pub struct InfoArgs {
     /// Simplify first (TAG §4.1.1: drop Identity/NoOp and ops that reach no optimizer).
     #[arg(long)]
     simplify: bool,
-    /// A cluster config: estimate the model on each GPU type in it.
+    /// A cluster config (a file, or the name of one in configs/): estimate the model on each GPU
+    /// type in it.
     #[arg(long)]
-    cluster: Option<PathBuf>,
+    cluster: Option<String>,
     #[arg(long)]
     json: bool,
 }
@@ -37,7 +37,11 @@ pub fn run(args: InfoArgs) -> Result<()> {
         graph = g;
         simplified = Some(stats);
     }
-    let cluster: Option<Cluster> = args.cluster.as_deref().map(load_cluster).transpose()?;
+    let cluster: Option<Cluster> = args
+        .cluster
+        .as_deref()
+        .map(|c| load_named_cluster(c, "--cluster"))
+        .transpose()?;
     let card = zoo::card(args.model.strip_suffix("-inference").unwrap_or(&args.model));
     let report = inspect::ModelReport::new(&graph, card, simplified, cluster.as_ref());
     print_either(args.json, &report, inspect::ModelReport::render_text)

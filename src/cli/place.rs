@@ -32,14 +32,14 @@ pub struct PlaceArgs {
     #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
     gnn_device: DeviceArg,
     /// MCTS iterations (leaf evaluations).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = super::common::at_least_one)]
     budget: usize,
     /// Stop after this many seconds instead (the iteration budget still applies if reached
     /// first; pass a large --budget to search by time only).
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::seconds)]
     time: Option<f64>,
     /// METIS op groups (fewer on small graphs).
-    #[arg(long, default_value_t = mcts::DEFAULT_GROUPS)]
+    #[arg(long, default_value_t = mcts::DEFAULT_GROUPS, value_parser = super::common::at_least_one)]
     groups: usize,
     /// Order in which the tree decides op groups.
     #[arg(long, value_enum, default_value_t = GroupOrderArg::Compute)]

@@ -1,11 +1,11 @@
-//! `topoplace policy init`: GNN policy files for `place --policy`.
+//! `topoplace policy init|upgrade`: GNN policy files for `place --policy`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use topoplace::error::Result;
-use topoplace::gnn::{GnnConfig, GnnPolicy};
+use topoplace::error::{GnnError, Result, write_atomic};
+use topoplace::gnn::{GnnConfig, GnnPolicy, policy::upgrade_v1};
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
@@ -22,15 +22,21 @@ pub enum PolicyCommand {
         #[arg(long, default_value_t = 4)]
         heads: usize,
     },
+    /// Add a checksum to a policy file written before policy files carried one (in place; the
+    /// weights are unchanged).
+    Upgrade { file: PathBuf },
 }
 
 pub fn run(command: PolicyCommand) -> Result<()> {
-    let PolicyCommand::Init {
-        out,
-        seed,
-        width,
-        heads,
-    } = command;
+    let (out, seed, width, heads) = match command {
+        PolicyCommand::Init {
+            out,
+            seed,
+            width,
+            heads,
+        } => (out, seed, width, heads),
+        PolicyCommand::Upgrade { file } => return upgrade(&file),
+    };
     let config = GnnConfig {
         width,
         heads,
@@ -41,5 +47,24 @@ pub fn run(command: PolicyCommand) -> Result<()> {
         "wrote an untrained GNN policy (width {width}, {heads} heads, seed {seed}) to {}",
         out.display()
     );
+    Ok(())
+}
+
+fn upgrade(file: &std::path::Path) -> Result<()> {
+    let shown = file.display().to_string();
+    let bytes = std::fs::read(file).map_err(|source| GnnError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let Some(upgraded) = upgrade_v1(&bytes) else {
+        return Err(GnnError::NotAPolicy {
+            path: shown,
+            why: "not a policy file of the format before checksums".into(),
+        }
+        .into());
+    };
+    write_atomic(file, &upgraded)?;
+    GnnPolicy::load(file)?;
+    println!("added a checksum to {shown}");
     Ok(())
 }

@@ -23,12 +23,12 @@ pub struct SolveArgs {
     #[arg(long, default_value = "auto")]
     coarsen: String,
     /// Solver time limit, seconds.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = super::common::seconds)]
     time_limit: f64,
     /// Relative MIP gap at which to stop.
-    #[arg(long, default_value_t = 1e-4)]
+    #[arg(long, default_value_t = 1e-4, value_parser = super::common::gap)]
     gap: f64,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::common::at_least_one_u32)]
     threads: u32,
     #[arg(long)]
     json: bool,

@@ -1,5 +1,6 @@
-//! [`GnnPolicy`]: a model with its hyper-parameters, saved as one file (a header line, the
-//! hyper-parameters as JSON, then burn's burnpack record), so loading rebuilds the module.
+//! [`GnnPolicy`]: a model with its hyper-parameters, saved as one file (a header line, a SHA-256
+//! line over the rest, the hyper-parameters as JSON, then burn's burnpack record), so loading
+//! rebuilds the module and any corruption of the file is an error naming it.
 
 use std::path::Path;
 
@@ -12,10 +13,13 @@ use super::device::cpu;
 use super::features::{HeteroGraph, Slice};
 use super::model::{GnnConfig, GnnModel};
 use crate::assets;
+use crate::checksum::sha256_hex;
 use crate::error::{GnnError, Result, write_atomic};
 
 /// First line of a policy file.
-const MAGIC: &str = "topoplace-gnn 1";
+const MAGIC: &str = "topoplace-gnn 2";
+/// The first line of files written before checksums, refused with a pointer to `policy upgrade`.
+const MAGIC_V1: &str = "topoplace-gnn 1";
 
 /// A GNN with the hyper-parameters it was built with.
 #[derive(Debug)]
@@ -50,9 +54,7 @@ impl GnnPolicy {
                 path: shown.clone(),
                 message: format!("serialising the GNN: {e}"),
             })?;
-        let mut out = format!("{MAGIC}\n{config}\n").into_bytes();
-        out.extend_from_slice(&record);
-        write_atomic(path, &out)
+        write_atomic(path, &encode(&config, &record))
     }
 
     /// Read a policy file onto the CPU; every failure names the file.
@@ -87,8 +89,23 @@ impl GnnPolicy {
             why,
         };
         let (header, rest) = split_line(bytes).ok_or_else(|| bad("no header line".into()))?;
+        if header == MAGIC_V1.as_bytes() {
+            return Err(bad(format!(
+                "written before policy files carried a checksum; `topoplace policy upgrade {shown}` \
+                 adds one"
+            ))
+            .into());
+        }
         if header != MAGIC.as_bytes() {
             return Err(bad(format!("the first line is not \"{MAGIC}\"")).into());
+        }
+        let (sum, rest) = split_line(rest).ok_or_else(|| bad("no checksum line".into()))?;
+        let expected = std::str::from_utf8(sum)
+            .ok()
+            .and_then(|s| s.strip_prefix("sha256 "))
+            .ok_or_else(|| bad("the second line is not \"sha256 <hex>\"".into()))?;
+        if sha256_hex(rest) != expected {
+            return Err(bad("checksum mismatch: the file is corrupt or was edited".into()).into());
         }
         let (config, record) = split_line(rest).ok_or_else(|| bad("no config line".into()))?;
         let config: GnnConfig =
@@ -106,6 +123,26 @@ impl GnnPolicy {
     pub fn priors(&self, g: &HeteroGraph, group: usize, slices: &[Slice]) -> Vec<f32> {
         self.model.priors(g, group, slices)
     }
+}
+
+/// The file's bytes: header, checksum of the rest, config line, record.
+fn encode(config: &str, record: &[u8]) -> Vec<u8> {
+    let mut body = format!("{config}\n").into_bytes();
+    body.extend_from_slice(record);
+    let mut out = format!("{MAGIC}\nsha256 {}\n", sha256_hex(&body)).into_bytes();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A policy file of the format before checksums rewritten with one (the weights unchanged), or
+/// `None` when `bytes` is not such a file.
+pub fn upgrade_v1(bytes: &[u8]) -> Option<Vec<u8>> {
+    let (header, rest) = split_line(bytes)?;
+    if header != MAGIC_V1.as_bytes() {
+        return None;
+    }
+    let (config, record) = split_line(rest)?;
+    Some(encode(std::str::from_utf8(config).ok()?, record))
 }
 
 /// The bytes before the first newline and those after it.

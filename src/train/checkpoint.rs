@@ -5,14 +5,24 @@
 //! written to a temporary file and renamed). A run killed at any moment therefore leaves
 //! `latest` naming a complete checkpoint, and loses at most the steps since it.
 //!
+//! Every checkpoint carries a `MANIFEST` of its files' SHA-256 sums (written last, before the
+//! rename) and a copy of the run's recipe; resuming checks both, so a corrupt file or an edited
+//! recipe is an error naming it rather than a silently different run.
+//!
 //! Randomness needs no saved state: each step's generator is seeded from the run's seed and the
 //! step number ([`step_seed`]), so a resumed run draws exactly what an uninterrupted one does.
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, TrainError, write_atomic};
+use super::recipe::{Recipe, differing_keys};
+use crate::checksum::{manifest, parse_manifest, sha256_hex};
+use crate::error::{Error, Result, TrainError, read_file, write_atomic};
 
 const LATEST: &str = "latest";
+/// The checksums of a checkpoint's files.
+pub const MANIFEST: &str = "MANIFEST";
+/// The copy of the run's recipe in each checkpoint, checked on `--resume`.
+pub const RECIPE_COPY: &str = "recipe.toml";
 /// Complete checkpoints kept besides the newest (older ones are deleted).
 const KEEP_OLDER: usize = 1;
 
@@ -75,7 +85,7 @@ impl Checkpoints {
             std::fs::remove_dir_all(&tmp).map_err(|e| io(&tmp, e))?;
         }
         std::fs::create_dir(&tmp).map_err(|e| io(&tmp, e))?;
-        if let Err(e) = fill(&tmp) {
+        if let Err(e) = fill(&tmp).and_then(|()| write_manifest(&tmp)) {
             let _ = std::fs::remove_dir_all(&tmp);
             return Err(e);
         }
@@ -107,6 +117,72 @@ impl Checkpoints {
         }
         Ok(())
     }
+}
+
+/// Write `MANIFEST` with the sums of every other file in `dir`.
+fn write_manifest(dir: &Path) -> Result<()> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let path = entry.map_err(|e| io(dir, e))?.path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        if name != MANIFEST && path.is_file() {
+            files.push((name, std::fs::read(&path).map_err(|e| io(&path, e))?));
+        }
+    }
+    write_atomic(&dir.join(MANIFEST), manifest(&files).as_bytes())
+}
+
+/// Check a checkpoint against its `MANIFEST`: every listed file present with its sum.
+pub fn verify(dir: &Path) -> Result<()> {
+    let path = dir.join(MANIFEST);
+    let corrupt = |path: &Path, message: String| TrainError::Corrupt {
+        path: path.display().to_string(),
+        message,
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| io(&path, e))?;
+    let entries = parse_manifest(&text)
+        .ok_or_else(|| corrupt(&path, "not `<sha256>  <file>` lines".into()))?;
+    for (name, hex) in entries {
+        let file = dir.join(&name);
+        let bytes = std::fs::read(&file).map_err(|e| io(&file, e))?;
+        if sha256_hex(&bytes) != hex {
+            return Err(corrupt(
+                &file,
+                "checksum mismatch: the file is corrupt or was edited".into(),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Write the run's recipe into checkpoint directory `dir`.
+pub fn write_recipe(dir: &Path, recipe: &Recipe) -> Result<()> {
+    let text = toml::to_string(recipe).map_err(|e| Error::serialise("the recipe", e))?;
+    write_atomic(&dir.join(RECIPE_COPY), text.as_bytes())
+}
+
+/// Refuse to resume with a recipe that differs from the checkpoint's in anything but `steps`.
+pub fn check_recipe(dir: &Path, recipe: &Recipe) -> Result<()> {
+    let path = dir.join(RECIPE_COPY);
+    let shown = path.display().to_string();
+    let text = String::from_utf8(read_file(&path)?).map_err(|e| TrainError::Corrupt {
+        path: shown.clone(),
+        message: e.to_string(),
+    })?;
+    let keys = differing_keys(&Recipe::parse(&text, &shown)?, recipe);
+    if keys.is_empty() {
+        return Ok(());
+    }
+    Err(TrainError::RecipeChanged {
+        path: shown,
+        keys: keys.join(", "),
+    }
+    .into())
 }
 
 fn parse_step(name: &str) -> Option<u64> {

@@ -388,3 +388,41 @@ impl Recipe {
         }
     }
 }
+
+/// The dotted keys (`search.budget`, `training_set.models`, …) in which two recipes differ, but
+/// `steps`, which a resumed run may raise.
+pub fn differing_keys(a: &Recipe, b: &Recipe) -> Vec<String> {
+    let (Ok(a), Ok(b)) = (serde_json::to_value(a), serde_json::to_value(b)) else {
+        return vec!["<unreadable>".to_string()];
+    };
+    let mut keys = Vec::new();
+    diff("", &a, &b, &mut keys);
+    keys.retain(|k| k != "steps");
+    keys
+}
+
+fn diff(prefix: &str, a: &serde_json::Value, b: &serde_json::Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (serde_json::Value::Object(x), serde_json::Value::Object(y)) => {
+            let mut names: Vec<&String> = x.keys().chain(y.keys()).collect();
+            names.sort();
+            names.dedup();
+            for n in names {
+                let key = if prefix.is_empty() {
+                    n.clone()
+                } else {
+                    format!("{prefix}.{n}")
+                };
+                let null = serde_json::Value::Null;
+                diff(
+                    &key,
+                    x.get(n).unwrap_or(&null),
+                    y.get(n).unwrap_or(&null),
+                    out,
+                );
+            }
+        }
+        _ if a != b => out.push(prefix.to_string()),
+        _ => {}
+    }
+}

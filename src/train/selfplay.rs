@@ -42,7 +42,7 @@ impl ClusterSource {
     pub fn load(&self) -> Result<Cluster> {
         match self {
             ClusterSource::Random(seed, b) => Ok(random_cluster_within(*seed, *b)),
-            ClusterSource::Config(name) => load_named_cluster(name),
+            ClusterSource::Config(name) => load_named_cluster(name, "training_set.clusters"),
         }
     }
 

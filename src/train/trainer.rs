@@ -211,6 +211,8 @@ impl<'r> Trainer<'r> {
     }
 
     fn restore(&mut self, dir: &Path) -> Result<()> {
+        super::checkpoint::verify(dir)?;
+        super::checkpoint::check_recipe(dir, self.recipe)?;
         let state_path = dir.join("state.json");
         let state: RunState =
             serde_json::from_slice(&read_file(&state_path)?).map_err(|e| TrainError::Corrupt {
@@ -477,7 +479,8 @@ impl<'r> Trainer<'r> {
             write_atomic(&path, &selfplay::encode(&replay, &path)?)?;
             let state = serde_json::to_string_pretty(&self.state)
                 .map_err(|e| Error::serialise("the run state", e))?;
-            write_atomic(&dir.join("state.json"), state.as_bytes())
+            write_atomic(&dir.join("state.json"), state.as_bytes())?;
+            super::checkpoint::write_recipe(dir, self.recipe)
         })?;
         policy.save(&self.opts.run_dir.join("policy.gnn"))?;
         self.prune_snapshots()?;
