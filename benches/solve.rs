@@ -65,7 +65,7 @@ fn main() {
                 cluster: &c,
                 cost: &cost,
             };
-            let r = summary::run(&p, f, &Coarsen::Auto, &opts);
+            let r = summary::run(&p, f, &Coarsen::Auto, 60, &opts);
             let fits_nowhere = matches!(&r, Err(e) if e.to_string().contains("fits the memory"));
             outcome = Some((graph.batch_size, r));
             if !fits_nowhere {

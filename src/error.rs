@@ -157,6 +157,21 @@ pub enum SolverError {
     /// The solve ended (infeasible, out of time) with no placement to return.
     #[error("{0}")]
     NoSolution(String),
+    /// The model would not fit the memory limit; refused before it is built.
+    #[error(
+        "the {formulation} MILP of this instance ({nodes} nodes, {devices} GPUs) would have about \
+         {rows:.2e} rows and {nonzeros:.2e} nonzeros, {gib:.1} GiB, over the memory limit of \
+         {limit_gib:.1} GiB: coarsen further (--coarsen chunks -k N) or raise --memory-limit"
+    )]
+    TooLarge {
+        formulation: &'static str,
+        nodes: usize,
+        devices: usize,
+        rows: f64,
+        nonzeros: f64,
+        gib: f64,
+        limit_gib: f64,
+    },
 }
 
 /// A GNN policy that cannot be built, read or written.
@@ -275,7 +290,7 @@ pub fn check_non_negative(file: &str, field: &str, value: f64) -> Result<(), Inp
         Err(InputError::new(
             file,
             field,
-            format!("is infinite ({value})"),
+            "is too large: it overflows to infinity",
         ))
     } else if value < 0.0 {
         Err(InputError::new(
@@ -302,14 +317,42 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))
 }
 
+/// Read a UTF-8 text file; a leading byte-order mark (editors on Windows write one) is dropped.
+pub fn read_text_file(path: &std::path::Path) -> Result<String> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Error::io(&shown, e))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| InputError::new(&shown, "", format!("not UTF-8 text: {e}")))?;
+    Ok(strip_bom(text))
+}
+
+/// `text` without a leading UTF-8 byte-order mark.
+pub fn strip_bom(text: String) -> String {
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }
+}
+
 /// Write a file atomically: to a temporary sibling, then rename, so a crash or a refused input
-/// never leaves a half-written output behind.
+/// never leaves a half-written output behind. Errors name `path`, the file asked for.
 pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
     let shown = path.display().to_string();
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
+    if let Some(file) = dir.ancestors().find(|a| a.is_file()) {
+        return Err(InputError::new(
+            &shown,
+            "",
+            format!(
+                "cannot write here: {} is a file, not a directory",
+                file.display()
+            ),
+        )
+        .into());
+    }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
     let file_name = path
         .file_name()
@@ -319,7 +362,7 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
         file_name.to_string_lossy(),
         std::process::id()
     ));
-    std::fs::write(&tmp, contents).map_err(|e| Error::io(tmp.display().to_string(), e))?;
+    std::fs::write(&tmp, contents).map_err(|e| Error::io(&shown, e))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         Error::io(shown.clone(), e)

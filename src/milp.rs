@@ -23,7 +23,13 @@ pub struct SolveOptions {
     pub seed: i32,
     /// Print HiGHS's log to stdout.
     pub verbose: bool,
+    /// Largest model (estimated bytes, [`crate::solve::size`]) to build; larger ones are refused
+    /// before building.
+    pub memory_limit_bytes: f64,
 }
+
+/// Default model memory limit: 4 GiB.
+pub const DEFAULT_MEMORY_LIMIT_BYTES: f64 = 4.0 * 1024.0 * 1024.0 * 1024.0;
 
 impl Default for SolveOptions {
     fn default() -> SolveOptions {
@@ -33,6 +39,7 @@ impl Default for SolveOptions {
             threads: 1,
             seed: 0,
             verbose: false,
+            memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
         }
     }
 }

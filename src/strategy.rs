@@ -410,6 +410,13 @@ pub fn parse_strategy(
     g: &Graph,
     devices: usize,
 ) -> Result<LoadedStrategy, InputError> {
+    if !text.trim_start().starts_with('{') {
+        return Err(InputError::new(
+            source,
+            "",
+            "a strategy file holds one JSON object (\"format\": \"topoplace-strategy\", ...)",
+        ));
+    }
     let mut de = serde_json::Deserializer::from_str(text);
     let file: StrategyFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
@@ -431,7 +438,7 @@ pub fn parse_strategy(
 
 pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<LoadedStrategy> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&source, e))?;
+    let text = crate::error::read_text_file(path)?;
     Ok(parse_strategy(&text, &source, g, devices)?)
 }
 

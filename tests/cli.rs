@@ -770,3 +770,59 @@ fn strategies_for_another_model_or_cluster_are_refused() {
         );
     }
 }
+
+/// Files from other editors and mistaken paths: a UTF-8 byte-order mark is read past; an array
+/// where a strategy object belongs, and an output path under a file, are one-line errors naming
+/// the file asked for.
+#[test]
+fn byte_order_marks_arrays_and_paths_under_files() {
+    let dir = scratch("bom");
+    let graph = dir.join("mlp.json");
+    let exported = topoplace(&[
+        "zoo",
+        "export",
+        "--models",
+        "mlp",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(exported.status.success());
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend(std::fs::read(&graph).unwrap());
+    std::fs::write(&graph, bom).unwrap();
+    let info = topoplace(&["info", graph.to_str().unwrap()]);
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+
+    let array = dir.join("array.json");
+    std::fs::write(&array, "[]").unwrap();
+    let out = topoplace(&[
+        "simulate",
+        "--model",
+        "mlp",
+        "--cluster",
+        "tag-testbed",
+        "--strategy",
+        array.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("array.json") && stderr.contains("one JSON object"),
+        "{stderr}"
+    );
+
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let target = file.join("x.toml");
+    let out = topoplace(&["topology", "random", "--out", target.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("x.toml") && stderr.contains("is a file") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+}

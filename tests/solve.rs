@@ -257,7 +257,7 @@ fn p2_on_a_zoo_model_gives_a_placement_the_simulator_runs() {
         ..SolveOptions::default()
     };
     let (inst, label, r, placement) =
-        solve_problem(&p, Formulation::Quickp, &Coarsen::Auto, &opts).unwrap();
+        solve_problem(&p, Formulation::Quickp, &Coarsen::Auto, 60, &opts).unwrap();
     assert!(label.starts_with("P2"));
     assert!(inst.len() < g.len(), "fusion coarsens");
     assert!(r.status.has_solution());
@@ -281,7 +281,7 @@ fn a_model_that_fits_nowhere_is_an_error_naming_it() {
         cluster: &c,
         cost: &cost,
     };
-    let err = solve_problem(&p, Formulation::Quickp, &Coarsen::Auto, &exact())
+    let err = solve_problem(&p, Formulation::Quickp, &Coarsen::Auto, 60, &exact())
         .err()
         .unwrap()
         .to_string();
@@ -392,4 +392,60 @@ fn compare_runs_the_milp_placers_under_its_time_limit() {
         assert!(row["error"].is_null(), "{row}");
         assert!(row["iteration_ms"].as_f64().unwrap() > 0.0);
     }
+}
+
+/// The size of a MILP is known before it is built: the estimate matches the built model's rows
+/// (within 5%), and a model over the memory limit is refused at once, naming its size, instead
+/// of growing until the kernel kills the process (MOIRAI on bert-small × tag-testbed: 9e7 rows).
+#[test]
+fn milp_sizes_are_estimated_and_large_models_refused_before_building() {
+    use topoplace::solve::size::estimate;
+    for seed in 0..4 {
+        let inst = tiny_instance(seed, 12, 2, 1, 0.3);
+        let horizon = inst.serial_horizon();
+        let built = topoplace::solve::moirai::MoiraiMilp::build(&inst, horizon).milp;
+        let est = estimate(&inst, Formulation::Moirai);
+        assert!(
+            close(est.rows, built.num_rows() as f64, 0.05),
+            "seed {seed}: estimated {} rows, built {}",
+            est.rows,
+            built.num_rows()
+        );
+    }
+    let cost = CostModel::default();
+    let g = zoo::build("bert-small", &zoo::ZooOptions::default()).unwrap();
+    let c = topoplace::cluster::load_cluster(format!(
+        "{}/configs/tag-testbed.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let began = Instant::now();
+    let e = solve_problem(
+        &p,
+        Formulation::Moirai,
+        &Coarsen::Auto,
+        60,
+        &SolveOptions::default(),
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("rows") && e.contains("memory limit"), "{e}");
+    assert!(
+        began.elapsed().as_secs_f64() < 5.0,
+        "refused before building"
+    );
+    // The placer falls back to a coarser instance that fits and answers.
+    let budget = Budget {
+        steps: 1,
+        seconds: Some(3.0),
+        seed: 0,
+    };
+    let placement = placer("moirai-milp").unwrap().place(&p, &budget).unwrap();
+    assert!(placement.note.contains("chunks"), "{}", placement.note);
 }

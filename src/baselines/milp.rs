@@ -4,9 +4,40 @@
 //! incumbent when the limit stops the solver, and the note says optimal or the gap.
 
 use super::{Budget, Placer};
-use crate::error::Result;
+use crate::error::{Error, Result, SolverError};
 use crate::evaluate::{Placement, Problem};
 use crate::solve::{Coarsen, Formulation, SolveOptions, SolveStatus, solve_problem};
+use crate::solve::{Instance, InstanceResult};
+
+/// Group counts of contiguous chunks in topological order (acyclic, as the MILPs need) tried, in
+/// order, when the formulation's own coarsening gives a model over
+/// the memory limit.
+const FALLBACK_GROUPS: [usize; 4] = [60, 30, 15, 8];
+
+/// Solve on the formulation's own coarsening, or, when its model would exceed the memory limit,
+/// on the first chunking of [`FALLBACK_GROUPS`] whose model fits.
+fn solve_fitting(
+    p: &Problem,
+    formulation: Formulation,
+    opts: &SolveOptions,
+) -> Result<(Instance, String, InstanceResult, Placement)> {
+    let mut last = match solve_problem(p, formulation, &Coarsen::Auto, 60, opts) {
+        Err(Error::Solver(e @ SolverError::TooLarge { .. })) => e,
+        other => return other,
+    };
+    for k in FALLBACK_GROUPS {
+        let chunks = Coarsen::Method("chunks".to_string());
+        match solve_problem(p, formulation, &chunks, k, opts) {
+            Err(Error::Solver(e @ SolverError::TooLarge { .. })) => last = e,
+            Ok((inst, label, result, placement)) => {
+                let label = format!("{label} (k = {k}: the own coarsening's model is too large)");
+                return Ok((inst, label, result, placement));
+            }
+            other => return other,
+        }
+    }
+    Err(last.into())
+}
 
 /// Time limit when the budget has none, seconds.
 pub const DEFAULT_TIME_LIMIT_S: f64 = 60.0;
@@ -28,7 +59,7 @@ impl Placer for Milp {
             seed: budget.seed as i32,
             ..SolveOptions::default()
         };
-        let (_, label, result, mut placement) = solve_problem(p, self.0, &Coarsen::Auto, &opts)?;
+        let (_, label, result, mut placement) = solve_fitting(p, self.0, &opts)?;
         let proof = match (result.status, result.gap) {
             (SolveStatus::Optimal, _) => "optimal within 5%".to_string(),
             (_, Some(gap)) => format!("gap {:.1}% at the time limit", gap * 100.0),

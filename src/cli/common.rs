@@ -144,6 +144,15 @@ pub fn seconds(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
+/// A memory size with a unit ("4 GiB", "512 MiB"), above 0.
+pub fn memory(text: &str) -> std::result::Result<f64, String> {
+    match topoplace::units::parse_size(text) {
+        Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
+        Ok(_) => Err("must be above 0".to_string()),
+        Err(e) => Err(e),
+    }
+}
+
 /// A relative gap: finite and at least 0.
 pub fn gap(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {

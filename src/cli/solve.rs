@@ -30,6 +30,13 @@ pub struct SolveArgs {
     gap: f64,
     #[arg(long, default_value_t = 1, value_parser = super::common::at_least_one_u32)]
     threads: u32,
+    /// Groups of `--coarsen` with a grouping method (`metis`, `chunks`, ...).
+    #[arg(short, long, default_value_t = 60, value_parser = super::common::at_least_one)]
+    k: usize,
+    /// Largest model to build, e.g. "4 GiB": a larger one is refused before it is built, with
+    /// its estimated size.
+    #[arg(long, default_value = "4 GiB", value_parser = super::common::memory)]
+    memory_limit: f64,
     #[arg(long)]
     json: bool,
 }
@@ -53,8 +60,10 @@ pub fn run(args: SolveArgs) -> Result<()> {
         time_limit_s: args.time_limit,
         mip_rel_gap: args.gap,
         threads: args.threads,
+        memory_limit_bytes: args.memory_limit,
         ..SolveOptions::default()
     };
-    let s = summary::run(&p, formulation, &Coarsen::parse(&args.coarsen), &opts)?;
+    let coarsen = Coarsen::parse(&args.coarsen);
+    let s = summary::run(&p, formulation, &coarsen, args.k, &opts)?;
     print_either(args.json, &s, |s| s.render_text())
 }

@@ -158,7 +158,7 @@ pub fn parse_graph(text: &str, source: &str) -> Result<Graph, InputError> {
 
 pub fn load_graph(path: &Path) -> Result<Graph> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(&source, e))?;
+    let text = crate::error::read_text_file(path)?;
     Ok(parse_graph(&text, &source)?)
 }
 

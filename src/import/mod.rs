@@ -154,6 +154,7 @@ pub fn read_text(path: &Path) -> Result<String> {
         bytes
     };
     String::from_utf8(bytes)
+        .map(crate::error::strip_bom)
         .map_err(|e| InputError::new(&shown, "", format!("not UTF-8 text: {e}")).into())
 }
 

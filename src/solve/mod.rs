@@ -20,6 +20,7 @@ pub mod model;
 pub mod moirai;
 pub mod quickp;
 pub mod schedule;
+pub mod size;
 pub mod summary;
 
 use std::time::Instant;
@@ -128,6 +129,7 @@ pub fn solve_instance(
             plan: None,
         });
     }
+    check_size(inst, formulation, opts)?;
     type Reader = Box<dyn Fn(&milp::MilpOutcome) -> Plan>;
     let (milp, warm, reader): (milp::Milp, Vec<f64>, Reader) = match formulation {
         Formulation::Quickp => {
@@ -170,6 +172,25 @@ pub fn solve_instance(
         solve_seconds: out.seconds,
         plan,
     })
+}
+
+/// Refuse an instance whose model would exceed the memory limit, before building it.
+pub fn check_size(inst: &Instance, formulation: Formulation, opts: &SolveOptions) -> Result<()> {
+    let size = size::estimate(inst, formulation);
+    if size.bytes() <= opts.memory_limit_bytes {
+        return Ok(());
+    }
+    let gib = 1024.0 * 1024.0 * 1024.0;
+    Err(crate::error::SolverError::TooLarge {
+        formulation: formulation.name(),
+        nodes: inst.len(),
+        devices: inst.devices(),
+        rows: size.rows,
+        nonzeros: size.nonzeros,
+        gib: size.bytes() / gib,
+        limit_gib: opts.memory_limit_bytes / gib,
+    }
+    .into())
 }
 
 /// A node larger than every device, or more bytes than the whole cluster holds.
@@ -268,9 +289,10 @@ pub fn solve_problem(
     p: &Problem,
     formulation: Formulation,
     coarsen: &Coarsen,
+    k: usize,
     opts: &SolveOptions,
 ) -> Result<(Instance, String, InstanceResult, Placement)> {
-    let (inst, label) = instance_for(p, formulation, coarsen, 60)?;
+    let (inst, label) = instance_for(p, formulation, coarsen, k)?;
     let result = solve_instance(&inst, formulation, opts)?;
     let Some(plan) = result.plan.as_ref() else {
         let why = match result.status {

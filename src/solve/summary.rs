@@ -42,9 +42,10 @@ pub fn run(
     p: &Problem,
     formulation: Formulation,
     coarsen: &Coarsen,
+    k: usize,
     opts: &SolveOptions,
 ) -> Result<SolveSummary> {
-    let (inst, label, result, placement) = solve_problem(p, formulation, coarsen, opts)?;
+    let (inst, label, result, placement) = solve_problem(p, formulation, coarsen, k, opts)?;
     let plan = result.plan.as_ref().expect("solve_problem returns a plan");
     let aligned_us = align::simulated_makespan(&inst, plan, formulation.channels());
     let eval = evaluate(p, &RouteTable::new(p.cluster), &placement)?;
