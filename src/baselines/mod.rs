@@ -6,6 +6,7 @@
 //!   best shares and packing: what an engineer would do by hand, the bar to beat.
 //! - [`metis`]: METIS k-way, one part per GPU.
 //! - [`mcmc`]: FlexFlow-style Metropolis search over group decisions.
+//! - [`local_search`]: `local-search`, the search's polish alone, from `dp-subset`.
 //! - [`list`]: the list-scheduling machinery shared by [`baechi`] (`m-topo`, `m-etf`, `m-sct`)
 //!   and [`heft`].
 //! - [`fastt`]: FastT's DPOS (critical-path GPU, insertion EFT, execution order) and OS-DPOS.
@@ -23,6 +24,7 @@ pub mod dp_subset;
 pub mod fastt;
 pub mod heft;
 pub mod list;
+pub mod local_search;
 pub mod mcmc;
 pub mod metis;
 pub mod milp;
@@ -67,6 +69,7 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(dp_subset::DpSubset),
         Box::new(metis::Metis),
         Box::new(mcmc::Mcmc),
+        Box::new(local_search::LocalSearch),
         Box::new(baechi::Baechi::Topo),
         Box::new(baechi::Baechi::Etf),
         Box::new(baechi::Baechi::Sct),
