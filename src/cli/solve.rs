@@ -64,6 +64,19 @@ pub fn run(args: SolveArgs) -> Result<()> {
         ..SolveOptions::default()
     };
     let coarsen = Coarsen::parse(&args.coarsen);
-    let s = summary::run(&p, formulation, &coarsen, args.k, &opts)?;
+    // Building and solving take minutes on large instances: a spinner on the terminal (drawn on
+    // stderr only when it is one) shows the solve is alive and how long it has run.
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    spinner.set_message(format!(
+        "{} MILP of {} on {} (limit {} s)",
+        formulation.name(),
+        inputs.graph.name,
+        inputs.cluster.name,
+        args.time_limit
+    ));
+    let s = summary::run(&p, formulation, &coarsen, args.k, &opts);
+    spinner.finish_and_clear();
+    let s = s?;
     print_either(args.json, &s, |s| s.render_text())
 }

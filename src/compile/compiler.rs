@@ -272,7 +272,7 @@ impl<'a> Compiler<'a> {
         }
         let (lo, hi) = consumer.interval(j);
         let mut pieces = Vec::new();
-        for i in 0..producer.devices.len() {
+        for i in producer.replicas_over(lo, hi) {
             let (plo, phi) = producer.interval(i);
             let overlap = hi.min(phi) - lo.max(plo);
             if overlap <= 1e-12 {

@@ -80,6 +80,11 @@ pub struct Simulator {
     waiting: Vec<BTreeSet<(u64, TaskId)>>,
     /// Each ready task's key.
     key: Vec<u64>,
+    /// The completion (epoch) at which each task was last tried and could not start: starting
+    /// tasks only takes resources away, so within one completion a failed try stays failed and
+    /// is not repeated (a collective heads hundreds of queues it would otherwise be tried at).
+    failed_at: Vec<u32>,
+    epoch: u32,
     completions: BinaryHeap<Reverse<(u64, TaskId)>>,
     memory: Vec<f64>,
     result: SimResult,
@@ -162,6 +167,9 @@ impl Simulator {
         self.waiting.iter_mut().for_each(BTreeSet::clear);
         self.key.clear();
         self.key.resize(n, 0);
+        self.failed_at.clear();
+        self.failed_at.resize(n, u32::MAX);
+        self.epoch = 0;
         self.completions.clear();
         self.memory.clear();
         self.memory.extend_from_slice(g.resident());
@@ -235,7 +243,7 @@ impl Simulator {
         let ri = r as usize;
         if g.resource_lanes(r) == 1 {
             if let Some(&Reverse((_, t))) = self.queues[ri].peek() {
-                self.try_start(g, t, now);
+                self.try_again(g, t, now);
             }
             return;
         }
@@ -249,8 +257,18 @@ impl Simulator {
                     .copied(),
             };
             let Some(entry) = next else { break };
-            self.try_start(g, entry.1, now);
+            self.try_again(g, entry.1, now);
             after = Some(entry);
+        }
+    }
+
+    /// [`Self::try_start`] unless `t` already failed to start in this completion.
+    fn try_again(&mut self, g: &ExecGraph, t: TaskId, now: f64) {
+        if self.failed_at[t as usize] == self.epoch {
+            return;
+        }
+        if !self.try_start(g, t, now) {
+            self.failed_at[t as usize] = self.epoch;
         }
     }
 
@@ -296,6 +314,7 @@ impl Simulator {
                 self.make_ready(g, order, s, now);
             }
         }
+        self.epoch = self.epoch.wrapping_add(1);
         for &r in g.task_resources(t) {
             self.retry(g, r, now);
         }
