@@ -409,7 +409,7 @@ fn bad_inputs_name_the_field() {
     expect_error(
         &GOOD.replace("gpus = 2", "gpus = 200\ncount = 4000"),
         "machine",
-        &["at most 16384"],
+        &["at most 1024"],
     );
     let mixed = GOOD
         .replace("name = \"a\"", "name = \"a\"\nserver = \"s\"")
