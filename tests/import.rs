@@ -621,3 +621,18 @@ fn torch_exports_match_the_zoo_params_and_flops() {
         );
     }
 }
+
+/// A torch export whose metadata is not an object says what it should be, naming the field.
+#[test]
+fn torch_metadata_of_the_wrong_type_is_named() {
+    let dir = scratch("torch-meta");
+    let path = dir.join("t.json");
+    std::fs::write(&path, r#"{"torch": 5, "ops": []}"#).unwrap();
+    let e = import::import(&path, Some(Format::Torch))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("torch") && e.contains("must be an object"),
+        "{e}"
+    );
+}

@@ -52,6 +52,13 @@ pub fn parse_torch(text: &str, source: &str) -> Result<TorchExport, InputError> 
             "missing: a torch export carries a \"torch\" metadata object",
         )
     })?;
+    if !meta_value.is_object() {
+        return Err(InputError::new(
+            source,
+            "torch",
+            "must be an object of export metadata (written by datasets/export_torch.py)",
+        ));
+    }
     let meta: TorchMeta = from_value(meta_value, source, "torch")?;
     let file: GraphFile = from_value(value, source, "")?;
     let graph = file.into_graph(source)?;
