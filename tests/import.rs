@@ -143,11 +143,15 @@ fn quickp_errors_name_the_field() {
         "links": [{"source": 1, "target": 2, "tensor_size_in_bit": "8"}]}"#;
     let e = import::parse_quickp(string_bits, "q.json", "q").unwrap_err();
     assert_eq!(e.field, "links[0].tensor_size_in_bit", "{e}");
+    // A node without its measured time would cost nothing: refused.
+    let untimed = r#"{"nodes": [{"id": "a", "op_type": "X", "mem": 0}], "links": []}"#;
+    let e = import::parse_quickp(untimed, "q.json", "q").unwrap_err();
+    assert_eq!(e.field, "nodes[0].comp_cost", "{e}");
 }
 
 #[test]
 fn quickp_parallel_links_merge_by_summing_bytes() {
-    let multi = r#"{"multigraph": true, "nodes": [{"id": 1, "op_type": "X"}, {"id": 2, "op_type": "Y"}],
+    let multi = r#"{"multigraph": true, "nodes": [{"id": 1, "op_type": "X", "comp_cost": {"d0": 1.0}}, {"id": 2, "op_type": "Y", "comp_cost": {"d0": 2.0}}],
         "links": [{"source": 1, "target": 2, "tensor_size_in_bit": 80}, {"source": 1, "target": 2, "tensor_size_in_bit": 16}]}"#;
     let g = import::parse_quickp(multi, "q.json", "q").unwrap();
     assert_eq!(g.edges().len(), 1);

@@ -221,7 +221,8 @@ fn read_nodes(
     Ok((ops, index))
 }
 
-/// The one time all mock devices share; `None` for a node without measurements.
+/// The one time all mock devices share. A node without measurements is an error: QuickP files
+/// time every node, and a missing time would silently cost nothing.
 fn single_time(
     costs: &BTreeMap<String, f64>,
     source: &str,
@@ -229,7 +230,11 @@ fn single_time(
 ) -> Result<Option<f64>, InputError> {
     let mut values = costs.iter();
     let Some((_, &first)) = values.next() else {
-        return Ok(None);
+        return Err(InputError::new(
+            source,
+            field,
+            "missing: every QuickP node carries its measured time per mock device",
+        ));
     };
     check_non_negative(source, field, first)?;
     if let Some((device, v)) = values.find(|(_, v)| **v != first) {
