@@ -126,7 +126,7 @@ fn strategy(
 }
 
 /// Shares × packings for a subset: proportional shares only where its GPUs differ.
-fn variants(cluster: &Cluster, devices: &[usize]) -> Vec<(BatchSplit, AllReducePacking)> {
+pub fn variants(cluster: &Cluster, devices: &[usize]) -> Vec<(BatchSplit, AllReducePacking)> {
     let mixed = devices
         .iter()
         .any(|&d| cluster.devices[d].gpu.name != cluster.devices[devices[0]].gpu.name);
@@ -184,6 +184,9 @@ fn candidates(p: &Problem, routes: &RouteTable) -> Vec<Candidate> {
 /// fixed part of one replica's compute, and the bytes of gradients to synchronise.
 struct Work {
     gradient_bytes: f64,
+    /// (fixed, proportional) compute of one replica per device group, computed once: every
+    /// candidate subset reuses it.
+    compute: Vec<(f64, f64)>,
 }
 
 impl Work {
@@ -195,6 +198,12 @@ impl Work {
                 .iter()
                 .map(|l| g.op(l.grad).output_bytes)
                 .sum(),
+            compute: p
+                .cluster
+                .groups
+                .iter()
+                .map(|group| split_compute(p, &group.gpu))
+                .collect(),
         }
     }
 
@@ -205,8 +214,7 @@ impl Work {
         let mut rate = 0.0;
         let mut fixed: f64 = 0.0;
         for &d in devices {
-            let gpu = &p.cluster.devices[d].gpu;
-            let (f, v) = split_compute(p, gpu);
+            let (f, v) = self.compute[p.cluster.devices[d].group];
             rate += 1.0 / v.max(1e-9);
             fixed = fixed.max(f);
         }

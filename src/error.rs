@@ -317,17 +317,29 @@ pub fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))
 }
 
-/// Read a UTF-8 text file; a leading byte-order mark (editors on Windows write one) is dropped.
+/// Read a UTF-8 text file, gunzipped when it starts with the gzip magic bytes (so `x.json.gz` and
+/// a compressed file without the suffix both work); a leading byte-order mark (editors on Windows
+/// write one) is dropped.
 pub fn read_text_file(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
     let shown = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|e| Error::io(&shown, e))?;
+    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(bytes.len() * 8);
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .map_err(|e| Error::io(format!("{shown} (gzip)"), e))?;
+        out
+    } else {
+        bytes
+    };
     let text = String::from_utf8(bytes)
         .map_err(|e| InputError::new(&shown, "", format!("not UTF-8 text: {e}")))?;
     Ok(strip_bom(text))
 }
 
 /// `text` without a leading UTF-8 byte-order mark.
-pub fn strip_bom(text: String) -> String {
+fn strip_bom(text: String) -> String {
     match text.strip_prefix('\u{feff}') {
         Some(rest) => rest.to_string(),
         None => text,

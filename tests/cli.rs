@@ -10,14 +10,20 @@ fn topoplace(args: &[&str]) -> Output {
     common::binary().args(args).output().unwrap()
 }
 
-/// Run a command that must succeed and print JSON; its parsed output.
-fn json_of(args: &[&str]) -> serde_json::Value {
+/// Run a command that must succeed; its output.
+fn succeeds(args: &[&str]) -> Output {
     let out = topoplace(args);
     assert!(
         out.status.success(),
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// Run a command that must succeed and print JSON; its parsed output.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = succeeds(args);
     serde_json::from_slice(&out.stdout).expect("--json prints JSON")
 }
 
@@ -183,12 +189,7 @@ fn random_topology_is_deterministic_and_loads() {
     ]);
     assert!(out.status.success());
     assert_eq!(std::fs::read(&path).unwrap(), a.stdout);
-    let out = topoplace(&["cluster", path.to_str().unwrap(), "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeds(&["cluster", path.to_str().unwrap(), "--json"]);
 }
 
 #[test]
@@ -274,12 +275,7 @@ fn zoo_export_writes_loadable_files() {
     assert_eq!(v.as_array().unwrap().len(), 2, "training and forward-only");
     for name in ["mlp.json", "mlp-inference.json"] {
         let path = dir.join(name);
-        let info = topoplace(&["info", path.to_str().unwrap(), "--json"]);
-        assert!(
-            info.status.success(),
-            "{}",
-            String::from_utf8_lossy(&info.stderr)
-        );
+        succeeds(&["info", path.to_str().unwrap(), "--json"]);
     }
     // A bad name among good ones writes nothing.
     let dir2 = scratch("export-bad");
@@ -397,12 +393,7 @@ fn import_converts_and_every_command_reads_the_result() {
         out_path.to_str().unwrap(),
         "datasets/quickp/comp_graph_alexnet.json.gz",
     ] {
-        let info = topoplace(&["info", model, "--json"]);
-        assert!(
-            info.status.success(),
-            "{}",
-            String::from_utf8_lossy(&info.stderr)
-        );
+        let info = succeeds(&["info", model, "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
         assert_eq!(v["ops"], 1695);
     }
@@ -706,7 +697,7 @@ fn impossible_numbers_are_refused_at_the_flag() {
 fn strategies_for_another_model_or_cluster_are_refused() {
     let dir = scratch("strategy-mismatch");
     let file = dir.join("s.json");
-    let saved = topoplace(&[
+    succeeds(&[
         "place",
         "--model",
         "mlp",
@@ -717,12 +708,7 @@ fn strategies_for_another_model_or_cluster_are_refused() {
         "--out",
         file.to_str().unwrap(),
     ]);
-    assert!(
-        saved.status.success(),
-        "{}",
-        String::from_utf8_lossy(&saved.stderr)
-    );
-    let ok = topoplace(&[
+    succeeds(&[
         "simulate",
         "--model",
         "mlp",
@@ -731,11 +717,6 @@ fn strategies_for_another_model_or_cluster_are_refused() {
         "--strategy",
         file.to_str().unwrap(),
     ]);
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
     let text = std::fs::read_to_string(&file).unwrap();
     for (field, from, to) in [
         ("model", "\"mlp\"", "\"alexnet\""),
@@ -762,12 +743,7 @@ fn strategies_for_another_model_or_cluster_are_refused() {
         &["cluster", "tag-testbed"][..],
         &["info", "mlp", "--cluster", "tag-testbed"],
     ] {
-        let out = topoplace(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeeds(args);
     }
 }
 
@@ -790,12 +766,7 @@ fn byte_order_marks_arrays_and_paths_under_files() {
     let mut bom = b"\xef\xbb\xbf".to_vec();
     bom.extend(std::fs::read(&graph).unwrap());
     std::fs::write(&graph, bom).unwrap();
-    let info = topoplace(&["info", graph.to_str().unwrap()]);
-    assert!(
-        info.status.success(),
-        "{}",
-        String::from_utf8_lossy(&info.stderr)
-    );
+    succeeds(&["info", graph.to_str().unwrap()]);
 
     let array = dir.join("array.json");
     std::fs::write(&array, "[]").unwrap();

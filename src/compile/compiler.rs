@@ -111,23 +111,27 @@ impl<'a> Compiler<'a> {
         &self.cluster.devices[device as usize].gpu
     }
 
+    /// A task taking one lane of each of its resources.
     pub(super) fn add(&mut self, role: TaskRole, spec: TaskSpec<'_>) -> TaskId {
-        let ones = vec![1; spec.resources.len()];
-        self.add_with_lanes(role, spec, &ones)
+        self.add_with_lanes(role, spec, None)
     }
 
-    /// A task taking `lanes[i]` lanes of `spec.resources[i]`.
+    /// A task taking `lanes[i]` lanes of `spec.resources[i]` (one of each with `None`), with the
+    /// op's priority and its role recorded.
     pub(super) fn add_with_lanes(
         &mut self,
         role: TaskRole,
         mut spec: TaskSpec<'_>,
-        lanes: &[u32],
+        lanes: Option<&[u32]>,
     ) -> TaskId {
         if let Some(p) = self.priority {
             spec.priority = p[spec.label as usize];
         }
         self.roles.push(role);
-        self.exec.add_task_with_lanes(spec, lanes)
+        match lanes {
+            Some(lanes) => self.exec.add_task_with_lanes(spec, lanes),
+            None => self.exec.add_task(spec),
+        }
     }
 
     pub(super) fn compute(

@@ -9,7 +9,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::read_text;
 use crate::error::{InputError, Result, check_non_negative};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
@@ -104,7 +103,7 @@ struct Table {
 impl Table {
     fn read(path: &Path) -> Result<Table> {
         let source = path.display().to_string();
-        Ok(Table::parse(&read_text(path)?, &source)?)
+        Ok(Table::parse(&crate::error::read_text_file(path)?, &source)?)
     }
 
     /// `# key=value` lines before the header are directives; other `#` lines and blank lines

@@ -20,10 +20,9 @@ pub use torch::{TorchExport, TorchMeta, import_torch, parse_torch};
 
 pub use self::csv::import_csv;
 
-use std::io::Read;
 use std::path::Path;
 
-use crate::error::{Error, InputError, Result};
+use crate::error::{InputError, Result, read_text_file};
 use crate::graph::{Graph, parse_graph};
 
 /// Which reader a file needs.
@@ -89,7 +88,7 @@ pub fn detect(path: &Path) -> Result<Format> {
     if path.is_dir() || has_extension(path, "csv") {
         return Ok(Format::Csv);
     }
-    let text = read_text(path)?;
+    let text = read_text_file(path)?;
     let source = path.display().to_string();
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| InputError::new(&source, "", format!("not CSV and not valid JSON: {e}")))?;
@@ -126,7 +125,7 @@ pub fn import(path: &Path, format: Option<Format>) -> Result<Graph> {
     match format {
         Format::Topoplace => {
             let source = path.display().to_string();
-            Ok(parse_graph(&read_text(path)?, &source)?)
+            Ok(parse_graph(&read_text_file(path)?, &source)?)
         }
         Format::Torch => Ok(import_torch(path)?.graph),
         Format::Quickp => import_quickp(path),
@@ -137,25 +136,6 @@ pub fn import(path: &Path, format: Option<Format>) -> Result<Graph> {
 fn has_extension(path: &Path, ext: &str) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case(ext))
-}
-
-/// The text of a file, gunzipped when it starts with the gzip magic bytes (so `x.json.gz` and a
-/// compressed file without the suffix both work).
-pub fn read_text(path: &Path) -> Result<String> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::io(&shown, e))?;
-    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(bytes.len() * 8);
-        flate2::read::MultiGzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .map_err(|e| Error::io(format!("{shown} (gzip)"), e))?;
-        out
-    } else {
-        bytes
-    };
-    String::from_utf8(bytes)
-        .map(crate::error::strip_bom)
-        .map_err(|e| InputError::new(&shown, "", format!("not UTF-8 text: {e}")).into())
 }
 
 /// Deserialize JSON text into `T`, naming the failing field path in the error.

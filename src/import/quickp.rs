@@ -47,7 +47,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::{from_json, read_text};
+use super::from_json;
 use crate::error::{InputError, Result, check_non_negative};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
@@ -150,7 +150,11 @@ struct Link {
 pub fn import_quickp(path: &Path) -> Result<Graph> {
     let source = path.display().to_string();
     let name = graph_name(path);
-    Ok(parse_quickp(&read_text(path)?, &source, &name)?)
+    Ok(parse_quickp(
+        &crate::error::read_text_file(path)?,
+        &source,
+        &name,
+    )?)
 }
 
 /// `comp_graph_vgg.json.gz` → `comp_graph_vgg`.

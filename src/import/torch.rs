@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{from_json, read_text};
+use super::from_json;
 use crate::error::{InputError, Result};
 use crate::graph::{Graph, GraphFile, Phase};
 
@@ -36,7 +36,7 @@ pub struct TorchExport {
 /// Read a torch export (optionally gzipped).
 pub fn import_torch(path: &Path) -> Result<TorchExport> {
     let source = path.display().to_string();
-    Ok(parse_torch(&read_text(path)?, &source)?)
+    Ok(parse_torch(&crate::error::read_text_file(path)?, &source)?)
 }
 
 /// Parse a torch export; `source` names it in errors.

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use super::search::Mcts;
 use super::tree::Outcome;
-use crate::data_parallel::{PACKINGS as DP_PACKINGS, best_data_parallel};
+use crate::data_parallel::{best_data_parallel, variants};
 use crate::error::Result;
 use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption, Strategy};
 
@@ -76,13 +76,11 @@ impl Mcts<'_> {
 
     fn local_search(&self, mut at: Point, deadline: Option<Instant>) -> Result<(Point, usize)> {
         let budget = self.config.polish;
-        let mut used = 0;
         let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
-        // The global knobs first: shares and packing.
-        let knobs: Vec<Point> = self
-            .splits()
+        // The global knobs first: shares and packing, as data parallelism tries them.
+        let every_gpu: Vec<usize> = (0..self.problem.cluster.devices.len()).collect();
+        let knobs: Vec<Point> = variants(self.problem.cluster, &every_gpu)
             .into_iter()
-            .flat_map(|split| DP_PACKINGS.into_iter().map(move |packing| (split, packing)))
             .filter(|&(s, k)| (s, k) != (at.split, at.packing))
             .map(|(split, packing)| Point {
                 split,
@@ -90,12 +88,8 @@ impl Mcts<'_> {
                 ..at.clone()
             })
             .collect();
-        used += knobs.len();
-        if let Some(p) = self.fastest(knobs)?
-            && p.outcome.better_than(&at.outcome)
-        {
-            at = p;
-        }
+        let mut used = knobs.len();
+        at = self.improved(at, knobs)?;
         for g in 0..self.groups {
             if used >= budget || out_of_time() {
                 break;
@@ -114,27 +108,9 @@ impl Mcts<'_> {
                 })
                 .collect();
             used += moves.len();
-            if let Some(p) = self.fastest(moves)?
-                && p.outcome.better_than(&at.outcome)
-            {
-                at = p;
-            }
+            at = self.improved(at, moves)?;
         }
         Ok((at, used))
-    }
-
-    /// Even shares, and speed-proportional ones where the GPUs differ.
-    fn splits(&self) -> Vec<BatchSplit> {
-        let c = self.problem.cluster;
-        let mixed = c
-            .devices
-            .iter()
-            .any(|d| d.gpu.name != c.devices[0].gpu.name);
-        if mixed {
-            vec![BatchSplit::Even, BatchSplit::Proportional]
-        } else {
-            vec![BatchSplit::Even]
-        }
     }
 
     /// Actions to try for group `g`: those other groups use, the other options on its GPUs, and
@@ -151,8 +127,9 @@ impl Mcts<'_> {
         out
     }
 
-    /// Simulate `points` in parallel; the best (ties: the first).
-    fn fastest(&self, points: Vec<Point>) -> Result<Option<Point>> {
+    /// The fastest of `points` (simulated in parallel; ties: the first) when it beats `at`, else
+    /// `at`.
+    fn improved(&self, at: Point, points: Vec<Point>) -> Result<Point> {
         let scored: Vec<Result<Point>> = points
             .into_par_iter()
             .map(|mut p| {
@@ -165,14 +142,11 @@ impl Mcts<'_> {
                 Ok(p)
             })
             .collect();
-        let mut best: Option<Point> = None;
+        let mut best = at;
         for p in scored {
             let p = p?;
-            if best
-                .as_ref()
-                .is_none_or(|b| p.outcome.better_than(&b.outcome))
-            {
-                best = Some(p);
+            if p.outcome.better_than(&best.outcome) {
+                best = p;
             }
         }
         Ok(best)

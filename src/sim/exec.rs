@@ -117,9 +117,10 @@ impl ExecGraph {
         &self.capacity
     }
 
+    /// A task taking one lane of each of its resources.
     pub fn add_task(&mut self, spec: TaskSpec<'_>) -> TaskId {
-        let ones = vec![1; spec.resources.len()];
-        self.add_task_with_lanes(spec, &ones)
+        let n = spec.resources.len();
+        self.push_task(spec, std::iter::repeat_n(1, n))
     }
 
     /// A task taking `lanes[i]` lanes of `spec.resources[i]` (each at most that resource's lanes).
@@ -131,6 +132,10 @@ impl ExecGraph {
                 .zip(lanes)
                 .all(|(&r, &k)| k >= 1 && k <= self.lanes_of[r as usize])
         );
+        self.push_task(spec, lanes.iter().copied())
+    }
+
+    fn push_task(&mut self, spec: TaskSpec<'_>, lanes: impl Iterator<Item = u32>) -> TaskId {
         debug_assert!(spec.duration >= 0.0 && spec.duration.is_finite());
         debug_assert!((spec.out_device as usize) < self.devices);
         debug_assert!(
@@ -142,7 +147,7 @@ impl ExecGraph {
         self.kind.push(spec.kind);
         self.duration.push(spec.duration);
         self.resources.extend_from_slice(spec.resources);
-        self.lanes.extend_from_slice(lanes);
+        self.lanes.extend(lanes);
         self.res_start.push(self.resources.len() as u32);
         self.out_device.push(spec.out_device);
         self.out_bytes.push(spec.out_bytes);
