@@ -10,6 +10,8 @@
 //! - `holdout-models` (TAG Table 8): train without one model, place it; against the policy
 //!   trained with it and uniform priors.
 //! - `overhead` (TAG Fig. 8): the wall time to produce a strategy on an unseen topology.
+//! - `reference-best` (beyond TAG, [`crate::headroom`]): `place`'s default against the fastest of
+//!   long searches (ten times the budget, several seeds) and the best heuristic.
 //!
 //! Every search here skips the SFB double check: it is the same post-processing for both
 //! priors and does not change what the comparison measures.
@@ -32,11 +34,12 @@ use crate::train::imitation::descend;
 use crate::train::{Recipe, TrainOptions, train};
 
 /// The experiments, by command name.
-pub const NAMES: [&str; 4] = [
+pub const NAMES: [&str; 5] = [
     "search-efficiency",
     "unseen-topologies",
     "holdout-models",
     "overhead",
+    "reference-best",
 ];
 
 /// Seeds of the unseen topologies start here: training draws 0..1000 and evaluates from

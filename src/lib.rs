@@ -18,6 +18,7 @@ pub mod fidelity;
 pub mod gnn;
 pub mod graph;
 pub mod group;
+pub mod headroom;
 pub mod import;
 pub mod inputs;
 pub mod inspect;

@@ -4,10 +4,7 @@
 
 use serde::Serialize;
 
-use crate::baselines;
-use crate::cluster::{Cluster, RouteTable};
-use crate::error::Result;
-use crate::evaluate::{Problem, evaluate};
+use crate::cluster::Cluster;
 use crate::graph::Graph;
 use crate::mcts::SearchResult;
 use crate::units::{no_negative_zero, to_gib, to_ms};
@@ -161,38 +158,6 @@ fn decision_runs(groups: &[PlacedGroup]) -> Vec<&[PlacedGroup]> {
     groups
         .chunk_by(|a, b| a.devices == b.devices && a.option == b.option)
         .collect()
-}
-
-/// Placers that need no search (so no budget): what `place` compares its result with.
-pub const OTHER_METHODS: &[&str] = &[
-    "dp-subset",
-    "single",
-    "dp-nccl",
-    "dp-nccl-p",
-    "horovod",
-    "metis",
-    "m-topo",
-    "m-etf",
-    "m-sct",
-    "heft",
-    "dpos",
-    "os-dpos",
-    "order-place",
-    "adjusting",
-    "quickp",
-];
-
-/// The fastest of [`OTHER_METHODS`] that fits, as (name, µs).
-pub fn best_heuristic(p: &Problem, routes: &RouteTable) -> Result<(String, f64)> {
-    let mut best = ("none".to_string(), f64::INFINITY);
-    for &name in OTHER_METHODS {
-        let placement = baselines::placer(name)?.place(p, &baselines::Budget::default())?;
-        let e = evaluate(p, routes, &placement)?;
-        if e.result.oom.is_empty() && e.report.iteration_us < best.1 {
-            best = (name.to_string(), e.report.iteration_us);
-        }
-    }
-    Ok(best)
 }
 
 /// Names of the device groups whose GPUs exactly make up `devices` (all of them, as a set).

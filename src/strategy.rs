@@ -49,7 +49,7 @@ impl ReplicationOption {
 }
 
 /// How replicas of a batch-split group share the batch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BatchSplit {
     /// Equal shares (TAG).
@@ -60,7 +60,7 @@ pub enum BatchSplit {
 }
 
 /// How gradients of AllReduce groups are synchronised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AllReducePacking {
     /// One AllReduce per gradient as soon as its replicas are done, overlapping the rest of the
@@ -265,6 +265,10 @@ pub struct StrategyFile {
     /// Ids of the ops the SFB ILP duplicated (see [`Strategy::sfb_duplicated`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sfb_duplicated: Vec<u64>,
+    /// Execution priorities (lower first), one per op in the graph file's op order: a list
+    /// scheduler's planned start times (FastT's order enforcement). Empty: run in arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub priority: Vec<f64>,
     pub groups: Vec<GroupRecord>,
 }
 
@@ -284,7 +288,13 @@ pub struct GroupRecord {
 }
 
 impl StrategyFile {
-    pub fn from_strategy(s: &Strategy, g: &Graph, cluster: &str) -> StrategyFile {
+    /// The file of `s`, with its execution priorities if it has any (one per op).
+    pub fn from_strategy(
+        s: &Strategy,
+        priority: Option<&[f64]>,
+        g: &Graph,
+        cluster: &str,
+    ) -> StrategyFile {
         let groups = s
             .members()
             .into_iter()
@@ -303,6 +313,7 @@ impl StrategyFile {
             allreduce: s.allreduce,
             sfb: false,
             sfb_duplicated: s.sfb_duplicated.iter().map(|&i| g.op(i).id).collect(),
+            priority: priority.map(<[f64]>::to_vec).unwrap_or_default(),
             groups,
         }
     }
@@ -402,6 +413,8 @@ pub struct LoadedStrategy {
     /// The model and cluster the file says it is for.
     pub model: String,
     pub cluster: String,
+    /// Execution priorities, one per op, if the file gives them.
+    pub priority: Option<Vec<f64>>,
 }
 
 pub fn parse_strategy(
@@ -428,12 +441,44 @@ pub fn parse_strategy(
     })?;
     let sfb_requested = file.sfb && file.sfb_duplicated.is_empty();
     let (model, cluster) = (file.model.clone(), file.cluster.clone());
+    let priority = checked_priority(&file.priority, source, g)?;
     Ok(LoadedStrategy {
         strategy: file.into_strategy(source, g, devices)?,
         sfb_requested,
         model,
         cluster,
+        priority,
     })
+}
+
+/// A file's priorities: none, or one finite number per op of `g`.
+fn checked_priority(
+    priority: &[f64],
+    source: &str,
+    g: &Graph,
+) -> Result<Option<Vec<f64>>, InputError> {
+    if priority.is_empty() {
+        return Ok(None);
+    }
+    if priority.len() != g.len() {
+        return Err(InputError::new(
+            source,
+            "priority",
+            format!(
+                "has {} entries, the graph has {} ops",
+                priority.len(),
+                g.len()
+            ),
+        ));
+    }
+    if let Some(i) = priority.iter().position(|x| !x.is_finite()) {
+        return Err(InputError::new(
+            source,
+            format!("priority[{i}]"),
+            "must be a finite number",
+        ));
+    }
+    Ok(Some(priority.to_vec()))
 }
 
 pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<LoadedStrategy> {
@@ -442,9 +487,15 @@ pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<LoadedStr
     Ok(parse_strategy(&text, &source, g, devices)?)
 }
 
-pub fn save_strategy(s: &Strategy, g: &Graph, cluster: &str, path: &Path) -> Result<()> {
-    let text = serde_json::to_string_pretty(&StrategyFile::from_strategy(s, g, cluster))
-        .map_err(|e| Error::serialise("strategy", e))?;
+pub fn save_strategy(
+    s: &Strategy,
+    priority: Option<&[f64]>,
+    g: &Graph,
+    cluster: &str,
+    path: &Path,
+) -> Result<()> {
+    let file = StrategyFile::from_strategy(s, priority, g, cluster);
+    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::serialise("strategy", e))?;
     write_atomic(path, text.as_bytes())
 }
 

@@ -192,7 +192,7 @@ fn the_layers_named_in_the_design_run_one_way() {
             "place_summary",
             "data_parallel",
         ],
-        &["train", "experiment", "fidelity"],
+        &["train", "experiment", "headroom", "fidelity"],
         &["cli"],
     ];
     let layer_of = |m: &str| layers.iter().position(|l| l.contains(&m));

@@ -473,13 +473,54 @@ fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
         .unwrap()
         .strategy;
     let path = temp_dir("roundtrip").join("horovod.json");
-    save_strategy(&s, &g, &c.name, &path).unwrap();
+    save_strategy(&s, None, &g, &c.name, &path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"buckets\": 67108864"), "{text}");
+    assert!(!text.contains("priority"), "{text}");
     assert_eq!(
         load_strategy(&path, &g, c.devices.len()).unwrap().strategy,
         s
     );
+}
+
+/// A list schedule's execution order travels with its strategy file: loaded back, it simulates
+/// to the same time as the placement did, and a wrong-length order names the field.
+#[test]
+fn a_list_schedules_priorities_survive_a_json_round_trip() {
+    use topoplace::strategy::{load_strategy, save_strategy};
+    let cost = CostModel::default();
+    let g = model("mlp");
+    let c = config("tag-testbed");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let placement = placer("heft").unwrap().place(&p, &budget()).unwrap();
+    let order = placement.order.clone().expect("HEFT plans an order");
+    let path = temp_dir("priority").join("heft.json");
+    save_strategy(&placement.strategy, Some(&order), &g, &c.name, &path).unwrap();
+    let loaded = load_strategy(&path, &g, c.devices.len()).unwrap();
+    // serde_json parses decimals to within an ulp, not always exactly.
+    let read = loaded.priority.clone().expect("the file keeps the order");
+    assert_eq!(read.len(), order.len());
+    for (a, b) in read.iter().zip(&order) {
+        assert!((a - b).abs() <= 1e-12 * b.abs().max(1.0), "{a} vs {b}");
+    }
+    let again = Placement {
+        order: loaded.priority,
+        ..Placement::plain(loaded.strategy, "")
+    };
+    let ((oom_a, a), (oom_b, b)) = (judge(&p, &again), judge(&p, &placement));
+    assert_eq!(oom_a, oom_b);
+    assert!((a - b).abs() <= 1e-9 * b, "{a} vs {b}");
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json["priority"].as_array_mut().unwrap().pop();
+    std::fs::write(&path, json.to_string()).unwrap();
+    let err = load_strategy(&path, &g, c.devices.len()).unwrap_err();
+    assert!(err.to_string().contains("priority"), "{err}");
 }
 
 #[test]
@@ -505,18 +546,23 @@ fn os_dpos_keeps_only_splits_that_shorten_dpos() {
     assert!(improved > 0, "no split ever helped");
 }
 
-/// The search never loses to data parallelism, by construction: it starts from the best data
-/// parallelism over device-group subsets (`dp-subset`, which contains DP-NCCL, DP-NCCL-P, Horovod
-/// and the single fastest GPU) and keeps only what is faster. The list schedulers can still win on
-/// tiny graphs (HEFT on mlp: op-level model parallelism with an execution order), which is
-/// printed, not asserted.
+/// The search never loses to the heuristics nor to `local-search`, by construction: it polishes
+/// from `dp-subset` exactly as `local-search` does (with the same polish budget), also from the
+/// best heuristic and the tree's best, and falls back to a heuristic's placement (list schedules
+/// with their execution order) when nothing found is faster. `mcmc` is printed, not asserted.
 #[test]
-fn tag_is_never_slower_than_data_parallelism() {
+fn tag_is_never_slower_than_a_heuristic_or_local_search() {
+    use topoplace::baselines::heuristics::HEURISTICS;
+    use topoplace::mcts::DEFAULT_POLISH;
     let cost = CostModel::default();
     let budget = Budget {
         steps: 100,
         seconds: None,
         seed: 0,
+    };
+    let polish = Budget {
+        steps: DEFAULT_POLISH,
+        ..budget
     };
     for (name, cluster_name) in [
         ("mlp", "tag-testbed"),
@@ -531,22 +577,23 @@ fn tag_is_never_slower_than_data_parallelism() {
             cluster: &c,
             cost: &cost,
         };
-        let time = |m: &str| {
-            let placement = placer(m).unwrap().place(&p, &budget).unwrap();
+        let time = |m: &str, budget: &Budget| {
+            let placement = placer(m).unwrap().place(&p, budget).unwrap();
             judge(&p, &placement)
         };
-        let (tag_oom, tag) = time("tag");
+        let (tag_oom, tag) = time("tag", &budget);
         assert!(!tag_oom, "{name} on {cluster_name}: tag runs out of memory");
-        for other in names() {
-            let (oom, t) = time(other);
-            eprintln!("{name} on {cluster_name}: tag {tag:.1} µs, {other} {t:.1} µs");
-            if ["dp-subset", "single", "dp-nccl", "dp-nccl-p", "horovod"].contains(&other) {
-                assert!(
-                    oom || tag <= t * (1.0 + 1e-9),
-                    "{name} on {cluster_name}: tag {tag:.1} µs, {other} {t:.1} µs"
-                );
-            }
+        let mut others: Vec<(&str, Budget)> = HEURISTICS.iter().map(|&m| (m, budget)).collect();
+        others.push(("local-search", polish));
+        for (other, b) in others {
+            let (oom, t) = time(other, &b);
+            assert!(
+                oom || tag <= t * (1.0 + 1e-9),
+                "{name} on {cluster_name}: tag {tag:.1} µs, {other} {t:.1} µs"
+            );
         }
+        let (_, mcmc) = time("mcmc", &budget);
+        eprintln!("{name} on {cluster_name}: tag {tag:.1} µs, mcmc {mcmc:.1} µs");
     }
 }
 
@@ -610,4 +657,39 @@ fn dp_subset_pruning_finds_the_brute_force_best() {
             best.simulated
         );
     }
+}
+
+/// `compare` runs `tag` first and gives `mcmc` and `local-search` its wall-clock time, saying so;
+/// without `tag` they take the budget's steps.
+#[test]
+fn compare_gives_the_searches_tags_time_and_says_so() {
+    use topoplace::baselines::compare::{parse_methods, run};
+    let models = vec![("mlp".to_string(), model("mlp"))];
+    let clusters = vec![("t".to_string(), cluster(2, true, None))];
+    let rows = run(
+        &models,
+        &clusters,
+        &parse_methods("mcmc,local-search,tag").unwrap(),
+        &budget(),
+        |_| {},
+    );
+    let names: Vec<&str> = rows.iter().map(|r| r.method.as_str()).collect();
+    assert_eq!(
+        names,
+        ["mcmc", "local-search", "tag"],
+        "rows keep the given order"
+    );
+    let tag_s = rows[2].search_s;
+    for r in &rows[..2] {
+        assert_eq!(r.budget, format!("equal time: {tag_s:.2} s (tag's)"));
+    }
+    assert_eq!(rows[2].budget, "20 steps");
+    let alone = run(
+        &models,
+        &clusters,
+        &parse_methods("mcmc").unwrap(),
+        &budget(),
+        |_| {},
+    );
+    assert_eq!(alone[0].budget, "20 steps");
 }

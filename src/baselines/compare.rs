@@ -37,6 +37,9 @@ pub struct Row {
     pub oom: bool,
     /// Time the placer took, seconds.
     pub search_s: f64,
+    /// What the placer was allowed: the budget's steps, or `tag`'s wall-clock time for the
+    /// searches compared with it at equal time.
+    pub budget: String,
     pub error: Option<String>,
     pub note: String,
 }
@@ -72,8 +75,16 @@ pub fn run(
             };
             let routes = RouteTable::new(cluster);
             let dp = dp_iteration_us(&p, &routes);
-            for m in methods {
-                let mut row = run_one(&p, &routes, m.as_ref(), budget);
+            let mut done: Vec<Option<Row>> = vec![None; methods.len()];
+            let mut tag_seconds = None;
+            for i in run_order(methods) {
+                let m = methods[i].as_ref();
+                let (budget, allowed) = fair_budget(m.name(), budget, tag_seconds);
+                let mut row = run_one(&p, &routes, m, &budget);
+                if m.name() == "tag" {
+                    tag_seconds = Some(row.search_s);
+                }
+                row.budget = allowed;
                 row.model = model.clone();
                 row.cluster = cluster_name.clone();
                 row.speedup_over_dp = match (dp, row.iteration_ms) {
@@ -81,11 +92,39 @@ pub fn run(
                     _ => None,
                 };
                 on_row(&row);
-                rows.push(row);
+                done[i] = Some(row);
             }
+            rows.extend(done.into_iter().flatten());
         }
     }
     rows
+}
+
+/// Searches that get `tag`'s wall-clock time when both are compared (the issue of fairness the
+/// papers' comparisons leave open): their steps are unbounded and the time is `tag`'s.
+pub const EQUAL_TIME: &[&str] = &["mcmc", "local-search"];
+
+/// Indices of `methods` in the order they run: `tag` first, so the equal-time searches know its
+/// time; rows are reported in the given order.
+fn run_order(methods: &[Box<dyn Placer>]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..methods.len()).collect();
+    order.sort_by_key(|&i| methods[i].name() != "tag");
+    order
+}
+
+/// The budget of `method` and how the table states it.
+fn fair_budget(method: &str, budget: &Budget, tag_seconds: Option<f64>) -> (Budget, String) {
+    match tag_seconds {
+        Some(seconds) if EQUAL_TIME.contains(&method) => (
+            Budget {
+                steps: usize::MAX,
+                seconds: Some(seconds),
+                seed: budget.seed,
+            },
+            format!("equal time: {seconds:.2} s (tag's)"),
+        ),
+        _ => (*budget, format!("{} steps", budget.steps)),
+    }
 }
 
 fn dp_iteration_us(p: &Problem, routes: &RouteTable) -> Option<f64> {
@@ -109,6 +148,7 @@ pub fn run_one(p: &Problem, routes: &RouteTable, m: &dyn Placer, budget: &Budget
         peak_memory_gib: None,
         oom: false,
         search_s,
+        budget: String::new(),
         error: None,
         note: String::new(),
     };
@@ -152,13 +192,13 @@ fn status(r: &Row) -> String {
 
 pub fn markdown(rows: &[Row]) -> String {
     let mut s = String::from(
-        "| model | cluster | method | iteration ms | speed-up over DP-NCCL | peak memory GiB | OOM | search s | status |\n\
-         |---|---|---|---:|---:|---:|---|---:|---|\n",
+        "| model | cluster | method | iteration ms | speed-up over DP-NCCL | peak memory GiB | OOM | search s | budget | status |\n\
+         |---|---|---|---:|---:|---:|---|---:|---|---|\n",
     );
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} |",
             r.model,
             r.cluster,
             r.method,
@@ -167,6 +207,7 @@ pub fn markdown(rows: &[Row]) -> String {
             fmt_opt(r.peak_memory_gib, 2),
             if r.oom { "yes" } else { "no" },
             r.search_s,
+            r.budget,
             status(r).replace('|', "/"),
         );
     }
@@ -184,6 +225,7 @@ pub fn csv(rows: &[Row]) -> String {
         "peak_memory_gib",
         "oom",
         "search_s",
+        "budget",
         "error",
         "note",
     ];
@@ -200,6 +242,7 @@ pub fn csv(rows: &[Row]) -> String {
                 fixed(r.peak_memory_gib),
                 r.oom.to_string(),
                 format!("{:.3}", r.search_s),
+                r.budget.clone(),
                 r.error.clone().unwrap_or_default(),
                 r.note.clone(),
             ]

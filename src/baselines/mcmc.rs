@@ -44,6 +44,7 @@ impl Placer for Mcmc {
         let build = |choices: &[usize]| strategy(p, &grouping.op_group, &menu, choices);
         let mut current_cost = cost(p, &routes, &build(&current)?)?;
         let (mut best, mut best_cost) = (current.clone(), current_cost);
+        let mut taken = 0;
         for _ in 0..budget.steps {
             if budget
                 .seconds
@@ -51,6 +52,7 @@ impl Placer for Mcmc {
             {
                 break;
             }
+            taken += 1;
             let mut next = current.clone();
             let g = rng.random_range(0..next.len());
             next[g] = rng.random_range(0..menu.len());
@@ -76,7 +78,7 @@ impl Placer for Mcmc {
             format!(
                 "mcmc: {} METIS groups, best of {} steps from data parallel",
                 grouping.num_groups(),
-                budget.steps
+                taken
             ),
         ))
     }

@@ -15,6 +15,8 @@
 //! - [`tag`]: TAG's MCTS over METIS op groups ([`crate::mcts`]), with the shipped GNN policy's
 //!   priors (`tag`) or uniform priors (`tag-pure`).
 //! - [`milp`]: `quickp-milp` and `moirai-milp`, the exact MILPs of [`crate::solve`] on HiGHS.
+//! - [`heuristics`]: the placers that need no search, run together: the starts of TAG's search
+//!   and the best other method `place` reports.
 
 pub mod baechi;
 pub mod celeritas;
@@ -23,6 +25,7 @@ pub mod dp;
 pub mod dp_subset;
 pub mod fastt;
 pub mod heft;
+pub mod heuristics;
 pub mod list;
 pub mod local_search;
 pub mod mcmc;

@@ -1,18 +1,58 @@
 //! TAG's search as placers: METIS op groups and MCTS. `tag` takes its priors from the shipped
 //! GNN policy (models/tag-default.gnn, embedded in the binary), `tag-pure`
 //! searches with uniform priors (TAG's "pure MCTS"). The budget's steps are MCTS iterations.
+//!
+//! Beyond TAG, both run [`tag_search`]: the heuristics ([`super::heuristics`]) first, whose
+//! placements the search polishes from and falls back to, so it never returns anything slower
+//! than them.
 
+use std::time::{Duration, Instant};
+
+use super::heuristics::{Heuristic, heuristics};
 use super::{Budget, Placer};
+use crate::cluster::RouteTable;
 use crate::error::Result;
 use crate::evaluate::{Placement, Problem};
 use crate::gnn::GnnPolicy;
-use crate::mcts::{DEFAULT_GROUPS, MctsConfig, search_with};
+use crate::mcts::{DEFAULT_GROUPS, MctsConfig, Progress, SearchResult, search_from};
 
 pub enum Tag {
     /// Priors from the shipped policy.
     Shipped,
     /// Uniform priors.
     Pure,
+}
+
+/// Share of a time limit the heuristics may take before the search starts.
+const HEURISTICS_SHARE: f64 = 0.25;
+
+/// The heuristics, then TAG's search over `groups` METIS op groups starting from their
+/// placements: what `topoplace place` and the `tag` placers run. `config.seconds` bounds the
+/// whole (the heuristics stop at a quarter of it; the search gets what is left).
+pub fn tag_search(
+    p: &Problem,
+    groups: usize,
+    mut config: MctsConfig,
+    policy: Option<&GnnPolicy>,
+    progress: impl FnMut(Progress),
+) -> Result<(SearchResult, Vec<Heuristic>)> {
+    let began = Instant::now();
+    let routes = RouteTable::new(p.cluster);
+    let deadline = config
+        .seconds
+        .map(|s| began + Duration::from_secs_f64(s * HEURISTICS_SHARE));
+    let found = heuristics(p, &routes, deadline)?;
+    // The polish computes dp-subset itself.
+    let starts: Vec<Placement> = found
+        .iter()
+        .filter(|h| h.name != "dp-subset")
+        .map(|h| h.placement.clone())
+        .collect();
+    if let Some(s) = &mut config.seconds {
+        *s = (*s - began.elapsed().as_secs_f64()).max(0.0);
+    }
+    let result = search_from(p, groups, config, policy, starts, progress)?;
+    Ok((result, found))
 }
 
 impl Placer for Tag {
@@ -34,7 +74,7 @@ impl Placer for Tag {
             Tag::Shipped => Some(GnnPolicy::shipped()?),
             Tag::Pure => None,
         };
-        let found = search_with(p, DEFAULT_GROUPS, config, policy.as_ref(), |_| {})?;
+        let (found, _) = tag_search(p, DEFAULT_GROUPS, config, policy.as_ref(), |_| {})?;
         let priors = match &policy {
             Some(_) => "GNN priors (models/tag-default.gnn)",
             None => "uniform priors",
@@ -42,11 +82,12 @@ impl Placer for Tag {
         let mut placement = Placement::plain(
             found.strategy,
             format!(
-                "tag: MCTS, {priors}, {} op groups, {} iterations",
+                "tag: MCTS, {priors}, {} op groups, {} iterations, polished from the heuristics",
                 found.group_ops.len(),
                 found.iterations
             ),
         );
+        placement.order = found.order;
         placement.fits = Some(found.fits);
         Ok(placement)
     }

@@ -59,16 +59,17 @@ impl Inputs {
     }
 }
 
-/// `--strategy`: a reference strategy (`single`, `dp`, `dp-p`) or a strategy file. A file written
-/// by an older version that asks for SFB (`"sfb": true`) gets its duplicated ops decided here.
+/// `--strategy`: a reference strategy (`single`, `dp`, `dp-p`) or a strategy file, with the
+/// file's execution priorities if it gives them. A file written by an older version that asks
+/// for SFB (`"sfb": true`) gets its duplicated ops decided here.
 pub fn strategy_named(
     name: &str,
     graph: &Graph,
     cluster: &Cluster,
     cost: &CostModel,
-) -> Result<Strategy> {
+) -> Result<(Strategy, Option<Vec<f64>>)> {
     if let Some(reference) = Reference::parse(name) {
-        return Ok(reference.strategy(graph, cluster));
+        return Ok((reference.strategy(graph, cluster), None));
     }
     if !Path::new(name).exists() {
         return Err(InputError::new(
@@ -99,7 +100,7 @@ pub fn strategy_named(
         strategy.sfb_duplicated =
             duplicated_ops(graph, cluster, cost, &strategy, &SfbOptions::default())?;
     }
-    Ok(strategy)
+    Ok((strategy, loaded.priority))
 }
 
 /// The Chrome trace of a simulated iteration, written atomically.

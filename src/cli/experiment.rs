@@ -30,7 +30,7 @@ pub struct ExperimentArgs {
         default_value = "vgg19,resnet101,inception-v3,transformer,bert-small,bert-large"
     )]
     models: Vec<String>,
-    /// The cluster of search-efficiency and holdout-models.
+    /// The cluster of search-efficiency, holdout-models and reference-best.
     #[arg(long, default_value = "tag-testbed")]
     cluster: String,
     /// MCTS iterations per search (the same for every priors compared).
@@ -39,7 +39,8 @@ pub struct ExperimentArgs {
     /// METIS op groups.
     #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS, value_parser = super::common::at_least_one)]
     groups: usize,
-    /// search-efficiency: searches per model and priors (seeds 0..N).
+    /// search-efficiency: searches per model and priors (seeds 0..N); reference-best: long
+    /// searches per model.
     #[arg(long, default_value_t = 3, value_parser = super::common::at_least_one_u64)]
     seeds: u64,
     /// unseen-topologies and overhead: random topologies.
@@ -101,6 +102,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         "search-efficiency" => experiment::search_efficiency(&setup),
         "unseen-topologies" => experiment::unseen_topologies(&setup),
         "overhead" => experiment::overhead(&setup),
+        "reference-best" => topoplace::headroom::reference_best(&setup),
         "holdout-models" => {
             let recipe = Recipe::load(&args.recipe)?;
             experiment::holdout_models(&setup, &recipe, args.steps, &args.out, |m| {

@@ -1,5 +1,6 @@
-//! `topoplace place`: TAG's tree search with the shipped (or a given) policy, against DP-NCCL and
-//! the best other method (every placer that needs no search, `dp-subset` among them).
+//! `topoplace place`: the heuristics, then TAG's tree search with the shipped (or a given) policy
+//! starting from their placements; reported against the best other method (the fastest
+//! heuristic, `dp-subset` among them) and DP-NCCL.
 
 use std::path::PathBuf;
 
@@ -8,11 +9,12 @@ use clap::{Args, ValueEnum};
 use super::common::Inputs;
 use super::common::{BAR, print_either, progress_bar, write_trace};
 use topoplace::assets::SHIPPED_POLICY;
-use topoplace::cluster::RouteTable;
+use topoplace::baselines::heuristics::best_heuristic;
+use topoplace::baselines::tag::tag_search;
 use topoplace::error::{Result, SearchError};
 use topoplace::gnn::{self, GnnPolicy};
 use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
-use topoplace::place_summary::{PlaceSummary, best_heuristic};
+use topoplace::place_summary::PlaceSummary;
 use topoplace::strategy::save_strategy;
 use topoplace::units::to_ms;
 
@@ -103,14 +105,15 @@ pub fn run(args: PlaceArgs) -> Result<()> {
         ..Default::default()
     };
     let bar = progress_bar(args.budget as u64, BAR)?;
-    let found = mcts::search_with(&p, args.groups, config, policy.as_ref(), |progress| {
+    bar.set_message("heuristics");
+    let found = tag_search(&p, args.groups, config, policy.as_ref(), |progress| {
         bar.set_position(progress.iterations as u64);
         if let Some(best) = progress.best_us {
             bar.set_message(format!("best {:.2} ms", to_ms(best)));
         }
     });
     bar.finish_and_clear();
-    let found = found?;
+    let (found, heuristics) = found?;
     if !found.fits {
         return Err(SearchError::DoesNotFit {
             model: graph.name.clone(),
@@ -119,10 +122,16 @@ pub fn run(args: PlaceArgs) -> Result<()> {
         }
         .into());
     }
-    let heuristic = best_heuristic(&p, &RouteTable::new(cluster))?;
+    let heuristic = best_heuristic(&heuristics);
     let summary = PlaceSummary::new(graph, cluster, &policy_shown, &found, heuristic);
     if let Some(path) = &args.out {
-        save_strategy(&found.strategy, graph, &cluster.name, path)?;
+        save_strategy(
+            &found.strategy,
+            found.order.as_deref(),
+            graph,
+            &cluster.name,
+            path,
+        )?;
     }
     if let Some(path) = &args.trace {
         write_trace(path, graph, cluster, &found.evaluation)?;

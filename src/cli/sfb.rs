@@ -35,7 +35,7 @@ pub fn run(args: SfbArgs) -> Result<()> {
         cluster,
         cost,
     } = &inputs;
-    let strategy = strategy_named(&args.strategy, graph, cluster, cost)?;
+    let (strategy, _) = strategy_named(&args.strategy, graph, cluster, cost)?;
     let opts = SfbOptions {
         depth: args.depth,
         ..Default::default()

@@ -6,8 +6,9 @@ use clap::{Args, ValueEnum};
 
 use super::common::Inputs;
 use super::common::{print_either, strategy_named, write_trace};
+use topoplace::cluster::RouteTable;
 use topoplace::error::Result;
-use topoplace::evaluate::{SimulationSummary, evaluate_strategy};
+use topoplace::evaluate::{Placement, SimulationSummary, evaluate, evaluate_strategy};
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
 
@@ -25,9 +26,10 @@ pub struct SimulateArgs {
     /// Override the zoo model's batch size.
     #[arg(long)]
     batch: Option<u32>,
-    /// Execution order on each GPU.
-    #[arg(long, value_enum, default_value_t = OrderArg::Fifo)]
-    order: OrderArg,
+    /// Execution order on each GPU (default: by the file's priorities when it gives them, else
+    /// in arrival order).
+    #[arg(long, value_enum)]
+    order: Option<OrderArg>,
     /// Write a Chrome trace (chrome://tracing, Perfetto) of every task here.
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -35,7 +37,7 @@ pub struct SimulateArgs {
     json: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
 enum OrderArg {
     /// TensorFlow's default: ready tasks in arrival order.
     Fifo,
@@ -60,13 +62,19 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         cost,
     } = &inputs;
     let p = inputs.problem();
-    let strategy = strategy_named(&args.strategy, graph, cluster, cost)?;
-    let evaluation = evaluate_strategy(&p, &strategy, args.order.into())?;
-    let dp = evaluate_strategy(
-        &p,
-        &Reference::Dp.strategy(graph, cluster),
-        args.order.into(),
-    )?;
+    let (strategy, priority) = strategy_named(&args.strategy, graph, cluster, cost)?;
+    let evaluation = match (priority, args.order) {
+        (Some(order), None | Some(OrderArg::Priority)) => {
+            let placement = Placement {
+                order: Some(order),
+                ..Placement::plain(strategy, "")
+            };
+            evaluate(&p, &RouteTable::new(cluster), &placement)?
+        }
+        (_, order) => evaluate_strategy(&p, &strategy, order.unwrap_or(OrderArg::Fifo).into())?,
+    };
+    let dp_order = args.order.unwrap_or(OrderArg::Fifo).into();
+    let dp = evaluate_strategy(&p, &Reference::Dp.strategy(graph, cluster), dp_order)?;
     let summary = SimulationSummary::new(graph, cluster, &args.strategy, &evaluation, &dp);
     if let Some(path) = &args.trace {
         write_trace(path, graph, cluster, &evaluation)?;

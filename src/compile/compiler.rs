@@ -196,13 +196,20 @@ impl<'a> Compiler<'a> {
         let o = self.graph.op(op);
         let layout = Rc::clone(&self.layouts[op]);
         let first = self.exec.len() as TaskId;
+        // Replicas on GPUs of one type with one share take the same time: cost it once.
+        let mut last: Option<(&str, f64, f64)> = None;
         for (i, &d) in layout.devices.iter().enumerate() {
             let share = if layout.kind == LayoutKind::Full {
                 1.0
             } else {
                 layout.shares[i]
             };
-            let duration = self.cost.compute_time_us(o, self.gpu(d), share);
+            let gpu = self.gpu(d);
+            let duration = match last {
+                Some((name, s, t)) if name == gpu.name && s == share => t,
+                _ => self.cost.compute_time_us(o, gpu, share),
+            };
+            last = Some((gpu.name, share, duration));
             let out_bytes = match (o.phase, layout.kind) {
                 // A parameter's tensor is the resident variable itself.
                 (Phase::Parameter, _) => 0.0,

@@ -152,16 +152,16 @@ fn model_parallel_assignment(
     cost: &CostModel,
 ) -> Vec<u32> {
     let mut device = vec![0u32; graph.len()];
-    let order = graph.topological_order();
+    // Each group's ops in topological order, in one pass over the order.
+    let mut in_order: Vec<Vec<OpIdx>> = vec![Vec::new(); strategy.group_count()];
+    for op in graph.topological_order() {
+        in_order[strategy.group_of(op)].push(op);
+    }
     for (group, decision) in strategy.decisions().iter().enumerate() {
         if decision.option != ReplicationOption::ModelParallel {
             continue;
         }
-        let members: Vec<OpIdx> = order
-            .iter()
-            .copied()
-            .filter(|&op| strategy.group_of(op) == group)
-            .collect();
+        let members = std::mem::take(&mut in_order[group]);
         let parts = decision.devices.len();
         let mut weights = vec![0.0; graph.len()];
         let mut memory = vec![0.0; graph.len()];

@@ -36,19 +36,36 @@ impl KernelClass {
                 KernelClass::Conv
             };
         }
-        let t = op.op_type.to_ascii_lowercase();
-        if t.starts_with("conv") || t.starts_with("depthwiseconv") {
+        // Called for every replica of every op in every simulation: no allocation.
+        let t = op.op_type.as_bytes();
+        if starts_with_ignore_case(t, b"conv") || starts_with_ignore_case(t, b"depthwiseconv") {
             KernelClass::Conv
-        } else if ["matmul", "gemm", "addmm", "bmm", "einsum", "linear"]
-            .iter()
-            .any(|k| t.contains(k))
-            || t == "mm"
+        } else if [
+            &b"matmul"[..],
+            b"gemm",
+            b"addmm",
+            b"bmm",
+            b"einsum",
+            b"linear",
+        ]
+        .iter()
+        .any(|k| contains_ignore_case(t, k))
+            || t.eq_ignore_ascii_case(b"mm")
         {
             KernelClass::Gemm
         } else {
             KernelClass::Memory
         }
     }
+}
+
+fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
+    text.len() >= prefix.len() && text[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+fn contains_ignore_case(text: &[u8], needle: &[u8]) -> bool {
+    text.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// Efficiencies of one architecture.

@@ -96,3 +96,27 @@ pub fn build_strategy(
     s.allreduce = packing;
     Ok(s)
 }
+
+/// The actions that all-reduce over exactly one device group's GPUs, where every subset of
+/// device groups is an action.
+pub(super) fn single_group_allreduce(
+    cluster: &crate::cluster::Cluster,
+    actions: &[GroupDecision],
+) -> Vec<u16> {
+    if cluster.groups.len() > super::config::FULL_SUBSETS_UP_TO {
+        return Vec::new();
+    }
+    let option = crate::strategy::ReplicationOption::AllReduce;
+    cluster
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let mut devices = g.devices.clone();
+            devices.sort_unstable();
+            actions
+                .iter()
+                .position(|a| a.option == option && a.devices == devices)
+                .map(|a| a as u16)
+        })
+        .collect()
+}

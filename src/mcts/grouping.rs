@@ -51,3 +51,26 @@ pub fn order_by_compute(op_group: &[u32], weights: &[f64]) -> Vec<u32> {
     }
     op_group.iter().map(|&g| rank[g as usize]).collect()
 }
+
+/// For each op group, the op groups joined to it by a tensor or a gradient, and itself.
+pub(super) fn group_neighbours(
+    graph: &crate::graph::Graph,
+    op_group: &[u32],
+    groups: usize,
+) -> Vec<Vec<usize>> {
+    let mut sets = vec![std::collections::BTreeSet::new(); groups];
+    for (g, set) in sets.iter_mut().enumerate() {
+        set.insert(g);
+    }
+    let pairs = graph
+        .edges()
+        .iter()
+        .map(|e| (e.src, e.dst))
+        .chain(graph.gradients().iter().map(|l| (l.grad, l.optimizer)));
+    for (a, b) in pairs {
+        let (ga, gb) = (op_group[a] as usize, op_group[b] as usize);
+        sets[ga].insert(gb);
+        sets[gb].insert(ga);
+    }
+    sets.into_iter().map(|s| s.into_iter().collect()).collect()
+}

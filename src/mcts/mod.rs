@@ -25,6 +25,7 @@
 
 pub mod actions;
 pub mod config;
+pub mod finish;
 pub mod grouping;
 pub mod polish;
 pub mod result;
@@ -32,7 +33,9 @@ pub mod search;
 pub mod tree;
 
 pub use actions::{PACKINGS, actions, build_strategy, device_group_sets};
-pub use config::{DEFAULT_GROUPS, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, SearchSplit};
+pub use config::{
+    DEFAULT_GROUPS, DEFAULT_POLISH, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, SearchSplit,
+};
 pub use grouping::{metis_groups, order_by_compute, ordered_groups};
 pub use result::{Progress, SearchResult, VertexTarget};
-pub use search::{Mcts, search, search_with};
+pub use search::{Mcts, search, search_from, search_with};

@@ -1,13 +1,20 @@
-//! After the tree (beyond TAG): start from the better of the tree's best strategy and the best
-//! data parallelism ([`crate::data_parallel`]), then polish it by local search, so the search
-//! never returns anything slower than what an engineer would run by hand.
+//! After the tree (beyond TAG): polish by local search from up to three starts — the best data
+//! parallelism over device-group subsets ([`crate::data_parallel`]), the fastest of the
+//! placements the caller gives ([`Mcts::with_starts`]: the cheap heuristics') where the search
+//! space expresses it, and the tree's best — and return the fastest strategy seen, polished or
+//! not (a list schedule with its execution order included). So the search never returns anything
+//! slower than what an engineer would run by hand or a heuristic finds, nor than the
+//! `local-search` placer at the same polish budget (which polishes only the first start).
 //!
 //! The local search moves one op group at a time, in the tree's order (most compute first), to
 //! the best of a few candidate actions: the actions other groups use, the other replication
-//! options on the group's own GPUs, and data parallelism over every GPU; it also tries the other
-//! batch split and AllReduce packings for the whole strategy. A move is kept only when strictly
-//! faster. It stops after [`MctsConfig::polish`] simulations or at the search's time limit.
+//! options on the group's own GPUs, data parallelism over every GPU and over each device group;
+//! it also tries the other batch splits and AllReduce packings for the whole strategy. A move is kept only when strictly
+//! faster. Sweeps repeat until one improves nothing (a local optimum), the
+//! [`MctsConfig::polish`] simulations of that start are spent, or the search's time limit passes.
+//! A point two starts' walks share is simulated once.
 
+use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -16,7 +23,8 @@ use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel, variants};
 use crate::error::Result;
-use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption, Strategy};
+use crate::evaluate::{Placement, evaluate};
+use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption};
 
 /// A complete strategy in the search's terms, with the knobs the search leaves global.
 #[derive(Clone)]
@@ -27,43 +35,124 @@ pub(super) struct Point {
     pub(super) outcome: Outcome,
 }
 
-/// Where the polished search ends: a point of the search space, or the best data parallelism
-/// when no point of the space expresses it (the single fastest GPU, or a subset the action space
-/// of a large cluster lacks) and nothing found is faster.
+type Key = (Vec<u16>, BatchSplit, AllReducePacking);
+
+impl Point {
+    fn key(&self) -> Key {
+        (self.choice.clone(), self.split, self.packing)
+    }
+}
+
+/// Outcomes of the points simulated by any polish of one search: a later start's walk often
+/// crosses an earlier one's, and a point is simulated once.
+type Scores = HashMap<Key, Outcome>;
+
+/// Where the polished search ends: a point of the search space, or a start no point of the space
+/// expresses (the single fastest GPU, a subset the action space of a large cluster lacks, a list
+/// scheduler's per-op placement) when nothing found is faster.
 pub(super) enum Finish {
     Point(Point),
-    Fixed(Strategy, Outcome),
+    Fixed(Placement, Outcome),
+}
+
+impl Finish {
+    pub(super) fn outcome(&self) -> Outcome {
+        match self {
+            Finish::Point(p) => p.outcome,
+            Finish::Fixed(_, o) => *o,
+        }
+    }
 }
 
 impl Mcts<'_> {
-    /// The tree's best, or the best data parallelism where faster, polished.
-    pub(super) fn polished(&self, deadline: Option<Instant>) -> Result<(Finish, usize)> {
-        let (choice, outcome) = self.best.clone().expect("DP is evaluated first");
-        let tree = Point {
-            choice,
-            split: self.split,
-            packing: outcome.packing,
-            outcome,
-        };
+    /// Each start's polished point (distinct ones) and the fastest start, fastest first, to be
+    /// judged after TAG's SFB double check (which can reorder them); the simulations run.
+    pub(super) fn polished(&self, deadline: Option<Instant>) -> Result<(Vec<Finish>, usize)> {
         let dp = best_data_parallel(&self.problem, &self.routes)?;
+        let mut simulated = dp.simulated;
         let dp_outcome = Outcome {
             time_us: dp.time_us,
             fits: dp.fits,
             packing: dp.strategy.allreduce,
         };
-        let start = match self.as_point(&dp.strategy, dp_outcome) {
-            Some(p) if p.outcome.better_than(&tree.outcome) => p,
-            _ => tree,
-        };
-        let (point, simulated) = self.local_search(start, deadline)?;
-        if dp_outcome.better_than(&point.outcome) {
-            return Ok((Finish::Fixed(dp.strategy, dp_outcome), simulated));
+        let mut fixed = vec![(Placement::plain(dp.strategy, dp.note), dp_outcome)];
+        for start in &self.starts {
+            fixed.push((start.clone(), self.outcome_of_placement(start)?));
+            simulated += 1;
         }
-        Ok((Finish::Point(point), simulated))
+        // Polish dp-subset (what `local-search` does), the best start if another, and the tree's
+        // best: the other starts are far slower on the clusters where they differ.
+        let mut starts: Vec<Point> = self.as_point(&fixed[0].0, fixed[0].1).into_iter().collect();
+        let best_start = fixed
+            .iter()
+            .filter_map(|(start, o)| self.as_point(start, *o))
+            .reduce(|a, b| {
+                if b.outcome.better_than(&a.outcome) {
+                    b
+                } else {
+                    a
+                }
+            });
+        starts.extend(best_start);
+        if self.iterations > 0 {
+            let (choice, outcome) = self.best.clone().expect("DP is evaluated first");
+            starts.push(Point {
+                choice,
+                split: self.split,
+                packing: outcome.packing,
+                outcome,
+            });
+        }
+        let mut seen = HashSet::new();
+        starts.retain(|p| seen.insert(p.key()));
+        let mut finishes = Vec::new();
+        let mut scores = Scores::new();
+        for (i, start) in starts.into_iter().enumerate() {
+            // dp-subset's walk gets the whole budget (it is `local-search`'s); later ones half.
+            let budget = if i == 0 {
+                self.config.polish
+            } else {
+                self.config.polish / 2
+            };
+            let (point, used) = self.local_search(start, budget, deadline, &mut scores)?;
+            simulated += used;
+            if !finishes
+                .iter()
+                .any(|f| matches!(f, Finish::Point(q) if q.key() == point.key()))
+            {
+                finishes.push(Finish::Point(point));
+            }
+        }
+        let (s, o) = fixed
+            .into_iter()
+            .reduce(|a, b| if b.1.better_than(&a.1) { b } else { a })
+            .expect("dp-subset is a start");
+        finishes.push(Finish::Fixed(s, o));
+        finishes.sort_by(|a, b| {
+            let (a, b) = (a.outcome(), b.outcome());
+            (!a.fits, a.time_us)
+                .partial_cmp(&(!b.fits, b.time_us))
+                .expect("finite times")
+        });
+        Ok((finishes, simulated))
     }
 
-    /// `s` (every op in one group) as a point, when its decision is one of the actions.
-    fn as_point(&self, s: &Strategy, outcome: Outcome) -> Option<Point> {
+    fn outcome_of_placement(&self, placement: &Placement) -> Result<Outcome> {
+        let e = evaluate(&self.problem, &self.routes, placement)?;
+        Ok(Outcome {
+            time_us: e.report.iteration_us,
+            fits: e.result.oom.is_empty(),
+            packing: placement.strategy.allreduce,
+        })
+    }
+
+    /// A start as a point, when it has one group whose decision is one of the actions, no SFB
+    /// and no execution order of its own.
+    fn as_point(&self, start: &Placement, outcome: Outcome) -> Option<Point> {
+        let s = &start.strategy;
+        if s.group_count() != 1 || !s.sfb_duplicated.is_empty() || start.order.is_some() {
+            return None;
+        }
         let decision = s.decision(0);
         let a = self.actions.iter().position(|x| x == decision)?;
         Some(Point {
@@ -74,77 +163,121 @@ impl Mcts<'_> {
         })
     }
 
-    fn local_search(&self, mut at: Point, deadline: Option<Instant>) -> Result<(Point, usize)> {
-        let budget = self.config.polish;
+    /// Sweeps of single-group moves from `at` to a local optimum, within the polish budget and
+    /// the deadline; the point reached and the simulations run. A group whose moves all failed is
+    /// not looked at again until it or a group it exchanges tensors with changes ("don't-look
+    /// bits", as in Bentley's 2-opt for the TSP): later sweeps then cost a fraction of the first.
+    fn local_search(
+        &self,
+        mut at: Point,
+        budget: usize,
+        deadline: Option<Instant>,
+        scores: &mut Scores,
+    ) -> Result<(Point, usize)> {
         let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
-        // The global knobs first: shares and packing, as data parallelism tries them.
-        let every_gpu: Vec<usize> = (0..self.problem.cluster.devices.len()).collect();
-        let knobs: Vec<Point> = variants(self.problem.cluster, &every_gpu)
-            .into_iter()
-            .filter(|&(s, k)| (s, k) != (at.split, at.packing))
-            .map(|(split, packing)| Point {
-                split,
-                packing,
-                ..at.clone()
-            })
-            .collect();
-        let mut used = knobs.len();
-        at = self.improved(at, knobs)?;
-        for g in 0..self.groups {
-            if used >= budget || out_of_time() {
-                break;
-            }
-            let moves: Vec<Point> = self
-                .candidates(&at.choice, g)
+        let mut tried = HashSet::new();
+        tried.insert(at.key());
+        let mut look = vec![true; self.groups];
+        let mut used = 0;
+        loop {
+            let before = at.outcome;
+            // The global knobs first: shares and packing, as data parallelism tries them.
+            let every_gpu: Vec<usize> = (0..self.problem.cluster.devices.len()).collect();
+            let knobs: Vec<Point> = variants(self.problem.cluster, &every_gpu)
                 .into_iter()
-                .take(budget - used)
-                .map(|a| {
-                    let mut choice = at.choice.clone();
-                    choice[g] = a;
-                    Point {
-                        choice,
-                        ..at.clone()
-                    }
+                .map(|(split, packing)| Point {
+                    split,
+                    packing,
+                    ..at.clone()
                 })
+                .filter(|p| tried.insert(p.key()))
+                .take(budget.saturating_sub(used))
                 .collect();
-            used += moves.len();
-            at = self.improved(at, moves)?;
+            used += knobs.len();
+            let knobs_improved = self.improved(at.clone(), knobs, scores)?;
+            if knobs_improved.outcome.better_than(&at.outcome) {
+                look.fill(true);
+            }
+            at = knobs_improved;
+            for g in 0..self.groups {
+                if used >= budget || out_of_time() {
+                    return Ok((at, used));
+                }
+                if !look[g] {
+                    continue;
+                }
+                let moves: Vec<Point> = self
+                    .candidates(&at.choice, g)
+                    .into_iter()
+                    .map(|a| {
+                        let mut choice = at.choice.clone();
+                        choice[g] = a;
+                        Point {
+                            choice,
+                            ..at.clone()
+                        }
+                    })
+                    .filter(|p| tried.insert(p.key()))
+                    .take(budget - used)
+                    .collect();
+                used += moves.len();
+                let next = self.improved(at.clone(), moves, scores)?;
+                if next.outcome.better_than(&at.outcome) {
+                    for &h in &self.group_neighbours[g] {
+                        look[h] = true;
+                    }
+                } else {
+                    look[g] = false;
+                }
+                at = next;
+            }
+            if !at.outcome.better_than(&before) || used >= budget || out_of_time() {
+                return Ok((at, used));
+            }
         }
-        Ok((at, used))
     }
 
-    /// Actions to try for group `g`: those other groups use, the other options on its GPUs, and
-    /// data parallelism over every GPU; not its current one.
+    /// Actions to try for group `g`: those other groups use, the other options on its GPUs, data
+    /// parallelism over every GPU and over each single device group (on clusters small enough
+    /// for every subset to be an action: FlexFlow's menu has them, and on a random topology
+    /// they took VGG19 from 151.3 to 140.2 ms); not its current one.
     fn candidates(&self, choice: &[u16], g: usize) -> Vec<u16> {
         let options = ReplicationOption::ALL.len() as u16;
         let own = choice[g] - choice[g] % options;
         let mut out: Vec<u16> = choice.to_vec();
         out.extend(own..own + options);
         out.push(0);
+        out.extend(self.single_group_allreduce.iter().copied());
         out.sort_unstable();
         out.dedup();
         out.retain(|&a| a != choice[g]);
         out
     }
 
-    /// The fastest of `points` (simulated in parallel; ties: the first) when it beats `at`, else
-    /// `at`.
-    fn improved(&self, at: Point, points: Vec<Point>) -> Result<Point> {
-        let scored: Vec<Result<Point>> = points
-            .into_par_iter()
-            .map(|mut p| {
+    /// The fastest of `points` (those not scored yet simulated in parallel; ties: the first)
+    /// when it beats `at`, else `at`.
+    fn improved(&self, at: Point, mut points: Vec<Point>, scores: &mut Scores) -> Result<Point> {
+        let fresh: Vec<usize> = (0..points.len())
+            .filter(|&i| !scores.contains_key(&points[i].key()))
+            .collect();
+        let simulated: Vec<Result<Outcome>> = fresh
+            .par_iter()
+            .map(|&i| {
+                let p = &points[i];
                 let (_, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
-                p.outcome = Outcome {
+                Ok(Outcome {
                     time_us: e.report.iteration_us,
                     fits: e.result.oom.is_empty(),
                     packing: p.packing,
-                };
-                Ok(p)
+                })
             })
             .collect();
+        for (i, o) in fresh.into_iter().zip(simulated) {
+            scores.insert(points[i].key(), o?);
+        }
         let mut best = at;
-        for p in scored {
-            let p = p?;
+        for mut p in points.drain(..) {
+            p.outcome = scores[&p.key()];
             if p.outcome.better_than(&best.outcome) {
                 best = p;
             }

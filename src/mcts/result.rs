@@ -11,6 +11,9 @@ use crate::strategy::{GroupDecision, Strategy};
 pub struct SearchResult {
     /// The fastest strategy that fits; when none fits, the fastest one tried.
     pub strategy: Strategy,
+    /// Execution priorities when the result is a list scheduler's placement (see
+    /// [`crate::evaluate::Placement::order`]).
+    pub order: Option<Vec<f64>>,
     pub evaluation: Evaluation,
     /// Whether the strategy fits in memory.
     pub fits: bool,

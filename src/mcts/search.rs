@@ -8,10 +8,9 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{PACKINGS, actions, build_strategy};
+use super::actions::{PACKINGS, actions, build_strategy, single_group_allreduce};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
-use super::grouping::ordered_groups;
-use super::polish::Finish;
+use super::grouping::{group_neighbours, ordered_groups};
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome};
 use crate::cluster::RouteTable;
@@ -46,6 +45,13 @@ pub struct Mcts<'a> {
     pub(super) pending: Vec<(usize, Vec<u16>)>,
     /// Batch shares of the simulated strategies (DP-NCCL's reference always splits evenly).
     pub(super) split: BatchSplit,
+    /// Placements the polish starts from besides data parallelism and the tree's best.
+    pub(super) starts: Vec<Placement>,
+    /// The actions that all-reduce over one device group's GPUs (on clusters small enough for
+    /// every subset of device groups to be an action; none beyond).
+    pub(super) single_group_allreduce: Vec<u16>,
+    /// The op groups each op group exchanges tensors with, itself included.
+    pub(super) group_neighbours: Vec<Vec<usize>>,
 }
 
 impl<'a> Mcts<'a> {
@@ -59,6 +65,8 @@ impl<'a> Mcts<'a> {
         if actions.len() > u16::MAX as usize {
             return Err(SearchError::TooManyActions(actions.len()).into());
         }
+        let group_neighbours = group_neighbours(problem.graph, &op_group, groups);
+        let single_group_allreduce = single_group_allreduce(problem.cluster, &actions);
         let mut search = Mcts {
             routes: RouteTable::new(problem.cluster),
             problem,
@@ -82,6 +90,9 @@ impl<'a> Mcts<'a> {
             feedback: HashMap::new(),
             pending: Vec::new(),
             split: BatchSplit::Even,
+            starts: Vec::new(),
+            group_neighbours,
+            single_group_allreduce,
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -130,6 +141,13 @@ impl<'a> Mcts<'a> {
         }
         self.split = BatchSplit::Even;
         Ok(even)
+    }
+
+    /// Also polish from `starts` after the tree (the cheap heuristics' placements, say), and
+    /// return one of them when nothing found is faster: the search then never loses to them.
+    pub fn with_starts(mut self, starts: Vec<Placement>) -> Mcts<'a> {
+        self.starts = starts;
+        self
     }
 
     /// Take priors from `policy` instead of uniform ones. The root (nothing decided) and the
@@ -365,7 +383,7 @@ impl<'a> Mcts<'a> {
         }
     }
 
-    fn evaluate(
+    pub(super) fn evaluate(
         &self,
         choice: &[u16],
         packing: AllReducePacking,
@@ -416,101 +434,9 @@ impl<'a> Mcts<'a> {
         let (_, e) = self.evaluate(choice, packing)?;
         Ok(outcome_of(&e, packing))
     }
-
-    fn finish(self, seconds: f64) -> Result<SearchResult> {
-        let started = Instant::now();
-        let (choice, best) = self.best.clone().expect("DP is evaluated first");
-        let (strategy, evaluation, choice, fits, polished) = if self.config.polish == 0 {
-            let (s, e) = self.evaluate(&choice, best.packing)?;
-            (s, e, choice, best.fits, 0)
-        } else {
-            let deadline = self
-                .config
-                .seconds
-                .map(|s| started + std::time::Duration::from_secs_f64((s - seconds).max(0.0)));
-            match self.polished(deadline)? {
-                (Finish::Point(p), n) => {
-                    let (s, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
-                    (s, e, p.choice, p.outcome.fits, n)
-                }
-                (Finish::Fixed(s, o), n) => {
-                    let e = evaluate(
-                        &self.problem,
-                        &self.routes,
-                        &Placement::plain(s.clone(), ""),
-                    )?;
-                    let a = self
-                        .actions
-                        .iter()
-                        .position(|x| x == s.decision(0))
-                        .unwrap_or(0);
-                    (s, e, vec![a as u16; self.groups], o.fits, n)
-                }
-            }
-        };
-        let (strategy, evaluation) = if self.config.sfb_check {
-            self.with_sfb_if_faster(strategy, evaluation)?
-        } else {
-            (strategy, evaluation)
-        };
-        let seconds = seconds + started.elapsed().as_secs_f64();
-        let mut group_ops = vec![0; self.groups];
-        for &g in &self.op_group {
-            group_ops[g as usize] += 1;
-        }
-        let decisions = if strategy.group_count() == 1 {
-            vec![strategy.decision(0).clone(); self.groups]
-        } else {
-            choice
-                .iter()
-                .map(|&a| self.actions[a as usize].clone())
-                .collect()
-        };
-        Ok(SearchResult {
-            strategy,
-            evaluation,
-            fits,
-            decisions,
-            group_ops,
-            dp_us: self.dp.time_us,
-            dp_fits: self.dp.fits,
-            beat_dp_at: self.beat_dp_at,
-            iterations: self.iterations,
-            simulated: self.cache.len() + polished,
-            seconds,
-            actions: self.actions.len(),
-        })
-    }
-
-    /// TAG's double check of replicated groups (§4.2.3): compile `strategy` again with
-    /// sufficient-factor broadcasting wherever the SFB ILP says it beats AllReduce, and keep that
-    /// version when it fits and is faster. Done once, on the search's result: the ILP takes
-    /// 0.3–2 s on a zoo model, too long for every leaf.
-    fn with_sfb_if_faster(
-        &self,
-        strategy: Strategy,
-        evaluation: Evaluation,
-    ) -> Result<(Strategy, Evaluation)> {
-        let p = &self.problem;
-        let options = crate::sfb::SfbOptions::default();
-        let duplicated =
-            crate::sfb::duplicated_ops(p.graph, p.cluster, p.cost, &strategy, &options)?;
-        if duplicated.is_empty() {
-            return Ok((strategy, evaluation));
-        }
-        let mut sfb = strategy.clone();
-        sfb.sfb_duplicated = duplicated;
-        let e = evaluate(p, &self.routes, &Placement::plain(sfb.clone(), ""))?;
-        let before = outcome_of(&evaluation, strategy.allreduce);
-        if outcome_of(&e, strategy.allreduce).better_than(&before) {
-            Ok((sfb, e))
-        } else {
-            Ok((strategy, evaluation))
-        }
-    }
 }
 
-fn outcome_of(e: &Evaluation, packing: AllReducePacking) -> Outcome {
+pub(super) fn outcome_of(e: &Evaluation, packing: AllReducePacking) -> Outcome {
     Outcome {
         time_us: e.report.iteration_us,
         fits: e.result.oom.is_empty(),
@@ -536,7 +462,19 @@ pub fn search_with(
     policy: Option<&GnnPolicy>,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
-    let mut mcts = Mcts::grouped(*p, groups, config)?;
+    search_from(p, groups, config, policy, Vec::new(), progress)
+}
+
+/// [`search_with`], also polishing from `starts` ([`Mcts::with_starts`]).
+pub fn search_from(
+    p: &Problem,
+    groups: usize,
+    config: MctsConfig,
+    policy: Option<&GnnPolicy>,
+    starts: Vec<Placement>,
+    progress: impl FnMut(Progress),
+) -> Result<SearchResult> {
+    let mut mcts = Mcts::grouped(*p, groups, config)?.with_starts(starts);
     if let Some(policy) = policy {
         mcts = mcts.with_policy(policy)?;
     }

@@ -1,0 +1,75 @@
+//! The placers that need no search (no budget): data parallelism in its forms, `dp-subset`
+//! among them, and the list schedulers. TAG's search starts from their placements
+//! ([`crate::mcts::Mcts::with_starts`]), and `place` reports the fastest of them as the best
+//! other method.
+
+use std::time::Instant;
+
+use super::{Budget, placer};
+use crate::cluster::RouteTable;
+use crate::error::Result;
+use crate::evaluate::{Placement, Problem, evaluate};
+
+/// Placers that need no search, cheapest and strongest first (so a deadline that cuts the list
+/// short keeps the ones that matter).
+pub const HEURISTICS: &[&str] = &[
+    "dp-subset",
+    "single",
+    "dp-nccl",
+    "dp-nccl-p",
+    "horovod",
+    "metis",
+    "m-topo",
+    "m-etf",
+    "m-sct",
+    "heft",
+    "dpos",
+    "os-dpos",
+    "order-place",
+    "adjusting",
+    "quickp",
+];
+
+/// One heuristic's placement, simulated.
+#[derive(Debug, Clone)]
+pub struct Heuristic {
+    pub name: &'static str,
+    pub placement: Placement,
+    pub time_us: f64,
+    pub fits: bool,
+}
+
+/// Every heuristic's placement in [`HEURISTICS`] order, until `deadline` passes (the first one,
+/// `dp-subset`, always runs).
+pub fn heuristics(
+    p: &Problem,
+    routes: &RouteTable,
+    deadline: Option<Instant>,
+) -> Result<Vec<Heuristic>> {
+    let mut out = Vec::with_capacity(HEURISTICS.len());
+    for &name in HEURISTICS {
+        if !out.is_empty() && deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let placement = placer(name)?.place(p, &Budget::default())?;
+        let e = evaluate(p, routes, &placement)?;
+        out.push(Heuristic {
+            name,
+            placement,
+            time_us: e.report.iteration_us,
+            fits: e.result.oom.is_empty(),
+        });
+    }
+    Ok(out)
+}
+
+/// The fastest heuristic that fits, as (name, µs); `("none", ∞)` when none does.
+pub fn best_heuristic(heuristics: &[Heuristic]) -> (String, f64) {
+    heuristics
+        .iter()
+        .filter(|h| h.fits)
+        .min_by(|a, b| a.time_us.total_cmp(&b.time_us))
+        .map_or(("none".to_string(), f64::INFINITY), |h| {
+            (h.name.to_string(), h.time_us)
+        })
+}

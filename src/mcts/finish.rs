@@ -1,0 +1,144 @@
+//! The end of a search: the finishes the polish leaves (or the tree's best), each given TAG's SFB
+//! double check, the fastest kept, and the result assembled.
+
+use std::time::{Duration, Instant};
+
+use super::polish::Finish;
+use super::result::SearchResult;
+use super::search::{Mcts, outcome_of};
+use super::tree::Outcome;
+use crate::error::Result;
+use crate::evaluate::{Evaluation, Placement, evaluate};
+use crate::strategy::{GroupDecision, Strategy};
+
+/// How much slower than the best checked finish another finish may be and still get TAG's SFB
+/// double check (the ILP takes about a second on BERT-large).
+const SFB_REACH: f64 = 0.05;
+
+impl Mcts<'_> {
+    pub(super) fn finish(self, seconds: f64) -> Result<SearchResult> {
+        let started = Instant::now();
+        let (choice, best) = self.best.clone().expect("DP is evaluated first");
+        let (placement, evaluation, choice, fits, polished) = if self.config.polish == 0 {
+            let (s, e) = self.evaluate(&choice, best.packing)?;
+            let (placement, e) = self.sfb_checked(Placement::plain(s, ""), e)?;
+            (placement, e, Some(choice), best.fits, 0)
+        } else {
+            let deadline = self
+                .config
+                .seconds
+                .map(|s| started + Duration::from_secs_f64((s - seconds).max(0.0)));
+            let (finishes, n) = self.polished(deadline)?;
+            let mut best: Option<(Placement, Evaluation, Option<Vec<u16>>, Outcome)> = None;
+            for finish in finishes {
+                // Sufficient factors save part of the gradient synchronisation: a finish more
+                // than SFB_REACH slower than the best so far is not worth the ILP.
+                if let Some(b) = &best
+                    && finish.outcome().time_us > b.3.time_us * (1.0 + SFB_REACH)
+                {
+                    break;
+                }
+                let (placement, e, choice) = match finish {
+                    Finish::Point(p) => {
+                        let (s, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
+                        (Placement::plain(s, ""), e, Some(p.choice))
+                    }
+                    Finish::Fixed(placement, _) => {
+                        let e = evaluate(&self.problem, &self.routes, &placement)?;
+                        (placement, e, None)
+                    }
+                };
+                let (placement, e) = self.sfb_checked(placement, e)?;
+                let o = outcome_of(&e, placement.strategy.allreduce);
+                if best.as_ref().is_none_or(|b| o.better_than(&b.3)) {
+                    best = Some((placement, e, choice, o));
+                }
+            }
+            let (placement, e, choice, o) = best.expect("dp-subset is a finish");
+            (placement, e, choice, o.fits, n)
+        };
+        let Placement {
+            strategy, order, ..
+        } = placement;
+        let seconds = seconds + started.elapsed().as_secs_f64();
+        let (decisions, group_ops) = match choice {
+            Some(choice) => self.search_groups(&choice),
+            None => strategy_groups(&strategy),
+        };
+        Ok(SearchResult {
+            strategy,
+            order,
+            evaluation,
+            fits,
+            decisions,
+            group_ops,
+            dp_us: self.dp.time_us,
+            dp_fits: self.dp.fits,
+            beat_dp_at: self.beat_dp_at,
+            iterations: self.iterations,
+            simulated: self.cache.len() + polished,
+            seconds,
+            actions: self.actions.len(),
+        })
+    }
+
+    /// The decision and op count of each search op group under `choice`.
+    fn search_groups(&self, choice: &[u16]) -> (Vec<GroupDecision>, Vec<usize>) {
+        let mut group_ops = vec![0; self.groups];
+        for &g in &self.op_group {
+            group_ops[g as usize] += 1;
+        }
+        let decisions = choice
+            .iter()
+            .map(|&a| self.actions[a as usize].clone())
+            .collect();
+        (decisions, group_ops)
+    }
+
+    /// [`Self::with_sfb_if_faster`] when the search does the double check.
+    fn sfb_checked(
+        &self,
+        placement: Placement,
+        evaluation: Evaluation,
+    ) -> Result<(Placement, Evaluation)> {
+        if self.config.sfb_check {
+            self.with_sfb_if_faster(placement, evaluation)
+        } else {
+            Ok((placement, evaluation))
+        }
+    }
+
+    /// TAG's double check of replicated groups (§4.2.3): compile `strategy` again with
+    /// sufficient-factor broadcasting wherever the SFB ILP says it beats AllReduce, and keep that
+    /// version when it fits and is faster. Done once, on the search's result: the ILP takes
+    /// 0.3–2 s on a zoo model, too long for every leaf.
+    fn with_sfb_if_faster(
+        &self,
+        placement: Placement,
+        evaluation: Evaluation,
+    ) -> Result<(Placement, Evaluation)> {
+        let p = &self.problem;
+        let options = crate::sfb::SfbOptions::default();
+        let strategy = &placement.strategy;
+        let duplicated =
+            crate::sfb::duplicated_ops(p.graph, p.cluster, p.cost, strategy, &options)?;
+        if duplicated.is_empty() {
+            return Ok((placement, evaluation));
+        }
+        let mut sfb = placement.clone();
+        sfb.strategy.sfb_duplicated = duplicated;
+        let e = evaluate(p, &self.routes, &sfb)?;
+        let before = outcome_of(&evaluation, strategy.allreduce);
+        if outcome_of(&e, strategy.allreduce).better_than(&before) {
+            Ok((sfb, e))
+        } else {
+            Ok((placement, evaluation))
+        }
+    }
+}
+
+/// A strategy's own groups: their decisions and op counts (a start the search space lacks).
+fn strategy_groups(s: &Strategy) -> (Vec<GroupDecision>, Vec<usize>) {
+    let group_ops = s.members().iter().map(Vec::len).collect();
+    (s.decisions().to_vec(), group_ops)
+}
