@@ -56,7 +56,11 @@ pub fn tag_search(
         .seconds
         .map(|s| began + Duration::from_secs_f64(s * HEURISTICS_SHARE));
     let found = heuristics(p, &routes, deadline)?;
-    // The polish computes dp-subset itself.
+    // dp-subset is the polish's first start, handed over so it is not searched for again.
+    let data_parallel = found
+        .iter()
+        .find(|h| h.name == "dp-subset")
+        .map(|h| (h.placement.clone(), h.time_us, h.fits));
     let mut starts: Vec<Placement> = found
         .iter()
         .filter(|h| h.name != "dp-subset")
@@ -71,7 +75,7 @@ pub fn tag_search(
     if let Some(s) = &mut config.seconds {
         *s = (*s - began.elapsed().as_secs_f64()).max(0.0);
     }
-    let result = search_from(p, groups, config, policy, starts, progress)?;
+    let result = search_from(p, groups, config, policy, (data_parallel, starts), progress)?;
     Ok((result, found))
 }
 

@@ -68,14 +68,22 @@ impl Mcts<'_> {
     /// Each start's polished point (distinct ones) and the fastest start, fastest first, to be
     /// judged after TAG's SFB double check (which can reorder them); the simulations run.
     pub(super) fn polished(&self, deadline: Option<Instant>) -> Result<(Vec<Finish>, usize)> {
-        let dp = best_data_parallel(&self.problem, &self.routes)?;
-        let mut simulated = dp.simulated;
-        let dp_outcome = Outcome {
-            time_us: dp.time_us,
-            fits: dp.fits,
-            packing: dp.strategy.allreduce,
+        let (dp, mut simulated) = match &self.data_parallel {
+            Some(known) => (known.clone(), 0),
+            None => {
+                let dp = best_data_parallel(&self.problem, &self.routes)?;
+                let outcome = Outcome {
+                    time_us: dp.time_us,
+                    fits: dp.fits,
+                    packing: dp.strategy.allreduce,
+                };
+                (
+                    (Placement::plain(dp.strategy, dp.note), outcome),
+                    dp.simulated,
+                )
+            }
         };
-        let mut fixed = vec![(Placement::plain(dp.strategy, dp.note), dp_outcome)];
+        let mut fixed = vec![dp];
         for start in &self.starts {
             fixed.push((start.clone(), self.outcome_of_placement(start)?));
             simulated += 1;

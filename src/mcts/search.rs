@@ -47,6 +47,8 @@ pub struct Mcts<'a> {
     pub(super) split: BatchSplit,
     /// Placements the polish starts from besides data parallelism and the tree's best.
     pub(super) starts: Vec<Placement>,
+    /// `dp-subset`'s placement and outcome when the caller already has them.
+    pub(super) data_parallel: Option<(Placement, Outcome)>,
     /// The actions that all-reduce over one device group's GPUs (on clusters small enough for
     /// every subset of device groups to be an action; none beyond).
     pub(super) single_group_allreduce: Vec<u16>,
@@ -91,6 +93,7 @@ impl<'a> Mcts<'a> {
             pending: Vec::new(),
             split: BatchSplit::Even,
             starts: Vec::new(),
+            data_parallel: None,
             group_neighbours,
             single_group_allreduce,
         };
@@ -147,6 +150,26 @@ impl<'a> Mcts<'a> {
     /// return one of them when nothing found is faster: the search then never loses to them.
     pub fn with_starts(mut self, starts: Vec<Placement>) -> Mcts<'a> {
         self.starts = starts;
+        self
+    }
+
+    /// `dp-subset`'s placement with its simulated time and fit, when the caller has run it, so the
+    /// polish need not search the device-group subsets again.
+    pub fn with_data_parallel(
+        mut self,
+        placement: Placement,
+        time_us: f64,
+        fits: bool,
+    ) -> Mcts<'a> {
+        let packing = placement.strategy.allreduce;
+        self.data_parallel = Some((
+            placement,
+            Outcome {
+                time_us,
+                fits,
+                packing,
+            },
+        ));
         self
     }
 
@@ -462,19 +485,26 @@ pub fn search_with(
     policy: Option<&GnnPolicy>,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
-    search_from(p, groups, config, policy, Vec::new(), progress)
+    search_from(p, groups, config, policy, (None, Vec::new()), progress)
 }
 
-/// [`search_with`], also polishing from `starts` ([`Mcts::with_starts`]).
+/// `dp-subset`'s placement, simulated time (µs) and fit.
+pub type KnownDataParallel = (Placement, f64, bool);
+
+/// [`search_with`], also polishing from `starts` ([`Mcts::with_starts`]), with `dp-subset`'s
+/// result when the caller has it.
 pub fn search_from(
     p: &Problem,
     groups: usize,
     config: MctsConfig,
     policy: Option<&GnnPolicy>,
-    starts: Vec<Placement>,
+    (data_parallel, starts): (Option<KnownDataParallel>, Vec<Placement>),
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
     let mut mcts = Mcts::grouped(*p, groups, config)?.with_starts(starts);
+    if let Some((placement, time_us, fits)) = data_parallel {
+        mcts = mcts.with_data_parallel(placement, time_us, fits);
+    }
     if let Some(policy) = policy {
         mcts = mcts.with_policy(policy)?;
     }
