@@ -23,6 +23,10 @@ pub struct SolveOptions {
     pub seed: i32,
     /// Print HiGHS's log to stdout.
     pub verbose: bool,
+    /// Run HiGHS's feasibility-jump heuristic before branching (its default). Off for the SFB
+    /// ILPs: hundreds of tiny closure problems per check, whose LP relaxation is already
+    /// integral, where the heuristic took most of the solve time.
+    pub feasibility_jump: bool,
     /// Largest model (estimated bytes, [`crate::solve::size`]) to build; larger ones are refused
     /// before building.
     pub memory_limit_bytes: f64,
@@ -39,6 +43,7 @@ impl Default for SolveOptions {
             threads: 1,
             seed: 0,
             verbose: false,
+            feasibility_jump: true,
             memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
         }
     }
@@ -183,6 +188,11 @@ impl Milp {
         set(&mut model, "mip_rel_gap", opts.mip_rel_gap.max(0.0))?;
         set(&mut model, "random_seed", opts.seed)?;
         set(&mut model, "threads", threads)?;
+        set(
+            &mut model,
+            "mip_heuristic_run_feasibility_jump",
+            opts.feasibility_jump,
+        )?;
         if threads == 1 {
             set(&mut model, "parallel", "off")?;
         }

@@ -20,6 +20,9 @@
 //! when the optimum is negative (cheaper than AllReduce).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use rayon::prelude::*;
 
 use serde::Serialize;
 
@@ -45,6 +48,7 @@ impl Default for SfbOptions {
             solver: SolveOptions {
                 time_limit_s: 5.0,
                 mip_rel_gap: 0.0,
+                feasibility_jump: false,
                 ..SolveOptions::default()
             },
         }
@@ -60,10 +64,11 @@ pub struct SfbQuestion {
     pub replicas: usize,
     /// Bottleneck bandwidth τ among the replica devices, bytes/µs.
     pub bandwidth: f64,
-    /// Compute time of each op on one replica's share, µs (the slowest replica).
-    pub time: Vec<f64>,
+    /// Compute time of each op on one replica's share, µs (the slowest replica); shared by the
+    /// gradients of one op group.
+    pub time: Arc<[f64]>,
     /// Ops allowed in the duplicated subgraph (the gradient's op group).
-    pub allowed: Option<HashSet<OpIdx>>,
+    pub allowed: Option<Arc<HashSet<OpIdx>>>,
 }
 
 /// The answer for one gradient.
@@ -209,6 +214,10 @@ pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<S
     })
 }
 
+/// What the questions of one op group's gradients share: replica times, bottleneck bandwidth,
+/// the group's ops.
+type GroupQuestion = (Arc<[f64]>, f64, Arc<HashSet<OpIdx>>);
+
 /// The question for gradient link `(grad, optimizer)` replicated on `devices`.
 pub fn question(
     g: &Graph,
@@ -219,9 +228,20 @@ pub fn question(
     devices: &[usize],
     allowed: Option<HashSet<OpIdx>>,
 ) -> SfbQuestion {
+    SfbQuestion {
+        grad,
+        optimizer,
+        replicas: devices.len(),
+        bandwidth: bottleneck_bandwidth(cluster, devices),
+        time: replica_times(g, cluster, cost, devices),
+        allowed: allowed.map(Arc::new),
+    }
+}
+
+/// Each op's time on its share of the batch over `devices`, µs: the slowest replica's.
+fn replica_times(g: &Graph, cluster: &Cluster, cost: &CostModel, devices: &[usize]) -> Arc<[f64]> {
     let share = 1.0 / devices.len() as f64;
-    let time = g
-        .ops()
+    g.ops()
         .iter()
         .map(|op| {
             devices
@@ -229,21 +249,18 @@ pub fn question(
                 .map(|&dv| cost.compute_time_us(op, &cluster.devices[dv].gpu, share))
                 .fold(0.0, f64::max)
         })
-        .collect();
+        .collect()
+}
+
+/// The lowest bandwidth between two of `devices`, bytes/µs.
+fn bottleneck_bandwidth(cluster: &Cluster, devices: &[usize]) -> f64 {
     let mut bandwidth = f64::INFINITY;
     for &a in devices {
         for &b in devices.iter().filter(|&&b| b != a) {
             bandwidth = bandwidth.min(cluster.path(a, b).bandwidth);
         }
     }
-    SfbQuestion {
-        grad,
-        optimizer,
-        replicas: devices.len(),
-        bandwidth,
-        time,
-        allowed,
-    }
+    bandwidth
 }
 
 /// TAG's double check: every gradient of a group the strategy replicates (AllReduce or PS on two
@@ -256,7 +273,11 @@ pub fn check_strategy(
     opts: &SfbOptions,
 ) -> Result<Vec<SfbDecision>> {
     let members = strategy.members();
-    let mut out = Vec::new();
+    // What a question needs of its op group (times on the group's replicas, their bandwidth,
+    // the group's ops) is worked out once per group, not once per gradient: BERT-large has
+    // hundreds of gradients in one group.
+    let mut of_group: HashMap<usize, GroupQuestion> = HashMap::new();
+    let mut questions = Vec::new();
     for link in g.gradients() {
         let group = strategy.group_of(link.grad);
         let decision = strategy.decision(group);
@@ -267,19 +288,26 @@ pub fn check_strategy(
         if !replicated || decision.devices.len() < 2 {
             continue;
         }
-        let allowed: HashSet<OpIdx> = members[group].iter().copied().collect();
-        let q = question(
-            g,
-            cluster,
-            cost,
-            link.grad,
-            link.optimizer,
-            &decision.devices,
-            Some(allowed),
-        );
-        out.push(solve_gradient(g, &q, opts)?);
+        let (time, bandwidth, allowed) = of_group.entry(group).or_insert_with(|| {
+            (
+                replica_times(g, cluster, cost, &decision.devices),
+                bottleneck_bandwidth(cluster, &decision.devices),
+                Arc::new(members[group].iter().copied().collect()),
+            )
+        });
+        questions.push(SfbQuestion {
+            grad: link.grad,
+            optimizer: link.optimizer,
+            replicas: decision.devices.len(),
+            bandwidth: *bandwidth,
+            time: Arc::clone(time),
+            allowed: Some(Arc::clone(allowed)),
+        });
     }
-    Ok(out)
+    questions
+        .par_iter()
+        .map(|q| solve_gradient(g, q, opts))
+        .collect()
 }
 
 /// The ops SFB duplicates where it pays: what [`Strategy::sfb_duplicated`] holds once TAG's

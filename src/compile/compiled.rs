@@ -1,5 +1,7 @@
 //! What the compiler produces: the execution graph and what each of its tasks stands for.
 
+use std::sync::Arc;
+
 use crate::graph::OpIdx;
 use crate::sim::{ExecGraph, TaskId};
 
@@ -36,9 +38,9 @@ pub struct Compiled {
     /// of `op_devices[op]`.
     pub op_first_task: Vec<TaskId>,
     /// Devices running each original op, in replica order.
-    pub op_devices: Vec<Vec<u32>>,
+    pub op_devices: Vec<Arc<[u32]>>,
     /// Batch share of each replica (1 for whole-batch copies).
-    pub op_shares: Vec<Vec<f64>>,
+    pub op_shares: Vec<Arc<[f64]>>,
 }
 
 impl Compiled {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use super::compiled::{Compiled, TaskRole};
 use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
@@ -24,10 +25,7 @@ pub fn compile(
     cost: &CostModel,
     priority: Option<&[f64]>,
 ) -> Compiled {
-    let layouts = layouts(graph, cluster, strategy, cost)
-        .into_iter()
-        .map(Rc::new)
-        .collect();
+    let layouts = layouts(graph, cluster, strategy, cost);
     let mut exec = ExecGraph::new(
         cluster.devices.iter().map(|d| d.memory_bytes).collect(),
         cluster.links.len(),
@@ -65,8 +63,7 @@ pub fn compile(
     let (op_devices, op_shares) = c
         .layouts
         .into_iter()
-        .map(|l| Rc::try_unwrap(l).unwrap_or_else(|shared| (*shared).clone()))
-        .map(|l| (l.devices, l.shares))
+        .map(|l| (Arc::clone(&l.devices), Arc::clone(&l.shares)))
         .unzip();
     Compiled {
         exec: c.exec,
@@ -244,11 +241,20 @@ impl<'a> Compiler<'a> {
     /// Feed tensor `u → v` of `bytes` (at the full batch) to every replica of `v`.
     fn wire(&mut self, u: OpIdx, v: OpIdx, bytes: f64) {
         let consumer = Rc::clone(&self.layouts[v]);
-        let producer_kind = self.layouts[u].kind;
-        let producer_batched = producer_kind == LayoutKind::Split || self.is_batch_tensor(u);
+        let producer = &self.layouts[u];
+        let producer_batched = producer.kind == LayoutKind::Split || self.is_batch_tensor(u);
+        // Replica j of a split producer on the consumer's devices and shares holds exactly the
+        // slice replica j of the consumer needs (the common case: one data-parallel group).
+        let aligned = producer.kind == LayoutKind::Split
+            && consumer.kind != LayoutKind::Full
+            && (Rc::ptr_eq(producer, &consumer)
+                || (producer.devices == consumer.devices && producer.shares == consumer.shares));
         for (j, &d) in consumer.devices.iter().enumerate() {
             let task = self.task_of(v, j);
-            if consumer.kind != LayoutKind::Full && producer_batched {
+            if aligned && consumer.shares[j] > 1e-12 {
+                let src = self.task_of(u, j);
+                self.exec.add_dep(src, task);
+            } else if consumer.kind != LayoutKind::Full && producer_batched {
                 self.feed_slice(u, &consumer, j, bytes, task);
             } else {
                 let source = self.whole_on(u, d, bytes);

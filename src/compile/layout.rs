@@ -1,6 +1,10 @@
 //! Layouts: where each op runs and on which batch share, from its group's decision (and the SFB
 //! duplicates the strategy carries).
 
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
 use crate::cluster::Cluster;
 use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase, Splittability};
@@ -8,19 +12,20 @@ use crate::group::chunks::balanced_chunks;
 use crate::group::metis::partition_ops_with_memory;
 use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum LayoutKind {
     Split,
     Partial,
     Full,
 }
 
-/// Where an op runs: `devices[i]` with batch share `shares[i]` (1 for `Full`).
-#[derive(Debug, Clone)]
+/// Where an op runs: `devices[i]` with batch share `shares[i]` (1 for `Full`). The ops of one
+/// group share one layout ([`layouts`]), and the compiled graph keeps its device and share lists.
+#[derive(Debug)]
 pub(super) struct Layout {
     pub(super) kind: LayoutKind,
-    pub(super) devices: Vec<u32>,
-    pub(super) shares: Vec<f64>,
+    pub(super) devices: Arc<[u32]>,
+    pub(super) shares: Arc<[f64]>,
     /// Prefix sums of `shares` (`starts[i]` = start of replica i's interval), so intervals and
     /// overlaps cost O(1) and O(log n) instead of O(n) on clusters of hundreds of GPUs.
     starts: Vec<f64>,
@@ -37,8 +42,8 @@ impl Layout {
         }
         Layout {
             kind,
-            devices,
-            shares,
+            devices: devices.into(),
+            shares: shares.into(),
             starts,
         }
     }
@@ -69,40 +74,68 @@ impl Layout {
     }
 }
 
-/// The layout of every op, from its group's decision.
+/// The layout of every op, from its group's decision. Ops with the same layout share one: a
+/// group's replicated ops, a group's copies, the ops on one device (BERT-large has thousands of
+/// ops in a handful of layouts).
 pub(super) fn layouts(
     graph: &Graph,
     cluster: &Cluster,
     strategy: &Strategy,
     cost: &CostModel,
-) -> Vec<Layout> {
+) -> Vec<Rc<Layout>> {
     let mp_device = model_parallel_assignment(graph, cluster, strategy, cost);
     let mut optimizer_turn = vec![0usize; strategy.group_count()];
+    let mut of_group: HashMap<(usize, LayoutKind), Rc<Layout>> = HashMap::new();
+    let mut on_device: HashMap<u32, Rc<Layout>> = HashMap::new();
+    let mut single = |device: u32| {
+        Rc::clone(
+            on_device
+                .entry(device)
+                .or_insert_with(|| Rc::new(Layout::full(vec![device]))),
+        )
+    };
     let mut out = Vec::with_capacity(graph.len());
     for (op_idx, op) in graph.ops().iter().enumerate() {
         let group = strategy.group_of(op_idx);
         let decision = strategy.decision(group);
-        let devices: Vec<u32> = decision.devices.iter().map(|&d| d as u32).collect();
+        let devices = || {
+            decision
+                .devices
+                .iter()
+                .map(|&d| d as u32)
+                .collect::<Vec<u32>>()
+        };
+        let mut whole_group = |kind: LayoutKind| {
+            Rc::clone(of_group.entry((group, kind)).or_insert_with(|| {
+                let devices = devices();
+                Rc::new(match kind {
+                    LayoutKind::Full => Layout::full(devices),
+                    _ => {
+                        let shares = batch_shares(cluster, &devices, strategy.batch_split);
+                        Layout::new(kind, devices, shares)
+                    }
+                })
+            }))
+        };
         let layout = match decision.option {
-            ReplicationOption::ModelParallel => Layout::full(vec![mp_device[op_idx]]),
-            ReplicationOption::Duplicate => Layout::full(devices),
+            ReplicationOption::ModelParallel => single(mp_device[op_idx]),
+            ReplicationOption::Duplicate => whole_group(LayoutKind::Full),
             ReplicationOption::AllReduce | ReplicationOption::Ps => {
                 let batched = op.scales_with_batch() && op.split != Splittability::None;
+                let replicas = decision.devices.len();
                 if op.phase == Phase::Optimizer && decision.option == ReplicationOption::Ps {
                     // The parameter server of this update, round-robin over the group's devices.
                     let turn = optimizer_turn[group];
                     optimizer_turn[group] += 1;
-                    Layout::full(vec![devices[turn % devices.len()]])
-                } else if batched && devices.len() > 1 {
-                    let shares = batch_shares(cluster, &devices, strategy.batch_split);
-                    let kind = if op.split == Splittability::Sum {
+                    single(decision.devices[turn % replicas] as u32)
+                } else if batched && replicas > 1 {
+                    whole_group(if op.split == Splittability::Sum {
                         LayoutKind::Partial
                     } else {
                         LayoutKind::Split
-                    };
-                    Layout::new(kind, devices, shares)
+                    })
                 } else {
-                    Layout::full(devices)
+                    whole_group(LayoutKind::Full)
                 }
             }
         };
@@ -112,8 +145,14 @@ pub(super) fn layouts(
     // every device of their group, so their inputs (the sufficient factors) are broadcast and the
     // gradient needs no aggregation. The decision was made by `crate::sfb`; this only applies it.
     for &op in &strategy.sfb_duplicated {
-        let group = strategy.decision(strategy.group_of(op));
-        out[op] = Layout::full(group.devices.iter().map(|&x| x as u32).collect());
+        let group = strategy.group_of(op);
+        let whole = of_group
+            .entry((group, LayoutKind::Full))
+            .or_insert_with(|| {
+                let devices = strategy.decision(group).devices.iter();
+                Rc::new(Layout::full(devices.map(|&x| x as u32).collect()))
+            });
+        out[op] = Rc::clone(whole);
     }
     out
 }

@@ -219,7 +219,7 @@ impl Compiler<'_> {
                 continue;
             }
             let params = Rc::clone(&self.layouts[edge.src]);
-            for &d in &params.devices {
+            for &d in params.devices.iter() {
                 if opt_layout.position(d).is_some() {
                     continue;
                 }

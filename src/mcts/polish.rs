@@ -12,9 +12,9 @@
 //! it also tries the other batch splits and AllReduce packings for the whole strategy. A move is kept only when strictly
 //! faster. Sweeps repeat until one improves nothing (a local optimum), the
 //! [`MctsConfig::polish`] simulations of that start are spent, or the search's time limit passes.
-//! A point two starts' walks share is simulated once.
+//! The walks from different starts run side by side.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -42,10 +42,6 @@ impl Point {
         (self.choice.clone(), self.split, self.packing)
     }
 }
-
-/// Outcomes of the points simulated by any polish of one search: a later start's walk often
-/// crosses an earlier one's, and a point is simulated once.
-type Scores = HashMap<Key, Outcome>;
 
 /// Where the polished search ends: a point of the search space, or a start no point of the space
 /// expresses (the single fastest GPU, a subset the action space of a large cluster lacks, a list
@@ -113,16 +109,23 @@ impl Mcts<'_> {
         }
         let mut seen = HashSet::new();
         starts.retain(|p| seen.insert(p.key()));
+        // The walks run side by side: on two cores a walk's own parallel simulations often
+        // leave one idle (a group with one or three fresh candidates).
+        let walks: Vec<(Point, usize)> = starts
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, start)| {
+                // dp-subset's walk gets the whole budget (it is `local-search`'s); later ones half.
+                let budget = if i == 0 {
+                    self.config.polish
+                } else {
+                    self.config.polish / 2
+                };
+                self.local_search(start, budget, deadline)
+            })
+            .collect::<Result<_>>()?;
         let mut finishes = Vec::new();
-        let mut scores = Scores::new();
-        for (i, start) in starts.into_iter().enumerate() {
-            // dp-subset's walk gets the whole budget (it is `local-search`'s); later ones half.
-            let budget = if i == 0 {
-                self.config.polish
-            } else {
-                self.config.polish / 2
-            };
-            let (point, used) = self.local_search(start, budget, deadline, &mut scores)?;
+        for (point, used) in walks {
             simulated += used;
             if !finishes
                 .iter()
@@ -180,7 +183,6 @@ impl Mcts<'_> {
         mut at: Point,
         budget: usize,
         deadline: Option<Instant>,
-        scores: &mut Scores,
     ) -> Result<(Point, usize)> {
         let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
         let mut tried = HashSet::new();
@@ -202,7 +204,7 @@ impl Mcts<'_> {
                 .take(budget.saturating_sub(used))
                 .collect();
             used += knobs.len();
-            let knobs_improved = self.improved(at.clone(), knobs, scores)?;
+            let knobs_improved = self.improved(at.clone(), knobs)?;
             if knobs_improved.outcome.better_than(&at.outcome) {
                 look.fill(true);
             }
@@ -229,7 +231,7 @@ impl Mcts<'_> {
                     .take(budget - used)
                     .collect();
                 used += moves.len();
-                let next = self.improved(at.clone(), moves, scores)?;
+                let next = self.improved(at.clone(), moves)?;
                 if next.outcome.better_than(&at.outcome) {
                     for &h in &self.group_neighbours[g] {
                         look[h] = true;
@@ -262,30 +264,23 @@ impl Mcts<'_> {
         out
     }
 
-    /// The fastest of `points` (those not scored yet simulated in parallel; ties: the first)
-    /// when it beats `at`, else `at`.
-    fn improved(&self, at: Point, mut points: Vec<Point>, scores: &mut Scores) -> Result<Point> {
-        let fresh: Vec<usize> = (0..points.len())
-            .filter(|&i| !scores.contains_key(&points[i].key()))
-            .collect();
-        let simulated: Vec<Result<Outcome>> = fresh
-            .par_iter()
-            .map(|&i| {
-                let p = &points[i];
+    /// The fastest of `points` (simulated in parallel; ties: the first) when it beats `at`,
+    /// else `at`.
+    fn improved(&self, at: Point, points: Vec<Point>) -> Result<Point> {
+        let scored: Vec<Point> = points
+            .into_par_iter()
+            .map(|mut p| {
                 let (_, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
-                Ok(Outcome {
+                p.outcome = Outcome {
                     time_us: e.report.iteration_us,
                     fits: e.result.oom.is_empty(),
                     packing: p.packing,
-                })
+                };
+                Ok(p)
             })
-            .collect();
-        for (i, o) in fresh.into_iter().zip(simulated) {
-            scores.insert(points[i].key(), o?);
-        }
+            .collect::<Result<_>>()?;
         let mut best = at;
-        for mut p in points.drain(..) {
-            p.outcome = scores[&p.key()];
+        for p in scored {
             if p.outcome.better_than(&best.outcome) {
                 best = p;
             }
