@@ -78,6 +78,9 @@ pub enum Error {
         /// The valid names, as the message lists them ("known: a, b" or "expected a or b").
         expected: String,
     },
+    /// A benchmark that could not run (a bad size, a child process that failed).
+    #[error("bench: {0}")]
+    Bench(String),
 }
 
 /// METIS refused or failed a partitioning request.

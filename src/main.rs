@@ -8,8 +8,8 @@ use clap::{Parser, Subcommand};
 mod cli;
 
 use cli::{
-    cluster, compare, experiment, fidelity, group, import, info, place, policy, selfplay, sfb,
-    simulate, solve, topology, train, zoo,
+    bench, cluster, compare, experiment, fidelity, group, import, info, place, policy, selfplay,
+    sfb, simulate, solve, topology, train, zoo,
 };
 
 #[derive(Parser)]
@@ -70,6 +70,11 @@ enum Command {
     /// The simulator against published measurements (single-GPU and data-parallel training
     /// throughput, NCCL bus bandwidth); --calibrate fits the kernel efficiencies.
     Fidelity(fidelity::FidelityArgs),
+    /// Benchmarks that print a table: `bench scale` (cost as the cluster grows to 1,024 GPUs).
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
     /// GNN policy files for `place --policy`.
     Policy {
         #[command(subcommand)]
@@ -117,6 +122,7 @@ fn run(command: Command) -> topoplace::Result<()> {
         Command::Selfplay(args) => selfplay::run(args),
         Command::Experiment(args) => experiment::run(args),
         Command::Fidelity(args) => fidelity::run(args),
+        Command::Bench { command } => bench::run(command),
         Command::Policy { command } => policy::run(command),
     }
 }

@@ -797,3 +797,40 @@ fn byte_order_marks_arrays_and_paths_under_files() {
         "{stderr}"
     );
 }
+
+/// `bench scale` measures each size in a child process of its own: the growth column is the
+/// log-log slope between neighbouring rows, the peak memory is the child's; a size that is not a
+/// multiple of 8 is refused, naming it.
+#[test]
+fn bench_scale_reports_the_growth_between_sizes() {
+    let v = json_of(&[
+        "bench",
+        "scale",
+        "--model",
+        "mlp",
+        "--gpus",
+        "8,64",
+        "--place-up-to",
+        "0",
+        "--json",
+    ]);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    let seconds = |r: &serde_json::Value| {
+        r["compile_s"].as_f64().unwrap() + r["simulate_s"].as_f64().unwrap()
+    };
+    let slope = (seconds(&rows[1]) / seconds(&rows[0])).ln() / 8f64.ln();
+    assert!((rows[1]["growth"].as_f64().unwrap() - slope).abs() < 1e-9);
+    assert!(rows[0]["growth"].is_null());
+    for r in rows {
+        assert!(r["peak_mib"].as_f64().unwrap() > 1.0, "{r}");
+        assert!(
+            r["place_s"].is_null(),
+            "place runs only up to --place-up-to"
+        );
+    }
+    let out = topoplace(&["bench", "scale", "--gpus", "12"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--gpus 12"), "{stderr}");
+}

@@ -18,7 +18,7 @@ use crate::cluster::RouteTable;
 use crate::error::Result;
 use crate::evaluate::{Placement, Problem};
 use crate::gnn::GnnPolicy;
-use crate::mcts::{DEFAULT_GROUPS, MctsConfig, Progress, SearchResult, search_from};
+use crate::mcts::{DEFAULT_GROUPS, MctsConfig, Progress, SearchResult, Starts, search_from};
 use crate::solve::Formulation;
 
 pub enum Tag {
@@ -57,25 +57,26 @@ pub fn tag_search(
         .map(|s| began + Duration::from_secs_f64(s * HEURISTICS_SHARE));
     let found = heuristics(p, &routes, deadline)?;
     // dp-subset is the polish's first start, handed over so it is not searched for again.
-    let data_parallel = found
-        .iter()
-        .find(|h| h.name == "dp-subset")
-        .map(|h| (h.placement.clone(), h.time_us, h.fits));
-    let mut starts: Vec<Placement> = found
-        .iter()
-        .filter(|h| h.name != "dp-subset")
-        .map(|h| h.placement.clone())
-        .collect();
+    let known = |h: &Heuristic| (h.placement.clone(), h.time_us, h.fits);
+    let mut starts = Starts {
+        data_parallel: found.iter().find(|h| h.name == "dp-subset").map(known),
+        known: found
+            .iter()
+            .filter(|h| h.name != "dp-subset")
+            .map(known)
+            .collect(),
+        unsimulated: Vec::new(),
+    };
     if p.graph.len() <= EXACT_STARTS_UP_TO_OPS {
         let seconds = config.seconds.map_or(EXACT_START_SECONDS, |s| {
             (s * HEURISTICS_SHARE - began.elapsed().as_secs_f64()).clamp(0.0, EXACT_START_SECONDS)
         });
-        starts.extend(exact_starts(p, seconds, config.seed));
+        starts.unsimulated = exact_starts(p, seconds, config.seed);
     }
     if let Some(s) = &mut config.seconds {
         *s = (*s - began.elapsed().as_secs_f64()).max(0.0);
     }
-    let result = search_from(p, groups, config, policy, (data_parallel, starts), progress)?;
+    let result = search_from(p, groups, config, policy, starts, progress)?;
     Ok((result, found))
 }
 

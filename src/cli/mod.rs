@@ -2,6 +2,7 @@
 //! Every command parses, calls the library, prints; errors are one line on stderr and a non-zero
 //! exit.
 
+pub mod bench;
 pub mod cluster;
 pub mod common;
 pub mod compare;

@@ -38,11 +38,14 @@ impl Mcts<'_> {
             // Sufficient factors save part of the gradient synchronisation: a finish more than
             // SFB_REACH slower than the fastest is not worth the ILP. The rest are checked side
             // by side (about a second each on BERT-large) and judged in their order.
+            // Past the time limit only the fastest finish is compiled again, without the check.
+            let late = deadline.is_some_and(|d| Instant::now() >= d);
             let fastest = finishes[0].outcome().time_us;
             let checked: Vec<Checked> = finishes
                 .into_par_iter()
+                .take(if late { 1 } else { usize::MAX })
                 .filter(|f| f.outcome().time_us <= fastest * (1.0 + SFB_REACH))
-                .map(|finish| self.checked(finish))
+                .map(|finish| self.checked(finish, !late))
                 .collect::<Result<_>>()?;
             let mut best: Option<Checked> = None;
             for c in checked {
@@ -78,8 +81,8 @@ impl Mcts<'_> {
         })
     }
 
-    /// A finish compiled, given TAG's SFB double check, and scored.
-    fn checked(&self, finish: Finish) -> Result<Checked> {
+    /// A finish compiled, given TAG's SFB double check (when `sfb`), and scored.
+    fn checked(&self, finish: Finish, sfb: bool) -> Result<Checked> {
         let (placement, e, choice) = match finish {
             Finish::Point(p) => {
                 let (s, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
@@ -90,7 +93,11 @@ impl Mcts<'_> {
                 (placement, e, None)
             }
         };
-        let (placement, e) = self.sfb_checked(placement, e)?;
+        let (placement, e) = if sfb {
+            self.sfb_checked(placement, e)?
+        } else {
+            (placement, e)
+        };
         let o = outcome_of(&e, placement.strategy.allreduce);
         Ok((placement, e, choice, o))
     }

@@ -38,4 +38,4 @@ pub use config::{
 };
 pub use grouping::{metis_groups, order_by_compute, ordered_groups};
 pub use result::{Progress, SearchResult, VertexTarget};
-pub use search::{KnownDataParallel, Mcts, search, search_from, search_with};
+pub use search::{KnownPlacement, Mcts, Starts, search, search_from, search_with};

@@ -79,10 +79,18 @@ impl Mcts<'_> {
                 )
             }
         };
+        let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
         let mut fixed = vec![dp];
-        for start in &self.starts {
-            fixed.push((start.clone(), self.outcome_of_placement(start)?));
-            simulated += 1;
+        for (start, known) in &self.starts {
+            let outcome = match known {
+                Some(o) => *o,
+                None if out_of_time() => continue,
+                None => {
+                    simulated += 1;
+                    self.outcome_of_placement(start)?
+                }
+            };
+            fixed.push((start.clone(), outcome));
         }
         // Polish dp-subset (what `local-search` does), the best start if another, and the tree's
         // best: the other starts are far slower on the clusters where they differ.
@@ -190,6 +198,9 @@ impl Mcts<'_> {
         let mut look = vec![true; self.groups];
         let mut used = 0;
         loop {
+            if out_of_time() {
+                return Ok((at, used));
+            }
             let before = at.outcome;
             // The global knobs first: shares and packing, as data parallelism tries them.
             let every_gpu: Vec<usize> = (0..self.problem.cluster.devices.len()).collect();

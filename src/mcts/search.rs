@@ -45,8 +45,9 @@ pub struct Mcts<'a> {
     pub(super) pending: Vec<(usize, Vec<u16>)>,
     /// Batch shares of the simulated strategies (DP-NCCL's reference always splits evenly).
     pub(super) split: BatchSplit,
-    /// Placements the polish starts from besides data parallelism and the tree's best.
-    pub(super) starts: Vec<Placement>,
+    /// Placements the polish starts from besides data parallelism and the tree's best, with
+    /// their outcome when the caller simulated them.
+    pub(super) starts: Vec<(Placement, Option<Outcome>)>,
     /// `dp-subset`'s placement and outcome when the caller already has them.
     pub(super) data_parallel: Option<(Placement, Outcome)>,
     /// The actions that all-reduce over one device group's GPUs (on clusters small enough for
@@ -54,6 +55,8 @@ pub struct Mcts<'a> {
     pub(super) single_group_allreduce: Vec<u16>,
     /// The op groups each op group exchanges tensors with, itself included.
     pub(super) group_neighbours: Vec<Vec<usize>>,
+    /// When the search began (its grouping included): `config.seconds` counts from here.
+    pub(super) began: Instant,
 }
 
 impl<'a> Mcts<'a> {
@@ -96,6 +99,7 @@ impl<'a> Mcts<'a> {
             data_parallel: None,
             group_neighbours,
             single_group_allreduce,
+            began: Instant::now(),
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -122,8 +126,11 @@ impl<'a> Mcts<'a> {
     /// A search over `groups` METIS op groups of `problem`, numbered in `config`'s group order
     /// (METIS seeded by `config.seed`): the grouping every search of the crate starts from.
     pub fn grouped(problem: Problem<'a>, groups: usize, config: MctsConfig) -> Result<Mcts<'a>> {
+        let began = Instant::now();
         let op_group = ordered_groups(&problem, groups, config.seed, config.group_order)?;
-        Mcts::new(problem, op_group, config)
+        let mut search = Mcts::new(problem, op_group, config)?;
+        search.began = began;
+        Ok(search)
     }
 
     pub fn actions(&self) -> &[GroupDecision] {
@@ -148,8 +155,22 @@ impl<'a> Mcts<'a> {
 
     /// Also polish from `starts` after the tree (the cheap heuristics' placements, say), and
     /// return one of them when nothing found is faster: the search then never loses to them.
-    pub fn with_starts(mut self, starts: Vec<Placement>) -> Mcts<'a> {
-        self.starts = starts;
+    pub fn with_starts(mut self, starts: Starts) -> Mcts<'a> {
+        let known = starts.known.into_iter().map(|(placement, time_us, fits)| {
+            let packing = placement.strategy.allreduce;
+            let outcome = Outcome {
+                time_us,
+                fits,
+                packing,
+            };
+            (placement, Some(outcome))
+        });
+        self.starts = known
+            .chain(starts.unsimulated.into_iter().map(|p| (p, None)))
+            .collect();
+        if let Some((placement, time_us, fits)) = starts.data_parallel {
+            self = self.with_data_parallel(placement, time_us, fits);
+        }
         self
     }
 
@@ -320,9 +341,10 @@ impl<'a> Mcts<'a> {
         out
     }
 
-    /// The search loop to the budget; the seconds it took.
+    /// The search loop to the budget; the seconds since the search began (its grouping and
+    /// reference simulations included).
     fn search(&mut self, mut progress: impl FnMut(Progress)) -> Result<f64> {
-        let began = Instant::now();
+        let began = self.began;
         while self.iterations < self.config.iterations {
             if self
                 .config
@@ -485,26 +507,33 @@ pub fn search_with(
     policy: Option<&GnnPolicy>,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
-    search_from(p, groups, config, policy, (None, Vec::new()), progress)
+    search_from(p, groups, config, policy, Starts::default(), progress)
 }
 
-/// `dp-subset`'s placement, simulated time (µs) and fit.
-pub type KnownDataParallel = (Placement, f64, bool);
+/// A placement with its simulated time (µs) and fit.
+pub type KnownPlacement = (Placement, f64, bool);
 
-/// [`search_with`], also polishing from `starts` ([`Mcts::with_starts`]), with `dp-subset`'s
-/// result when the caller has it.
+/// The placements a search polishes from besides the tree's best ([`Mcts::with_starts`]).
+#[derive(Default)]
+pub struct Starts {
+    /// `dp-subset`'s, when the caller has run it (else the polish searches for it).
+    pub data_parallel: Option<KnownPlacement>,
+    /// Simulated by the caller (the heuristics').
+    pub known: Vec<KnownPlacement>,
+    /// Not simulated yet (the exact MILPs'): the polish simulates them while time remains.
+    pub unsimulated: Vec<Placement>,
+}
+
+/// [`search_with`], also polishing from `starts`.
 pub fn search_from(
     p: &Problem,
     groups: usize,
     config: MctsConfig,
     policy: Option<&GnnPolicy>,
-    (data_parallel, starts): (Option<KnownDataParallel>, Vec<Placement>),
+    starts: Starts,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
     let mut mcts = Mcts::grouped(*p, groups, config)?.with_starts(starts);
-    if let Some((placement, time_us, fits)) = data_parallel {
-        mcts = mcts.with_data_parallel(placement, time_us, fits);
-    }
     if let Some(policy) = policy {
         mcts = mcts.with_policy(policy)?;
     }

@@ -1,0 +1,266 @@
+//! `topoplace bench scale`: how the cost of compiling, simulating and placing grows with the
+//! cluster, 8 → 1,024 GPUs. Each size runs in a child process of its own (`bench scale-one`), so
+//! the peak memory reported is that size's alone.
+
+use std::process::Command;
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+
+use super::common::{print_either, progress_bar};
+use topoplace::baselines::tag::tag_search;
+use topoplace::cluster::{Cluster, RouteTable, parse_cluster};
+use topoplace::compile::compile;
+use topoplace::cost::CostModel;
+use topoplace::error::{Error, Result};
+use topoplace::evaluate::Problem;
+use topoplace::gnn::GnnPolicy;
+use topoplace::inputs::load_model;
+use topoplace::mcts::{DEFAULT_GROUPS, MctsConfig};
+use topoplace::sim::{Order, Simulator};
+use topoplace::strategy::Reference;
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Seconds and peak memory of compile + simulate (DP-NCCL) and of `place` at its default
+    /// budget on clusters of 8-GPU machines, half A100 and half V100, with the growth exponent
+    /// between sizes.
+    Scale(ScaleArgs),
+    /// One size of `scale`, measured in this process; prints JSON (what `scale` runs).
+    #[command(hide = true)]
+    ScaleOne(OneArgs),
+}
+
+#[derive(Args)]
+pub struct ScaleArgs {
+    /// A zoo name or a graph JSON file.
+    #[arg(long, default_value = "bert-large")]
+    model: String,
+    /// Cluster sizes in GPUs (multiples of 8 from 8 up, at most 1,024).
+    #[arg(long, value_delimiter = ',', default_value = "8,32,128,512,1024")]
+    gpus: Vec<usize>,
+    /// Run `place` on sizes up to this many GPUs (it simulates hundreds of strategies).
+    #[arg(long, default_value_t = 128)]
+    place_up_to: usize,
+    /// `place`'s MCTS iterations.
+    #[arg(long, default_value_t = 300)]
+    budget: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct OneArgs {
+    #[arg(long)]
+    model: String,
+    #[arg(long)]
+    gpus: usize,
+    /// Measure `place` instead of compile + simulate.
+    #[arg(long)]
+    place: bool,
+    #[arg(long, default_value_t = 300)]
+    budget: usize,
+}
+
+/// One child's measurement.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Measured {
+    seconds: Vec<f64>,
+    peak_bytes: f64,
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleRow {
+    pub gpus: usize,
+    pub compile_s: f64,
+    pub simulate_s: f64,
+    pub peak_mib: f64,
+    pub place_s: Option<f64>,
+    pub place_peak_mib: Option<f64>,
+    /// d ln(compile + simulate) / d ln(GPUs) from the previous row.
+    pub growth: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScaleReport {
+    pub model: String,
+    pub rows: Vec<ScaleRow>,
+}
+
+pub fn run(command: BenchCommand) -> Result<()> {
+    match command {
+        BenchCommand::Scale(args) => scale(args),
+        BenchCommand::ScaleOne(args) => {
+            let m = measure_one(&args)?;
+            println!(
+                "{}",
+                serde_json::to_string(&m).map_err(|e| bench(e.to_string()))?
+            );
+            Ok(())
+        }
+    }
+}
+
+fn scale(args: ScaleArgs) -> Result<()> {
+    for &n in &args.gpus {
+        two_type_cluster(n)?;
+    }
+    let bar = progress_bar(args.gpus.len() as u64, "{bar:30} {pos}/{len} sizes {msg}")?;
+    let mut rows: Vec<ScaleRow> = Vec::new();
+    for &n in &args.gpus {
+        bar.set_message(format!("{n} GPUs"));
+        let sim = child(&args.model, n, false, args.budget)?;
+        let place = if n <= args.place_up_to {
+            Some(child(&args.model, n, true, args.budget)?)
+        } else {
+            None
+        };
+        let total = sim.seconds[0] + sim.seconds[1];
+        let growth = rows
+            .last()
+            .map(|r| (total / (r.compile_s + r.simulate_s)).ln() / (n as f64 / r.gpus as f64).ln());
+        rows.push(ScaleRow {
+            gpus: n,
+            compile_s: sim.seconds[0],
+            simulate_s: sim.seconds[1],
+            peak_mib: sim.peak_bytes / MIB,
+            place_s: place.as_ref().map(|p| p.seconds[0]),
+            place_peak_mib: place.as_ref().map(|p| p.peak_bytes / MIB),
+            growth,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let report = ScaleReport {
+        model: args.model,
+        rows,
+    };
+    print_either(args.json, &report, render)
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Run `bench scale-one` for one size in a child process and read its JSON.
+fn child(model: &str, gpus: usize, place: bool, budget: usize) -> Result<Measured> {
+    let exe = std::env::current_exe().map_err(|e| Error::Io {
+        path: "the topoplace executable".into(),
+        source: e,
+    })?;
+    let mut command = Command::new(exe);
+    command.args(["bench", "scale-one", "--model", model]);
+    command.args(["--gpus", &gpus.to_string(), "--budget", &budget.to_string()]);
+    if place {
+        command.arg("--place");
+    }
+    let out = command.output().map_err(|e| Error::Io {
+        path: "bench scale-one".into(),
+        source: e,
+    })?;
+    if !out.status.success() {
+        return Err(bench(format!(
+            "{gpus} GPUs: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| bench(format!("{gpus} GPUs: {e}")))
+}
+
+fn measure_one(args: &OneArgs) -> Result<Measured> {
+    let graph = load_model(&args.model, None)?;
+    let cluster = two_type_cluster(args.gpus)?;
+    let cost = CostModel::default();
+    let seconds = if args.place {
+        let p = Problem {
+            graph: &graph,
+            cluster: &cluster,
+            cost: &cost,
+        };
+        let config = MctsConfig {
+            iterations: args.budget,
+            ..MctsConfig::default()
+        };
+        let policy = GnnPolicy::shipped()?;
+        let began = Instant::now();
+        tag_search(&p, DEFAULT_GROUPS, config, Some(&policy), |_| {})?;
+        vec![began.elapsed().as_secs_f64()]
+    } else {
+        let began = Instant::now();
+        let routes = RouteTable::new(&cluster);
+        let strategy = Reference::Dp.strategy(&graph, &cluster);
+        let mut compiled = compile(&graph, &cluster, &routes, &strategy, &cost, None);
+        let compiled_at = began.elapsed().as_secs_f64();
+        Simulator::new().run(&mut compiled.exec, Order::Fifo)?;
+        vec![compiled_at, began.elapsed().as_secs_f64() - compiled_at]
+    };
+    Ok(Measured {
+        seconds,
+        peak_bytes: peak_resident_bytes(),
+    })
+}
+
+/// `gpus` GPUs in 8-GPU machines (one smaller machine below 8), the first half A100 with
+/// NVSwitch and 200 Gbps NICs, the rest V100 on PCIe with 100 Gbps NICs.
+fn two_type_cluster(gpus: usize) -> Result<Cluster> {
+    if gpus == 0 || (gpus > 8 && !gpus.is_multiple_of(8)) {
+        return Err(bench(format!(
+            "--gpus {gpus}: sizes are 1 to 8 GPUs or multiples of 8"
+        )));
+    }
+    let machines = gpus.div_ceil(8);
+    let per_machine = gpus.min(8);
+    let a100 = machines.div_ceil(2);
+    let mut text = format!("name = \"scale-{gpus}\"\n");
+    for (name, gpu, count, intra, nic) in [
+        ("a", "A100-40GB", a100, "300 GB/s", "200 Gbps"),
+        ("v", "V100-16GB", machines - a100, "25 GB/s", "100 Gbps"),
+    ] {
+        if count > 0 {
+            text += &format!(
+                "[[machine]]\nname = \"{name}\"\ngpu = \"{gpu}\"\ngpus = {per_machine}\n\
+                 count = {count}\nintra_bandwidth = \"{intra}\"\nnic = \"{nic}\"\n"
+            );
+        }
+    }
+    Ok(parse_cluster(&text, &format!("bench scale ({gpus} GPUs)"))?)
+}
+
+fn bench(message: String) -> Error {
+    Error::Bench(message)
+}
+
+/// This process's peak resident memory (VmHWM of /proc/self/status; NaN where there is none).
+fn peak_resident_bytes() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kib| kib * 1024.0)
+}
+
+fn render(report: &ScaleReport) -> String {
+    let mut s = format!(
+        "{}: compile + simulate of DP-NCCL, and place at its default budget\n\n",
+        report.model
+    );
+    s += "| GPUs | compile s | simulate s | peak MiB | place s | place peak MiB | growth |\n";
+    s += "|---|---|---|---|---|---|---|\n";
+    let opt =
+        |x: Option<f64>, digits: usize| x.map_or("—".to_string(), |v| format!("{v:.digits$}"));
+    for r in &report.rows {
+        s += &format!(
+            "| {} | {:.3} | {:.3} | {:.0} | {} | {} | {} |\n",
+            r.gpus,
+            r.compile_s,
+            r.simulate_s,
+            r.peak_mib,
+            opt(r.place_s, 2),
+            opt(r.place_peak_mib, 0),
+            opt(r.growth, 2),
+        );
+    }
+    s += "\ngrowth: d ln(compile + simulate) / d ln(GPUs) from the row above (1 = linear)\n";
+    s
+}
