@@ -43,6 +43,26 @@ impl Point {
     }
 }
 
+/// One local search to run: where it starts, how many simulations it may take, and the time
+/// (µs) above which it gives up ...
+struct Walk {
+    start: Point,
+    budget: usize,
+    /// The order a sweep visits the op groups in.
+    order: Vec<usize>,
+    give_up_above: f64,
+    /// ... checked once a sweep has visited this many groups, and after every sweep.
+    give_up_after: usize,
+}
+
+/// The walk from data parallelism over every GPU runs only when that is at most this many times
+/// slower than the fastest start (on TAG's cloud it is 8 to 40 times slower, and its walk ends
+/// there too) ...
+const DATA_PARALLEL_WALK_WITHIN: f64 = 4.0;
+/// ... and gives up when, past the third of the op groups holding the most parameters, it is
+/// still this many times slower than the fastest start.
+const DATA_PARALLEL_WALK_GIVES_UP: f64 = 1.25;
+
 /// Where the polished search ends: a point of the search space, or a start no point of the space
 /// expresses (the single fastest GPU, a subset the action space of a large cluster lacks, a list
 /// scheduler's per-op placement) when nothing found is faster.
@@ -92,8 +112,9 @@ impl Mcts<'_> {
             };
             fixed.push((start.clone(), outcome));
         }
-        // Polish dp-subset (what `local-search` does), the best start if another, and the tree's
-        // best: the other starts are far slower on the clusters where they differ.
+        // Polish dp-subset (what `local-search` does), the best start if another, the tree's best
+        // and, where it is close enough, the tree's start: the other starts are far slower on the
+        // clusters where they differ.
         let mut starts: Vec<Point> = self.as_point(&fixed[0].0, fixed[0].1).into_iter().collect();
         let best_start = fixed
             .iter()
@@ -115,22 +136,30 @@ impl Mcts<'_> {
                 outcome,
             });
         }
-        let mut seen = HashSet::new();
-        starts.retain(|p| seen.insert(p.key()));
-        // The walks run side by side: on two cores a walk's own parallel simulations often
-        // leave one idle (a group with one or three fresh candidates).
-        let walks: Vec<(Point, usize)> = starts
-            .into_par_iter()
+        // dp-subset's walk gets the whole budget (it is `local-search`'s); later ones half.
+        let mut walks: Vec<Walk> = starts
+            .into_iter()
             .enumerate()
-            .map(|(i, start)| {
-                // dp-subset's walk gets the whole budget (it is `local-search`'s); later ones half.
-                let budget = if i == 0 {
+            .map(|(i, start)| Walk {
+                start,
+                budget: if i == 0 {
                     self.config.polish
                 } else {
                     self.config.polish / 2
-                };
-                self.local_search(start, budget, deadline)
+                },
+                order: (0..self.groups).collect(),
+                give_up_above: f64::INFINITY,
+                give_up_after: 0,
             })
+            .collect();
+        walks.extend(self.data_parallel_walk(&fixed));
+        let mut seen = HashSet::new();
+        walks.retain(|w| seen.insert(w.start.key()));
+        // The walks run side by side: on two cores a walk's own parallel simulations often
+        // leave one idle (a group with one or three fresh candidates).
+        let walks: Vec<(Point, usize)> = walks
+            .into_par_iter()
+            .map(|w| self.local_search(w, deadline))
             .collect::<Result<_>>()?;
         let mut finishes = Vec::new();
         for (point, used) in walks {
@@ -154,6 +183,47 @@ impl Mcts<'_> {
                 .expect("finite times")
         });
         Ok((finishes, simulated))
+    }
+
+    /// The walk from the tree's start, data parallelism over every GPU: on a heterogeneous
+    /// cluster with slow links between machines it is slower than dp-subset, yet moving its few
+    /// parameter-heavy groups onto one machine's GPUs reaches what no other walk does (VGG19 on
+    /// TAG's testbed: 68.1 ms where the others stop at 113.8 ms). Its sweeps visit those groups
+    /// first, so a walk in vain (BERT's parameters are spread evenly) is given up early.
+    fn data_parallel_walk(&self, fixed: &[(Placement, Outcome)]) -> Option<Walk> {
+        let fastest = fixed
+            .iter()
+            .filter(|(_, o)| o.fits)
+            .map(|(_, o)| o.time_us)
+            .fold(f64::INFINITY, f64::min);
+        let choice = vec![0u16; self.groups];
+        let outcome = *self.cache.get(&choice)?;
+        if !outcome.fits || outcome.time_us > DATA_PARALLEL_WALK_WITHIN * fastest {
+            return None;
+        }
+        Some(Walk {
+            start: Point {
+                choice,
+                split: self.split,
+                packing: outcome.packing,
+                outcome,
+            },
+            budget: self.config.polish / 2,
+            order: self.by_parameters(),
+            give_up_above: DATA_PARALLEL_WALK_GIVES_UP * fastest,
+            give_up_after: self.groups.div_ceil(3),
+        })
+    }
+
+    /// The op groups, those holding the most resident bytes (parameters, optimizer state) first.
+    fn by_parameters(&self) -> Vec<usize> {
+        let mut bytes = vec![0.0; self.groups];
+        for (op, &g) in self.op_group.iter().enumerate() {
+            bytes[g as usize] += self.problem.graph.op(op).resident_bytes;
+        }
+        let mut order: Vec<usize> = (0..self.groups).collect();
+        order.sort_by(|&a, &b| bytes[b].total_cmp(&bytes[a]));
+        order
     }
 
     fn outcome_of_placement(&self, placement: &Placement) -> Result<Outcome> {
@@ -186,12 +256,14 @@ impl Mcts<'_> {
     /// the deadline; the point reached and the simulations run. A group whose moves all failed is
     /// not looked at again until it or a group it exchanges tensors with changes ("don't-look
     /// bits", as in Bentley's 2-opt for the TSP): later sweeps then cost a fraction of the first.
-    fn local_search(
-        &self,
-        mut at: Point,
-        budget: usize,
-        deadline: Option<Instant>,
-    ) -> Result<(Point, usize)> {
+    fn local_search(&self, walk: Walk, deadline: Option<Instant>) -> Result<(Point, usize)> {
+        let Walk {
+            start: mut at,
+            budget,
+            order,
+            give_up_above,
+            give_up_after,
+        } = walk;
         let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
         let mut tried = HashSet::new();
         tried.insert(at.key());
@@ -220,8 +292,9 @@ impl Mcts<'_> {
                 look.fill(true);
             }
             at = knobs_improved;
-            for g in 0..self.groups {
-                if used >= budget || out_of_time() {
+            for (k, &g) in order.iter().enumerate() {
+                let hopeless = k >= give_up_after && at.outcome.time_us > give_up_above;
+                if used >= budget || out_of_time() || hopeless {
                     return Ok((at, used));
                 }
                 if !look[g] {
@@ -252,7 +325,8 @@ impl Mcts<'_> {
                 }
                 at = next;
             }
-            if !at.outcome.better_than(&before) || used >= budget || out_of_time() {
+            let hopeless = at.outcome.time_us > give_up_above;
+            if !at.outcome.better_than(&before) || used >= budget || out_of_time() || hopeless {
                 return Ok((at, used));
             }
         }
