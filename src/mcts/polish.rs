@@ -191,6 +191,10 @@ impl Mcts<'_> {
     /// TAG's testbed: 68.1 ms where the others stop at 113.8 ms). Its sweeps visit those groups
     /// first, so a walk in vain (BERT's parameters are spread evenly) is given up early.
     fn data_parallel_walk(&self, fixed: &[(Placement, Outcome)]) -> Option<Walk> {
+        if self.iterations == 0 {
+            // No tree, no tree's start: `local-search` walks from dp-subset only.
+            return None;
+        }
         let fastest = fixed
             .iter()
             .filter(|(_, o)| o.fits)
