@@ -12,7 +12,7 @@ use topoplace::cost::CostModel;
 use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::gnn::{GnnConfig, GnnPolicy, VertexPriors};
 use topoplace::mcts::{
-    DEFAULT_GROUPS, MctsConfig, actions, build_strategy, metis_groups, search_with,
+    DEFAULT_GROUPS, MctsConfig, Shares, actions, build_strategy, metis_groups, search_with,
 };
 use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
@@ -38,6 +38,7 @@ fn start_graph(model: &str, policy: &GnnPolicy) {
         &acts,
         &dp_choice,
         AllReducePacking::Packed,
+        Shares::EVEN,
         cluster.devices.len(),
     )
     .unwrap();

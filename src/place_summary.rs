@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::cluster::Cluster;
 use crate::graph::Graph;
 use crate::mcts::SearchResult;
+use crate::strategy::BatchSplit;
 use crate::units::{no_negative_zero, to_gib, to_ms};
 
 /// One op group of the chosen strategy.
@@ -17,6 +18,9 @@ pub struct PlacedGroup {
     pub devices: Vec<usize>,
     pub device_groups: Vec<String>,
     pub option: &'static str,
+    /// How its replicas share the batch ("even", "proportional"); none where they do not split
+    /// it.
+    pub shares: Option<&'static str>,
 }
 
 /// The result of `topoplace place`; the JSON keys of `--json` are these field names.
@@ -77,13 +81,16 @@ impl PlaceSummary {
                 .decisions
                 .iter()
                 .zip(&found.group_ops)
+                .zip(&found.shares)
                 .enumerate()
-                .map(|(i, (d, &ops))| PlacedGroup {
+                .map(|(i, ((d, &ops), &split))| PlacedGroup {
                     group: i,
                     ops,
                     devices: d.devices.clone(),
                     device_groups: device_group_names(cluster, &d.devices),
                     option: d.option.name(),
+                    shares: (d.option.splits_batch() && d.devices.len() > 1)
+                        .then_some(split_name(split)),
                 })
                 .collect(),
         }
@@ -132,7 +139,7 @@ impl PlaceSummary {
             "strategy          {} op groups (consecutive groups with one decision share a line)\n",
             s.groups.len()
         );
-        out += "groups      ops  option          devices (device groups)\n";
+        out += "groups      ops  option          shares        devices (device groups)\n";
         for run in decision_runs(&s.groups) {
             let (first, last) = (&run[0], &run[run.len() - 1]);
             let groups = if run.len() == 1 {
@@ -141,10 +148,11 @@ impl PlaceSummary {
                 format!("{}-{}", first.group, last.group)
             };
             out += &format!(
-                "{:<9} {:>5}  {:<15} {:?} ({})\n",
+                "{:<9} {:>5}  {:<15} {:<13} {:?} ({})\n",
                 groups,
                 run.iter().map(|g| g.ops).sum::<usize>(),
                 first.option,
+                first.shares.unwrap_or("-"),
                 first.devices,
                 first.device_groups.join(", ")
             );
@@ -153,11 +161,18 @@ impl PlaceSummary {
     }
 }
 
-/// Maximal runs of consecutive groups with the same devices and option.
+/// Maximal runs of consecutive groups with the same devices, option and shares.
 fn decision_runs(groups: &[PlacedGroup]) -> Vec<&[PlacedGroup]> {
     groups
-        .chunk_by(|a, b| a.devices == b.devices && a.option == b.option)
+        .chunk_by(|a, b| a.devices == b.devices && a.option == b.option && a.shares == b.shares)
         .collect()
+}
+
+fn split_name(split: BatchSplit) -> &'static str {
+    match split {
+        BatchSplit::Even => "even",
+        BatchSplit::Proportional => "proportional",
+    }
 }
 
 /// Names of the device groups whose GPUs exactly make up `devices` (all of them, as a set).
@@ -181,6 +196,7 @@ mod tests {
             device_groups: vec![format!("g{}", devices[0])],
             devices,
             option,
+            shares: None,
         }
     }
 
@@ -208,10 +224,15 @@ mod tests {
                 group(1, 4, vec![0, 1], "all-reduce"),
                 group(2, 5, vec![0], "model-parallel"),
                 group(3, 6, vec![0, 1], "all-reduce"),
+                PlacedGroup {
+                    shares: Some("proportional"),
+                    ..group(4, 2, vec![0, 1], "all-reduce")
+                },
             ],
         };
         let text = summary.render_text();
-        // The result leads; the strategy follows, three runs for four groups.
+        // The result leads; the strategy follows, four runs for five groups (the last differs
+        // from its neighbour in its shares only).
         assert!(
             text.starts_with("m on c\niteration time    1.000 ms\n"),
             "{text}"
@@ -221,7 +242,7 @@ mod tests {
             .skip_while(|l| !l.starts_with("groups"))
             .skip(1)
             .collect();
-        assert_eq!(runs.len(), 3, "{text}");
+        assert_eq!(runs.len(), 4, "{text}");
         assert!(
             runs[0].starts_with("0-1") && runs[0].contains(" 7  all-reduce"),
             "{text}"
@@ -232,6 +253,10 @@ mod tests {
         );
         assert!(
             runs[2].starts_with("3 ") && runs[2].contains(" 6  all-reduce"),
+            "{text}"
+        );
+        assert!(
+            runs[3].starts_with("4 ") && runs[3].contains("all-reduce      proportional"),
             "{text}"
         );
     }

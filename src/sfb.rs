@@ -31,7 +31,7 @@ use crate::cost::CostModel;
 use crate::error::Result;
 use crate::graph::{Graph, OpIdx, Phase};
 use crate::milp::{Milp, SolveOptions, Var};
-use crate::strategy::{ReplicationOption, Strategy};
+use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
 
 /// Knobs of the per-gradient ILP.
 #[derive(Debug, Clone, PartialEq)]
@@ -218,7 +218,7 @@ pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<S
 /// the group's ops.
 type GroupQuestion = (Arc<[f64]>, f64, Arc<HashSet<OpIdx>>);
 
-/// The question for gradient link `(grad, optimizer)` replicated on `devices`.
+/// The question for gradient link `(grad, optimizer)` replicated on `devices` with even shares.
 pub fn question(
     g: &Graph,
     cluster: &Cluster,
@@ -233,20 +233,33 @@ pub fn question(
         optimizer,
         replicas: devices.len(),
         bandwidth: bottleneck_bandwidth(cluster, devices),
-        time: replica_times(g, cluster, cost, devices),
+        time: replica_times(
+            g,
+            cluster,
+            cost,
+            devices,
+            &BatchSplit::Even.shares(cluster, devices),
+        ),
         allowed: allowed.map(Arc::new),
     }
 }
 
-/// Each op's time on its share of the batch over `devices`, µs: the slowest replica's.
-fn replica_times(g: &Graph, cluster: &Cluster, cost: &CostModel, devices: &[usize]) -> Arc<[f64]> {
-    let share = 1.0 / devices.len() as f64;
+/// Each op's time on its share of the batch over `devices` (`shares` in their order), µs: the
+/// slowest replica's.
+fn replica_times(
+    g: &Graph,
+    cluster: &Cluster,
+    cost: &CostModel,
+    devices: &[usize],
+    shares: &[f64],
+) -> Arc<[f64]> {
     g.ops()
         .iter()
         .map(|op| {
             devices
                 .iter()
-                .map(|&dv| cost.compute_time_us(op, &cluster.devices[dv].gpu, share))
+                .zip(shares)
+                .map(|(&dv, &share)| cost.compute_time_us(op, &cluster.devices[dv].gpu, share))
                 .fold(0.0, f64::max)
         })
         .collect()
@@ -290,7 +303,13 @@ pub fn check_strategy(
         }
         let (time, bandwidth, allowed) = of_group.entry(group).or_insert_with(|| {
             (
-                replica_times(g, cluster, cost, &decision.devices),
+                replica_times(
+                    g,
+                    cluster,
+                    cost,
+                    &decision.devices,
+                    &strategy.split_of(group).shares(cluster, &decision.devices),
+                ),
                 bottleneck_bandwidth(cluster, &decision.devices),
                 Arc::new(members[group].iter().copied().collect()),
             )

@@ -483,6 +483,90 @@ fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
     );
 }
 
+/// Batch shares are decided per group: a group given the other shares gets them in the compiled
+/// graph (speed-proportional over a V100 and a P100 while its neighbour splits evenly), keeps
+/// them through a strategy file, and giving it the strategy's own shares again drops the
+/// override.
+#[test]
+fn a_groups_own_batch_shares_reach_the_compiled_ops_and_its_file() {
+    use topoplace::compile::compile;
+    use topoplace::strategy::{load_strategy, save_strategy};
+    let cost = CostModel::default();
+    let g = model("mlp");
+    let c = config("tag-testbed");
+    let fast = c
+        .devices
+        .iter()
+        .position(|d| d.gpu.name.starts_with("V100"))
+        .unwrap();
+    let slow = c
+        .devices
+        .iter()
+        .position(|d| d.gpu.name.starts_with("P100"))
+        .unwrap();
+    let pair = vec![fast.min(slow), fast.max(slow)];
+    let decision = GroupDecision {
+        devices: pair.clone(),
+        option: ReplicationOption::AllReduce,
+    };
+    let op_group: Vec<u32> = (0..g.len()).map(|op| (2 * op >= g.len()) as u32).collect();
+    let even = Strategy::new(
+        "<test>",
+        op_group.clone(),
+        vec![decision.clone(), decision],
+        BatchSplit::Even,
+        g.len(),
+        c.devices.len(),
+    )
+    .unwrap();
+    let mut mixed = even.clone();
+    mixed.set_split(1, BatchSplit::Proportional);
+    assert_eq!(mixed.split_of(0), BatchSplit::Even);
+    assert_eq!(mixed.split_of(1), BatchSplit::Proportional);
+
+    let compiled = compile(&g, &c, &RouteTable::new(&c), &mixed, &cost, None);
+    let speed: Vec<f64> = pair.iter().map(|&d| c.devices[d].gpu.fp32_tflops).collect();
+    let proportional: Vec<f64> = speed
+        .iter()
+        .map(|s| s / speed.iter().sum::<f64>())
+        .collect();
+    let mut seen = [false; 2];
+    for (op, &group) in op_group.iter().enumerate() {
+        let shares = &compiled.op_shares[op];
+        if shares.iter().all(|&x| x == 1.0) {
+            continue; // not split by batch (parameters, optimizer steps)
+        }
+        let want = if group == 0 {
+            vec![0.5, 0.5]
+        } else {
+            proportional.clone()
+        };
+        assert_eq!(shares.len(), 2, "op {op}");
+        for (got, want) in shares.iter().zip(&want) {
+            assert!(
+                (got - want).abs() < 1e-12,
+                "op {op} of group {group}: {shares:?} vs {want:?}"
+            );
+        }
+        seen[group as usize] = true;
+    }
+    assert_eq!(seen, [true, true], "both groups hold batch-split ops");
+
+    let path = temp_dir("group-shares").join("mixed.json");
+    save_strategy(&mixed, None, &g, &c.name, &path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text.matches("\"batch_split\": \"proportional\"").count(),
+        1,
+        "{text}"
+    );
+    let loaded = load_strategy(&path, &g, c.devices.len()).unwrap().strategy;
+    assert_eq!(loaded, mixed);
+
+    mixed.set_split(1, BatchSplit::Even);
+    assert_eq!(mixed, even);
+}
+
 /// A list schedule's execution order travels with its strategy file: loaded back, it simulates
 /// to the same time as the placement did, and a wrong-length order names the field.
 #[test]

@@ -20,7 +20,9 @@ use topoplace::gnn::{
     to_vec,
 };
 use topoplace::graph::Graph;
-use topoplace::mcts::{Mcts, MctsConfig, actions, build_strategy, metis_groups, search_with};
+use topoplace::mcts::{
+    Mcts, MctsConfig, Shares, actions, build_strategy, metis_groups, search_with,
+};
 use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
 
@@ -218,6 +220,7 @@ fn vertex_graphs_carry_table_1_features() {
         &acts,
         &vec![0; groups],
         AllReducePacking::Packed,
+        Shares::EVEN,
         cluster.devices.len(),
     )
     .unwrap();

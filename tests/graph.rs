@@ -100,6 +100,21 @@ fn duplicate_edge_is_named() {
     assert!(msg.contains("duplicate edge"), "{msg}");
 }
 
+/// Numbers no op has (a unit mistake) are refused before totals overflow to infinity.
+#[test]
+fn implausibly_large_numbers_are_named() {
+    let msg = error_of(&broken(r#""flops": 256"#, r#""flops": 1e308"#));
+    assert!(
+        msg.contains("ops[") && msg.contains(".flops") && msg.contains("implausibly large"),
+        "{msg}"
+    );
+    let msg = error_of(&broken(r#""bytes": 32}"#, r#""bytes": 1e30}"#));
+    assert!(
+        msg.contains("edges[1].bytes") && msg.contains("implausibly large"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn negative_size_is_named() {
     let msg = error_of(&broken(

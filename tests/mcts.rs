@@ -12,8 +12,8 @@ use topoplace::cost::CostModel;
 use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, save_graph};
 use topoplace::mcts::{
-    GroupOrder, Mcts, MctsConfig, PACKINGS, SearchSplit, actions, build_strategy, metis_groups,
-    ordered_groups, search,
+    GroupOrder, Mcts, MctsConfig, PACKINGS, SearchSplit, Shares, actions, build_strategy,
+    metis_groups, ordered_groups, search,
 };
 use topoplace::strategy::Reference;
 use topoplace::zoo;
@@ -52,8 +52,15 @@ fn enumerate_best(p: &Problem, op_group: &[u32]) -> f64 {
     let mut best = f64::INFINITY;
     loop {
         for packing in PACKINGS {
-            let s =
-                build_strategy(op_group, &acts, &choice, packing, p.cluster.devices.len()).unwrap();
+            let s = build_strategy(
+                op_group,
+                &acts,
+                &choice,
+                packing,
+                Shares::EVEN,
+                p.cluster.devices.len(),
+            )
+            .unwrap();
             let e = evaluate(p, &routes, &Placement::plain(s, "")).unwrap();
             if e.result.oom.is_empty() {
                 best = best.min(e.report.iteration_us);

@@ -10,7 +10,7 @@ use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase, Splittability};
 use crate::group::chunks::balanced_chunks;
 use crate::group::metis::partition_ops_with_memory;
-use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
+use crate::strategy::{ReplicationOption, Strategy};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) enum LayoutKind {
@@ -111,7 +111,7 @@ pub(super) fn layouts(
                 Rc::new(match kind {
                     LayoutKind::Full => Layout::full(devices),
                     _ => {
-                        let shares = batch_shares(cluster, &devices, strategy.batch_split);
+                        let shares = strategy.split_of(group).shares(cluster, &decision.devices);
                         Layout::new(kind, devices, shares)
                     }
                 })
@@ -163,21 +163,6 @@ pub(super) fn gradient_producers(graph: &Graph) -> Vec<bool> {
         is[link.grad] = true;
     }
     is
-}
-
-/// Even shares, or shares proportional to each device's peak compute rate.
-pub fn batch_shares(cluster: &Cluster, devices: &[u32], split: BatchSplit) -> Vec<f64> {
-    match split {
-        BatchSplit::Even => vec![1.0 / devices.len() as f64; devices.len()],
-        BatchSplit::Proportional => {
-            let speed: Vec<f64> = devices
-                .iter()
-                .map(|&d| cluster.devices[d as usize].gpu.fp32_tflops)
-                .collect();
-            let total: f64 = speed.iter().sum();
-            speed.iter().map(|s| s / total).collect()
-        }
-    }
 }
 
 /// For model-parallel groups: each op's device. TAG §4.2 divides the group with METIS; we

@@ -28,4 +28,3 @@ pub mod sync;
 pub use collective::{RingPlan, ring_plan};
 pub use compiled::{Compiled, TaskRole};
 pub use compiler::compile;
-pub use layout::batch_shares;

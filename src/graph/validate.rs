@@ -42,7 +42,7 @@ pub(super) fn check_parts(
                 ));
             }
         }
-        check_non_negative(source, &format!("edges[{k}].bytes"), e.bytes)?;
+        check_plausible(source, &format!("edges[{k}].bytes"), e.bytes, MAX_BYTES)?;
         if let Some(first) = pairs.insert((e.src, e.dst), k) {
             return Err(InputError::new(
                 source,
@@ -87,14 +87,50 @@ pub(super) fn check_parts(
     Ok(())
 }
 
+/// The most FLOPs one op may take: a zettaFLOP, over a million times a 65,536-square matrix
+/// product (5.6e14). Beyond it a value is a unit mistake, and sums of such values overflow.
+const MAX_OP_FLOPS: f64 = 1e21;
+/// The most bytes one tensor or op may hold: an exbibyte.
+const MAX_BYTES: f64 = (1u64 << 60) as f64;
+/// The longest an op may be profiled to take: a million seconds.
+const MAX_OP_US: f64 = 1e12;
+
 fn check_op_numbers(source: &str, i: usize, op: &Op) -> Result<(), InputError> {
     let field = |f: &str| format!("ops[{i}].{f} (op {} \"{}\")", op.id, op.name);
-    check_non_negative(source, &field("flops"), op.flops)?;
-    check_non_negative(source, &field("bytes_accessed"), op.bytes_accessed)?;
-    check_non_negative(source, &field("output_bytes"), op.output_bytes)?;
-    check_non_negative(source, &field("resident_bytes"), op.resident_bytes)?;
+    check_plausible(source, &field("flops"), op.flops, MAX_OP_FLOPS)?;
+    check_plausible(
+        source,
+        &field("bytes_accessed"),
+        op.bytes_accessed,
+        MAX_BYTES,
+    )?;
+    check_plausible(source, &field("output_bytes"), op.output_bytes, MAX_BYTES)?;
+    check_plausible(
+        source,
+        &field("resident_bytes"),
+        op.resident_bytes,
+        MAX_BYTES,
+    )?;
     for (device, t) in &op.profiled_us {
-        check_non_negative(source, &field(&format!("profiled_us.{device}")), *t)?;
+        check_plausible(
+            source,
+            &field(&format!("profiled_us.{device}")),
+            *t,
+            MAX_OP_US,
+        )?;
+    }
+    Ok(())
+}
+
+/// Non-negative, finite and at most `limit`.
+fn check_plausible(source: &str, field: &str, value: f64, limit: f64) -> Result<(), InputError> {
+    check_non_negative(source, field, value)?;
+    if value > limit {
+        return Err(InputError::new(
+            source,
+            field,
+            format!("is implausibly large ({value:e}, the most accepted is {limit:e})"),
+        ));
     }
     Ok(())
 }

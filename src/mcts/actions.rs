@@ -63,36 +63,65 @@ pub const PACKINGS: [AllReducePacking; 2] = [
     AllReducePacking::Packed,
 ];
 
-/// The strategy that gives op group `g` the decision `actions[choice[g]]`, synchronised by
-/// `packing`. Groups with the same action share one strategy group, so every group on action 0
-/// with [`AllReducePacking::Packed`] is exactly DP-NCCL and scores 0.
+/// How the replicas of a choice's groups share the batch: `split`, but the other way for the
+/// search groups in `other` (sorted).
+#[derive(Debug, Clone, Copy)]
+pub struct Shares<'s> {
+    pub split: BatchSplit,
+    pub other: &'s [usize],
+}
+
+impl Shares<'static> {
+    /// Equal shares everywhere (TAG).
+    pub const EVEN: Shares<'static> = Shares {
+        split: BatchSplit::Even,
+        other: &[],
+    };
+}
+
+/// The strategy that gives op group `g` the decision `actions[choice[g]]` and the batch
+/// `shares`, synchronised by `packing`. Groups with the same action and shares share one
+/// strategy group, so every group on action 0 with even shares and [`AllReducePacking::Packed`]
+/// is exactly DP-NCCL and scores 0.
 pub fn build_strategy(
     op_group: &[u32],
     actions: &[GroupDecision],
     choice: &[u16],
     packing: AllReducePacking,
+    shares: Shares,
     devices: usize,
 ) -> Result<Strategy> {
-    let mut slot = vec![u32::MAX; actions.len()];
+    // A strategy group per (action, shares the other way) used.
+    let slot_of =
+        |g: usize| 2 * choice[g] as usize + shares.other.binary_search(&g).is_ok() as usize;
+    let mut slot = vec![u32::MAX; 2 * actions.len()];
     let mut decisions = Vec::new();
-    for &a in choice {
-        if slot[a as usize] == u32::MAX {
-            slot[a as usize] = decisions.len() as u32;
-            decisions.push(actions[a as usize].clone());
+    let mut flipped = Vec::new();
+    for g in 0..choice.len() {
+        let k = slot_of(g);
+        if slot[k] == u32::MAX {
+            slot[k] = decisions.len() as u32;
+            if k % 2 == 1 {
+                flipped.push(decisions.len());
+            }
+            decisions.push(actions[choice[g] as usize].clone());
         }
     }
     let ops = op_group
         .iter()
-        .map(|&g| slot[choice[g as usize] as usize])
+        .map(|&g| slot[slot_of(g as usize)])
         .collect();
     let mut s = Strategy::new(
         "mcts",
         ops,
         decisions,
-        BatchSplit::Even,
+        shares.split,
         op_group.len(),
         devices,
     )?;
+    for group in flipped {
+        s.set_split(group, shares.split.other());
+    }
     s.allreduce = packing;
     Ok(s)
 }

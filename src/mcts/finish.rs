@@ -11,11 +11,15 @@ use super::search::{Mcts, outcome_of};
 use super::tree::Outcome;
 use crate::error::Result;
 use crate::evaluate::{Evaluation, Placement, evaluate};
-use crate::strategy::{GroupDecision, Strategy};
+use crate::strategy::{BatchSplit, GroupDecision, Strategy};
 
 /// A finish after the SFB check: its placement, evaluation, search choice (when a point of the
 /// space) and outcome.
 type Checked = (Placement, Evaluation, Option<Vec<u16>>, Outcome);
+
+/// Each op group's decision, op count and batch shares, as [`crate::mcts::SearchResult`] reports
+/// them.
+type Groups = (Vec<GroupDecision>, Vec<usize>, Vec<BatchSplit>);
 
 impl Mcts<'_> {
     pub(super) fn finish(self, seconds: f64) -> Result<SearchResult> {
@@ -54,8 +58,8 @@ impl Mcts<'_> {
             strategy, order, ..
         } = placement;
         let seconds = seconds + started.elapsed().as_secs_f64();
-        let (decisions, group_ops) = match choice {
-            Some(choice) => self.search_groups(&choice),
+        let (decisions, group_ops, shares) = match choice {
+            Some(choice) => self.search_groups(&choice, &strategy),
             None => strategy_groups(&strategy),
         };
         Ok(SearchResult {
@@ -65,6 +69,7 @@ impl Mcts<'_> {
             fits,
             decisions,
             group_ops,
+            shares,
             dp_us: self.dp.time_us,
             dp_fits: self.dp.fits,
             beat_dp_at: self.beat_dp_at,
@@ -79,7 +84,7 @@ impl Mcts<'_> {
     fn checked(&self, finish: Finish, sfb: bool) -> Result<Checked> {
         let (placement, e, choice) = match finish {
             Finish::Point(p) => {
-                let (s, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
+                let (s, e) = self.evaluate_with(&p.choice, p.packing, p.split, &p.other_split)?;
                 (Placement::plain(s, ""), e, Some(p.choice))
             }
             Finish::Fixed(placement, _) => {
@@ -96,17 +101,20 @@ impl Mcts<'_> {
         Ok((placement, e, choice, o))
     }
 
-    /// The decision and op count of each search op group under `choice`.
-    fn search_groups(&self, choice: &[u16]) -> (Vec<GroupDecision>, Vec<usize>) {
+    /// The decision, op count and batch shares of each search op group under `choice`, built
+    /// as `strategy`.
+    fn search_groups(&self, choice: &[u16], strategy: &Strategy) -> Groups {
         let mut group_ops = vec![0; self.groups];
-        for &g in &self.op_group {
+        let mut shares = vec![strategy.batch_split; self.groups];
+        for (op, &g) in self.op_group.iter().enumerate() {
             group_ops[g as usize] += 1;
+            shares[g as usize] = strategy.split_of(strategy.group_of(op));
         }
         let decisions = choice
             .iter()
             .map(|&a| self.actions[a as usize].clone())
             .collect();
-        (decisions, group_ops)
+        (decisions, group_ops, shares)
     }
 
     /// [`Self::with_sfb_if_faster`] when the search does the double check.
@@ -152,7 +160,8 @@ impl Mcts<'_> {
 }
 
 /// A strategy's own groups: their decisions and op counts (a start the search space lacks).
-fn strategy_groups(s: &Strategy) -> (Vec<GroupDecision>, Vec<usize>) {
+fn strategy_groups(s: &Strategy) -> Groups {
     let group_ops = s.members().iter().map(Vec::len).collect();
-    (s.decisions().to_vec(), group_ops)
+    let shares = (0..s.group_count()).map(|g| s.split_of(g)).collect();
+    (s.decisions().to_vec(), group_ops, shares)
 }

@@ -32,7 +32,7 @@ pub mod result;
 pub mod search;
 pub mod tree;
 
-pub use actions::{PACKINGS, actions, build_strategy, device_group_sets};
+pub use actions::{PACKINGS, Shares, actions, build_strategy, device_group_sets};
 pub use config::{
     DEFAULT_GROUPS, DEFAULT_POLISH, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, SearchSplit,
 };

@@ -31,15 +31,53 @@ use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption};
 pub(super) struct Point {
     pub(super) choice: Vec<u16>,
     pub(super) split: BatchSplit,
+    /// Groups whose replicas share the batch the other way (sorted).
+    pub(super) other_split: Vec<usize>,
     pub(super) packing: AllReducePacking,
     pub(super) outcome: Outcome,
 }
 
-type Key = (Vec<u16>, BatchSplit, AllReducePacking);
+type Key = (Vec<u16>, BatchSplit, Vec<usize>, AllReducePacking);
 
 impl Point {
     fn key(&self) -> Key {
-        (self.choice.clone(), self.split, self.packing)
+        (
+            self.choice.clone(),
+            self.split,
+            self.other_split.clone(),
+            self.packing,
+        )
+    }
+
+    /// The point with group `g`'s action `a` (and the shares of the rest).
+    fn moved(&self, g: usize, a: u16) -> Point {
+        let mut choice = self.choice.clone();
+        choice[g] = a;
+        Point {
+            choice,
+            other_split: self
+                .other_split
+                .iter()
+                .copied()
+                .filter(|&h| h != g)
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The point with group `g`'s batch shares the other way.
+    fn split_flipped(&self, g: usize) -> Point {
+        let mut other_split = self.other_split.clone();
+        match other_split.binary_search(&g) {
+            Ok(at) => {
+                other_split.remove(at);
+            }
+            Err(at) => other_split.insert(at, g),
+        }
+        Point {
+            other_split,
+            ..self.clone()
+        }
     }
 }
 
@@ -132,6 +170,7 @@ impl Mcts<'_> {
             starts.push(Point {
                 choice,
                 split: self.split,
+                other_split: Vec::new(),
                 packing: outcome.packing,
                 outcome,
             });
@@ -157,10 +196,26 @@ impl Mcts<'_> {
         walks.retain(|w| seen.insert(w.start.key()));
         // The walks run side by side: on two cores a walk's own parallel simulations often
         // leave one idle (a group with one or three fresh candidates).
-        let walks: Vec<(Point, usize)> = walks
+        let mut walks: Vec<(Point, usize)> = walks
             .into_par_iter()
             .map(|w| self.local_search(w, deadline))
             .collect::<Result<_>>()?;
+        // Both ends stay finishes: the SFB check can reorder them.
+        let fastest = walks
+            .iter()
+            .map(|(p, _)| p)
+            .reduce(|a, b| {
+                if b.outcome.better_than(&a.outcome) {
+                    b
+                } else {
+                    a
+                }
+            })
+            .filter(|_| !out_of_time())
+            .cloned();
+        if let Some(fastest) = fastest {
+            walks.push(self.shares_refined(fastest)?);
+        }
         let mut finishes = Vec::new();
         for (point, used) in walks {
             simulated += used;
@@ -209,6 +264,7 @@ impl Mcts<'_> {
             start: Point {
                 choice,
                 split: self.split,
+                other_split: Vec::new(),
                 packing: outcome.packing,
                 outcome,
             },
@@ -250,7 +306,8 @@ impl Mcts<'_> {
         let a = self.actions.iter().position(|x| x == decision)?;
         Some(Point {
             choice: vec![a as u16; self.groups],
-            split: s.batch_split,
+            split: s.split_of(0),
+            other_split: Vec::new(),
             packing: s.allreduce,
             outcome,
         })
@@ -307,14 +364,7 @@ impl Mcts<'_> {
                 let moves: Vec<Point> = self
                     .candidates(&at.choice, g)
                     .into_iter()
-                    .map(|a| {
-                        let mut choice = at.choice.clone();
-                        choice[g] = a;
-                        Point {
-                            choice,
-                            ..at.clone()
-                        }
-                    })
+                    .map(|a| at.moved(g, a))
                     .filter(|p| tried.insert(p.key()))
                     .take(budget - used)
                     .collect();
@@ -330,10 +380,50 @@ impl Mcts<'_> {
                 at = next;
             }
             let hopeless = at.outcome.time_us > give_up_above;
-            if !at.outcome.better_than(&before) || used >= budget || out_of_time() || hopeless {
+            if used >= budget || out_of_time() || hopeless {
+                return Ok((at, used));
+            }
+            if !at.outcome.better_than(&before) {
                 return Ok((at, used));
             }
         }
+    }
+
+    /// The fastest walk's end, with per-group batch shares: each op group whose replicas split
+    /// the batch over GPUs of different speeds tries the other shares (side by side), and the
+    /// improving flips are tried together too; the best point and the simulations run. Flips
+    /// are not moves of the walks: tried from a walk's start they steer it elsewhere (VGG19 on
+    /// TAG's testbed to a slower optimum), after a flip every action move is a fresh simulation,
+    /// and refining every walk's end took BERT-large on TAG's cloud past 10 s.
+    fn shares_refined(&self, at: Point) -> Result<(Point, usize)> {
+        let (groups, flips): (Vec<usize>, Vec<Point>) = (0..self.groups)
+            .filter(|&g| self.shares_matter(at.choice[g]))
+            .map(|g| (g, at.split_flipped(g)))
+            .unzip();
+        let mut used = flips.len();
+        let scored = self.scored(flips)?;
+        let improving: Vec<usize> = groups
+            .iter()
+            .zip(&scored)
+            .filter(|(_, p)| p.outcome.better_than(&at.outcome))
+            .map(|(&g, _)| g)
+            .collect();
+        let mut together = Vec::new();
+        if improving.len() > 1 {
+            let all = improving
+                .iter()
+                .fold(at.clone(), |p, &g| p.split_flipped(g));
+            together = self.scored(vec![all])?;
+            used += 1;
+        }
+        let best = scored.into_iter().chain(together).fold(at, |best, p| {
+            if p.outcome.better_than(&best.outcome) {
+                p
+            } else {
+                best
+            }
+        });
+        Ok((best, used))
     }
 
     /// Actions to try for group `g`: those other groups use, the other options on its GPUs, data
@@ -353,21 +443,22 @@ impl Mcts<'_> {
         out
     }
 
+    /// Whether how action `a`'s replicas share the batch matters: they split it and their GPUs
+    /// differ in speed.
+    fn shares_matter(&self, a: u16) -> bool {
+        let decision = &self.actions[a as usize];
+        let speed = |d: usize| self.problem.cluster.devices[d].gpu.fp32_tflops;
+        decision.option.splits_batch()
+            && decision
+                .devices
+                .windows(2)
+                .any(|w| speed(w[0]) != speed(w[1]))
+    }
+
     /// The fastest of `points` (simulated in parallel; ties: the first) when it beats `at`,
     /// else `at`.
     fn improved(&self, at: Point, points: Vec<Point>) -> Result<Point> {
-        let scored: Vec<Point> = points
-            .into_par_iter()
-            .map(|mut p| {
-                let (_, e) = self.evaluate_with(&p.choice, p.packing, p.split)?;
-                p.outcome = Outcome {
-                    time_us: e.report.iteration_us,
-                    fits: e.result.oom.is_empty(),
-                    packing: p.packing,
-                };
-                Ok(p)
-            })
-            .collect::<Result<_>>()?;
+        let scored = self.scored(points)?;
         let mut best = at;
         for p in scored {
             if p.outcome.better_than(&best.outcome) {
@@ -375,5 +466,21 @@ impl Mcts<'_> {
             }
         }
         Ok(best)
+    }
+
+    /// `points` with their outcomes, simulated in parallel.
+    fn scored(&self, points: Vec<Point>) -> Result<Vec<Point>> {
+        points
+            .into_par_iter()
+            .map(|mut p| {
+                let (_, e) = self.evaluate_with(&p.choice, p.packing, p.split, &p.other_split)?;
+                p.outcome = Outcome {
+                    time_us: e.report.iteration_us,
+                    fits: e.result.oom.is_empty(),
+                    packing: p.packing,
+                };
+                Ok(p)
+            })
+            .collect()
     }
 }

@@ -4,7 +4,7 @@
 use super::config::OOM_REWARD;
 use crate::evaluate::Evaluation;
 use crate::gnn::HeteroGraph;
-use crate::strategy::{GroupDecision, Strategy};
+use crate::strategy::{BatchSplit, GroupDecision, Strategy};
 
 /// What the search found.
 #[derive(Debug, Clone)]
@@ -21,6 +21,9 @@ pub struct SearchResult {
     pub decisions: Vec<GroupDecision>,
     /// Ops in each op group, in search order.
     pub group_ops: Vec<usize>,
+    /// How each op group's replicas share the batch, in search order (where its option splits
+    /// the batch).
+    pub shares: Vec<BatchSplit>,
     /// DP-NCCL's simulated iteration time, µs, and whether it fits.
     pub dp_us: f64,
     pub dp_fits: bool,

@@ -8,7 +8,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{PACKINGS, actions, build_strategy, single_group_allreduce};
+use super::actions::{PACKINGS, Shares, actions, build_strategy, single_group_allreduce};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::result::{Progress, SearchResult, VertexTarget};
@@ -433,24 +433,29 @@ impl<'a> Mcts<'a> {
         choice: &[u16],
         packing: AllReducePacking,
     ) -> Result<(Strategy, Evaluation)> {
-        self.evaluate_with(choice, packing, self.split)
+        self.evaluate_with(choice, packing, self.split, &[])
     }
 
-    /// Compile and simulate `choice` with the given packing and batch shares.
+    /// Compile and simulate `choice` with the given packing and batch shares (`split`, but the
+    /// other way for the groups in `other_split`).
     pub(super) fn evaluate_with(
         &self,
         choice: &[u16],
         packing: AllReducePacking,
         split: BatchSplit,
+        other_split: &[usize],
     ) -> Result<(Strategy, Evaluation)> {
-        let mut s = build_strategy(
+        let s = build_strategy(
             &self.op_group,
             &self.actions,
             choice,
             packing,
+            Shares {
+                split,
+                other: other_split,
+            },
             self.problem.cluster.devices.len(),
         )?;
-        s.batch_split = split;
         let e = evaluate(
             &self.problem,
             &self.routes,

@@ -1,0 +1,282 @@
+//! The JSON form of a strategy: per group its op ids, devices and option, so a person can read
+//! and edit it; reading checks every field and names the one at fault.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+use crate::error::{Error, InputError, Result, write_atomic};
+use crate::graph::Graph;
+
+/// The JSON layout of a strategy file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StrategyFile {
+    #[serde(default = "default_format")]
+    pub format: String,
+    /// The model the strategy was made for (informational).
+    #[serde(default)]
+    pub model: String,
+    /// The cluster the strategy was made for (informational).
+    #[serde(default)]
+    pub cluster: String,
+    #[serde(default)]
+    pub batch_split: BatchSplit,
+    #[serde(default)]
+    pub allreduce: AllReducePacking,
+    /// Written by older versions: apply sufficient factor broadcasting where TAG's ILP says it
+    /// pays, deciding the ops when the file is loaded ([`LoadedStrategy::sfb_requested`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sfb: bool,
+    /// Ids of the ops the SFB ILP duplicated (see [`Strategy::sfb_duplicated`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sfb_duplicated: Vec<u64>,
+    /// Execution priorities (lower first), one per op in the graph file's op order: a list
+    /// scheduler's planned start times (FastT's order enforcement). Empty: run in arrival order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub priority: Vec<f64>,
+    pub groups: Vec<GroupRecord>,
+}
+
+pub const STRATEGY_FORMAT: &str = "topoplace-strategy";
+
+fn default_format() -> String {
+    STRATEGY_FORMAT.to_string()
+}
+
+/// One group: the ids of its ops (as in the graph file), its devices and its option.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupRecord {
+    pub ops: Vec<u64>,
+    pub devices: Vec<usize>,
+    pub option: ReplicationOption,
+    /// This group's batch shares where they differ from the file's `batch_split`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_split: Option<BatchSplit>,
+}
+
+impl StrategyFile {
+    /// The file of `s`, with its execution priorities if it has any (one per op).
+    pub fn from_strategy(
+        s: &Strategy,
+        priority: Option<&[f64]>,
+        g: &Graph,
+        cluster: &str,
+    ) -> StrategyFile {
+        let groups = s
+            .members()
+            .into_iter()
+            .zip(s.decisions())
+            .enumerate()
+            .map(|(k, (ops, d))| GroupRecord {
+                ops: ops.iter().map(|&i| g.op(i).id).collect(),
+                devices: d.devices.clone(),
+                option: d.option,
+                batch_split: Some(s.split_of(k)).filter(|&x| x != s.batch_split),
+            })
+            .collect();
+        StrategyFile {
+            format: default_format(),
+            model: g.name.clone(),
+            cluster: cluster.to_string(),
+            batch_split: s.batch_split,
+            allreduce: s.allreduce,
+            sfb: false,
+            sfb_duplicated: s.sfb_duplicated.iter().map(|&i| g.op(i).id).collect(),
+            priority: priority.map(<[f64]>::to_vec).unwrap_or_default(),
+            groups,
+        }
+    }
+
+    /// Resolve op ids against `g` and check the strategy covers every op exactly once.
+    pub fn into_strategy(
+        self,
+        source: &str,
+        g: &Graph,
+        devices: usize,
+    ) -> Result<Strategy, InputError> {
+        if self.format != STRATEGY_FORMAT {
+            return Err(InputError::new(
+                source,
+                "format",
+                format!("expected \"{STRATEGY_FORMAT}\", found \"{}\"", self.format),
+            ));
+        }
+        let index: HashMap<u64, usize> = g
+            .ops()
+            .iter()
+            .enumerate()
+            .map(|(i, op)| (op.id, i))
+            .collect();
+        let mut op_group = vec![u32::MAX; g.len()];
+        for (k, group) in self.groups.iter().enumerate() {
+            for (j, id) in group.ops.iter().enumerate() {
+                let field = format!("groups[{k}].ops[{j}]");
+                let &op = index
+                    .get(id)
+                    .ok_or_else(|| InputError::new(source, &field, format!("no op has id {id}")))?;
+                if op_group[op] != u32::MAX {
+                    return Err(InputError::new(
+                        source,
+                        field,
+                        format!("op {id} is already in group {}", op_group[op]),
+                    ));
+                }
+                op_group[op] = k as u32;
+            }
+        }
+        if let Some(missing) = op_group.iter().position(|&x| x == u32::MAX) {
+            return Err(InputError::new(
+                source,
+                "groups",
+                format!(
+                    "op {} \"{}\" is in no group",
+                    g.op(missing).id,
+                    g.op(missing).name
+                ),
+            ));
+        }
+        let own_splits: Vec<(usize, BatchSplit)> = self
+            .groups
+            .iter()
+            .enumerate()
+            .filter_map(|(k, r)| Some((k, r.batch_split?)))
+            .collect();
+        let decisions = self
+            .groups
+            .into_iter()
+            .map(|r| GroupDecision {
+                devices: r.devices,
+                option: r.option,
+            })
+            .collect();
+        let mut strategy = Strategy::new(
+            source,
+            op_group,
+            decisions,
+            self.batch_split,
+            g.len(),
+            devices,
+        )?;
+        strategy.allreduce = self.allreduce;
+        for (k, split) in own_splits {
+            strategy.set_split(k, split);
+        }
+        strategy.sfb_duplicated = self
+            .sfb_duplicated
+            .iter()
+            .enumerate()
+            .map(|(j, id)| {
+                index.get(id).copied().ok_or_else(|| {
+                    InputError::new(
+                        source,
+                        format!("sfb_duplicated[{j}]"),
+                        format!("no op has id {id}"),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        strategy.sfb_duplicated.sort_unstable();
+        strategy.sfb_duplicated.dedup();
+        Ok(strategy)
+    }
+}
+
+/// A strategy read from a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedStrategy {
+    pub strategy: Strategy,
+    /// The file asks for SFB the way older versions wrote it (`"sfb": true`) without naming the
+    /// duplicated ops: the caller decides them with [`crate::sfb::duplicated_ops`].
+    pub sfb_requested: bool,
+    /// The model and cluster the file says it is for.
+    pub model: String,
+    pub cluster: String,
+    /// Execution priorities, one per op, if the file gives them.
+    pub priority: Option<Vec<f64>>,
+}
+
+pub fn parse_strategy(
+    text: &str,
+    source: &str,
+    g: &Graph,
+    devices: usize,
+) -> Result<LoadedStrategy, InputError> {
+    if !text.trim_start().starts_with('{') {
+        return Err(InputError::new(
+            source,
+            "",
+            "a strategy file holds one JSON object (\"format\": \"topoplace-strategy\", ...)",
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    let file: StrategyFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        InputError::new(
+            source,
+            if path == "." { String::new() } else { path },
+            e.into_inner().to_string(),
+        )
+    })?;
+    let sfb_requested = file.sfb && file.sfb_duplicated.is_empty();
+    let (model, cluster) = (file.model.clone(), file.cluster.clone());
+    let priority = checked_priority(&file.priority, source, g)?;
+    Ok(LoadedStrategy {
+        strategy: file.into_strategy(source, g, devices)?,
+        sfb_requested,
+        model,
+        cluster,
+        priority,
+    })
+}
+
+/// A file's priorities: none, or one finite number per op of `g`.
+fn checked_priority(
+    priority: &[f64],
+    source: &str,
+    g: &Graph,
+) -> Result<Option<Vec<f64>>, InputError> {
+    if priority.is_empty() {
+        return Ok(None);
+    }
+    if priority.len() != g.len() {
+        return Err(InputError::new(
+            source,
+            "priority",
+            format!(
+                "has {} entries, the graph has {} ops",
+                priority.len(),
+                g.len()
+            ),
+        ));
+    }
+    if let Some(i) = priority.iter().position(|x| !x.is_finite()) {
+        return Err(InputError::new(
+            source,
+            format!("priority[{i}]"),
+            "must be a finite number",
+        ));
+    }
+    Ok(Some(priority.to_vec()))
+}
+
+pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<LoadedStrategy> {
+    let source = path.display().to_string();
+    let text = crate::error::read_text_file(path)?;
+    Ok(parse_strategy(&text, &source, g, devices)?)
+}
+
+pub fn save_strategy(
+    s: &Strategy,
+    priority: Option<&[f64]>,
+    g: &Graph,
+    cluster: &str,
+    path: &Path,
+) -> Result<()> {
+    let file = StrategyFile::from_strategy(s, priority, g, cluster);
+    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::serialise("strategy", e))?;
+    write_atomic(path, text.as_bytes())
+}
