@@ -102,6 +102,10 @@ impl CostModel {
 
 /// The op's profiled full-batch time on `gpu`, looked up by the GPU's name or any alias.
 pub fn profiled_us(op: &Op, gpu: &GpuSpec) -> Option<f64> {
+    // Called for every replica of every op in every simulation; zoo ops have no profile.
+    if op.profiled_us.is_empty() {
+        return None;
+    }
     op.profiled_us
         .iter()
         .find(|(key, _)| gpu.matches(key))
