@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use crate::assets;
-use crate::cluster::{Cluster, load_cluster, parse_cluster};
+use crate::cluster::catalog::known_names;
+use crate::cluster::{Cluster, known_profile_key, load_cluster, parse_cluster};
 use crate::error::{InputError, Result};
 use crate::graph::Graph;
 use crate::{import, zoo};
@@ -43,7 +44,34 @@ pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
         )
         .into());
     }
-    import::import(path, None)
+    import_model(path, None)
+}
+
+/// A graph file in `format` (or the one detected), whose profiled times each name a GPU of the
+/// catalog, a family of them ("V100") or `cpu` (the PyTorch exporter's host timings, which no
+/// simulation uses): a time under a name nothing matches would be ignored without a word.
+pub fn import_model(path: &Path, format: Option<import::Format>) -> Result<Graph> {
+    let graph = import::import(path, format)?;
+    let source = path.display().to_string();
+    for (i, op) in graph.ops().iter().enumerate() {
+        let unknown = op
+            .profiled_us
+            .keys()
+            .find(|key| !key.eq_ignore_ascii_case("cpu") && !known_profile_key(key));
+        if let Some(key) = unknown {
+            return Err(InputError::new(
+                &source,
+                format!("ops[{i}].profiled_us.{key} (op {} \"{}\")", op.id, op.name),
+                format!(
+                    "unknown GPU type {key:?}; known types: {}, a family of them such as \
+                     \"V100\", or \"cpu\"",
+                    known_names().join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(graph)
 }
 
 /// A cluster config file, or the name of a config shipped in `configs/`.

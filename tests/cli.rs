@@ -834,3 +834,36 @@ fn bench_scale_reports_the_growth_between_sizes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--gpus 12"), "{stderr}");
 }
+
+#[test]
+fn replicas_with_less_than_one_sample_are_warned_about() {
+    let dir = scratch("thin-batch");
+    let path = dir.join("g.json");
+    std::fs::write(&path, GRAPH).unwrap();
+    let graph = path.to_str().unwrap();
+    // Batch 2 over TAG's 16-GPU testbed: 0.125 samples per replica.
+    let thin = succeeds(&[
+        "simulate",
+        "--model",
+        graph,
+        "--cluster",
+        "tag-testbed",
+        "--strategy",
+        "dp",
+    ]);
+    let stderr = String::from_utf8_lossy(&thin.stderr);
+    assert!(stderr.contains("warning:"), "{stderr}");
+    assert!(stderr.contains("0.12 samples"), "{stderr}");
+    // Batch 2 over two GPUs: one sample each, nothing to warn about.
+    let whole = succeeds(&[
+        "simulate",
+        "--model",
+        graph,
+        "--cluster",
+        "quickp-fat-tree-2",
+        "--strategy",
+        "dp",
+    ]);
+    let stderr = String::from_utf8_lossy(&whole.stderr);
+    assert!(!stderr.contains("warning:"), "{stderr}");
+}

@@ -380,3 +380,30 @@ fn tree_allreduce_closed_form_and_nccl_choice() {
         ring_allreduce_time_us(big, 8, b, l)
     );
 }
+
+/// A profile under a family name ("V100") applies to every board of the family, one under a
+/// board's own name wins over it, and names that are no family ("GTX", "A") match nothing.
+#[test]
+fn a_family_profile_applies_to_every_board_and_an_exact_one_wins() {
+    let cost = CostModel::default();
+    let gpu = |name: &str| find_gpu(name).unwrap();
+    let mut fwd = op(Phase::Forward, 1e9, 1e6);
+    fwd.profiled_us.insert("V100".to_string(), 40.0);
+    for board in ["V100-SXM2-16GB", "V100-SXM2-32GB", "V100-PCIe-32GB"] {
+        assert_eq!(cost.compute_time_us(&fwd, gpu(board), 1.0), 40.0, "{board}");
+    }
+    let p100 = cost.compute_time_us(&fwd, gpu("P100-16GB"), 1.0);
+    assert_eq!(p100, cost.roofline_us(&fwd, gpu("P100-16GB"), 1.0));
+
+    fwd.profiled_us.insert("V100-PCIe-32GB".to_string(), 50.0);
+    assert_eq!(cost.compute_time_us(&fwd, gpu("V100-PCIe-32GB"), 1.0), 50.0);
+    assert_eq!(cost.compute_time_us(&fwd, gpu("V100-SXM2-32GB"), 1.0), 40.0);
+
+    use topoplace::cluster::known_profile_key;
+    for key in ["V100", "a100", "GTX-1080Ti", "cpu-ish-V100"] {
+        assert_eq!(known_profile_key(key), key != "cpu-ish-V100", "{key}");
+    }
+    for key in ["GTX", "A", "Z100"] {
+        assert!(!known_profile_key(key), "{key}");
+    }
+}

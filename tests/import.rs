@@ -187,6 +187,12 @@ fn csv_example_imports_with_its_values() {
     assert_eq!(fc1.split, Splittability::Concat);
     assert_eq!(fc1.profiled_us["V100"], 41.5);
     assert_eq!(fc1.profiled_us["A100"], 20.1);
+    // "V100" names the family: its time is what every V100 board is charged.
+    let cost = topoplace::cost::CostModel::default();
+    for board in ["V100-SXM2-32GB", "V100-PCIe-32GB"] {
+        let gpu = topoplace::cluster::find_gpu(board).unwrap();
+        assert_eq!(cost.compute_time_us(fc1, gpu, 1.0), 41.5, "{board}");
+    }
     let quoted = g.ops().iter().find(|o| o.id == 4).unwrap();
     assert_eq!(quoted.name, "relu_grad, fused");
     assert_eq!(quoted.profiled_us["A100"], 2.0);
@@ -639,4 +645,32 @@ fn torch_metadata_of_the_wrong_type_is_named() {
         e.contains("torch") && e.contains("must be an object"),
         "{e}"
     );
+}
+
+/// A profiled time under a name no GPU matches would be ignored without a word: the model is
+/// refused, naming the op's field; the exporter's `cpu` timings are accepted.
+#[test]
+fn a_profile_for_an_unknown_gpu_is_named() {
+    let dir = scratch("unknown-gpu");
+    let text = std::fs::read_to_string(repo(CSV_DIR).join("ops.csv")).unwrap();
+    for (column, ok) in [("time_us:Z100", false), ("time_us:cpu", true)] {
+        let out = dir.join(column.replace(':', "-"));
+        std::fs::create_dir_all(&out).unwrap();
+        std::fs::write(out.join("ops.csv"), text.replace("time_us:V100", column)).unwrap();
+        for f in ["edges.csv", "gradients.csv"] {
+            std::fs::copy(repo(CSV_DIR).join(f), out.join(f)).unwrap();
+        }
+        let loaded = topoplace::inputs::load_model(out.to_str().unwrap(), None);
+        match (loaded, ok) {
+            (Ok(_), true) => {}
+            (Err(e), false) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("ops[2].profiled_us.Z100") && msg.contains("unknown GPU type"),
+                    "{msg}"
+                );
+            }
+            (r, _) => panic!("{column}: {:?}", r.map(|g| g.name)),
+        }
+    }
 }

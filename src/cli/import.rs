@@ -9,6 +9,7 @@ use super::common::print_json;
 use topoplace::error::Result;
 use topoplace::graph::save_graph;
 use topoplace::import::{self, Format};
+use topoplace::inputs::import_model;
 
 #[derive(Args)]
 pub struct ImportArgs {
@@ -64,7 +65,7 @@ pub fn run(args: ImportArgs) -> Result<()> {
         Some(format) => format.into(),
         None => import::detect(&args.input)?,
     };
-    let graph = import::import(&args.input, Some(format))?;
+    let graph = import_model(&args.input, Some(format))?;
     save_graph(&graph, &args.out)?;
     let done = Imported {
         input: args.input.display().to_string(),

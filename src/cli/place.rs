@@ -12,6 +12,7 @@ use topoplace::assets::SHIPPED_POLICY;
 use topoplace::baselines::heuristics::best_heuristic;
 use topoplace::baselines::tag::tag_search;
 use topoplace::error::{Result, SearchError};
+use topoplace::evaluate::thin_batch_warning;
 use topoplace::gnn::{self, GnnPolicy};
 use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
@@ -124,6 +125,9 @@ pub fn run(args: PlaceArgs) -> Result<()> {
     }
     let heuristic = best_heuristic(&heuristics);
     let summary = PlaceSummary::new(graph, cluster, &policy_shown, &found, heuristic);
+    if let Some(warning) = thin_batch_warning(graph, cluster, &found.strategy) {
+        eprintln!("warning: {warning}");
+    }
     if let Some(path) = &args.out {
         save_strategy(
             &found.strategy,

@@ -8,7 +8,9 @@ use super::common::Inputs;
 use super::common::{print_either, strategy_named, write_trace};
 use topoplace::cluster::RouteTable;
 use topoplace::error::Result;
-use topoplace::evaluate::{Placement, SimulationSummary, evaluate, evaluate_strategy};
+use topoplace::evaluate::{
+    Placement, SimulationSummary, evaluate, evaluate_strategy, thin_batch_warning,
+};
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
 
@@ -63,6 +65,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     } = &inputs;
     let p = inputs.problem();
     let (strategy, priority) = strategy_named(&args.strategy, graph, cluster, cost)?;
+    let warning = thin_batch_warning(graph, cluster, &strategy);
     let evaluation = match (priority, args.order) {
         (Some(order), None | Some(OrderArg::Priority)) => {
             let placement = Placement {
@@ -76,6 +79,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let dp_order = args.order.unwrap_or(OrderArg::Fifo).into();
     let dp = evaluate_strategy(&p, &Reference::Dp.strategy(graph, cluster), dp_order)?;
     let summary = SimulationSummary::new(graph, cluster, &args.strategy, &evaluation, &dp);
+    if let Some(warning) = warning {
+        eprintln!("warning: {warning}");
+    }
     if let Some(path) = &args.trace {
         write_trace(path, graph, cluster, &evaluation)?;
     }

@@ -71,6 +71,24 @@ impl GpuSpec {
         let key = normalize(name);
         normalize(self.name) == key || self.aliases.iter().any(|a| normalize(a) == key)
     }
+
+    /// Whether a time profiled under `key` applies to this GPU: `key` is its name or an alias,
+    /// or a family name its name or an alias begins with ("V100" for every V100, "A100" for
+    /// every A100: one chip, and a profile rarely says which board it ran on). A family name has
+    /// at least three characters and a digit, so "A" or "GTX" names none.
+    pub fn profiled_as(&self, key: &str) -> bool {
+        let key = normalize(key);
+        let family = key.len() >= 3 && key.chars().any(|c| c.is_ascii_digit());
+        std::iter::once(self.name)
+            .chain(self.aliases.iter().copied())
+            .map(normalize)
+            .any(|n| n == key || (family && n.starts_with(&key)))
+    }
+}
+
+/// Whether times profiled under `key` apply to some GPU of the catalog.
+pub fn known_profile_key(key: &str) -> bool {
+    CATALOG.iter().any(|g| g.profiled_as(key))
 }
 
 /// "GTX 1080Ti", "gtx-1080ti" and "GTX_1080TI" are the same GPU.

@@ -18,7 +18,7 @@ pub mod random;
 pub mod routes;
 
 pub use catalog::Arch;
-pub use catalog::{CATALOG, GpuSpec, find_gpu, lookup_gpu};
+pub use catalog::{CATALOG, GpuSpec, find_gpu, known_profile_key, lookup_gpu};
 pub use config::{load_cluster, parse_cluster};
 pub use interconnect::{Interconnect, TopoSummary, parse_nvidia_smi_topo, port_lanes};
 pub use random::{Bandwidths, random_cluster, random_cluster_within};

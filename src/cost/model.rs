@@ -100,16 +100,20 @@ impl CostModel {
     }
 }
 
-/// The op's profiled full-batch time on `gpu`, looked up by the GPU's name or any alias.
+/// The op's profiled full-batch time on `gpu`: under its name or an alias, else under its family's
+/// name ("V100", see [`GpuSpec::profiled_as`]).
 pub fn profiled_us(op: &Op, gpu: &GpuSpec) -> Option<f64> {
     // Called for every replica of every op in every simulation; zoo ops have no profile.
     if op.profiled_us.is_empty() {
         return None;
     }
-    op.profiled_us
-        .iter()
-        .find(|(key, _)| gpu.matches(key))
-        .map(|(_, &t)| t)
+    let under = |applies: &dyn Fn(&str) -> bool| {
+        op.profiled_us
+            .iter()
+            .find(|(key, _)| applies(key))
+            .map(|(_, &t)| t)
+    };
+    under(&|key| gpu.matches(key)).or_else(|| under(&|key| gpu.profiled_as(key)))
 }
 
 /// latency + bytes / bandwidth.

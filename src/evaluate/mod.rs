@@ -6,8 +6,10 @@ pub mod evaluation;
 pub mod problem;
 pub mod report;
 pub mod summary;
+pub mod thin_batch;
 
 pub use evaluation::{Evaluation, evaluate, evaluate_strategy};
 pub use problem::{Placement, Problem};
 pub use report::{DeviceGroupFeedback, OpGroupFeedback, SimReport};
 pub use summary::SimulationSummary;
+pub use thin_batch::thin_batch_warning;

@@ -264,6 +264,20 @@ impl Strategy {
         }
     }
 
+    /// The smallest share of the batch any replica of a batch-split group gets, with its group:
+    /// `None` when no group splits the batch over more than one device.
+    pub fn thinnest_share(&self, cluster: &Cluster) -> Option<(usize, f64)> {
+        self.decisions
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.option.splits_batch() && d.devices.len() > 1)
+            .flat_map(|(g, d)| {
+                let shares = self.split_of(g).shares(cluster, &d.devices);
+                shares.into_iter().map(move |s| (g, s))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
     pub fn group_of(&self, op: OpIdx) -> usize {
         self.op_group[op] as usize
     }
