@@ -4,9 +4,10 @@
 //! capacities, and optional co-location sets (QuickP P2). One instance, one cost model: that is
 //! what makes "the MILP's optimum" and "the simulated time" comparable.
 
+use super::memory;
 use crate::error::{GroupingError, Result};
 use crate::evaluate::Problem;
-use crate::graph::{Graph, OpIdx, Phase, topo};
+use crate::graph::{OpIdx, topo};
 use crate::group::Grouping;
 
 /// A schedulable unit: one op, or a group of ops placed and run together.
@@ -16,7 +17,7 @@ pub struct Node {
     pub ops: Vec<OpIdx>,
     /// Compute time on each device, µs (sum of the members').
     pub compute: Vec<f64>,
-    /// Bytes the node keeps on its device: resident state plus outputs (parameters count once).
+    /// Bytes the node keeps on its device through the peak ([`super::memory::static_bytes`]).
     pub memory: f64,
 }
 
@@ -33,7 +34,8 @@ pub struct NodeEdge {
 pub struct Instance {
     pub nodes: Vec<Node>,
     pub edges: Vec<NodeEdge>,
-    /// Device memory, bytes.
+    /// Device memory less the transient reserve ([`super::memory`]), bytes: what the nodes'
+    /// static bytes may fill.
     pub capacity: Vec<f64>,
     /// `latency[k][l]` µs and `bandwidth[k][l]` bytes/µs of the route from device k to l.
     pub latency: Vec<Vec<f64>>,
@@ -62,6 +64,15 @@ impl Instance {
         } else {
             self.latency[k][l] + self.edges[e].bytes / self.bandwidth[k][l]
         }
+    }
+
+    /// Node `i`'s compute time on its fastest device.
+    pub fn fastest(&self, i: usize) -> f64 {
+        self.nodes[i]
+            .compute
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// The slowest transfer of edge `e` over any device pair.
@@ -116,11 +127,7 @@ impl Instance {
     /// and starting after it (tail): lower bounds on its start and on what follows its finish.
     pub fn heads_and_tails(&self) -> (Vec<f64>, Vec<f64>) {
         let n = self.len();
-        let fastest: Vec<f64> = self
-            .nodes
-            .iter()
-            .map(|node| node.compute.iter().copied().fold(f64::INFINITY, f64::min))
-            .collect();
+        let fastest: Vec<f64> = (0..n).map(|i| self.fastest(i)).collect();
         let order = self.topological_order();
         let mut head = vec![0.0; n];
         let mut tail = vec![0.0; n];
@@ -158,21 +165,6 @@ impl Instance {
     }
 }
 
-/// Bytes an op holds on its device at the iteration's memory peak, as `topoplace info` estimates
-/// a model: resident state (parameters, optimizer state) plus the outputs of input and forward
-/// ops, which live until the backward pass consumes them. Backward and optimizer outputs are
-/// transient (freed right after their consumers) and a parameter's output is the variable itself.
-/// Summing this over a GPU's nodes is the linear memory row of both MILPs.
-fn own_bytes(g: &Graph, op: OpIdx) -> f64 {
-    let o = g.op(op);
-    let out = if matches!(o.phase, Phase::Input | Phase::Forward) {
-        o.output_bytes
-    } else {
-        0.0
-    };
-    o.resident_bytes + out
-}
-
 /// The instance of a placement problem: one node per op, or one per group of `grouping`.
 /// A grouping whose coarse graph has a cycle cannot be scheduled node by node and is an error.
 pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
@@ -203,7 +195,7 @@ pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
     for op in g.topological_order() {
         let node = &mut nodes[op_group[op]];
         node.ops.push(op);
-        node.memory += own_bytes(g, op);
+        node.memory += memory::static_bytes(g, op);
         for (d, dev) in p.cluster.devices.iter().enumerate() {
             node.compute[d] += p.cost.compute_time_us(g.op(op), &dev.gpu, 1.0);
         }
@@ -219,6 +211,7 @@ pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
         .into_iter()
         .map(|((src, dst), bytes)| NodeEdge { src, dst, bytes })
         .collect();
+    let reserve = memory::transient_reserve(p)?;
     let routes = crate::cluster::RouteTable::new(p.cluster);
     let table = |f: &dyn Fn(usize, usize) -> f64| -> Vec<Vec<f64>> {
         (0..devices)
@@ -228,7 +221,12 @@ pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
     Ok(Instance {
         nodes,
         edges,
-        capacity: p.cluster.devices.iter().map(|d| d.memory_bytes).collect(),
+        capacity: p
+            .cluster
+            .devices
+            .iter()
+            .map(|d| d.memory_bytes - reserve)
+            .collect(),
         latency: table(&|a, b| routes.latency(a, b)),
         bandwidth: table(&|a, b| routes.bandwidth(a, b)),
         colocate: Vec::new(),

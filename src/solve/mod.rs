@@ -16,12 +16,14 @@
 pub mod align;
 pub mod brute;
 pub mod instance;
+pub mod memory;
 pub mod model;
 pub mod moirai;
 pub mod quickp;
 pub mod schedule;
 pub mod size;
 pub mod summary;
+pub mod symmetry;
 
 use std::time::Instant;
 
@@ -107,6 +109,8 @@ pub fn solve_instance(
     if !heuristic.admissible(inst) {
         heuristic = schedule::memory_first(inst, channels);
     }
+    // The warm start must obey the symmetry-breaking rows; relabelling keeps its schedule.
+    heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);
     let admissible = heuristic.admissible(inst);
     // A feasible schedule bounds the optimum; a tiny slack keeps its own warm start feasible
     // after rounding.

@@ -15,12 +15,19 @@
 //!   x_jk − 1` for every k, and with `o_ij` ∈ {0,1} the big-M disjunction
 //!   `S_j ≥ F_i − H(1 − o_ij) − H(1 − same_ij)`, `S_i ≥ F_j − H o_ij − H(1 − same_ij)`.
 //!
-//! The big-M is the horizon H: the makespan of a feasible heuristic schedule (no optimal
-//! schedule ends later), else a serial bound.
+//! The horizon H is the makespan of a feasible heuristic schedule (no optimal schedule ends
+//! later), else a serial bound. It bounds every node's window: `S_i ≥ head_i` and
+//! `F_i ≤ H − tail_i`, so the big-M of a pair is `M_ij = (H − tail_i) − head_j`, the most
+//! `F_i − S_j` can be, rather than H (much tighter for nodes deep in the graph).
+//! Interchangeable GPUs get symmetry-breaking rows ([`super::symmetry`]).
 
 use super::instance::Instance;
 use super::schedule::Plan;
+use super::symmetry::symmetry_rows;
 use crate::milp::{Milp, MilpOutcome, Var};
+
+/// The largest instance that gets the energetic cuts (their non-zeros grow as n²).
+pub const ENERGY_CUT_MAX_NODES: usize = 256;
 
 /// Handles of the shared variables.
 pub struct Core {
@@ -32,6 +39,9 @@ pub struct Core {
     /// Per parallelizable pair: `(i, j, o_ij, same_ij)`.
     pub pairs: Vec<(usize, usize, Var, Var)>,
     pub horizon: f64,
+    /// Earliest start of each node and the latest finish no optimal schedule exceeds.
+    pub earliest_start: Vec<f64>,
+    pub latest_finish: Vec<f64>,
 }
 
 impl Core {
@@ -51,8 +61,16 @@ impl Core {
             x.push(row);
         }
         let (head, tail) = inst.heads_and_tails();
+        let earliest_start: Vec<f64> = head.iter().map(|&h| h.min(horizon)).collect();
+        // F_i + tail_i ≤ C ≤ H in every schedule at least as good as the horizon's.
+        let latest_finish: Vec<f64> = (0..n)
+            .map(|i| (horizon - tail[i]).max(earliest_start[i] + inst.fastest(i)))
+            .collect();
         let s: Vec<Var> = (0..n)
-            .map(|i| m.continuous(head[i].min(horizon), horizon, 0.0))
+            .map(|i| {
+                let latest_start = latest_finish[i] - inst.fastest(i);
+                m.continuous(earliest_start[i], latest_start, 0.0)
+            })
             .collect();
         let core_z = edge_indicators(m, inst, &x);
         let mut core = Core {
@@ -62,9 +80,13 @@ impl Core {
             z: core_z,
             pairs: Vec::new(),
             horizon,
+            earliest_start,
+            latest_finish,
         };
         core.assignment_rows(m, inst, &leader);
+        symmetry_rows(m, inst, &core.x, &leader);
         core.makespan_rows(m, inst, &tail);
+        core.energy_rows(m, inst);
         core.pairs = core.overlap_rows(m, inst);
         core
     }
@@ -98,8 +120,46 @@ impl Core {
         }
     }
 
+    /// The largest `F_i − S_j` any schedule within the horizon has: the big-M that switches
+    /// off "j after i" (tighter than the horizon, which is what lets the LP see the rows).
+    pub fn big_m(&self, i: usize, j: usize) -> f64 {
+        (self.latest_finish[i] - self.earliest_start[j]).max(0.0)
+    }
+
+    /// Energetic precedence cuts, valid because a device runs one node at a time: the nodes
+    /// that follow i (i included) all start at or after `S_i`, so the work of those on device k
+    /// ends no earlier than `S_i + Σ p_jk x_jk`, which bounds C; the nodes that precede i all end
+    /// by `F_i`, so `F_i ≥ Σ p_jk x_jk` over them. The LP otherwise spreads a chain over every
+    /// device as if its links could run side by side. O(n²·devices) non-zeros: only while
+    /// the instance is small (they matter most where an exact answer is expected).
+    fn energy_rows(&self, m: &mut Milp, inst: &Instance) {
+        if inst.len() > ENERGY_CUT_MAX_NODES {
+            return;
+        }
+        let reach = inst.reachability();
+        for (i, reach_from_i) in reach.iter().enumerate() {
+            let after: Vec<usize> = (0..inst.len())
+                .filter(|&j| j == i || reach_from_i[j])
+                .collect();
+            let before: Vec<usize> = (0..inst.len()).filter(|&j| j == i || reach[j][i]).collect();
+            for k in 0..inst.devices() {
+                let work = |nodes: &[usize]| -> Vec<(Var, f64)> {
+                    nodes
+                        .iter()
+                        .map(|&j| (self.x[j][k], inst.nodes[j].compute[k]))
+                        .collect()
+                };
+                let mut terms = work(&after);
+                terms.extend([(self.s[i], 1.0), (self.c, -1.0)]);
+                m.le(&terms, 0.0);
+                let mut terms = work(&before);
+                terms.extend(self.neg_finish_terms(inst, i));
+                m.le(&terms, 0.0);
+            }
+        }
+    }
+
     fn overlap_rows(&self, m: &mut Milp, inst: &Instance) -> Vec<(usize, usize, Var, Var)> {
-        let h = self.horizon;
         let mut pairs = Vec::new();
         for (i, j) in inst.parallel_pairs() {
             let o = m.binary(0.0);
@@ -110,14 +170,16 @@ impl Core {
                     -1.0,
                 );
             }
-            // S_j − F_i − H·o − H·same ≥ −2H
+            // S_j − F_i − M·o − M·same ≥ −2M, M = M_ij
+            let mij = self.big_m(i, j);
             let mut a = self.neg_finish_terms(inst, i);
-            a.extend([(self.s[j], 1.0), (o, -h), (same, -h)]);
-            m.ge(&a, -2.0 * h);
-            // S_i − F_j + H·o − H·same ≥ −H
+            a.extend([(self.s[j], 1.0), (o, -mij), (same, -mij)]);
+            m.ge(&a, -2.0 * mij);
+            // S_i − F_j + M·o − M·same ≥ −M, M = M_ji
+            let mji = self.big_m(j, i);
             let mut b = self.neg_finish_terms(inst, j);
-            b.extend([(self.s[i], 1.0), (o, h), (same, -h)]);
-            m.ge(&b, -h);
+            b.extend([(self.s[i], 1.0), (o, mji), (same, -mji)]);
+            m.ge(&b, -mji);
             pairs.push((i, j, o, same));
         }
         pairs

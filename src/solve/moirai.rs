@@ -9,6 +9,9 @@
 //!   and, with `o_ef` ∈ {0,1}, `T_f ≥ T_e + dur_e − H(1 − o_ef) − H(1 − q_ef)` and
 //!   `T_e ≥ T_f + dur_f − H o_ef − H(1 − q_ef)`: transfers on one channel never overlap.
 //!
+//! Transfer starts have windows from the critical-path bounds and each pair's big-M is the most
+//! `T_e + dur_e − T_f` can be in that window, not the horizon.
+//!
 //! One channel per ordered device pair is MOIRAI's network model; the simulator matches it on
 //! one machine, where the cluster has one link per ordered GPU pair.
 
@@ -33,7 +36,10 @@ impl MoiraiMilp {
         let t: Vec<Var> = inst
             .edges
             .iter()
-            .map(|_| milp.continuous(0.0, horizon, 0.0))
+            .map(|edge| {
+                let window = transfer_window(inst, &core, edge.src, edge.dst);
+                milp.continuous(window.0, window.1, 0.0)
+            })
             .collect();
         for (e, edge) in inst.edges.iter().enumerate() {
             let mut after_producer = core.neg_finish_terms(inst, edge.src);
@@ -43,7 +49,7 @@ impl MoiraiMilp {
             before_consumer.extend(core.comm_terms(inst, e).into_iter().map(|(v, c)| (v, -c)));
             milp.ge(&before_consumer, 0.0);
         }
-        let pairs = congestion_rows(&mut milp, inst, &core, &t, horizon);
+        let pairs = congestion_rows(&mut milp, inst, &core, &t);
         MoiraiMilp {
             milp,
             core,
@@ -117,13 +123,29 @@ impl MoiraiMilp {
     }
 }
 
+/// When a transfer from `src` to `dst` can start: after `src` can finish at the earliest, and
+/// no later than `dst` can start at the latest.
+fn transfer_window(inst: &Instance, core: &Core, src: usize, dst: usize) -> (f64, f64) {
+    let earliest = core.earliest_start[src] + inst.fastest(src);
+    let latest = core.latest_finish[dst] - inst.fastest(dst);
+    (earliest, latest.max(earliest))
+}
+
+/// The largest `T_e + dur_e − T_f`: e ends before its consumer starts, f starts after its
+/// producer finishes. The big-M that switches off "f after e" on a shared channel.
+fn transfer_big_m(inst: &Instance, core: &Core, e: usize, f: usize) -> f64 {
+    let (a, b) = (inst.edges[e], inst.edges[f]);
+    let e_done = transfer_window(inst, core, a.src, a.dst).1;
+    let f_start = transfer_window(inst, core, b.src, b.dst).0;
+    (e_done - f_start).max(0.0)
+}
+
 /// Pairs of edges whose transfers could overlap, with their non-overlap rows.
 fn congestion_rows(
     m: &mut Milp,
     inst: &Instance,
     core: &Core,
     t: &[Var],
-    h: f64,
 ) -> Vec<(usize, usize, Var, Var)> {
     let reach = inst.reachability();
     let before = |a: usize, b: usize| a == b || reach[a][b];
@@ -141,14 +163,16 @@ fn congestion_rows(
                 debug_assert!(k == k2 && l == l2);
                 m.ge(&[(q, 1.0), (ze, -1.0), (zf, -1.0)], -1.0);
             }
-            // T_f − T_e − dur_e − H·o − H·q ≥ −2H
-            let mut r1 = vec![(t[f], 1.0), (t[e], -1.0), (o, -h), (q, -h)];
+            // T_f − T_e − dur_e − M·o − M·q ≥ −2M, M = M_ef
+            let mef = transfer_big_m(inst, core, e, f);
+            let mut r1 = vec![(t[f], 1.0), (t[e], -1.0), (o, -mef), (q, -mef)];
             r1.extend(core.comm_terms(inst, e).into_iter().map(|(v, c)| (v, -c)));
-            m.ge(&r1, -2.0 * h);
-            // T_e − T_f − dur_f + H·o − H·q ≥ −H
-            let mut r2 = vec![(t[e], 1.0), (t[f], -1.0), (o, h), (q, -h)];
+            m.ge(&r1, -2.0 * mef);
+            // T_e − T_f − dur_f + M·o − M·q ≥ −M, M = M_fe
+            let mfe = transfer_big_m(inst, core, f, e);
+            let mut r2 = vec![(t[e], 1.0), (t[f], -1.0), (o, mfe), (q, -mfe)];
             r2.extend(core.comm_terms(inst, f).into_iter().map(|(v, c)| (v, -c)));
-            m.ge(&r2, -h);
+            m.ge(&r2, -mfe);
             pairs.push((e, f, o, q));
         }
     }

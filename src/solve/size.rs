@@ -5,7 +5,8 @@
 //! Counted from the formulations' own loops ([`super::model::Core`], [`super::moirai`]): per
 //! edge one `z` column and row per ordered device pair; per pair of nodes that may run in
 //! parallel an order binary and a row per device; MOIRAI adds, per pair of edges that may overlap
-//! in time, a row per channel (ordered device pair) and two big-M rows over the channels. The
+//! in time, a row per channel (ordered device pair) and two big-M rows over the channels; both
+//! add the energetic cuts of small instances and the symmetry-breaking rows. The
 //! rows are exact for MOIRAI (vgg19 on tag-testbed: 7,554,910 estimated and built). The bytes
 //! are what the process holds: our row problem, HiGHS's copies of the matrix column- and
 //! row-wise and its working copies, measured at about 80 bytes per nonzero plus 200 per row or
@@ -40,6 +41,7 @@ pub fn estimate(inst: &Instance, formulation: Formulation) -> ModelSize {
         columns: n * d + n + e * channels + 2.0 * node_pairs,
         nonzeros: n * d + 3.0 * e * channels + node_pairs * (3.0 * d + 2.0 * (d + 4.0)),
     };
+    add_cut_rows(inst, &mut size);
     if formulation == Formulation::Moirai {
         let edge_pairs = overlapping_edge_pairs(inst);
         size.rows += e * 2.0 + edge_pairs * (channels + 2.0);
@@ -62,4 +64,19 @@ fn overlapping_edge_pairs(inst: &Instance) -> f64 {
         }
     }
     count as f64
+}
+
+/// The energetic precedence cuts (small instances only) and the symmetry-breaking rows.
+fn add_cut_rows(inst: &Instance, size: &mut ModelSize) {
+    let (n, d) = (inst.len() as f64, inst.devices() as f64);
+    if inst.len() <= super::model::ENERGY_CUT_MAX_NODES {
+        let ordered_pairs = inst.reachability().iter().flatten().filter(|&&r| r).count() as f64;
+        size.rows += 2.0 * n * d;
+        size.nonzeros += d * (2.0 * (n + ordered_pairs) + n * (3.0 + d));
+    }
+    let leaders = inst.colocation_leader();
+    let l = (0..inst.len()).filter(|&i| leaders[i] == i).count() as f64;
+    let linked = super::symmetry::interchangeable_with_previous(inst).len() as f64;
+    size.rows += linked * l;
+    size.nonzeros += linked * (l + l * (l - 1.0) / 2.0);
 }
