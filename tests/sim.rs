@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
-use topoplace::compile::{TaskRole, compile};
+use topoplace::compile::{TaskRole, compile_full};
 use topoplace::cost::{CommModel, CostModel, tree_allreduce_time_us};
 use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
 use topoplace::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
@@ -801,7 +801,7 @@ proptest! {
             s.allreduce = AllReducePacking::Packed;
         }
         let cost = CostModel::default();
-        let mut compiled = compile(&g, &c, &RouteTable::new(&c), &s, &cost, None);
+        let mut compiled = compile_full(&g, &c, &RouteTable::new(&c), &s, &cost, None);
         compiled.exec.seal();
         let r = Simulator::new().run_sealed(&compiled.exec, Order::Fifo).unwrap().clone();
         let exec = &compiled.exec;

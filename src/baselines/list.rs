@@ -271,7 +271,7 @@ impl<'a> Schedule<'a> {
         let (_, planned) = self.transfers(op, d);
         for (u, _, end) in planned {
             let from = self.device[u].expect("predecessors are scheduled first");
-            for &l in self.costs.routes.links(from, d) {
+            for &l in self.costs.routes.links(from, d).iter() {
                 self.link_free[l as usize] = end;
             }
             self.arrived.insert((u, d), end);

@@ -11,8 +11,9 @@ use super::common::{BAR, print_either, progress_bar, write_trace};
 use topoplace::assets::SHIPPED_POLICY;
 use topoplace::baselines::heuristics::best_heuristic;
 use topoplace::baselines::tag::tag_search;
+use topoplace::cluster::RouteTable;
 use topoplace::error::{Result, SearchError};
-use topoplace::evaluate::thin_batch_warning;
+use topoplace::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
 use topoplace::gnn::{self, GnnPolicy};
 use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
@@ -138,7 +139,13 @@ pub fn run(args: PlaceArgs) -> Result<()> {
         )?;
     }
     if let Some(path) = &args.trace {
-        write_trace(path, graph, cluster, &found.evaluation)?;
+        // Every GPU in the trace: the search's evaluation may have compiled one per class.
+        let placement = Placement {
+            order: found.order.clone(),
+            ..Placement::plain(found.strategy.clone(), "")
+        };
+        let traced = evaluate_every_replica(&p, &RouteTable::new(cluster), &placement)?;
+        write_trace(path, graph, cluster, &traced)?;
     }
     print_either(args.json, &summary, PlaceSummary::render_text)
 }

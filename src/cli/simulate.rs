@@ -9,7 +9,7 @@ use super::common::{print_either, strategy_named, write_trace};
 use topoplace::cluster::RouteTable;
 use topoplace::error::Result;
 use topoplace::evaluate::{
-    Placement, SimulationSummary, evaluate, evaluate_strategy, thin_batch_warning,
+    Replicas, SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
 };
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
@@ -66,15 +66,25 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let p = inputs.problem();
     let (strategy, priority) = strategy_named(&args.strategy, graph, cluster, cost)?;
     let warning = thin_batch_warning(graph, cluster, &strategy);
+    // A trace shows every GPU, so it needs every replica compiled (the times are the same).
+    let replicas = match args.trace {
+        Some(_) => Replicas::Every,
+        None => Replicas::ByClass,
+    };
+    let routes = RouteTable::new(cluster);
     let evaluation = match (priority, args.order) {
-        (Some(order), None | Some(OrderArg::Priority)) => {
-            let placement = Placement {
-                order: Some(order),
-                ..Placement::plain(strategy, "")
-            };
-            evaluate(&p, &RouteTable::new(cluster), &placement)?
+        (Some(order), None | Some(OrderArg::Priority)) => simulate_strategy(
+            &p,
+            &routes,
+            &strategy,
+            Some(&order),
+            Order::Priority,
+            replicas,
+        )?,
+        (_, order) => {
+            let order = order.unwrap_or(OrderArg::Fifo).into();
+            simulate_strategy(&p, &routes, &strategy, None, order, replicas)?
         }
-        (_, order) => evaluate_strategy(&p, &strategy, order.unwrap_or(OrderArg::Fifo).into())?,
     };
     let dp_order = args.order.unwrap_or(OrderArg::Fifo).into();
     let dp = evaluate_strategy(&p, &Reference::Dp.strategy(graph, cluster), dp_order)?;

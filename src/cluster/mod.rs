@@ -22,7 +22,7 @@ pub use catalog::{CATALOG, GpuSpec, find_gpu, known_profile_key, lookup_gpu};
 pub use config::{load_cluster, parse_cluster};
 pub use interconnect::{Interconnect, TopoSummary, parse_nvidia_smi_topo, port_lanes};
 pub use random::{Bandwidths, random_cluster, random_cluster_within};
-pub use routes::RouteTable;
+pub use routes::{RouteLinks, RouteTable};
 
 use serde::Serialize;
 
@@ -260,42 +260,51 @@ impl Cluster {
 
     /// The route from device `a` to device `b`.
     pub fn path(&self, a: usize, b: usize) -> Route {
-        if a == b {
-            return Route {
-                links: Vec::new(),
-                bandwidth: f64::INFINITY,
-                latency_us: 0.0,
-            };
+        Route {
+            links: self.route_links(a, b).iter().map(|&l| l as usize).collect(),
+            bandwidth: self.bandwidth(a, b),
+            latency_us: self.latency(a, b),
         }
-        let links = match self.pair_link(a, b) {
-            Some(l) => vec![l, self.devices[a].port_out, self.devices[b].port_in],
+    }
+
+    /// The links from `a` to `b`: the pair's link and both ports inside a machine, both NICs
+    /// between machines, none to itself.
+    pub fn route_links(&self, a: usize, b: usize) -> RouteLinks {
+        if a == b {
+            return RouteLinks::of(&[]);
+        }
+        match self.pair_link(a, b) {
+            Some(l) => RouteLinks::of(&[l, self.devices[a].port_out, self.devices[b].port_in]),
             None => {
                 let src = &self.machines[self.devices[a].machine];
                 let dst = &self.machines[self.devices[b].machine];
-                vec![src.nic_out, dst.nic_in]
+                RouteLinks::of(&[src.nic_out, dst.nic_in])
             }
-        };
-        let modelled = links
-            .iter()
-            .map(|&l| self.links[l].bandwidth)
-            .fold(f64::INFINITY, f64::min);
-        let bandwidth = self.measured.as_ref().map_or(modelled, |m| m[a][b]);
-        let latency_us = links.iter().map(|&l| self.links[l].latency_us).sum();
-        Route {
-            links,
-            bandwidth,
-            latency_us,
         }
     }
 
-    /// Bottleneck bandwidth from `a` to `b`, B/µs (infinite when `a == b`).
+    /// Bottleneck bandwidth from `a` to `b`, B/µs (the measured one when the cluster has a
+    /// matrix; infinite when `a == b`).
     pub fn bandwidth(&self, a: usize, b: usize) -> f64 {
-        self.path(a, b).bandwidth
+        if a == b {
+            return f64::INFINITY;
+        }
+        match &self.measured {
+            Some(m) => m[a][b],
+            None => self
+                .route_links(a, b)
+                .iter()
+                .map(|&l| self.links[l as usize].bandwidth)
+                .fold(f64::INFINITY, f64::min),
+        }
     }
 
-    /// Latency from `a` to `b`, µs.
+    /// Latency from `a` to `b`, µs: the sum of its links'.
     pub fn latency(&self, a: usize, b: usize) -> f64 {
-        self.path(a, b).latency_us
+        self.route_links(a, b)
+            .iter()
+            .map(|&l| self.links[l as usize].latency_us)
+            .sum()
     }
 
     /// The serialisable overview used by `topoplace cluster`.

@@ -1,54 +1,64 @@
-//! Routes between every pair of devices of a cluster, computed once: the links a transfer
-//! crosses, its bottleneck bandwidth and its latency.
+//! Routes between pairs of devices: the links a transfer crosses, its bottleneck bandwidth and
+//! its latency. A route is at most three links (a GPU pair's link and the two ports inside a
+//! machine; the two NICs between machines), so it is worked out on demand from the cluster's
+//! structure: a table of every pair would cost O(GPUs²) time and memory (a million routes on
+//! 1,024 GPUs) before anything is simulated.
+
+use std::ops::Deref;
 
 use super::Cluster;
 
-/// Routes between every pair of devices, computed once per cluster.
+/// The links of one route, in order, held inline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteLinks {
+    links: [u32; 3],
+    len: u8,
+}
+
+impl RouteLinks {
+    pub(super) fn of(links: &[usize]) -> RouteLinks {
+        let mut out = RouteLinks {
+            links: [0; 3],
+            len: links.len() as u8,
+        };
+        for (slot, &l) in out.links.iter_mut().zip(links) {
+            *slot = l as u32;
+        }
+        out
+    }
+}
+
+impl Deref for RouteLinks {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        &self.links[..self.len as usize]
+    }
+}
+
+/// Routes of one cluster, for the compiler and the placers (which ask for many of them).
 #[derive(Debug, Clone)]
 pub struct RouteTable {
-    n: usize,
-    links: Vec<Vec<u32>>,
-    bandwidth: Vec<f64>,
-    latency: Vec<f64>,
+    cluster: Cluster,
 }
 
 impl RouteTable {
     pub fn new(cluster: &Cluster) -> RouteTable {
-        let n = cluster.devices.len();
-        let mut t = RouteTable {
-            n,
-            links: Vec::with_capacity(n * n),
-            bandwidth: Vec::with_capacity(n * n),
-            latency: Vec::with_capacity(n * n),
-        };
-        for a in 0..n {
-            for b in 0..n {
-                if a == b {
-                    t.links.push(Vec::new());
-                    t.bandwidth.push(f64::INFINITY);
-                    t.latency.push(0.0);
-                } else {
-                    let route = cluster.path(a, b);
-                    t.links
-                        .push(route.links.iter().map(|&l| l as u32).collect());
-                    t.bandwidth.push(route.bandwidth);
-                    t.latency.push(route.latency_us);
-                }
-            }
+        RouteTable {
+            cluster: cluster.clone(),
         }
-        t
     }
 
-    pub fn links(&self, a: usize, b: usize) -> &[u32] {
-        &self.links[a * self.n + b]
+    pub fn links(&self, a: usize, b: usize) -> RouteLinks {
+        self.cluster.route_links(a, b)
     }
 
     pub fn bandwidth(&self, a: usize, b: usize) -> f64 {
-        self.bandwidth[a * self.n + b]
+        self.cluster.bandwidth(a, b)
     }
 
     pub fn latency(&self, a: usize, b: usize) -> f64 {
-        self.latency[a * self.n + b]
+        self.cluster.latency(a, b)
     }
 
     /// Latency plus bytes over the bottleneck bandwidth.

@@ -34,7 +34,7 @@ pub fn ring_plan(cluster: &Cluster, routes: &RouteTable, ring: &[u32]) -> RingPl
         let hop_channels = if same_machine { channels } else { 1 };
         bandwidth = bandwidth.min(routes.bandwidth(a, b) * f64::from(hop_channels));
         latency_us = latency_us.max(routes.latency(a, b));
-        for &l in routes.links(a, b) {
+        for &l in routes.links(a, b).iter() {
             let l = l as usize;
             let lanes = cluster.links[l].lanes.min(hop_channels).max(1);
             links.push((l, lanes));

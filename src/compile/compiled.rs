@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use super::symmetry::DeviceClasses;
 use crate::graph::OpIdx;
-use crate::sim::{ExecGraph, TaskId};
+use crate::sim::{ExecGraph, SimResult, TaskId};
 
 /// What a task of the compiled graph is, for reports and traces. The task's `label` in the
 /// [`ExecGraph`] is the original op it computes or whose tensor it carries.
@@ -41,9 +42,29 @@ pub struct Compiled {
     pub op_devices: Vec<Arc<[u32]>>,
     /// Batch share of each replica (1 for whole-batch copies).
     pub op_shares: Vec<Arc<[f64]>>,
+    /// Set when only one device per class was compiled ([`super::symmetry`]): `op_devices`
+    /// holds the representatives, and a simulation's result needs [`DeviceClasses::expand`].
+    pub classes: Option<DeviceClasses>,
+    /// Set when alike links were merged ([`crate::sim::ExecGraph::merge_alike_links`]): the
+    /// link standing for each link in the simulation.
+    pub link_stand_in: Option<Vec<u32>>,
 }
 
 impl Compiled {
+    /// A simulation of this graph made one of every replica and link: each device and link gets
+    /// the busy time, memory and verdict of the one that stood for it.
+    pub fn expand(&self, result: &mut SimResult) {
+        if let Some(classes) = &self.classes {
+            classes.expand(result);
+        }
+        if let Some(stand_in) = &self.link_stand_in {
+            let devices = self.exec.devices();
+            for (l, &s) in stand_in.iter().enumerate() {
+                result.busy[devices + l] = result.busy[devices + s as usize];
+            }
+        }
+    }
+
     /// The compute tasks (replicas) of an original op.
     pub fn tasks_of_op(&self, op: OpIdx) -> std::ops::Range<TaskId> {
         let first = self.op_first_task[op];

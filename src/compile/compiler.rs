@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::compiled::{Compiled, TaskRole};
 use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
+use super::symmetry::DeviceClasses;
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase, Splittability};
@@ -26,6 +27,74 @@ pub fn compile(
     priority: Option<&[f64]>,
 ) -> Compiled {
     let layouts = layouts(graph, cluster, strategy, cost);
+    let inputs = Inputs {
+        graph,
+        cluster,
+        routes,
+        strategy,
+        cost,
+        priority,
+    };
+    let mut compiled = match DeviceClasses::of(cluster, &layouts) {
+        Some(classes) => {
+            let restricted = classes.restrict(&layouts);
+            match compile_layouts(&inputs, restricted, Some(classes)) {
+                (compiled, true) => compiled,
+                (_, false) => compile_layouts(&inputs, layouts, None).0,
+            }
+        }
+        None => compile_layouts(&inputs, layouts, None).0,
+    };
+    compiled.link_stand_in = Some(compiled.exec.merge_alike_links());
+    compiled
+}
+
+/// Compile every replica, never one per device class, and keep every link: for traces, which
+/// show every GPU and link.
+pub fn compile_full(
+    graph: &Graph,
+    cluster: &Cluster,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    cost: &CostModel,
+    priority: Option<&[f64]>,
+) -> Compiled {
+    let layouts = layouts(graph, cluster, strategy, cost);
+    let inputs = Inputs {
+        graph,
+        cluster,
+        routes,
+        strategy,
+        cost,
+        priority,
+    };
+    compile_layouts(&inputs, layouts, None).0
+}
+
+struct Inputs<'a> {
+    graph: &'a Graph,
+    cluster: &'a Cluster,
+    routes: &'a RouteTable,
+    strategy: &'a Strategy,
+    cost: &'a CostModel,
+    priority: Option<&'a [f64]>,
+}
+
+/// Compile with `layouts` (restricted to representatives when `classes` is given); whether the
+/// result kept the classes exact.
+fn compile_layouts(
+    inputs: &Inputs<'_>,
+    layouts: Vec<Rc<Layout>>,
+    classes: Option<DeviceClasses>,
+) -> (Compiled, bool) {
+    let Inputs {
+        graph,
+        cluster,
+        routes,
+        strategy,
+        cost,
+        priority,
+    } = *inputs;
     let mut exec = ExecGraph::new(
         cluster.devices.iter().map(|d| d.memory_bytes).collect(),
         cluster.links.len(),
@@ -51,6 +120,7 @@ pub fn compile(
         buckets: Vec::new(),
         bucket_of: HashMap::new(),
         bucket_holders: HashMap::new(),
+        sliced: false,
     };
     // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
     let order = graph.topological_order();
@@ -60,18 +130,22 @@ pub fn compile(
     for &op in &order {
         c.wire_inputs(op);
     }
+    let symmetric = !c.sliced && c.roles.iter().all(|&r| DeviceClasses::keeps_symmetry(r));
     let (op_devices, op_shares) = c
         .layouts
         .into_iter()
         .map(|l| (Arc::clone(&l.devices), Arc::clone(&l.shares)))
         .unzip();
-    Compiled {
+    let compiled = Compiled {
         exec: c.exec,
         roles: c.roles,
         op_first_task: c.first_task,
         op_devices,
         op_shares,
-    }
+        classes,
+        link_stand_in: None,
+    };
+    (compiled, symmetric)
 }
 
 pub(super) struct Compiler<'a> {
@@ -101,6 +175,9 @@ pub(super) struct Compiler<'a> {
     pub(super) buckets: Vec<Vec<OpIdx>>,
     pub(super) bucket_of: HashMap<OpIdx, usize>,
     pub(super) bucket_holders: HashMap<usize, Vec<(u32, TaskId)>>,
+    /// Whether a consumer took batch slices by interval: intervals need every replica, so a
+    /// representative-only compilation that does is not exact.
+    pub(super) sliced: bool,
 }
 
 impl<'a> Compiler<'a> {
@@ -287,6 +364,7 @@ impl<'a> Compiler<'a> {
             }
             return;
         }
+        self.sliced = true;
         let (lo, hi) = consumer.interval(j);
         let mut pieces = Vec::new();
         for i in producer.replicas_over(lo, hi) {

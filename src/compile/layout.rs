@@ -26,6 +26,10 @@ pub(super) struct Layout {
     pub(super) kind: LayoutKind,
     pub(super) devices: Arc<[u32]>,
     pub(super) shares: Arc<[f64]>,
+    /// Every device of the layout. Equal to `devices` except in a symmetric compilation
+    /// ([`super::symmetry`]), where `devices` keeps one representative per device class and
+    /// this is the whole ring a collective runs over.
+    pub(super) all_devices: Arc<[u32]>,
     /// Prefix sums of `shares` (`starts[i]` = start of replica i's interval), so intervals and
     /// overlaps cost O(1) and O(log n) instead of O(n) on clusters of hundreds of GPUs.
     starts: Vec<f64>,
@@ -40,11 +44,28 @@ impl Layout {
             sum += s;
             starts.push(sum);
         }
+        let devices: Arc<[u32]> = devices.into();
         Layout {
             kind,
-            devices: devices.into(),
+            all_devices: Arc::clone(&devices),
+            devices,
             shares: shares.into(),
             starts,
+        }
+    }
+
+    /// The layout on the devices `keep` accepts (at least one), remembering all of them.
+    pub(super) fn restricted(&self, keep: impl Fn(u32) -> bool) -> Layout {
+        let (devices, shares): (Vec<u32>, Vec<f64>) = self
+            .devices
+            .iter()
+            .zip(self.shares.iter())
+            .filter(|(d, _)| keep(**d))
+            .map(|(&d, &s)| (d, s))
+            .unzip();
+        Layout {
+            all_devices: Arc::clone(&self.all_devices),
+            ..Layout::new(self.kind, devices, shares)
         }
     }
 

@@ -18,13 +18,17 @@
 //! holding it. Each tensor crosses to a device at most once, however many ops there consume it.
 //! With the PS option, optimizer ops run on the group's parameter servers (round-robin) and the
 //! updated parameters are pulled back by every other replica.
+//!
+//! Devices that run the same tasks are compiled once ([`symmetry`]) when that is exact.
 
 pub mod collective;
 pub mod compiled;
 pub mod compiler;
 pub mod layout;
+pub mod symmetry;
 pub mod sync;
 
 pub use collective::{RingPlan, ring_plan};
 pub use compiled::{Compiled, TaskRole};
-pub use compiler::compile;
+pub use compiler::{compile, compile_full};
+pub use symmetry::DeviceClasses;

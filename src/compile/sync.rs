@@ -41,9 +41,10 @@ impl Compiler<'_> {
                 self.bucketed_all_reduce(group, u, cap as f64)
             }
             _ => {
-                let ring = producer.devices.clone();
-                let inputs: Vec<TaskId> = (0..ring.len()).map(|i| self.task_of(u, i)).collect();
-                self.all_reduce(u, &ring, &inputs, bytes)
+                let inputs: Vec<TaskId> = (0..producer.devices.len())
+                    .map(|i| self.task_of(u, i))
+                    .collect();
+                self.all_reduce(u, &producer, &inputs, bytes)
             }
         };
         self.aggregated.insert(u, holders.clone());
@@ -62,17 +63,18 @@ impl Compiler<'_> {
             return h.clone();
         }
         let members = self.buckets[bucket].clone();
-        let ring = self.layouts[members[0]].devices.clone();
+        let layout = Rc::clone(&self.layouts[members[0]]);
         let bytes: f64 = members
             .iter()
             .map(|&op| self.graph.op(op).output_bytes)
             .sum();
+        let replicas = layout.devices.len();
         let inputs: Vec<TaskId> = members
             .iter()
-            .flat_map(|&op| (0..ring.len()).map(move |i| (op, i)))
+            .flat_map(|&op| (0..replicas).map(move |i| (op, i)))
             .map(|(op, i)| self.task_of(op, i))
             .collect();
-        let holders = self.all_reduce(members[0], &ring, &inputs, bytes);
+        let holders = self.all_reduce(members[0], &layout, &inputs, bytes);
         self.bucket_holders.insert(bucket, holders.clone());
         holders
     }
@@ -121,15 +123,19 @@ impl Compiler<'_> {
         t
     }
 
-    /// Ring AllReduce of `bytes` among the devices of `ring` once all `inputs` are done; the
-    /// reduced tensor stays on each device until its consumers are done. `u` labels the tasks.
+    /// Ring AllReduce of `bytes` among every device of `layout` once all `inputs` are done; the
+    /// reduced tensor stays on each compiled device until its consumers are done. `u` labels the
+    /// tasks. The ring is the layout's whole device list even when only representatives are
+    /// compiled: its links and its closed-form time are the whole ring's.
     fn all_reduce(
         &mut self,
         u: OpIdx,
-        ring: &[u32],
+        layout: &Layout,
         inputs: &[TaskId],
         bytes: f64,
     ) -> Vec<(u32, TaskId)> {
+        let ring: &[u32] = &layout.all_devices;
+        let compiled: &[u32] = &layout.devices;
         let n = ring.len();
         let plan = super::collective::ring_plan(self.cluster, self.routes, ring);
         let (links, lanes): (Vec<u32>, Vec<u32>) = plan
@@ -157,10 +163,10 @@ impl Compiler<'_> {
         for &input in inputs {
             self.exec.add_dep(input, ar);
         }
-        self.interfere(u, ring, inputs, duration);
+        self.interfere(u, compiled, inputs, duration);
         // The reduced buffer lives on every replica until its consumers are done.
-        let mut holders = Vec::with_capacity(n);
-        for &d in ring {
+        let mut holders = Vec::with_capacity(compiled.len());
+        for &d in compiled {
             let hold = self.add(
                 TaskRole::Hold,
                 TaskSpec {

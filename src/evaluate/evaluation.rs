@@ -3,7 +3,7 @@
 use super::problem::{Placement, Problem};
 use super::report::SimReport;
 use crate::cluster::RouteTable;
-use crate::compile::{Compiled, compile};
+use crate::compile::{Compiled, compile, compile_full};
 use crate::error::{Error, Result};
 use crate::sim::{Order, SimResult, Simulator};
 use crate::strategy::Strategy;
@@ -19,6 +19,33 @@ pub struct Evaluation {
 /// Compile and simulate a placement. The placement's order, if any, becomes task priorities
 /// simulated with [`Order::Priority`]; otherwise tasks run FIFO.
 pub fn evaluate(p: &Problem, routes: &RouteTable, placement: &Placement) -> Result<Evaluation> {
+    evaluate_placement(p, routes, placement, Replicas::ByClass)
+}
+
+/// [`evaluate`] with a task for every replica on every GPU, never one per device class: the same
+/// result, for traces, which show every GPU.
+pub fn evaluate_every_replica(
+    p: &Problem,
+    routes: &RouteTable,
+    placement: &Placement,
+) -> Result<Evaluation> {
+    evaluate_placement(p, routes, placement, Replicas::Every)
+}
+
+/// Which replicas the compiler emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicas {
+    /// One per device class where that is exact ([`crate::compile::symmetry`]).
+    ByClass,
+    Every,
+}
+
+fn evaluate_placement(
+    p: &Problem,
+    routes: &RouteTable,
+    placement: &Placement,
+    replicas: Replicas,
+) -> Result<Evaluation> {
     let priority = placement.order.as_deref();
     if let Some(order) = priority
         && order.len() != p.graph.len()
@@ -33,25 +60,40 @@ pub fn evaluate(p: &Problem, routes: &RouteTable, placement: &Placement) -> Resu
     } else {
         Order::Fifo
     };
-    run(p, routes, &placement.strategy, priority, order)
+    simulate_strategy(p, routes, &placement.strategy, priority, order, replicas)
 }
 
 /// [`evaluate`] a strategy without priorities under `order`, with the cluster's routes computed
 /// here: for one-off evaluations (the command line, tests); searches keep one [`RouteTable`]
 /// per cluster.
 pub fn evaluate_strategy(p: &Problem, strategy: &Strategy, order: Order) -> Result<Evaluation> {
-    run(p, &RouteTable::new(p.cluster), strategy, None, order)
+    simulate_strategy(
+        p,
+        &RouteTable::new(p.cluster),
+        strategy,
+        None,
+        order,
+        Replicas::ByClass,
+    )
 }
 
-fn run(
+/// Compile `strategy` (with per-op `priority`, if any) and simulate it under `order`: what
+/// every other entry point here calls.
+pub fn simulate_strategy(
     p: &Problem,
     routes: &RouteTable,
     strategy: &Strategy,
     priority: Option<&[f64]>,
     order: Order,
+    replicas: Replicas,
 ) -> Result<Evaluation> {
-    let mut compiled = compile(p.graph, p.cluster, routes, strategy, p.cost, priority);
-    let result = Simulator::new().run(&mut compiled.exec, order)?.clone();
+    let build = match replicas {
+        Replicas::ByClass => compile,
+        Replicas::Every => compile_full,
+    };
+    let mut compiled = build(p.graph, p.cluster, routes, strategy, p.cost, priority);
+    let mut result = Simulator::new().run(&mut compiled.exec, order)?.clone();
+    compiled.expand(&mut result);
     let report = SimReport::new(p.cluster, strategy, &compiled, &result);
     Ok(Evaluation {
         compiled,

@@ -8,7 +8,9 @@ pub mod report;
 pub mod summary;
 pub mod thin_batch;
 
-pub use evaluation::{Evaluation, evaluate, evaluate_strategy};
+pub use evaluation::{
+    Evaluation, Replicas, evaluate, evaluate_every_replica, evaluate_strategy, simulate_strategy,
+};
 pub use problem::{Placement, Problem};
 pub use report::{DeviceGroupFeedback, OpGroupFeedback, SimReport};
 pub use summary::SimulationSummary;

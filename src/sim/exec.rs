@@ -238,6 +238,57 @@ impl ExecGraph {
     }
 }
 
+/// How a link is used: its lane count and every (task, lanes taken) on it.
+type LinkUse<'a> = (u32, &'a [(TaskId, u32)]);
+
+impl ExecGraph {
+    /// Merge links that every task uses alike: two links held by exactly the same tasks, each
+    /// taking the same lanes of both, with equal lane counts, are always equally busy, so one of
+    /// them can stand for both. A collective over a ring of 512 GPUs holds about a thousand
+    /// links, all alike when nothing else uses them: the simulator then checks and frees one
+    /// where it checked a thousand, with the same schedule. Returns, for each link, the link
+    /// standing for it (whose busy time is its own).
+    pub fn merge_alike_links(&mut self) -> Vec<u32> {
+        let mut users: Vec<Vec<(TaskId, u32)>> = vec![Vec::new(); self.links];
+        for t in 0..self.len() as TaskId {
+            for (&r, &k) in self.task_resources(t).iter().zip(self.task_lanes(t)) {
+                if let Some(l) = (r as usize).checked_sub(self.devices) {
+                    users[l].push((t, k));
+                }
+            }
+        }
+        let mut first: std::collections::HashMap<LinkUse<'_>, u32> = Default::default();
+        let stand_in: Vec<u32> = (0..self.links)
+            .map(|l| {
+                let key = (self.lanes_of[self.devices + l], users[l].as_slice());
+                *first.entry(key).or_insert(l as u32)
+            })
+            .collect();
+        if stand_in.iter().enumerate().all(|(l, &s)| s as usize == l) {
+            return stand_in;
+        }
+        let (mut resources, mut lanes, mut res_start) = (Vec::new(), Vec::new(), vec![0u32]);
+        for t in 0..self.len() as TaskId {
+            let begin = resources.len();
+            for (&r, &k) in self.task_resources(t).iter().zip(self.task_lanes(t)) {
+                let r = match (r as usize).checked_sub(self.devices) {
+                    Some(l) => (self.devices as u32) + stand_in[l],
+                    None => r,
+                };
+                if !resources[begin..].contains(&r) {
+                    resources.push(r);
+                    lanes.push(k);
+                }
+            }
+            res_start.push(resources.len() as u32);
+        }
+        self.resources = resources;
+        self.lanes = lanes;
+        self.res_start = res_start;
+        stand_in
+    }
+}
+
 fn starts(n: usize, keys: impl Iterator<Item = TaskId>) -> Vec<u32> {
     let mut start = vec![0u32; n + 1];
     for k in keys {
