@@ -205,6 +205,8 @@ pub enum SearchError {
     TooManyActions(usize),
     #[error("training targets need a search with a policy")]
     TargetsNeedPolicy,
+    #[error("a list scheduler ran past its deadline")]
+    OutOfTime,
     #[error(
         "{model} does not fit on {cluster}: all {simulated} strategies tried (DP-NCCL included) \
          run out of GPU memory"

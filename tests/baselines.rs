@@ -79,6 +79,7 @@ fn budget() -> Budget {
         steps: 20,
         seconds: None,
         seed: 7,
+        deadline: None,
     }
 }
 
@@ -643,6 +644,7 @@ fn tag_is_never_slower_than_a_heuristic_or_local_search() {
         steps: 100,
         seconds: None,
         seed: 0,
+        deadline: None,
     };
     let polish = Budget {
         steps: DEFAULT_POLISH,
@@ -776,4 +778,39 @@ fn compare_gives_the_searches_tags_time_and_says_so() {
         |_| {},
     );
     assert_eq!(alone[0].budget, "20 steps");
+}
+
+/// The list schedulers honour a deadline (what keeps `place --time` within its limit on a
+/// thousand GPUs, where one schedule takes tens of seconds): one already past fails each of
+/// `place`'s heuristics that builds a schedule; those that do not (data parallelism, METIS)
+/// place as without it.
+#[test]
+fn list_schedulers_give_up_at_their_deadline() {
+    use topoplace::baselines::heuristics::HEURISTICS;
+    use topoplace::error::{Error, SearchError};
+    let g = model("alexnet");
+    let c = config("tag-testbed");
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let past = Budget {
+        deadline: Some(std::time::Instant::now()),
+        ..budget()
+    };
+    let mut gave_up = Vec::new();
+    for &name in HEURISTICS {
+        let m = placer(name).unwrap();
+        let unhurried = m.place(&p, &budget()).unwrap();
+        match m.place(&p, &past) {
+            Err(Error::Search(SearchError::OutOfTime)) => gave_up.push(name),
+            Ok(placement) => assert_eq!(placement.strategy, unhurried.strategy, "{name}"),
+            Err(e) => panic!("{name}: {e}"),
+        }
+    }
+    // Five forms of data parallelism and METIS build none; the nine list schedulers do.
+    assert_eq!(gave_up.len(), HEURISTICS.len() - 6, "{gave_up:?}");
+    assert!(gave_up.contains(&"heft") && gave_up.contains(&"quickp"));
 }

@@ -824,6 +824,8 @@ fn bench_scale_reports_the_growth_between_sizes() {
     assert!(rows[0]["growth"].is_null());
     for r in rows {
         assert!(r["peak_mib"].as_f64().unwrap() > 1.0, "{r}");
+        assert!(r["every_replica_peak_mib"].as_f64().unwrap() > 1.0, "{r}");
+        assert!(r["every_replica_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(
             r["place_s"].is_null(),
             "place runs only up to --place-up-to"

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::compile::{TaskRole, compile_full};
-use topoplace::cost::{CommModel, CostModel, tree_allreduce_time_us};
+use topoplace::cost::{CommModel, CostModel, ring_allreduce_time_us, tree_allreduce_time_us};
 use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
 use topoplace::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
 use topoplace::sim::{Order, Simulator};
@@ -264,6 +264,51 @@ fn ring_allreduce_of_one_gradient_matches_the_formula() {
             share_time + nccl + apply_us
         );
     }
+}
+
+/// `machines` machines of 8 GPUs (one PCIe lane each, 100 GB/s inside, 80 Gbps NICs).
+fn machines_of_eight(machines: usize) -> Cluster {
+    let text = format!(
+        "name = \"t\"\ninter_latency = \"20 us\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\n\
+         gpus = 8\nintra_bandwidth = \"100 GB/s\"\nintra_latency = \"5 us\"\nnic = \"80 Gbps\"\n\
+         count = {machines}\n"
+    );
+    parse_cluster(&text, "<test>").unwrap()
+}
+
+/// At scale NCCL's flat topology-aware ring (each NIC crossed once) or its tree, whichever is
+/// faster, over every GPU: the NIC is the slowest hop. With 64 MB the ring wins on 16 GPUs, the
+/// tree's logarithmic latency from 128 on (1,024 GPUs compile as one class and agree).
+#[test]
+fn allreduce_across_machines_matches_the_ring_or_tree_closed_form() {
+    let (grad_us, apply_us, bytes) = (80.0, 4.0, 64e6);
+    let g = gradient_graph(grad_us, apply_us, bytes);
+    let comm = CommModel::default();
+    let mut winners = Vec::new();
+    for machines in [2usize, 16, 128] {
+        let c = machines_of_eight(machines);
+        let d = c.devices.len();
+        let nic_hop = c.path(7, 8);
+        let slowest = (0..d)
+            .map(|i| c.path(i, (i + 1) % d))
+            .fold((f64::INFINITY, 0.0f64), |(b, l), r| {
+                (b.min(r.bandwidth), l.max(r.latency_us))
+            });
+        assert_eq!(slowest.0, nic_hop.bandwidth, "the NIC bounds the ring");
+        let b = slowest.0 * comm.nccl_efficiency;
+        let ring = ring_allreduce_time_us(bytes, d, b, slowest.1);
+        let tree = tree_allreduce_time_us(bytes, d, b, slowest.1);
+        winners.push(if ring < tree { "ring" } else { "tree" });
+        let share_time = bare().compute_time_us(g.op(1), &c.devices[0].gpu, 1.0 / d as f64);
+        let expected = share_time + comm.collective_launch_us + ring.min(tree) + apply_us;
+        let s = Reference::Dp.strategy(&g, &c);
+        let got = evaluate(&g, &c, &s, &CostModel::default(), Order::Fifo)
+            .unwrap()
+            .report
+            .iteration_us;
+        assert!(close(got, expected), "{d} GPUs: {got} vs {expected}");
+    }
+    assert_eq!(winners, ["ring", "tree", "tree"]);
 }
 
 #[test]

@@ -307,6 +307,7 @@ fn milp_placers_are_registered_and_honour_the_budget() {
             steps: 1,
             seconds: Some(5.0),
             seed: 0,
+            deadline: None,
         };
         let started = Instant::now();
         let placement = m.place(&p, &budget).unwrap();
@@ -448,6 +449,7 @@ fn milp_sizes_are_estimated_and_large_models_refused_before_building() {
         steps: 1,
         seconds: Some(3.0),
         seed: 0,
+        deadline: None,
     };
     let placement = placer("moirai-milp").unwrap().place(&p, &budget).unwrap();
     assert!(placement.note.contains("chunks"), "{}", placement.note);

@@ -30,20 +30,20 @@ impl Placer for Baechi {
         }
     }
 
-    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
-        let costs = Costs::new(p);
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
+        let costs = Costs::new(p, budget);
         let mut s = Schedule::new(*p, &costs);
         let note = match self {
             Baechi::Topo => {
-                topo(&mut s);
+                topo(&mut s)?;
                 "m-topo: topological order, GPUs filled to their memory share"
             }
             Baechi::Etf => {
-                etf(&mut s, None);
+                etf(&mut s, None)?;
                 "m-etf: earliest task first with memory limits"
             }
             Baechi::Sct => {
-                etf(&mut s, Some(&favourite_children(p.graph)));
+                etf(&mut s, Some(&favourite_children(p.graph)))?;
                 "m-sct: greedy favourite-child stand-in (largest output), not Baechi's LP"
             }
         };
@@ -53,13 +53,14 @@ impl Placer for Baechi {
 
 /// m-TOPO: walk the topological order, moving to the next GPU once the current one holds its
 /// share of the estimated total memory.
-fn topo(s: &mut Schedule) {
+fn topo(s: &mut Schedule) -> Result<()> {
     let g = s.p.graph;
     let n = s.costs.devices;
     let total: f64 = (0..g.len()).map(|op| s.costs.own_bytes[op]).sum();
     let share = total / n as f64;
     let mut d = 0;
     for op in g.topological_order() {
+        s.within_deadline()?;
         let limit = |s: &Schedule, d: usize| s.costs.capacity[d].min(share * 1.05);
         while d + 1 < n && s.memory[d] > 0.0 && s.memory[d] + s.memory_cost(op, d) > limit(s, d) {
             d += 1;
@@ -69,7 +70,7 @@ fn topo(s: &mut Schedule) {
         } else {
             // Best effort: the GPU with the most free memory (the placement is OOM if none has
             // room).
-            let candidates = s.candidates(op);
+            let candidates = s.candidates(op)?;
             *candidates
                 .iter()
                 .max_by(|&&a, &&b| {
@@ -80,6 +81,7 @@ fn topo(s: &mut Schedule) {
         };
         s.assign(op, target, true);
     }
+    Ok(())
 }
 
 /// Each op's favourite child: the successor its largest output edge feeds.
@@ -97,7 +99,7 @@ fn favourite_children(g: &Graph) -> Vec<Option<OpIdx>> {
 
 /// ETF list scheduling. With favourite children, a favourite child whose parent's GPU is within
 /// one transfer time of its best start is kept on the parent's GPU.
-fn etf(s: &mut Schedule, favourite: Option<&[Option<OpIdx>]>) {
+fn etf(s: &mut Schedule, favourite: Option<&[Option<OpIdx>]>) -> Result<()> {
     let g = s.p.graph;
     let mut waiting: Vec<usize> = (0..g.len()).map(|op| g.in_edges(op).len()).collect();
     let mut ready: Vec<OpIdx> = (0..g.len()).filter(|&op| waiting[op] == 0).collect();
@@ -113,7 +115,7 @@ fn etf(s: &mut Schedule, favourite: Option<&[Option<OpIdx>]>) {
         }
     }
     while !ready.is_empty() {
-        let (i, d) = pick(s, &ready, &favoured_by);
+        let (i, d) = pick(s, &ready, &favoured_by)?;
         let op = ready.swap_remove(i);
         s.assign(op, d, false);
         for &e in g.out_edges(op) {
@@ -124,15 +126,20 @@ fn etf(s: &mut Schedule, favourite: Option<&[Option<OpIdx>]>) {
             }
         }
     }
+    Ok(())
 }
 
 /// The ready op (index into `ready`) and GPU with the earliest start; ties go to the earlier
 /// finish, then the lower op index.
-fn pick(s: &mut Schedule, ready: &[OpIdx], favoured_by: &[Option<OpIdx>]) -> (usize, usize) {
+fn pick(
+    s: &mut Schedule,
+    ready: &[OpIdx],
+    favoured_by: &[Option<OpIdx>],
+) -> Result<(usize, usize)> {
     let mut best = (0, 0);
     let mut best_key = (f64::INFINITY, f64::INFINITY, usize::MAX);
     for (i, &op) in ready.iter().enumerate() {
-        let candidates = s.candidates(op);
+        let candidates = s.candidates(op)?;
         let mut choice = None;
         let mut start_finish = (f64::INFINITY, f64::INFINITY);
         for &d in &candidates {
@@ -161,7 +168,7 @@ fn pick(s: &mut Schedule, ready: &[OpIdx], favoured_by: &[Option<OpIdx>]) -> (us
             best = (i, d);
         }
     }
-    best
+    Ok(best)
 }
 
 /// Bytes flowing from `u` to `v`.

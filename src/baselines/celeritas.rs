@@ -39,17 +39,17 @@ impl Placer for Celeritas {
         }
     }
 
-    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
         let clusters = clusters(p)?;
-        let costs = Costs::new(p);
+        let costs = Costs::new(p, budget);
         let mut s = Schedule::new(*p, &costs);
         let note = match self {
             Celeritas::OrderPlace => {
-                order_place(&mut s, &clusters, &devices_by_speed(p));
+                order_place(&mut s, &clusters, &devices_by_speed(p))?;
                 "order-place: Celeritas clusters in CPD-TOPO order, GPUs filled in turn"
             }
             Celeritas::Adjusting => {
-                adjusting(&mut s, &clusters, devices_by_speed(p)[0]);
+                adjusting(&mut s, &clusters, devices_by_speed(p)[0])?;
                 "adjusting: Celeritas Alg. 2 over its fused clusters, best-effort on OOM"
             }
         };
@@ -80,9 +80,10 @@ fn clusters(p: &Problem) -> Result<Vec<Vec<OpIdx>>> {
     Ok(out)
 }
 
-fn order_place(s: &mut Schedule, clusters: &[Vec<OpIdx>], by_speed: &[usize]) {
+fn order_place(s: &mut Schedule, clusters: &[Vec<OpIdx>], by_speed: &[usize]) -> Result<()> {
     let mut k = 0;
     for c in clusters {
+        s.within_deadline()?;
         while k + 1 < by_speed.len() && !s.unit_has_room(c, by_speed[k]) {
             k += 1;
         }
@@ -93,6 +94,7 @@ fn order_place(s: &mut Schedule, clusters: &[Vec<OpIdx>], by_speed: &[usize]) {
         };
         s.place_unit(c, d);
     }
+    Ok(())
 }
 
 /// Eq. 8: the longest time to send one of the cluster's outputs from `from` to `to`.
@@ -106,9 +108,10 @@ fn back_cost(s: &Schedule, cluster: &[OpIdx], from: usize, to: usize) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn adjusting(s: &mut Schedule, clusters: &[Vec<OpIdx>], first: usize) {
+fn adjusting(s: &mut Schedule, clusters: &[Vec<OpIdx>], first: usize) -> Result<()> {
     let mut previous = first;
     for c in clusters {
+        s.within_deadline()?;
         let est: Vec<f64> = (0..s.costs.devices)
             .map(|d| {
                 if s.unit_has_room(c, d) {
@@ -133,4 +136,5 @@ fn adjusting(s: &mut Schedule, clusters: &[Vec<OpIdx>], first: usize) {
         s.place_unit(c, d);
         previous = d;
     }
+    Ok(())
 }

@@ -120,6 +120,7 @@ fn fair_budget(method: &str, budget: &Budget, tag_seconds: Option<f64>) -> (Budg
                 steps: usize::MAX,
                 seconds: Some(seconds),
                 seed: budget.seed,
+                deadline: None,
             },
             format!("equal time: {seconds:.2} s (tag's)"),
         ),

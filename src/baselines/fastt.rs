@@ -29,8 +29,8 @@ impl Placer for Dpos {
         "dpos"
     }
 
-    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
-        let costs = Costs::new(p);
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
+        let costs = Costs::new(p, budget);
         let g = p.graph;
         let rank = max_cost_ranks(g, &costs);
         let on_path = critical_path(g, &rank);
@@ -55,7 +55,7 @@ impl Placer for Dpos {
             let d = match d {
                 Some(d) if s.has_room(op, d) => d,
                 _ => {
-                    let candidates = s.candidates(op);
+                    let candidates = s.candidates(op)?;
                     s.earliest_finish(op, &candidates, true)
                 }
             };
@@ -157,7 +157,7 @@ impl Placer for OsDpos {
     fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
         let base = Dpos.place(p, budget)?;
         let routes = RouteTable::new(p.cluster);
-        let costs = Costs::new(p);
+        let costs = Costs::new(p, budget);
         let on_path = critical_path(p.graph, &max_cost_ranks(p.graph, &costs));
         let fastest = devices_by_speed(p);
         let device_of = |op: OpIdx| base.strategy.decision(base.strategy.group_of(op)).devices[0];

@@ -16,12 +16,12 @@ impl Placer for Heft {
         "heft"
     }
 
-    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
-        let costs = Costs::new(p);
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
+        let costs = Costs::new(p, budget);
         let order = rank_order(p.graph, &costs);
         let mut s = Schedule::new(*p, &costs);
         for op in order {
-            let candidates = s.candidates(op);
+            let candidates = s.candidates(op)?;
             let d = s.earliest_finish(op, &candidates, true);
             s.assign(op, d, true);
         }

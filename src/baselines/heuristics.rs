@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::{Budget, placer};
 use crate::cluster::RouteTable;
-use crate::error::Result;
+use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, Problem, evaluate};
 
 /// Placers that need no search, cheapest and strongest first (so a deadline that cuts the list
@@ -40,7 +40,7 @@ pub struct Heuristic {
 }
 
 /// Every heuristic's placement in [`HEURISTICS`] order, until `deadline` passes (the first one,
-/// `dp-subset`, always runs).
+/// `dp-subset`, always runs; a list scheduler still running at the deadline gives up).
 pub fn heuristics(
     p: &Problem,
     routes: &RouteTable,
@@ -51,7 +51,14 @@ pub fn heuristics(
         if !out.is_empty() && deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let placement = placer(name)?.place(p, &Budget::default())?;
+        let budget = Budget {
+            deadline: if out.is_empty() { None } else { deadline },
+            ..Budget::default()
+        };
+        let placement = match placer(name)?.place(p, &budget) {
+            Err(Error::Search(SearchError::OutOfTime)) => break,
+            placement => placement?,
+        };
         let e = evaluate(p, routes, &placement)?;
         out.push(Heuristic {
             name,

@@ -11,10 +11,12 @@
 //! a placement fits, the simulator's reference-counted peak cannot exceed it.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
-use super::Placement;
 use super::Problem;
+use super::{Budget, Placement};
 use crate::cluster::RouteTable;
+use crate::error::{Result, SearchError};
 use crate::graph::{OpIdx, Phase};
 use crate::strategy::Strategy;
 
@@ -27,10 +29,14 @@ pub struct Costs {
     pub own_bytes: Vec<f64>,
     pub capacity: Vec<f64>,
     pub devices: usize,
+    /// Past this the schedule gives up ([`Schedule::candidates`] fails): on a thousand GPUs one
+    /// list schedule takes tens of seconds, and `place --time` must hold.
+    deadline: Option<Instant>,
 }
 
 impl Costs {
-    pub fn new(p: &Problem) -> Costs {
+    /// The costs of `p`, for a schedule that must end by `budget.deadline`.
+    pub fn new(p: &Problem, budget: &Budget) -> Costs {
         let devices = p.cluster.devices.len();
         let compute = p
             .graph
@@ -64,6 +70,7 @@ impl Costs {
             own_bytes,
             capacity: p.cluster.devices.iter().map(|d| d.memory_bytes).collect(),
             devices,
+            deadline: budget.deadline,
         }
     }
 
@@ -232,16 +239,25 @@ impl<'a> Schedule<'a> {
     }
 
     /// Devices with room for `op`; when none has, every device (the placement will be OOM) and
-    /// the schedule stops claiming to fit.
-    pub fn candidates(&mut self, op: OpIdx) -> Vec<usize> {
+    /// the schedule stops claiming to fit. Fails once the deadline has passed.
+    pub fn candidates(&mut self, op: OpIdx) -> Result<Vec<usize>> {
+        self.within_deadline()?;
         let fit: Vec<usize> = (0..self.costs.devices)
             .filter(|&d| self.has_room(op, d))
             .collect();
         if fit.is_empty() {
             self.fits = false;
-            (0..self.costs.devices).collect()
+            Ok((0..self.costs.devices).collect())
         } else {
-            fit
+            Ok(fit)
+        }
+    }
+
+    /// [`SearchError::OutOfTime`] once the costs' deadline has passed.
+    pub fn within_deadline(&self) -> Result<()> {
+        match self.costs.deadline {
+            Some(d) if Instant::now() >= d => Err(SearchError::OutOfTime.into()),
+            _ => Ok(()),
         }
     }
 

@@ -34,6 +34,8 @@ pub mod milp;
 pub mod quickp;
 pub mod tag;
 
+use std::time::Instant;
+
 use crate::error::{Error, Result};
 use crate::evaluate::{Placement, Problem};
 
@@ -45,6 +47,9 @@ pub struct Budget {
     /// Wall-clock cap in seconds, if any (checked between steps).
     pub seconds: Option<f64>,
     pub seed: u64,
+    /// When the placers without a budget of their own (the list schedulers) give up with
+    /// [`crate::error::SearchError::OutOfTime`]: `place` runs them within a share of `--time`.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for Budget {
@@ -53,6 +58,7 @@ impl Default for Budget {
             steps: 100,
             seconds: None,
             seed: 0,
+            deadline: None,
         }
     }
 }

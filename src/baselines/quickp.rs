@@ -23,7 +23,7 @@ impl Placer for Quickp {
         "quickp"
     }
 
-    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
         let g = p.graph;
         let weights = op_weights(g, reference_gpu(g), p.cost);
         let grouping = quickp(g, &weights, &QuickpOptions::default())?.colocated;
@@ -33,7 +33,7 @@ impl Placer for Quickp {
         for op in g.topological_order() {
             members[grouping.op_group[op] as usize].push(op);
         }
-        let costs = Costs::new(p);
+        let costs = Costs::new(p, budget);
         let rank = upward_ranks(g, &costs);
         let group_rank: Vec<f64> = members
             .iter()
@@ -51,7 +51,7 @@ impl Placer for Quickp {
         let mut s = Schedule::new(*p, &costs);
         while let Some((_, std::cmp::Reverse(x))) = ready.pop() {
             let unit = &members[x];
-            let d = best_device(&s, unit);
+            let d = best_device(&s, unit)?;
             s.place_unit(unit, d);
             for &y in &succ[x] {
                 waiting[y] -= 1;
@@ -67,7 +67,8 @@ impl Placer for Quickp {
 }
 
 /// The GPU with room where the unit would finish first; best effort when none has room.
-fn best_device(s: &Schedule, unit: &[OpIdx]) -> usize {
+fn best_device(s: &Schedule, unit: &[OpIdx]) -> Result<usize> {
+    s.within_deadline()?;
     let mut best = None;
     let mut best_finish = f64::INFINITY;
     for d in 0..s.costs.devices {
@@ -80,7 +81,7 @@ fn best_device(s: &Schedule, unit: &[OpIdx]) -> usize {
             best = Some(d);
         }
     }
-    best.unwrap_or_else(|| s.most_free())
+    Ok(best.unwrap_or_else(|| s.most_free()))
 }
 
 /// A total order on finite ranks for the heap.

@@ -90,6 +90,7 @@ fn exact_starts(p: &Problem, seconds: f64, seed: u64) -> Vec<Placement> {
         steps: 0,
         seconds: Some(seconds),
         seed,
+        deadline: None,
     };
     [Formulation::Quickp, Formulation::Moirai]
         .into_par_iter()

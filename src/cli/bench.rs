@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::common::{print_either, progress_bar};
 use topoplace::baselines::tag::tag_search;
 use topoplace::cluster::{Cluster, RouteTable, parse_cluster};
-use topoplace::compile::compile;
+use topoplace::compile::{compile, compile_full};
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, Result};
 use topoplace::evaluate::Problem;
@@ -59,6 +59,9 @@ pub struct OneArgs {
     /// Measure `place` instead of compile + simulate.
     #[arg(long)]
     place: bool,
+    /// Compile every replica (the fallback where symmetry breaks) instead of one per class.
+    #[arg(long)]
+    every_replica: bool,
     #[arg(long, default_value_t = 300)]
     budget: usize,
 }
@@ -77,6 +80,9 @@ pub struct ScaleRow {
     pub compile_s: f64,
     pub simulate_s: f64,
     pub peak_mib: f64,
+    /// Compile + simulate with every replica compiled (the fallback for asymmetric strategies).
+    pub every_replica_s: f64,
+    pub every_replica_peak_mib: f64,
     pub place_s: Option<f64>,
     pub place_peak_mib: Option<f64>,
     /// d ln(compile + simulate) / d ln(GPUs) from the previous row.
@@ -111,9 +117,10 @@ fn scale(args: ScaleArgs) -> Result<()> {
     let mut rows: Vec<ScaleRow> = Vec::new();
     for &n in &args.gpus {
         bar.set_message(format!("{n} GPUs"));
-        let sim = child(&args.model, n, false, args.budget)?;
+        let sim = child(&args.model, n, Mode::Classes, args.budget)?;
+        let every = child(&args.model, n, Mode::EveryReplica, args.budget)?;
         let place = if n <= args.place_up_to {
-            Some(child(&args.model, n, true, args.budget)?)
+            Some(child(&args.model, n, Mode::Place, args.budget)?)
         } else {
             None
         };
@@ -126,6 +133,8 @@ fn scale(args: ScaleArgs) -> Result<()> {
             compile_s: sim.seconds[0],
             simulate_s: sim.seconds[1],
             peak_mib: sim.peak_bytes / MIB,
+            every_replica_s: every.seconds[0] + every.seconds[1],
+            every_replica_peak_mib: every.peak_bytes / MIB,
             place_s: place.as_ref().map(|p| p.seconds[0]),
             place_peak_mib: place.as_ref().map(|p| p.peak_bytes / MIB),
             growth,
@@ -142,8 +151,19 @@ fn scale(args: ScaleArgs) -> Result<()> {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// What a child measures.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Compile (one replica per class of alike GPUs) + simulate.
+    Classes,
+    /// Compile every replica + simulate.
+    EveryReplica,
+    /// `place` at the budget.
+    Place,
+}
+
 /// Run `bench scale-one` for one size in a child process and read its JSON.
-fn child(model: &str, gpus: usize, place: bool, budget: usize) -> Result<Measured> {
+fn child(model: &str, gpus: usize, mode: Mode, budget: usize) -> Result<Measured> {
     let exe = std::env::current_exe().map_err(|e| Error::Io {
         path: "the topoplace executable".into(),
         source: e,
@@ -151,8 +171,14 @@ fn child(model: &str, gpus: usize, place: bool, budget: usize) -> Result<Measure
     let mut command = Command::new(exe);
     command.args(["bench", "scale-one", "--model", model]);
     command.args(["--gpus", &gpus.to_string(), "--budget", &budget.to_string()]);
-    if place {
-        command.arg("--place");
+    match mode {
+        Mode::Classes => {}
+        Mode::EveryReplica => {
+            command.arg("--every-replica");
+        }
+        Mode::Place => {
+            command.arg("--place");
+        }
     }
     let out = command.output().map_err(|e| Error::Io {
         path: "bench scale-one".into(),
@@ -189,7 +215,11 @@ fn measure_one(args: &OneArgs) -> Result<Measured> {
         let began = Instant::now();
         let routes = RouteTable::new(&cluster);
         let strategy = Reference::Dp.strategy(&graph, &cluster);
-        let mut compiled = compile(&graph, &cluster, &routes, &strategy, &cost, None);
+        let mut compiled = if args.every_replica {
+            compile_full(&graph, &cluster, &routes, &strategy, &cost, None)
+        } else {
+            compile(&graph, &cluster, &routes, &strategy, &cost, None)
+        };
         let compiled_at = began.elapsed().as_secs_f64();
         Simulator::new().run(&mut compiled.exec, Order::Fifo)?;
         vec![compiled_at, began.elapsed().as_secs_f64() - compiled_at]
@@ -245,22 +275,26 @@ fn render(report: &ScaleReport) -> String {
         "{}: compile + simulate of DP-NCCL, and place at its default budget\n\n",
         report.model
     );
-    s += "| GPUs | compile s | simulate s | peak MiB | place s | place peak MiB | growth |\n";
-    s += "|---|---|---|---|---|---|---|\n";
+    s += "| GPUs | compile s | simulate s | peak MiB | growth | every replica s | peak MiB | \
+          place s | place peak MiB |\n";
+    s += "|---|---|---|---|---|---|---|---|---|\n";
     let opt =
         |x: Option<f64>, digits: usize| x.map_or("—".to_string(), |v| format!("{v:.digits$}"));
     for r in &report.rows {
         s += &format!(
-            "| {} | {:.3} | {:.3} | {:.0} | {} | {} | {} |\n",
+            "| {} | {:.3} | {:.3} | {:.0} | {} | {:.3} | {:.0} | {} | {} |\n",
             r.gpus,
             r.compile_s,
             r.simulate_s,
             r.peak_mib,
+            opt(r.growth, 2),
+            r.every_replica_s,
+            r.every_replica_peak_mib,
             opt(r.place_s, 2),
             opt(r.place_peak_mib, 0),
-            opt(r.growth, 2),
         );
     }
-    s += "\ngrowth: d ln(compile + simulate) / d ln(GPUs) from the row above (1 = linear)\n";
+    s += "\ngrowth: d ln(compile + simulate) / d ln(GPUs) from the row above (1 = linear); \
+          every replica: the same with no GPU classes (where a strategy breaks the symmetry)\n";
     s
 }

@@ -53,6 +53,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
         steps: args.budget,
         seconds: args.time_limit,
         seed: args.seed,
+        deadline: None,
     };
     let total = (models.len() * clusters.len() * methods.len()) as u64;
     let bar = progress_bar(total, BAR)?;
