@@ -589,3 +589,38 @@ fn vgg16_inference_fits_the_milps_where_the_simulator_fits_it() {
         );
     }
 }
+
+/// The warm start's local search never makes a schedule slower or inadmissible, keeps its own
+/// timing rule (re-timing its placement and order gives its makespan), and never beats the
+/// brute-force optimum on tiny instances, under both channel models.
+#[test]
+fn the_warm_starts_local_search_only_improves_and_stays_feasible() {
+    use topoplace::solve::improve::improve;
+    use topoplace::solve::schedule::{Channels, greedy, semi_active};
+    let mut strictly_better = 0;
+    for seed in 0..12 {
+        let inst = tiny_instance(400 + seed, 5, 1, 1, 0.35);
+        for channels in [Channels::Unlimited, Channels::PerPair] {
+            let start = greedy(&inst, channels);
+            if !start.admissible(&inst) {
+                continue;
+            }
+            let later = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            let better = improve(&inst, channels, start.clone(), later);
+            assert!(better.admissible(&inst), "seed {seed}");
+            assert!(better.makespan <= start.makespan, "seed {seed}");
+            let again = semi_active(&inst, channels, &better.device, &better.sequence(&inst));
+            assert!(close(again.makespan, better.makespan, 1e-9), "seed {seed}");
+            let best = brute::optimum(&inst, channels).unwrap();
+            assert!(
+                better.makespan >= best.makespan * (1.0 - 1e-9),
+                "seed {seed}"
+            );
+            strictly_better += usize::from(better.makespan < start.makespan * (1.0 - 1e-9));
+        }
+    }
+    assert!(
+        strictly_better > 0,
+        "the search improves some greedy schedule"
+    );
+}

@@ -6,7 +6,8 @@
 //!   for the warm start and the big-M horizon.
 //! - [`model`]: placement/scheduling variables common to both MILPs; [`quickp`]: QuickP P1/P2;
 //!   [`moirai`]: MOIRAI with communication tasks, channel selection and congestion control.
-//! - [`brute`]: exhaustive search for tiny instances (the tests' reference optimum).
+//! - [`brute`]: exhaustive search for tiny instances (the tests' reference optimum);
+//!   [`improve`]: local search on the warm start.
 //! - [`align`]: the simulator configured as each formulation assumes (the alignment check).
 //!
 //! [`solve_problem`] is what the `solve` command and the `quickp-milp` / `moirai-milp` placers
@@ -15,6 +16,7 @@
 
 pub mod align;
 pub mod brute;
+pub mod improve;
 pub mod instance;
 pub mod memory;
 pub mod model;
@@ -25,7 +27,7 @@ pub mod size;
 pub mod summary;
 pub mod symmetry;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -97,6 +99,9 @@ pub struct InstanceResult {
     pub plan: Option<Plan>,
 }
 
+/// Share of the time limit the warm start's local search ([`improve`]) may take.
+pub const IMPROVE_SHARE: f64 = 0.05;
+
 /// Solve `inst` with `formulation`, warm-started from the greedy schedule.
 pub fn solve_instance(
     inst: &Instance,
@@ -108,6 +113,11 @@ pub fn solve_instance(
     let mut heuristic = schedule::greedy(inst, channels);
     if !heuristic.admissible(inst) {
         heuristic = schedule::memory_first(inst, channels);
+    }
+    if heuristic.admissible(inst) {
+        let deadline =
+            started + Duration::from_secs_f64(opts.time_limit_s.max(0.0) * IMPROVE_SHARE);
+        heuristic = improve::improve(inst, channels, heuristic, deadline);
     }
     // The warm start must obey the symmetry-breaking rows; relabelling keeps its schedule.
     heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);

@@ -50,6 +50,9 @@ impl MoiraiMilp {
             milp.ge(&before_consumer, 0.0);
         }
         let pairs = congestion_rows(&mut milp, inst, &core, &t);
+        if channel_cuts_fit(inst) {
+            channel_energy_rows(&mut milp, inst, &core);
+        }
         MoiraiMilp {
             milp,
             core,
@@ -177,4 +180,73 @@ fn congestion_rows(
         }
     }
     pairs
+}
+
+/// The most non-zeros the channel energetic cuts may add (they grow as nodes × channels × edges).
+pub const CHANNEL_CUT_MAX_NONZEROS: f64 = 2e6;
+
+/// Whether `inst` gets [`channel_energy_rows`]: small enough for their non-zeros.
+pub fn channel_cuts_fit(inst: &Instance) -> bool {
+    let d = inst.devices() as f64;
+    let nonzeros = 2.0 * inst.len() as f64 * d * (d - 1.0) * (inst.edges.len() as f64 + 2.0);
+    inst.len() <= super::model::ENERGY_CUT_MAX_NODES && nonzeros <= CHANNEL_CUT_MAX_NONZEROS
+}
+
+/// Energetic cuts on the channels, valid because one channel carries one transfer at a time:
+/// the transfers of the edges that leave i or a node after it all start at or after `S_i`, so
+/// those on channel (k,l) end no earlier than `S_i + Σ c_e(k,l) z_e(k,l)`, and each consumer
+/// still has its fastest time and tail to run: `C ≥ S_i + Σ c z + min (p_dst + tail_dst)`. The
+/// edges into i or a node before it start after their producers can finish and end before
+/// `S_i`: `S_i ≥ min (head_src + p_src) + Σ c z`. Without them the LP overlaps every transfer
+/// of a channel, and the congestion big-Ms only bite deep in the branch-and-bound tree.
+fn channel_energy_rows(m: &mut Milp, inst: &Instance, core: &Core) {
+    let (head, tail) = inst.heads_and_tails();
+    let ready = |e: usize| head[inst.edges[e].src] + inst.fastest(inst.edges[e].src);
+    let rest = |e: usize| inst.fastest(inst.edges[e].dst) + tail[inst.edges[e].dst];
+    let channels = core.z.first().map_or(0, Vec::len);
+    for (i, (after, before)) in edges_around(inst).into_iter().enumerate() {
+        for ch in 0..channels {
+            let load = |edges: &[usize]| -> Vec<(Var, f64)> {
+                edges
+                    .iter()
+                    .map(|&e| {
+                        let (k, l, z) = core.z[e][ch];
+                        (z, inst.comm(e, k, l))
+                    })
+                    .collect()
+            };
+            if !after.is_empty() {
+                let least_rest = after.iter().map(|&e| rest(e)).fold(f64::INFINITY, f64::min);
+                let mut terms = load(&after);
+                terms.extend([(core.s[i], 1.0), (core.c, -1.0)]);
+                m.le(&terms, -least_rest);
+            }
+            if !before.is_empty() {
+                let least_ready = before
+                    .iter()
+                    .map(|&e| ready(e))
+                    .fold(f64::INFINITY, f64::min);
+                let mut terms = load(&before);
+                terms.push((core.s[i], -1.0));
+                m.le(&terms, -least_ready);
+            }
+        }
+    }
+}
+
+/// Per node i: the edges leaving i or a node after it, and the edges into i or a node before it.
+pub fn edges_around(inst: &Instance) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let reach = inst.reachability();
+    let edges = &inst.edges;
+    (0..inst.len())
+        .map(|i| {
+            let after = (0..edges.len())
+                .filter(|&e| edges[e].src == i || reach[i][edges[e].src])
+                .collect();
+            let before = (0..edges.len())
+                .filter(|&e| edges[e].dst == i || reach[edges[e].dst][i])
+                .collect();
+            (after, before)
+        })
+        .collect()
 }

@@ -5,8 +5,9 @@
 //! Counted from the formulations' own loops ([`super::model::Core`], [`super::moirai`]): per
 //! edge one `z` column and row per ordered device pair; per pair of nodes that may run in
 //! parallel an order binary and a row per device; MOIRAI adds, per pair of edges that may overlap
-//! in time, a row per channel (ordered device pair) and two big-M rows over the channels; both
-//! add the energetic cuts of small instances and the symmetry-breaking rows. The
+//! in time, a row per channel (ordered device pair) and two big-M rows over the channels, and on
+//! small instances energetic cuts per node and channel; both add the energetic cuts of small
+//! instances and the symmetry-breaking rows. The
 //! rows are exact for MOIRAI (vgg19 on tag-testbed: 7,554,910 estimated and built). The bytes
 //! are what the process holds: our row problem, HiGHS's copies of the matrix column- and
 //! row-wise and its working copies, measured at about 80 bytes per nonzero plus 200 per row or
@@ -47,8 +48,25 @@ pub fn estimate(inst: &Instance, formulation: Formulation) -> ModelSize {
         size.rows += e * 2.0 + edge_pairs * (channels + 2.0);
         size.columns += e + 2.0 * edge_pairs;
         size.nonzeros += e * (2.0 * channels + 4.0) + edge_pairs * (5.0 * channels + 8.0);
+        add_channel_cut_rows(inst, channels, &mut size);
     }
     size
+}
+
+/// MOIRAI's energetic cuts on the channels (small instances only): per node and channel one row
+/// over the edges after it and one over the edges before it, where there are any.
+fn add_channel_cut_rows(inst: &Instance, channels: f64, size: &mut ModelSize) {
+    if !super::moirai::channel_cuts_fit(inst) {
+        return;
+    }
+    for (after, before) in super::moirai::edges_around(inst) {
+        for (edges, extra) in [(after.len(), 2.0), (before.len(), 1.0)] {
+            if edges > 0 {
+                size.rows += channels;
+                size.nonzeros += channels * (edges as f64 + extra);
+            }
+        }
+    }
 }
 
 /// Pairs of edges neither of which must end before the other starts (MOIRAI's congestion pairs).
