@@ -32,8 +32,8 @@ pub enum Tag {
 const HEURISTICS_SHARE: f64 = 0.25;
 
 /// Graphs of at most this many ops also get the exact MILPs' placements as starts: the MILPs
-/// can solve them within seconds (MOIRAI on mlp × quickp-fat-tree-4 in 8.5 s, 31% faster than any
-/// search found), where on larger graphs they only time out.
+/// can solve them within seconds (MOIRAI proves mlp × quickp-fat-tree-4 optimal in about 8 s),
+/// where on larger graphs they only time out.
 pub const EXACT_STARTS_UP_TO_OPS: usize = 128;
 
 /// Time limit of each exact MILP start (they run side by side), seconds; at most the share of
