@@ -6,7 +6,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
 use topoplace::cluster::RouteTable;
 use topoplace::cluster::load_cluster;
-use topoplace::compile::compile;
+use topoplace::compile::{Replicas, compile};
 use topoplace::cost::CostModel;
 use topoplace::sim::{Order, Simulator};
 use topoplace::strategy::Reference;
@@ -28,7 +28,15 @@ fn compile_and_simulate(c: &mut Criterion) {
         let mut sim = Simulator::new();
         group.bench_function(format!("{model} on {}", cluster.name), |b| {
             b.iter(|| {
-                let mut compiled = compile(&graph, &cluster, &routes, &strategy, &cost, None);
+                let mut compiled = compile(
+                    &graph,
+                    &cluster,
+                    &routes,
+                    &strategy,
+                    &cost,
+                    None,
+                    Replicas::ByClass,
+                );
                 sim.run(&mut compiled.exec, Order::Fifo).unwrap().makespan
             })
         });

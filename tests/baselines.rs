@@ -490,7 +490,7 @@ fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
 /// override.
 #[test]
 fn a_groups_own_batch_shares_reach_the_compiled_ops_and_its_file() {
-    use topoplace::compile::compile_full;
+    use topoplace::compile::{Replicas, compile};
     use topoplace::strategy::{load_strategy, save_strategy};
     let cost = CostModel::default();
     let g = model("mlp");
@@ -525,7 +525,8 @@ fn a_groups_own_batch_shares_reach_the_compiled_ops_and_its_file() {
     assert_eq!(mixed.split_of(0), BatchSplit::Even);
     assert_eq!(mixed.split_of(1), BatchSplit::Proportional);
 
-    let compiled = compile_full(&g, &c, &RouteTable::new(&c), &mixed, &cost, None);
+    let routes = RouteTable::new(&c);
+    let compiled = compile(&g, &c, &routes, &mixed, &cost, None, Replicas::Every);
     let speed: Vec<f64> = pair.iter().map(|&d| c.devices[d].gpu.fp32_tflops).collect();
     let proportional: Vec<f64> = speed
         .iter()

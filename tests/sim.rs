@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
-use topoplace::compile::{TaskRole, compile_full};
+use topoplace::compile::{Replicas, TaskRole, compile};
 use topoplace::cost::{CommModel, CostModel, ring_allreduce_time_us, tree_allreduce_time_us};
 use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
 use topoplace::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
@@ -846,7 +846,8 @@ proptest! {
             s.allreduce = AllReducePacking::Packed;
         }
         let cost = CostModel::default();
-        let mut compiled = compile_full(&g, &c, &RouteTable::new(&c), &s, &cost, None);
+        let routes = RouteTable::new(&c);
+        let mut compiled = compile(&g, &c, &routes, &s, &cost, None, Replicas::Every);
         compiled.exec.seal();
         let r = Simulator::new().run_sealed(&compiled.exec, Order::Fifo).unwrap().clone();
         let exec = &compiled.exec;

@@ -85,6 +85,15 @@ fn tiny_instance(seed: u64, n: usize, fast: usize, slow: usize, density: f64) ->
     instance::build(&p, None).unwrap()
 }
 
+/// Solver options with a time limit (s) and a relative gap.
+fn limited(time_limit_s: f64, mip_rel_gap: f64) -> SolveOptions {
+    SolveOptions {
+        time_limit_s,
+        mip_rel_gap,
+        ..SolveOptions::default()
+    }
+}
+
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * a.abs().max(b.abs()).max(1.0)
 }
@@ -254,11 +263,7 @@ fn p2_on_a_zoo_model_gives_a_placement_the_simulator_runs() {
         cluster: &c,
         cost: &cost,
     };
-    let opts = SolveOptions {
-        time_limit_s: 10.0,
-        mip_rel_gap: 0.01,
-        ..SolveOptions::default()
-    };
+    let opts = limited(10.0, 0.01);
     let (inst, label, r, placement) =
         solve_problem(&p, Formulation::Quickp, &Coarsen::Auto, 60, &opts).unwrap();
     assert!(label.starts_with("P2"));
@@ -573,11 +578,7 @@ fn vgg16_inference_fits_the_milps_where_the_simulator_fits_it() {
         cluster: &c,
         cost: &cost,
     };
-    let opts = SolveOptions {
-        time_limit_s: 5.0,
-        mip_rel_gap: 0.05,
-        ..SolveOptions::default()
-    };
+    let opts = limited(5.0, 0.05);
     for formulation in [Formulation::Quickp, Formulation::Moirai] {
         let (_, _, _, placement) =
             solve_problem(&p, formulation, &Coarsen::Auto, 60, &opts).unwrap();

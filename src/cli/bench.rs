@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::common::{print_either, progress_bar};
 use topoplace::baselines::tag::tag_search;
 use topoplace::cluster::{Cluster, RouteTable, parse_cluster};
-use topoplace::compile::{compile, compile_full};
+use topoplace::compile::{Replicas, compile};
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, Result};
 use topoplace::evaluate::Problem;
@@ -215,11 +215,11 @@ fn measure_one(args: &OneArgs) -> Result<Measured> {
         let began = Instant::now();
         let routes = RouteTable::new(&cluster);
         let strategy = Reference::Dp.strategy(&graph, &cluster);
-        let mut compiled = if args.every_replica {
-            compile_full(&graph, &cluster, &routes, &strategy, &cost, None)
-        } else {
-            compile(&graph, &cluster, &routes, &strategy, &cost, None)
+        let replicas = match args.every_replica {
+            true => Replicas::Every,
+            false => Replicas::ByClass,
         };
+        let mut compiled = compile(&graph, &cluster, &routes, &strategy, &cost, None, replicas);
         let compiled_at = began.elapsed().as_secs_f64();
         Simulator::new().run(&mut compiled.exec, Order::Fifo)?;
         vec![compiled_at, began.elapsed().as_secs_f64() - compiled_at]

@@ -7,9 +7,10 @@ use clap::{Args, ValueEnum};
 use super::common::Inputs;
 use super::common::{print_either, strategy_named, write_trace};
 use topoplace::cluster::RouteTable;
+use topoplace::compile::Replicas;
 use topoplace::error::Result;
 use topoplace::evaluate::{
-    Replicas, SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
+    SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
 };
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;

@@ -13,11 +13,20 @@ use crate::graph::{Graph, OpIdx, Phase, Splittability};
 use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
 use crate::strategy::Strategy;
 
+/// Which replicas the compiler emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replicas {
+    /// One per device class where that is exact ([`super::symmetry`]), with alike links merged.
+    ByClass,
+    /// Every replica and every link: for traces, which show every GPU and link.
+    Every,
+}
+
 /// Compile `strategy` for `graph` on `cluster` (whose `routes` the caller computed once: a search
 /// compiles many strategies per cluster). With an execution order, every task of op `u` (its
 /// replicas, and the transfers, concats and collectives of its tensor) gets dispatch priority
 /// `priority[u]`, which the simulator honours under [`crate::sim::Order::Priority`]; `None`
-/// leaves every priority at 0 (FIFO placements).
+/// leaves every priority at 0 (FIFO placements). Both kinds of `replicas` simulate alike.
 pub fn compile(
     graph: &Graph,
     cluster: &Cluster,
@@ -25,6 +34,7 @@ pub fn compile(
     strategy: &Strategy,
     cost: &CostModel,
     priority: Option<&[f64]>,
+    replicas: Replicas,
 ) -> Compiled {
     let layouts = layouts(graph, cluster, strategy, cost);
     let inputs = Inputs {
@@ -35,40 +45,23 @@ pub fn compile(
         cost,
         priority,
     };
-    let mut compiled = match DeviceClasses::of(cluster, &layouts) {
-        Some(classes) => {
-            let restricted = classes.restrict(&layouts);
-            match compile_layouts(&inputs, restricted, Some(classes)) {
-                (compiled, true) => compiled,
-                (_, false) => compile_layouts(&inputs, layouts, None).0,
-            }
-        }
-        None => compile_layouts(&inputs, layouts, None).0,
+    let classes = match replicas {
+        Replicas::ByClass => DeviceClasses::of(cluster, &layouts),
+        Replicas::Every => None,
     };
-    compiled.link_stand_in = Some(compiled.exec.merge_alike_links());
+    let by_class = classes.and_then(|classes| {
+        let restricted = classes.restrict(&layouts);
+        compile_layouts(&inputs, restricted, Some(classes))
+    });
+    let mut compiled = match by_class {
+        Some(compiled) => compiled,
+        None => compile_layouts(&inputs, layouts, None)
+            .expect("a compilation of every replica has no symmetry to break"),
+    };
+    if replicas == Replicas::ByClass {
+        compiled.link_stand_in = Some(compiled.exec.merge_alike_links());
+    }
     compiled
-}
-
-/// Compile every replica, never one per device class, and keep every link: for traces, which
-/// show every GPU and link.
-pub fn compile_full(
-    graph: &Graph,
-    cluster: &Cluster,
-    routes: &RouteTable,
-    strategy: &Strategy,
-    cost: &CostModel,
-    priority: Option<&[f64]>,
-) -> Compiled {
-    let layouts = layouts(graph, cluster, strategy, cost);
-    let inputs = Inputs {
-        graph,
-        cluster,
-        routes,
-        strategy,
-        cost,
-        priority,
-    };
-    compile_layouts(&inputs, layouts, None).0
 }
 
 struct Inputs<'a> {
@@ -80,13 +73,14 @@ struct Inputs<'a> {
     priority: Option<&'a [f64]>,
 }
 
-/// Compile with `layouts` (restricted to representatives when `classes` is given); whether the
-/// result kept the classes exact.
+/// Compile with `layouts`. With `classes` (the layouts restricted to representatives), `None` as
+/// soon as a task breaks the classes' symmetry, so the caller compiles every replica instead
+/// having wasted no more than the ops wired so far.
 fn compile_layouts(
     inputs: &Inputs<'_>,
     layouts: Vec<Rc<Layout>>,
     classes: Option<DeviceClasses>,
-) -> (Compiled, bool) {
+) -> Option<Compiled> {
     let Inputs {
         graph,
         cluster,
@@ -120,17 +114,23 @@ fn compile_layouts(
         buckets: Vec::new(),
         bucket_of: HashMap::new(),
         bucket_holders: HashMap::new(),
-        sliced: false,
+        asymmetric: false,
     };
+    let broken = |c: &Compiler| classes.is_some() && c.asymmetric;
     // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
     let order = graph.topological_order();
     for &op in &order {
         c.place_op(op);
     }
     for &op in &order {
+        if broken(&c) {
+            return None;
+        }
         c.wire_inputs(op);
     }
-    let symmetric = !c.sliced && c.roles.iter().all(|&r| DeviceClasses::keeps_symmetry(r));
+    if broken(&c) {
+        return None;
+    }
     let (op_devices, op_shares) = c
         .layouts
         .into_iter()
@@ -145,7 +145,7 @@ fn compile_layouts(
         classes,
         link_stand_in: None,
     };
-    (compiled, symmetric)
+    Some(compiled)
 }
 
 pub(super) struct Compiler<'a> {
@@ -175,9 +175,10 @@ pub(super) struct Compiler<'a> {
     pub(super) buckets: Vec<Vec<OpIdx>>,
     pub(super) bucket_of: HashMap<OpIdx, usize>,
     pub(super) bucket_holders: HashMap<usize, Vec<(u32, TaskId)>>,
-    /// Whether a consumer took batch slices by interval: intervals need every replica, so a
-    /// representative-only compilation that does is not exact.
-    pub(super) sliced: bool,
+    /// Whether a task joins particular devices ([`DeviceClasses::keeps_symmetry`]) or a consumer
+    /// took batch slices by interval (intervals need every replica): a representative-only
+    /// compilation that does is not exact.
+    pub(super) asymmetric: bool,
 }
 
 impl<'a> Compiler<'a> {
@@ -201,6 +202,7 @@ impl<'a> Compiler<'a> {
         if let Some(p) = self.priority {
             spec.priority = p[spec.label as usize];
         }
+        self.asymmetric |= !DeviceClasses::keeps_symmetry(role);
         self.roles.push(role);
         match lanes {
             Some(lanes) => self.exec.add_task_with_lanes(spec, lanes),
@@ -364,7 +366,7 @@ impl<'a> Compiler<'a> {
             }
             return;
         }
-        self.sliced = true;
+        self.asymmetric = true;
         let (lo, hi) = consumer.interval(j);
         let mut pieces = Vec::new();
         for i in producer.replicas_over(lo, hi) {

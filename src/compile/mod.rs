@@ -30,5 +30,5 @@ pub mod sync;
 
 pub use collective::{RingPlan, ring_plan};
 pub use compiled::{Compiled, TaskRole};
-pub use compiler::{compile, compile_full};
+pub use compiler::{Replicas, compile};
 pub use symmetry::DeviceClasses;

@@ -3,7 +3,7 @@
 use super::problem::{Placement, Problem};
 use super::report::SimReport;
 use crate::cluster::RouteTable;
-use crate::compile::{Compiled, compile, compile_full};
+use crate::compile::{Compiled, Replicas, compile};
 use crate::error::{Error, Result};
 use crate::sim::{Order, SimResult, Simulator};
 use crate::strategy::Strategy;
@@ -30,14 +30,6 @@ pub fn evaluate_every_replica(
     placement: &Placement,
 ) -> Result<Evaluation> {
     evaluate_placement(p, routes, placement, Replicas::Every)
-}
-
-/// Which replicas the compiler emits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replicas {
-    /// One per device class where that is exact ([`crate::compile::symmetry`]).
-    ByClass,
-    Every,
 }
 
 fn evaluate_placement(
@@ -87,11 +79,9 @@ pub fn simulate_strategy(
     order: Order,
     replicas: Replicas,
 ) -> Result<Evaluation> {
-    let build = match replicas {
-        Replicas::ByClass => compile,
-        Replicas::Every => compile_full,
-    };
-    let mut compiled = build(p.graph, p.cluster, routes, strategy, p.cost, priority);
+    let mut compiled = compile(
+        p.graph, p.cluster, routes, strategy, p.cost, priority, replicas,
+    );
     let mut result = Simulator::new().run(&mut compiled.exec, order)?.clone();
     compiled.expand(&mut result);
     let report = SimReport::new(p.cluster, strategy, &compiled, &result);

@@ -9,7 +9,7 @@ pub mod summary;
 pub mod thin_batch;
 
 pub use evaluation::{
-    Evaluation, Replicas, evaluate, evaluate_every_replica, evaluate_strategy, simulate_strategy,
+    Evaluation, evaluate, evaluate_every_replica, evaluate_strategy, simulate_strategy,
 };
 pub use problem::{Placement, Problem};
 pub use report::{DeviceGroupFeedback, OpGroupFeedback, SimReport};

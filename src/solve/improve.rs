@@ -25,6 +25,7 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
     let leader = inst.colocation_leader();
     let ins = in_edges(inst);
     let rank = topo_rank(inst);
+    let mut order = sequence(&plan, &ins, &rank);
     let mut best = plan;
     for _ in 0..passes {
         let mut improved = false;
@@ -40,8 +41,9 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
                 for j in (0..inst.len()).filter(|&j| leader[j] == i) {
                     device[j] = d;
                 }
-                let moved = semi_active(inst, channels, &device, &sequence(&best, &ins, &rank));
+                let moved = semi_active(inst, channels, &device, &order);
                 if moved.makespan < best.makespan * (1.0 - 1e-9) && moved.admissible(inst) {
+                    order = sequence(&moved, &ins, &rank);
                     best = moved;
                     improved = true;
                 }
