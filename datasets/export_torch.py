@@ -5,19 +5,31 @@
     python datasets/export_torch.py --model transformers:bert-large-uncased --batch 16 --seq 128 --out bert.json
     python datasets/export_torch.py --model module:my.models:make_net --batch 8 --out net.json --profile
     python datasets/export_torch.py --model transformers:gpt2 --batch 8 --seq 1024 --out gpt2.json.gz
+    python datasets/export_torch.py --model transformers:t5-small --batch 16 --seq 128 --out t5.json.gz
+    python datasets/export_torch.py --model transformers:llama --config hidden_size=512,num_hidden_layers=4 ...
+    python datasets/export_torch.py --model module:torch_models:lstm --sequence 35,650 --classes 650 ...
     python datasets/export_torch.py --model module:torch_models:transformer_base --tokens 32,32 --batch 480 --out t.json.gz
 
-How (see /docs/formats.md and datasets/README.md):
+How (see docs/formats.md and datasets/README.md):
 - ``make_fx(functionalize(step, remove="mutations"), tracing_mode="fake")`` over a ``step`` that
   computes loss and gradients with ``torch.func.grad_and_value`` of ``functional_call`` and applies
   a hand-written out-of-place Adam (the stock optimizer reads its step counter with ``.item()``,
-  which cannot be traced). Fake tensors: no weights are needed and nothing runs on a GPU.
-- Every ATen call becomes one op; ``getitem`` is folded into output ports; views are kept as
-  zero-cost ops. Parameters become parameter ops (exact ``numel`` in ``params``); batch inputs are
-  input ops. The Adam arithmetic of each parameter is fused into one optimizer op (like TF's
-  ApplyAdam) whose resident bytes are its m and v state, linked to the op producing the gradient.
-- Which tensors carry the batch is found by tracing twice (batch B and B+1) and comparing shapes;
-  that drives splittability and ``batch_scaled``.
+  which cannot be traced). Fake tensors: no weights are needed and nothing runs on a GPU. oneDNN
+  is off while tracing, so RNN layers are captured as ATen's cells, not one opaque call.
+- Every live ATen call becomes one op (ops whose results reach no output are dropped); ``getitem``
+  is folded into output ports; views fold into the op that made their base (no op, no memory;
+  the edges carry the view's bytes). Parameters become parameter ops (exact ``numel`` in
+  ``params``); batch inputs are input ops. The Adam arithmetic of each parameter is fused into one
+  optimizer op (like TF's ApplyAdam) whose resident bytes are its m and v state, linked to the op
+  producing the gradient.
+- Splittability from the batch dimension, found by tracing twice (batch B and B+1) and comparing
+  shapes: an op whose output keeps it is ``concat``; one that reduces over it by a sum, a mean
+  (``"reduce": "mean"`` in op_info) or a contraction (weight gradients) is ``sum``; a linear op of
+  partial sums is ``sum``; anything else reducing over the batch is ``none`` and named in a
+  warning. The optimizer is ``none``.
+- FLOPs: datasets/torch_flops.py (grouped convolutions counted right; every op type without a
+  formula is listed in ``"flops_estimated"`` and warned about). Peak memory replayed from the
+  graph's allocations: datasets/torch_memory.py, in ``"memory_replay"``.
 - Output is topoplace graph JSON plus a top-level ``"torch"`` metadata object (exact parameter
   count, shapes, dtypes, trace time), read by ``topoplace import --format torch``.
 """
@@ -26,22 +38,26 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib
 import json
 import math
 import operator
+import os
 import statistics
 import sys
 import time
+import warnings
 from collections import defaultdict
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 from torch.func import functional_call, functionalize, grad_and_value
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._pytree import tree_flatten
-from torch.utils.flop_counter import flop_registry
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_flops import node_flops  # noqa: E402
+from torch_fx import input_nodes, nbytes, tensors_of  # noqa: E402
+from torch_memory import replay  # noqa: E402
+from torch_workloads import build_workload  # noqa: E402
 
 ADAM = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8)
 
@@ -50,16 +66,23 @@ VIEW_OPS = {
     "view", "_unsafe_view", "reshape", "t", "transpose", "permute", "expand", "squeeze",
     "unsqueeze", "slice", "select", "alias", "detach", "as_strided", "unfold", "_reshape_alias",
     "view_as", "expand_as", "split", "split_with_sizes", "unbind", "chunk", "diagonal", "lift_fresh",
+    "unsafe_split", "unsafe_chunk", "unsafe_split_with_sizes", "view_as_real", "view_as_complex",
 }
 
 # Ops that only allocate or fill: no arithmetic.
 CREATION_OPS = {"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
                 "scalar_tensor", "new_zeros", "new_empty", "new_ones", "empty_strided", "arange"}
 
-# Reductions over the batch whose partial results over batch slices add up exactly
-# (weight gradients); other batch reductions (mean, losses, norms) are not splittable.
+# Reductions over the batch whose results over batch slices add up exactly: weight gradients
+# (contractions over the batch) and sums. Under data parallelism they are ``sum``-split.
 SUMMABLE = {"mm", "bmm", "sum", "convolution_backward", "embedding_dense_backward",
-            "native_batch_norm_backward", "native_layer_norm_backward", "_to_copy", "clone"}
+            "native_batch_norm_backward", "native_layer_norm_backward", "native_group_norm_backward",
+            "_to_copy", "clone", "addmm", "baddbmm"}
+
+# Ops with a ``reduction`` argument (ATen's Reduction enum: 0 none, 1 mean, 2 sum): the losses.
+# Mean and sum over the batch are both sum-split (a mean's slices add up once each is scaled by
+# its share of the batch; op_info records ``"reduce": "mean"``). ``mean`` itself is the same.
+REDUCTION_ENUM = {1: "mean", 2: "sum"}
 
 # Ops linear in their inputs: applied to partial sums they give partial sums, so a weight
 # gradient stays summable through the transpose/view/add (tied weights) that follow it, and
@@ -71,183 +94,6 @@ LINEAR_OPS = VIEW_OPS | {"add", "sub", "neg", "clone", "_to_copy", "embedding_de
 # gradients (→ sum): each becomes two graph ops, ``<name>.input`` and ``<name>.weight``.
 MIXED_PORTS = {"convolution_backward", "native_batch_norm_backward", "native_layer_norm_backward",
                "native_group_norm_backward"}
-
-
-# --------------------------------------------------------------------------- models
-
-def bert_config(name):
-    """BERT configs by hand (the network is closed, so nothing is downloaded)."""
-    from transformers import BertConfig
-    sizes = {
-        "bert-large-uncased": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
-        "bert-base-uncased": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
-        "bert-small": dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048),
-        "bert-tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),
-    }
-    if name not in sizes:
-        sys.exit(f"unknown transformers config {name!r}; known: {', '.join(sizes)}")
-    cfg = BertConfig(vocab_size=30522, max_position_embeddings=512, type_vocab_size=2, **sizes[name])
-    cfg._attn_implementation = "eager"  # one explicit softmax(QK^T)V path, no fused kernel choice
-    return cfg
-
-
-class Workload:
-    """A model plus how to make a batch and a scalar loss from its output."""
-
-    def __init__(self, model, make_batch, loss):
-        self.model, self.make_batch, self.loss = model, make_batch, loss
-
-
-def image_workload(model, batch_hw, classes, aux_weight=None):
-    def make_batch(b):
-        x = torch.randn(b, 3, *batch_hw)
-        y = torch.randint(0, classes, (b,))
-        return (x,), (y,)
-
-    def loss(out, y):
-        if aux_weight is not None and isinstance(out, tuple):  # inception (logits, aux_logits)
-            return F.cross_entropy(out[0], y) + aux_weight * F.cross_entropy(out[1], y)
-        return F.cross_entropy(out, y)
-
-    return Workload(model, make_batch, loss)
-
-
-def torchvision_workload(name):
-    import torchvision
-    if name == "inception_v3":
-        model = torchvision.models.inception_v3(weights=None, aux_logits=True, init_weights=False)
-        return image_workload(model, (299, 299), 1000, aux_weight=0.4)
-    model = torchvision.models.get_model(name, weights=None)
-    return image_workload(model, (224, 224), 1000)
-
-
-def bert_workload(name, seq):
-    from transformers import BertForPreTraining
-    cfg = bert_config(name)
-    model = BertForPreTraining(cfg)
-
-    def make_batch(b):
-        ids = torch.randint(0, cfg.vocab_size, (b, seq))
-        types = torch.zeros(b, seq, dtype=torch.long)
-        # A prepared 4-D additive mask (all visible): a 2-D mask makes transformers call
-        # mask.all(), a data-dependent branch that fake tensors cannot take.
-        mask = torch.zeros(b, 1, 1, seq)
-        mlm = torch.randint(0, cfg.vocab_size, (b, seq))
-        nsp = torch.randint(0, 2, (b,))
-        return (ids, mask, types), (mlm, nsp)
-
-    class Wrapped(nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.bert = inner
-
-        def forward(self, ids, mask, types):
-            out = self.bert(input_ids=ids, attention_mask=mask, token_type_ids=types)
-            return out.prediction_logits, out.seq_relationship_logits
-
-    def loss(out, mlm, nsp):
-        logits, nsp_logits = out
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), mlm.reshape(-1)) + F.cross_entropy(nsp_logits, nsp)
-
-    return Workload(Wrapped(model), make_batch, loss)
-
-
-def gpt2_config(name):
-    """GPT-2 configs by hand (nothing is downloaded)."""
-    from transformers import GPT2Config
-    sizes = {
-        "gpt2": dict(n_embd=768, n_layer=12, n_head=12),
-        "gpt2-medium": dict(n_embd=1024, n_layer=24, n_head=16),
-        "gpt2-tiny": dict(n_embd=64, n_layer=2, n_head=2),
-    }
-    if name not in sizes:
-        sys.exit(f"unknown transformers config {name!r}; known: {', '.join(sizes)}")
-    cfg = GPT2Config(vocab_size=50257, n_positions=1024, **sizes[name])
-    cfg._attn_implementation = "eager"
-    return cfg
-
-
-def gpt2_workload(name, seq):
-    """HF GPT2LMHeadModel (LM head tied to the token embedding); loss = CE over every position
-    against random next-token labels (the shift of HF's own loss is left out: same shapes)."""
-    from transformers import GPT2LMHeadModel
-    cfg = gpt2_config(name)
-    model = GPT2LMHeadModel(cfg)
-
-    def make_batch(b):
-        return (torch.randint(0, cfg.vocab_size, (b, seq)),), (torch.randint(0, cfg.vocab_size, (b, seq)),)
-
-    class Wrapped(nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.gpt = inner
-
-        def forward(self, ids):
-            # A prepared 4-D additive causal mask: without one, transformers inspects the
-            # position ids for packed sequences (.all(), data-dependent under fake tensors).
-            s = ids.shape[1]
-            mask = torch.full((s, s), torch.finfo(torch.float32).min).triu(1)[None, None]
-            return self.gpt(input_ids=ids, attention_mask=mask, use_cache=False).logits
-
-    def loss(logits, labels):
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-
-    return Workload(Wrapped(model), make_batch, loss)
-
-
-def token_workload(model, tokens):
-    """``--tokens SRC,TGT`` (or ``--tokens N``): ``model(*ids)`` takes one [B, n] token-id tensor
-    per length and returns logits [B, last length, vocab]; loss = cross-entropy of those logits
-    against random target ids. Ids are drawn below ``model.vocab_size``."""
-    lengths = [int(v) for v in tokens.split(",")]
-    vocab = getattr(model, "vocab_size", None)
-    if not isinstance(vocab, int):
-        sys.exit("--tokens needs the module to have an integer attribute vocab_size")
-
-    def make_batch(b):
-        ids = tuple(torch.randint(0, vocab, (b, n)) for n in lengths)
-        return ids, (torch.randint(0, vocab, (b, lengths[-1])),)
-
-    def loss(logits, labels):
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-
-    return Workload(model, make_batch, loss)
-
-
-def module_workload(spec):
-    """``module:pkg.mod:factory``: factory() returns an nn.Module taking images (``--image``) or
-    token ids (``--tokens``), or a dict ``{"model", "make_batch": f(b) -> (inputs, targets), "loss": f(out, *targets)}``."""
-    mod_name, _, fn = spec.partition(":")
-    made = getattr(importlib.import_module(mod_name), fn)()
-    if isinstance(made, nn.Module):
-        return None, made
-    return Workload(made["model"], made["make_batch"], made["loss"]), None
-
-
-def build_workload(args):
-    kind, _, name = args.model.partition(":")
-    if kind == "torchvision":
-        return torchvision_workload(name)
-    if kind == "transformers":
-        if name.startswith("gpt2"):
-            return gpt2_workload(name, args.seq)
-        return bert_workload(name, args.seq)
-    if kind == "module":
-        w, model = module_workload(name)
-        if w is None and args.tokens:
-            w = token_workload(model, args.tokens)
-        elif w is None:
-            c, h, wd = (int(v) for v in args.image.split(","))
-            w = image_workload(model, (h, wd), args.classes)
-            w.make_batch = _image_batch(c, h, wd, args.classes)
-        return w
-    sys.exit(f"--model must be torchvision:NAME, transformers:CONFIG or module:path.to:factory, not {args.model!r}")
-
-
-def _image_batch(c, h, w, classes):
-    def make_batch(b):
-        return (torch.randn(b, c, h, w),), (torch.randint(0, classes, (b,)),)
-    return make_batch
 
 
 # --------------------------------------------------------------------------- tracing
@@ -293,7 +139,12 @@ def trace(w, batch):
     args = step_args(w, batch)
     param_names, buffer_names = list(args[0]), list(args[1])
     step = make_step(w, param_names, buffer_names)
-    gm = make_fx(functionalize(step, remove="mutations"), tracing_mode="fake")(*args)
+    # oneDNN off: with it, an RNN layer is one opaque mkldnn_rnn_layer call; without it, ATen's
+    # own LSTM/GRU cells (matrix products and element-wise gates) are what gets captured.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="TF32 acceleration")  # torch notes Intel GPUs
+        with torch.backends.mkldnn.flags(enabled=False):
+            gm = make_fx(functionalize(step, remove="mutations"), tracing_mode="fake")(*args)
     return gm, args
 
 
@@ -310,17 +161,6 @@ def placeholder_roles(args):
 
 # --------------------------------------------------------------------------- graph analysis
 
-def tensors_of(val):
-    """The tensors in a node's meta value, in port order (None for non-tensor ports)."""
-    if isinstance(val, torch.Tensor):
-        return [val]
-    if isinstance(val, (list, tuple)):
-        return [t if isinstance(t, torch.Tensor) else None for t in val]
-    return []
-
-
-def nbytes(t):
-    return t.numel() * t.element_size() if t is not None else 0
 
 
 def op_name(node):
@@ -328,10 +168,6 @@ def op_name(node):
         return "getitem"
     return node.target.overloadpacket.__name__ if hasattr(node.target, "overloadpacket") else str(node.target)
 
-
-def input_nodes(node):
-    flat, _ = tree_flatten((node.args, node.kwargs))
-    return [a for a in flat if isinstance(a, torch.fx.Node)]
 
 
 def batch_carrying(gm_a, gm_b):
@@ -372,21 +208,6 @@ def conv_window(n, kind):
     return {"kernel": [int(shape[2]), int(shape[3])], "stride": [int(v) for v in stride]}
 
 
-def node_flops(node):
-    """Registry formula (matmul, conv, attention) where there is one, else one flop per element."""
-    packet = getattr(node.target, "overloadpacket", None)
-    val = node.meta.get("val")
-    if packet in flop_registry:
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: n.meta.get("val"))
-        try:
-            return int(flop_registry[packet](*args, **kwargs, out_val=val))
-        except Exception as e:  # a formula that does not fit this overload: count elements instead
-            print(f"warning: flop formula for {node.target} failed ({e}); counting elements", file=sys.stderr)
-    if op_name(node) in VIEW_OPS or op_name(node) in CREATION_OPS:
-        return 0
-    return sum(t.numel() for t in tensors_of(val) if t is not None)
-
-
 class Exporter:
     """Turns the traced FX graph into topoplace ops, edges and gradient links."""
 
@@ -396,23 +217,30 @@ class Exporter:
         self.ops, self.edges, self.gradients, self.op_info = [], {}, [], {}
         self.port_op = {}  # (node name, port) -> op index
         self.node_ops = defaultdict(list)  # node name -> the op(s) it became
+        self.estimated = set()  # op types whose FLOPs fell back to one per output element
+        self.unsplittable = set()  # op types that reduce over the batch other than by a sum
 
     # -- classification
     def classify(self):
         nodes = list(self.gm.graph.nodes)
         placeholders = [n for n in nodes if n.op == "placeholder"]
         self.roles = dict(zip((p.name for p in placeholders), placeholder_roles(self.args)))
-        outputs, _ = tree_flatten(nodes[-1].args[0])
+        outputs = [o for o in tree_flatten(nodes[-1].args[0])[0] if isinstance(o, torch.fx.Node)]
         n_params = len(self.param_names)
         self.loss_node = outputs[0]
         self.grad_nodes = outputs[1:1 + n_params]
+        # Dead code is left out: results that reach no output of the step (an RNN's unused
+        # backward branches, buffer updates the functional step does not return).
+        self.live = ancestors(outputs)
         forward = ancestors([self.loss_node])
         backward = ancestors(self.grad_nodes) - forward
         self.phase, self.group = {}, {}
+        # One gradient node can serve two parameters (an LSTM's bias_ih and bias_hh).
+        self.grad_params = defaultdict(set)
         for k, g in enumerate(self.grad_nodes):
-            self.group[g.name] = k
+            self.grad_params[g.name].add(k)
         for n in nodes:
-            if n.op != "call_function":
+            if n.op != "call_function" or n not in self.live:
                 continue
             if n in forward:
                 self.phase[n.name] = "forward"
@@ -425,14 +253,18 @@ class Exporter:
                     self.group[n.name] = k
 
     def optimizer_group(self, n):
-        """The parameter whose Adam update ``n`` belongs to: inherited from its gradient, m or v."""
-        ks = set()
+        """The parameter whose Adam update ``n`` belongs to: the m or v state it reads (directly or
+        through an earlier op of the update), else its gradient when that serves one parameter."""
+        state, grads = set(), set()
         for a in input_nodes(n):
             role = self.roles.get(a.name)
             if role and role[0] in ("m", "v"):
-                ks.add(role[1])
+                state.add(role[1])
             elif a.name in self.group:
-                ks.add(self.group[a.name])
+                state.add(self.group[a.name])
+            elif a.name in self.grad_params:
+                grads |= self.grad_params[a.name]
+        ks = state or grads
         if len(ks) > 1:
             raise SystemExit(f"optimizer node {n.name} mixes parameters {sorted(ks)}")
         return ks.pop() if ks else None
@@ -452,11 +284,13 @@ class Exporter:
         for n in self.gm.graph.nodes:
             if n.op == "placeholder":
                 self.add_placeholder(n, params)
-            elif n.op == "call_function" and op_name(n) == "getitem":
-                continue  # folded into its producer's ports
-            elif n.op == "call_function" and self.phase[n.name] == "optimizer":
+            elif n.op != "call_function" or n not in self.live or op_name(n) == "getitem":
+                continue  # getitem is folded into its producer's ports
+            elif self.phase[n.name] == "optimizer":
                 self.add_to_optimizer(n)
-            elif n.op == "call_function":
+            elif op_name(n) in VIEW_OPS:
+                self.fold_view(n)
+            else:
                 self.add_compute(n)
         self.connect()
         return self
@@ -484,6 +318,12 @@ class Exporter:
         self.op_info[str(i)] = {"node": n.name, "shapes": [list(t.shape) if t is not None else None for t in ts],
                                 "dtypes": [str(t.dtype).removeprefix("torch.") if t is not None else None for t in ts]}
 
+    def flops_of(self, n):
+        port_flops, estimated = node_flops(n)
+        if estimated:
+            self.estimated.add(f"aten.{op_name(n)}")
+        return port_flops
+
     def add_to_optimizer(self, n):
         k = self.group[n.name]
         name = self.param_names[k]
@@ -493,11 +333,25 @@ class Exporter:
             self.opt_op[k] = self.add_op(f"adam:{name}", "adam", "optimizer", output_bytes=pb, resident_bytes=2 * pb,
                                          batch_scaled=False)
         op = self.ops[self.opt_op[k]]
-        op["flops"] += node_flops(n)
+        op["flops"] += sum(self.flops_of(n))
         op["bytes_accessed"] += self.traffic(n)
         self.add_time(op, n.name, 1.0)
         self.port_op[(n.name, 0)] = self.opt_op[k]
         self.node_ops[n.name] = [self.opt_op[k]]
+
+    def fold_view(self, n):
+        """A view aliases its input: it becomes no op (no compute, no memory of its own); its ports
+        are its input's producer, and the edges from there carry the view's bytes."""
+        base = self.view_base(n)
+        src = self.source_of(base) if base is not None else None
+        if src is None:
+            return
+        for p in range(max(1, len(tensors_of(n.meta.get("val"))))):
+            self.port_op[(n.name, p)] = src[0]
+
+    @staticmethod
+    def view_base(n):
+        return next((a for a in input_nodes(n) if tensors_of(a.meta.get("val"))), None)
 
     def traffic(self, n):
         if op_name(n) in VIEW_OPS:
@@ -519,19 +373,19 @@ class Exporter:
             batch = [p for p, t in enumerate(outs) if t is not None and ports[p]]
             rest = [p for p, t in enumerate(outs) if t is not None and not ports[p]]
             groups = [batch, rest]
-        total = node_flops(n)
-        shares = self.flop_shares(n, groups, total)
+        shares = self.flop_shares(n, groups, self.flops_of(n))
+        total = sum(shares)
         for gi, group in enumerate(groups):
             suffix = "" if len(groups) == 1 else (".input" if gi == 0 else ".weight")
             out_b = float(sum(nbytes(outs[p]) for p in group if outs[p] is not None))
+            fraction = shares[gi] / total if total else 1 / len(groups)
             i = self.add_op(n.name + suffix, f"aten.{kind}", self.phase[n.name],
-                            flops=float(shares[gi]), output_bytes=out_b)
+                            flops=float(shares[gi]), output_bytes=out_b, bytes_accessed=self.traffic(n) * fraction)
             op = self.ops[i]
-            op["bytes_accessed"] = 0.0 if kind in VIEW_OPS else self.traffic(n) * (shares[gi] / total if total else 1 / len(groups))
-            op["split"], scaled = self.split_of(n, kind, group)
+            op["split"], scaled, reduce = self.split_of(n, kind, group)
             if scaled is False:
                 op["batch_scaled"] = False
-            self.add_time(op, n.name, shares[gi] / total if total else 1 / len(groups))
+            self.add_time(op, n.name, fraction)
             window = conv_window(n, kind)
             if window is not None:
                 op["conv_window"] = window
@@ -539,38 +393,66 @@ class Exporter:
                 self.port_op[(n.name, p)] = i
             self.node_ops[n.name].append(i)
             self.info(i, n, group if len(groups) > 1 else None)
+            if reduce is not None:
+                self.op_info[str(i)]["reduce"] = reduce
             stack = n.meta.get("nn_module_stack")
             if stack:
                 last = list(stack.values())[-1]
                 self.op_info[str(i)]["module"] = last[0] if isinstance(last, tuple) else str(last)
-
-    def flop_shares(self, n, groups, total):
         if len(groups) == 1:
-            return [total]
-        if op_name(n) == "convolution_backward":
-            # conv_backward's registry formula takes the output mask: evaluate each part alone.
-            args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: a.meta.get("val"))
-            args = list(args)
-            parts = []
-            for g in groups:
-                mask = [p in g and args[-1][p] for p in range(3)]
-                parts.append(int(flop_registry[n.target.overloadpacket](*args[:-1], mask, out_val=n.meta["val"])))
-            return parts
+            self.split_saved_ports(n, self.node_ops[n.name][0])
+
+    def split_saved_ports(self, n, i):
+        """The secondary outputs of a forward op (batch-norm statistics, a dropout mask, pooling
+        indices) live until the backward pass reads them, while the main output often dies with
+        its forward consumer (a ReLU after a batch norm). One op would hold the main output as long
+        as the statistics; so they become a companion op without compute, fed by the main op and
+        split like it, and each output is freed after its own last reader, as in eager PyTorch."""
+        outs = tensors_of(n.meta.get("val"))
+        rest = [p for p, t in enumerate(outs) if p > 0 and t is not None]
+        if self.phase[n.name] != "forward" or not rest or not outs or outs[0] is None:
+            return
+        rest_bytes = float(sum(nbytes(outs[p]) for p in rest))
+        op = self.ops[i]
+        op["output_bytes"] -= rest_bytes
+        j = self.add_op(n.name + ".saved", op["op_type"], "forward", output_bytes=rest_bytes, split=op["split"])
+        if "batch_scaled" in op:
+            self.ops[j]["batch_scaled"] = op["batch_scaled"]
+        for p in rest:
+            self.port_op[(n.name, p)] = j
+        self.edges[(i, j)] = rest_bytes
+        self.info(j, n, rest)
+        self.op_info[str(i)] = {**self.op_info[str(i)], "shapes": self.op_info[str(i)]["shapes"][:1],
+                                "dtypes": self.op_info[str(i)]["dtypes"][:1]}
+
+    @staticmethod
+    def flop_shares(n, groups, port_flops):
+        """FLOPs of each port group: exact where the formula is per port (convolution backward),
+        else in proportion to the groups' output elements."""
         outs = tensors_of(n.meta["val"])
+        if len(groups) == 1:
+            return [sum(port_flops)]
+        if len(port_flops) == len(outs):
+            return [sum(port_flops[p] for p in g) for g in groups]
         sizes = [sum(outs[p].numel() for p in g) for g in groups]
-        return [total * s / max(1, sum(sizes)) for s in sizes]
+        return [sum(port_flops) * s / max(1, sum(sizes)) for s in sizes]
 
     def split_of(self, n, kind, group):
-        """(split, batch_scaled): concat when outputs carry the batch; sum for summable batch
-        reductions; none (and not batch-scaled) for ops that never touch the batch."""
+        """(split, batch_scaled, reduce) from the batch dimension: concat when an output keeps it;
+        sum when the op reduces over it by a sum or a mean (``reduce`` names which); sum for linear
+        ops of partial sums and none, not batch-scaled, for ops that never touch the batch."""
         ports = self.batch_ports.get(n.name, [])
         out_batch = any(ports[p] for p in group if p < len(ports))
         in_batch = any(any(self.batch_ports.get(a.name, [])) for a in input_nodes(n))
         if out_batch:
-            return "concat", None
+            return "concat", None, None
         if not in_batch:
-            return ("sum" if self.of_partial_sums(n, kind) else "none"), False
-        return ("sum" if kind in SUMMABLE else "none"), None
+            return ("sum" if self.of_partial_sums(n, kind) else "none"), False, None
+        reduce = batch_reduction(n, kind)
+        if reduce is None:
+            self.unsplittable.add(f"aten.{kind}")
+            return "none", None, None
+        return "sum", None, reduce
 
     def of_partial_sums(self, n, kind):
         """A linear op whose every floating-point input comes from a sum-split op (integer inputs
@@ -583,7 +465,7 @@ class Exporter:
 
     # -- edges
     def source_of(self, a):
-        """(op index, port bytes) feeding from FX value ``a``; None for Adam state and constants."""
+        """(op index, bytes) feeding from FX value ``a``; None for Adam state and constants."""
         if a.op == "call_function" and op_name(a) == "getitem":
             producer, port = a.args[0], a.args[1]
         else:
@@ -591,11 +473,23 @@ class Exporter:
         i = self.port_op.get((producer.name, port))
         if i is None:
             return None
+        return i, self.value_bytes(a)
+
+    def value_bytes(self, a):
+        """Bytes a consumer of FX value ``a`` needs sent: at most its base's when ``a`` is a view
+        (an expanded bias travels as the bias)."""
         t = tensors_of(a.meta.get("val"))
-        return i, float(nbytes(t[0])) if t and t[0] is not None else 0.0
+        b = float(nbytes(t[0])) if t and t[0] is not None else 0.0
+        node = a.args[0] if a.op == "call_function" and op_name(a) == "getitem" else a
+        if node.op == "call_function" and op_name(node) in VIEW_OPS and self.phase.get(node.name) != "optimizer":
+            base = self.view_base(node)
+            if base is not None:
+                b = min(b, self.value_bytes(base))
+        return b
 
     def connect(self):
-        """One edge per (producer op, consumer op); distinct tensors between them add up."""
+        """One edge per (producer op, consumer op); distinct tensors between them add up, to at
+        most the producer's output (two views of one tensor are one transfer)."""
         for n in self.gm.graph.nodes:
             if n.op != "call_function" or op_name(n) == "getitem":
                 continue
@@ -610,6 +504,9 @@ class Exporter:
                     if s != d and (a.name, d) not in seen:
                         seen.add((a.name, d))
                         self.edges[(s, d)] = self.edges.get((s, d), 0.0) + b
+        for (s, d), b in self.edges.items():
+            out = self.ops[s]["output_bytes"]
+            self.edges[(s, d)] = min(b, out) if out > 0 else b
         for k, g in enumerate(self.grad_nodes):
             src = self.source_of(g)
             opt = self.opt_op.get(k)
@@ -618,6 +515,21 @@ class Exporter:
             if (src[0], opt) not in self.edges:
                 raise SystemExit(f"no edge carries the gradient of {self.param_names[k]}")
             self.gradients.append({"grad": src[0], "optimizer": opt})
+
+
+def batch_reduction(n, kind):
+    """How ``n`` reduces over the batch: "sum", "mean", or None (max, variance, ...: slices'
+    results do not combine by addition)."""
+    if kind in SUMMABLE:
+        return "sum"
+    if kind == "mean":
+        return "mean"
+    schema = getattr(n.target, "_schema", None)
+    for i, arg in enumerate(schema.arguments if schema is not None else []):
+        if arg.name == "reduction":
+            value = n.kwargs.get("reduction", n.args[i] if i < len(n.args) else arg.default_value)
+            return REDUCTION_ENUM.get(value)
+    return None
 
 
 # --------------------------------------------------------------------------- profiling
@@ -661,6 +573,7 @@ def export(args):
         real = step_args(w, args.batch)
         times = profile(gm, real, args.profile_runs)
     ex = Exporter(gm, step_in, ports, times).build()
+    memory = replay(gm, VIEW_OPS, op_name, lambda n: ex.phase.get(n.name))
     doc = {
         "format": "topoplace-graph", "version": 1,
         "name": args.name or args.model.split(":")[-1], "batch_size": args.batch,
@@ -674,6 +587,8 @@ def export(args):
             "tokens": [int(v) for v in args.tokens.split(",")] if args.tokens else None,
             "trace_seconds": round(trace_s, 2), "fx_nodes": len(gm.graph.nodes),
             "optimizer": {"name": "adam", **ADAM}, "profiled": bool(args.profile),
+            "flops_estimated": sorted(ex.estimated), "batch_unsplittable": sorted(ex.unsplittable),
+            "memory_replay": memory,
             "op_info": ex.op_info if args.op_info else None,
         },
     }
@@ -699,15 +614,29 @@ def summary(doc):
             f"phases {dict(phases)}, trace {doc['torch']['trace_seconds']} s")
 
 
+def warn(doc):
+    meta = doc["torch"]
+    if meta["flops_estimated"]:
+        print(f"warning: FLOPs of {', '.join(meta['flops_estimated'])} are estimates (one per output element; "
+              "no formula in datasets/torch_flops.py)", file=sys.stderr)
+    if meta["batch_unsplittable"]:
+        print(f"warning: {', '.join(meta['batch_unsplittable'])} reduce over the batch other than by a sum: "
+              "exported unsplittable (split none)", file=sys.stderr)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, help="torchvision:NAME | transformers:CONFIG (bert-*, gpt2*) | module:pkg.mod:factory")
+    ap.add_argument("--model", required=True, help="torchvision:NAME | transformers:MODEL_TYPE or preset (t5-small, llama-small, "
+                    "bert-large-uncased, gpt2, ...) | module:pkg.mod:factory")
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--seq", type=int, default=128, help="sequence length for transformers models")
     ap.add_argument("--image", default="3,224,224", help="C,H,W of the input for module: models returning a bare nn.Module")
     ap.add_argument("--tokens", help="SRC,TGT (or N): token-id inputs of these lengths for module: models "
                     "returning a bare nn.Module (it must have vocab_size; loss = CE over the last input's tokens)")
-    ap.add_argument("--classes", type=int, default=1000, help="classes for module: image models")
+    ap.add_argument("--sequence", help="T,F: float sequences of T steps and F features for module: models returning "
+                    "a bare nn.Module (an RNN; batch-first unless the module has batch_first = False)")
+    ap.add_argument("--classes", type=int, default=1000, help="classes for module: image and sequence models")
+    ap.add_argument("--config", help="key=value,... overrides of a transformers: config (e.g. num_hidden_layers=4)")
     ap.add_argument("--out", required=True, help="output JSON path (.json.gz to compress)")
     ap.add_argument("--name", help="graph name (default: the model name)")
     ap.add_argument("--profile", action="store_true", help="measure per-op CPU times (profiled_us.cpu)")
@@ -717,6 +646,7 @@ def main(argv=None):
     doc = export(args)
     write(doc, args.out)
     print(summary(doc))
+    warn(doc)
     return doc
 
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_torch  # noqa: E402
+import torch_workloads  # noqa: E402
 
 BATCH, D_IN, D_HID, D_OUT = 3, 8, 16, 4
 
@@ -124,7 +125,7 @@ def test_traced_step_matches_eager_autograd_and_adam():
     """The captured graph is a real training iteration: same loss, gradients and Adam update."""
     from torch.utils._pytree import tree_flatten
     torch.manual_seed(0)
-    w = export_torch.Workload(**make_mlp())
+    w = torch_workloads.Workload(**make_mlp())
     gm, args = export_torch.trace(w, BATCH)
     outs, _ = tree_flatten(gm(*args))
     n = len(args[0])
@@ -200,7 +201,7 @@ def test_transformer_base_and_gpt2_param_counts():
     assert sum(p.numel() for p in m.transformer.parameters()) == 44_140_544
     assert sum(p.numel() for p in m.parameters()) == transformer_params(37000, 512, 2048, 6, 6) == 63_084_544
     from transformers import GPT2LMHeadModel
-    gpt = GPT2LMHeadModel(export_torch.gpt2_config("gpt2"))
+    gpt = GPT2LMHeadModel(torch_workloads.gpt2_config("gpt2"))
     assert sum(p.numel() for p in gpt.parameters()) == 124_439_808
 
 
@@ -214,6 +215,165 @@ def test_gpt2_tiny_exports_with_exact_params():
     # LM head tied to wte: one parameter op for it, no separate lm_head weight
     names = [op["name"] for op in doc["ops"] if op["op_type"] == "parameter"]
     assert not any("lm_head" in x for x in names)
+
+
+def test_loss_is_sum_split_with_the_means_scale():
+    """The loss reduces over the batch by a mean: sum-split (each slice's partial loss, scaled by
+    its share, adds up), recorded as ``reduce: mean``. Unsplittable, data parallelism would gather
+    the whole log-softmax on one GPU."""
+    doc = export("--model", "module:test_export_torch:make_mlp", "--batch", str(BATCH))
+    losses = [op for op in doc["ops"] if op["op_type"] == "aten.nll_loss_forward"]
+    # the loss and its companion holding total_weight (read by the backward): both sum-split
+    assert sorted(op["name"].endswith(".saved") for op in losses) == [False, True]
+    loss = next(op for op in losses if not op["name"].endswith(".saved"))
+    assert all(op["split"] == "sum" for op in losses)
+    assert doc["torch"]["op_info"][str(loss["id"])]["reduce"] == "mean"
+    assert doc["torch"]["batch_unsplittable"] == []
+    # every batch-carrying forward/backward op is concat or sum: nothing forces a gather
+    assert all(op["split"] != "none" for op in doc["ops"]
+               if op["phase"] in ("forward", "backward") and op.get("batch_scaled", True))
+
+
+def make_depthwise():
+    """A depthwise 3x3 convolution (groups = channels) between two pointwise ones."""
+    c = 8
+    model = nn.Sequential(nn.Conv2d(3, c, 1), nn.Conv2d(c, c, 3, padding=1, groups=c, bias=False),
+                          nn.Flatten(), nn.Linear(c * 6 * 6, 4))
+
+    def make_batch(b):
+        return (torch.randn(b, 3, 6, 6),), (torch.randint(0, 4, (b,)),)
+
+    return {"model": model, "make_batch": make_batch, "loss": lambda out, y: F.cross_entropy(out, y)}
+
+
+def test_grouped_convolution_backward_flops():
+    """Depthwise: 2·B·C·H·W·k² forward flops, and exactly that again for each of the input and the
+    weight gradient (torch's counter charged the weight gradient C times too much)."""
+    b, c, hw, k = 5, 8, 36, 9
+    doc = export("--model", "module:test_export_torch:make_depthwise", "--batch", str(b))
+    depthwise = 2 * b * c * hw * k
+    fwd = sorted(op["flops"] for op in doc["ops"] if op["op_type"] == "aten.convolution")
+    assert fwd == sorted([2 * b * 8 * 3 * hw, depthwise])
+    bwd = {op["name"]: op["flops"] for op in doc["ops"] if op["op_type"] == "aten.convolution_backward"}
+    weight_parts = [f for name, f in bwd.items() if name.endswith(".weight")]
+    input_parts = [f for name, f in bwd.items() if name.endswith(".input")]
+    assert depthwise in weight_parts and depthwise in input_parts, bwd
+    # the first conv needs no input gradient: one op, weight (2·B·8·3·HW) plus bias (B·8·HW)
+    assert 2 * b * 8 * 3 * hw + b * 8 * hw in bwd.values(), bwd
+
+
+def test_views_are_folded_and_dead_code_dropped():
+    """No view op is exported (views are not memory), every edge carries at most its producer's
+    output, and every op but the loss and the optimizer ops feeds something."""
+    doc = export("--model", "module:torch_models:transformer_tiny", "--tokens", "8,6", "--batch", "4")
+    by_id = check_graph(doc)
+    assert not [op for op in doc["ops"] if op["op_type"].removeprefix("aten.") in export_torch.VIEW_OPS]
+    for e in doc["edges"]:
+        assert e["bytes"] <= by_id[e["src"]]["output_bytes"] + 1e-9 or by_id[e["src"]]["output_bytes"] == 0
+    fed = {e["src"] for e in doc["edges"]}
+    loose = [op["name"] for op in doc["ops"] if op["id"] not in fed and op["phase"] in ("forward", "backward")
+             and op["op_type"] != "aten.nll_loss_forward"]
+    assert loose == [], loose
+
+
+def rnn_expected_forward_matmul_flops(gates, b, t, f, h, layers):
+    """Input and hidden projections of every step of every layer: 2·B·gates·H·(in + H)."""
+    total, inp = 0, f
+    for _ in range(layers):
+        total += t * 2 * b * gates * h * (inp + h)
+        inp = h
+    return total
+
+
+def test_default_lstm_and_gru_export():
+    """A default nn.LSTM / nn.GRU (biases on, sequence-first): bias_ih and bias_hh share one
+    gradient node, RNN layers are ATen cells (no opaque mkldnn call), their matrix products have
+    exact FLOPs, nothing is an estimate but data movement, and no dead backward op remains."""
+    import torch_models
+    b, t, f, h = 4, 5, 8, 16
+    for factory, gates in (("lstm_tiny", 4), ("gru_tiny", 3)):
+        doc = export("--model", f"module:torch_models:{factory}", "--sequence", f"{t},{f}", "--classes", str(h),
+                     "--batch", str(b))
+        by_id = check_graph(doc)
+        model = getattr(torch_models, factory)()
+        assert doc["torch"]["params_total"] == sum(p.numel() for p in model.parameters())
+        assert len(doc["gradients"]) == len(list(model.parameters())) == 8
+        kinds = {op["op_type"] for op in doc["ops"]}
+        assert not any("mkldnn" in k or "rnn" in k for k in kinds), kinds
+        mm = sum(op["flops"] for op in doc["ops"] if op["phase"] == "forward"
+                 and op["op_type"] in ("aten.mm", "aten.addmm", "aten.bmm", "aten.linear"))
+        assert mm == rnn_expected_forward_matmul_flops(gates, b, t, f, h, 2), (factory, mm)
+        assert doc["torch"]["flops_estimated"] == []
+        fed = {e["src"] for e in doc["edges"]}
+        assert all(op["id"] in fed for op in doc["ops"] if op["phase"] == "backward")
+        fwd = sum(op["flops"] for op in doc["ops"] if op["phase"] == "forward")
+        bwd = sum(op["flops"] for op in doc["ops"] if op["phase"] == "backward")
+        assert 1.5 <= bwd / fwd <= 2.6, (factory, bwd / fwd)
+        assert all(by_id[g["grad"]]["phase"] == "backward" for g in doc["gradients"])
+
+
+def test_transformers_configs_by_name_with_overrides():
+    """T5 by preset and Llama by model type with --config overrides: no hand-written factory,
+    exact parameter counts, the loss sum-split."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
+    llama = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=128, vocab_size=256)
+    cases = [
+        (["--model", "transformers:t5-tiny"], AutoModelForSeq2SeqLM.from_config(torch_workloads.transformers_config("t5-tiny"))),
+        (["--model", "transformers:llama", "--config", ",".join(f"{k}={v}" for k, v in llama.items())],
+         AutoModelForCausalLM.from_config(AutoConfig.for_model("llama", **llama))),
+    ]
+    for argv, model in cases:
+        doc = export(*argv, "--batch", "2", "--seq", "16")
+        check_graph(doc)
+        assert doc["torch"]["params_total"] == sum(p.numel() for p in model.parameters())
+        assert sum(op.get("params", 0) for op in doc["ops"]) == doc["torch"]["params_total"]
+        loss = next(op for op in doc["ops"] if op["op_type"] == "aten.nll_loss_forward")
+        assert loss["split"] == "sum"
+        assert doc["torch"]["batch_unsplittable"] == []
+
+
+def test_memory_replay_of_a_chain():
+    """Replay on y = relu(x W1ᵀ + b1) W2ᵀ + b2 at batch B, checked by hand: forward keeps the
+    hidden pre-activation's consumers' inputs alive until the backward reads them."""
+    doc = export("--model", "module:test_export_torch:make_mlp", "--batch", str(BATCH))
+    mem = doc["torch"]["memory_replay"]
+    params = (D_IN * D_HID + D_HID + D_HID * D_OUT + D_OUT) * 4
+    batch = BATCH * D_IN * 4 + BATCH * 8  # features and int64 labels
+    assert mem["static"] == 3 * params + batch  # parameters, m, v and the batch
+    # forward tensors alive at once can never exceed every forward output together
+    fwd_outputs = sum(op["output_bytes"] for op in doc["ops"] if op["phase"] == "forward")
+    assert 0 < mem["forward_peak"] <= fwd_outputs
+    # the hidden activation (B x D_HID floats) is alive at the peak
+    assert mem["forward_peak"] >= BATCH * D_HID * 4
+
+
+def eager_peak_bytes(model, x, y):
+    """Peak of the CPU allocator's live bytes over one eager forward and backward (the profiler's
+    memory events: every allocation and free, in order), above what existed before."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        F.cross_entropy(model(x), y).backward()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    live = peak = 0
+    for e in sorted(events, key=lambda e: e.start_ns()):
+        live += e.nbytes()
+        peak = max(peak, live)
+    return peak
+
+
+def test_memory_replay_matches_eager_allocations():
+    """The replayed peak of the captured step (without its optimizer) equals what the allocator
+    really holds at the peak of an eager forward and backward, within 5%: the replay is a
+    ``max_memory_allocated`` measurement made without a GPU."""
+    import torchvision
+    for name, b in (("resnet18", 4), ("vit_b_16", 4)):
+        doc = export("--model", f"torchvision:{name}", "--batch", str(b), "--no-op-info")
+        torch.manual_seed(0)
+        model = torchvision.models.get_model(name, weights=None)
+        eager = eager_peak_bytes(model, torch.randn(b, 3, 224, 224), torch.randint(0, 1000, (b,)))
+        replayed = doc["torch"]["memory_replay"]["peak"]
+        assert abs(replayed / eager - 1) < 0.05, (name, replayed, eager)
 
 
 if __name__ == "__main__":

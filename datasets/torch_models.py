@@ -70,3 +70,23 @@ def transformer_tiny():
     """A small one for tests: vocab 100, d 16, 2 heads, 1+1 layers, FFN 32."""
     return Seq2SeqTransformer(vocab_size=100, d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
                               dim_feedforward=32, max_len=64)
+
+
+def lstm():
+    """A default ``nn.LSTM`` (biases, sequence-first), sized as Zaremba et al.'s medium word-level
+    LSTM: 2 layers of 650 units over 650 features. Export with ``--sequence 35,650 --classes 650``."""
+    return nn.LSTM(650, 650, num_layers=2)
+
+
+def gru():
+    """A default ``nn.GRU``, same sizes."""
+    return nn.GRU(650, 650, num_layers=2)
+
+
+def lstm_tiny():
+    """For tests: 2 layers of 16 units over 8 features."""
+    return nn.LSTM(8, 16, num_layers=2)
+
+
+def gru_tiny():
+    return nn.GRU(8, 16, num_layers=2)

@@ -7,7 +7,7 @@ use crate::assets;
 use crate::cluster::catalog::known_names;
 use crate::cluster::{Cluster, known_profile_key, load_cluster, parse_cluster};
 use crate::error::{InputError, Result};
-use crate::graph::Graph;
+use crate::graph::{Graph, rebatch};
 use crate::{import, zoo};
 
 /// Whether `model` names a zoo model (optionally `-inference`).
@@ -15,7 +15,8 @@ pub fn is_zoo_model(model: &str) -> bool {
     zoo::NAMES.contains(&model.strip_suffix("-inference").unwrap_or(model))
 }
 
-/// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format.
+/// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format
+/// (re-batched linearly to `batch` when one is given).
 pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
     if is_zoo_model(model) {
         let opts = zoo::ZooOptions {
@@ -36,15 +37,12 @@ pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
         )
         .into());
     }
-    if batch.is_some() {
-        return Err(InputError::new(
-            "<cli>",
-            "--batch",
-            "only zoo models can be rebuilt at another batch size",
-        )
-        .into());
+    let graph = import_model(path, None)?;
+    match batch {
+        // An imported graph is re-batched linearly (see graph::rebatch for what that assumes).
+        Some(batch) if batch != graph.batch_size => Ok(rebatch(&graph, batch, model)?),
+        _ => Ok(graph),
     }
-    import_model(path, None)
 }
 
 /// A graph file in `format` (or the one detected), whose profiled times each name a GPU of the

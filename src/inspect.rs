@@ -18,9 +18,12 @@ pub struct ModelReport {
     pub summary: GraphSummary,
     /// Forward multiply-accumulates per sample (forward FLOPs / 2 / batch).
     pub forward_macs_per_sample: f64,
-    /// Bytes of every forward output at the batch: what one device keeps for the backward pass
-    /// when nothing is recomputed (an upper bound on activation memory).
+    /// Peak bytes of forward outputs alive at once when the graph runs serially on one device in
+    /// its op order, each output freed after its last consumer (what the simulator does; views
+    /// are not ops, so they add nothing): the activation memory of a training step.
     pub activation_bytes: f64,
+    /// Bytes of every forward output at the batch: the bound when nothing were ever freed.
+    pub forward_output_bytes: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub card: Option<ModelCard>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,7 +55,8 @@ impl ModelReport {
     ) -> ModelReport {
         let summary = graph.summary();
         let forward_flops = summary.per_phase.get("forward").map_or(0.0, |p| p.flops);
-        let activation_bytes = graph
+        let activation_bytes = serial_activation_peak(graph);
+        let forward_output_bytes = graph
             .ops()
             .iter()
             .filter(|op| op.phase == Phase::Forward)
@@ -64,6 +68,7 @@ impl ModelReport {
         ModelReport {
             forward_macs_per_sample: forward_flops / 2.0 / f64::from(graph.batch_size),
             activation_bytes,
+            forward_output_bytes,
             summary,
             card,
             simplified,
@@ -110,10 +115,12 @@ impl ModelReport {
         }
         out += "\n";
         out += &format!(
-            "memory       {} resident (parameters {} + optimizer state), {} activations\n",
+            "memory       {} resident (parameters {} + optimizer state), {} activations \
+             (peak alive; {} if no forward output were freed)\n",
             bytes(s.resident_bytes),
             bytes(s.parameter_bytes),
-            bytes(self.activation_bytes)
+            bytes(self.activation_bytes),
+            bytes(self.forward_output_bytes)
         );
         if let Some(st) = &self.simplified {
             out += &format!(
@@ -158,6 +165,32 @@ impl ModelReport {
         }
         out
     }
+}
+
+/// Peak of live forward-output bytes over a serial run in topological order: an output is
+/// allocated when its op runs and freed once every consumer has run (one with no consumer is
+/// freed at once). Reference counting as in the simulator, on one device.
+fn serial_activation_peak(graph: &Graph) -> f64 {
+    let ops = graph.ops();
+    let mut waiting: Vec<usize> = (0..ops.len()).map(|i| graph.out_edges(i).len()).collect();
+    let (mut live, mut peak) = (0.0f64, 0.0f64);
+    for i in graph.topological_order() {
+        let forward = ops[i].phase == Phase::Forward;
+        if forward {
+            live += ops[i].output_bytes;
+            peak = peak.max(live);
+            if waiting[i] == 0 {
+                live -= ops[i].output_bytes;
+            }
+        }
+        for p in graph.predecessors(i) {
+            waiting[p] -= 1;
+            if waiting[p] == 0 && ops[p].phase == Phase::Forward {
+                live -= ops[p].output_bytes;
+            }
+        }
+    }
+    peak
 }
 
 fn estimate_per_gpu_type(graph: &Graph, cluster: &Cluster, memory_needed: f64) -> Vec<GpuEstimate> {

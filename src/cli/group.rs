@@ -27,7 +27,8 @@ pub struct GroupArgs {
     /// else V100-SXM2-32GB).
     #[arg(long)]
     gpu: Option<String>,
-    /// Override the zoo model's batch size.
+    /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
+    /// assumes: docs/formats.md, "Re-batching").
     #[arg(long)]
     batch: Option<u32>,
     /// Write the coarse graph for Graphviz here.

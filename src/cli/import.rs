@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::common::print_json;
 use topoplace::error::Result;
 use topoplace::graph::save_graph;
-use topoplace::import::{self, Format};
+use topoplace::import::{self, Format, flops_estimated_warning, import_torch};
 use topoplace::inputs::import_model;
 
 #[derive(Args)]
@@ -58,6 +58,8 @@ struct Imported {
     ops: usize,
     edges: usize,
     params: u64,
+    /// Op types of a PyTorch export whose FLOPs are estimates.
+    flops_estimated: Vec<String>,
 }
 
 pub fn run(args: ImportArgs) -> Result<()> {
@@ -66,6 +68,17 @@ pub fn run(args: ImportArgs) -> Result<()> {
         None => import::detect(&args.input)?,
     };
     let graph = import_model(&args.input, Some(format))?;
+    let flops_estimated = match format {
+        Format::Torch => {
+            let meta = import_torch(&args.input)?.meta;
+            if let Some(warning) = flops_estimated_warning(&meta, &args.input.display().to_string())
+            {
+                eprintln!("{warning}");
+            }
+            meta.flops_estimated
+        }
+        _ => Vec::new(),
+    };
     save_graph(&graph, &args.out)?;
     let done = Imported {
         input: args.input.display().to_string(),
@@ -76,6 +89,7 @@ pub fn run(args: ImportArgs) -> Result<()> {
         ops: graph.len(),
         edges: graph.edges().len(),
         params: graph.summary().params,
+        flops_estimated,
     };
     if args.json {
         return print_json(&done);

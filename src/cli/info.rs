@@ -15,7 +15,8 @@ pub struct InfoArgs {
     /// A zoo name (`topoplace zoo list`; add `-inference` for the forward-only graph) or a graph
     /// JSON file.
     model: String,
-    /// Override the zoo model's batch size.
+    /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
+    /// assumes: docs/formats.md, "Re-batching").
     #[arg(long)]
     batch: Option<u32>,
     /// Simplify first (TAG §4.1.1: drop Identity/NoOp and ops that reach no optimizer).

@@ -21,7 +21,7 @@ pub struct SfbArgs {
     /// Hops above each gradient op the duplicated subgraph may reach.
     #[arg(long, default_value_t = 3)]
     depth: usize,
-    /// Override the zoo model's batch size (TAG §5.6 uses 4).
+    /// Batch size (TAG §5.6 uses 4): a zoo model is rebuilt at it, a graph file re-batched linearly.
     #[arg(long)]
     batch: Option<u32>,
     #[arg(long)]

@@ -26,7 +26,8 @@ pub struct SimulateArgs {
     /// `single` (fastest GPU), `dp` (DP-NCCL), `dp-p` (DP-NCCL-P) or a strategy JSON file.
     #[arg(long, default_value = "dp")]
     strategy: String,
-    /// Override the zoo model's batch size.
+    /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
+    /// assumes: docs/formats.md, "Re-batching").
     #[arg(long)]
     batch: Option<u32>,
     /// Execution order on each GPU (default: by the file's priorities when it gives them, else

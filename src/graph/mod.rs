@@ -7,11 +7,13 @@
 //! error messages.
 
 mod io;
+mod rebatch;
 mod simplify;
 pub mod topo;
 mod validate;
 
 pub use io::{GraphFile, load_graph, parse_graph, save_graph};
+pub use rebatch::rebatch;
 pub use simplify::{SimplifyStats, simplify};
 
 use serde::{Deserialize, Serialize};

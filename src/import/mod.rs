@@ -16,7 +16,7 @@ mod quickp;
 mod torch;
 
 pub use quickp::{QUICKP_DEVICE, import_quickp, parse_quickp};
-pub use torch::{TorchExport, TorchMeta, import_torch, parse_torch};
+pub use torch::{TorchExport, TorchMeta, flops_estimated_warning, import_torch, parse_torch};
 
 pub use self::csv::import_csv;
 

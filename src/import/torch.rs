@@ -21,6 +21,10 @@ pub struct TorchMeta {
     pub model: String,
     /// Exact trainable parameter count of the model (Σ numel): the parameter ops must hold it.
     pub params_total: u64,
+    /// Op types whose FLOPs the exporter had no formula for and estimated (one per output element):
+    /// their costs are rough, and a user should know which.
+    #[serde(default)]
+    pub flops_estimated: Vec<String>,
     /// Everything else the exporter recorded (torch version, trace seconds, shapes, …).
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -64,6 +68,18 @@ pub fn parse_torch(text: &str, source: &str) -> Result<TorchExport, InputError> 
     let graph = file.into_graph(source)?;
     check_params(&graph, &meta, source)?;
     Ok(TorchExport { graph, meta })
+}
+
+/// One line naming the op types whose FLOPs are estimates, if there are any.
+pub fn flops_estimated_warning(meta: &TorchMeta, source: &str) -> Option<String> {
+    (!meta.flops_estimated.is_empty()).then(|| {
+        format!(
+            "warning: {source}: FLOPs of {} op type(s) are estimates (one per output element), \
+             not formulas: {}",
+            meta.flops_estimated.len(),
+            meta.flops_estimated.join(", ")
+        )
+    })
 }
 
 /// Deserialize a JSON value, naming the failing field below `prefix`.

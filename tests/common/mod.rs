@@ -40,3 +40,27 @@ pub fn testbed() -> Cluster {
     ))
     .unwrap()
 }
+
+/// Every committed torch export whose model the zoo also builds (same model, batch and lengths),
+/// with that zoo name.
+pub const TORCH_ZOO_TWINS: [(&str, &str); 9] = [
+    ("datasets/torch/vgg19_b96.json.gz", "vgg19"),
+    ("datasets/torch/resnet101_b96.json.gz", "resnet101"),
+    ("datasets/torch/inception_v3_b96.json.gz", "inception-v3"),
+    ("datasets/torch/alexnet_b128.json.gz", "alexnet"),
+    ("datasets/torch/vgg16_b96.json.gz", "vgg16"),
+    ("datasets/torch/bert_large_b16_s128.json.gz", "bert-large"),
+    ("datasets/torch/bert_small_b96_s128.json.gz", "bert-small"),
+    ("datasets/torch/transformer_b480_s32.json.gz", "transformer"),
+    ("datasets/torch/gpt2_b8_s1024.json.gz", "gpt"),
+];
+
+/// The stdout of a finished command that must have succeeded (its stderr in the failure).
+pub fn stdout_of_success(out: std::process::Output) -> Vec<u8> {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}

@@ -1,0 +1,56 @@
+//! Re-batching a graph: the same training iteration at another batch size, for graphs that cannot
+//! be rebuilt from a model description (imports, exports from PyTorch).
+//!
+//! Everything that scales with the batch is scaled linearly by `new / old`:
+//! - an op's FLOPs, memory traffic and profiled times, where the op's work scales with the batch
+//!   ([`Op::scales_with_batch`]);
+//! - an op's output bytes, and the bytes of every edge leaving it, where its output carries the
+//!   batch, i.e. slices of it concatenate into the whole ([`Splittability::Concat`]).
+//!
+//! What that assumes: every batch-carrying tensor's size is proportional to the batch (true of
+//! inputs, activations and their gradients), the compute of a batch-scaled op is linear in the
+//! batch (the cost model still applies its own efficiency to the new sizes, but profiled times are
+//! scaled as measured, so a kernel that under-fills a GPU at a small batch is not re-timed), and
+//! what does not carry the batch (parameters, their gradients, optimizer state, reduced
+//! statistics such as a loss) keeps its size.
+
+use super::{Graph, Splittability};
+use crate::error::InputError;
+
+/// `graph` at `batch` samples per iteration; `source` names it in errors.
+pub fn rebatch(graph: &Graph, batch: u32, source: &str) -> Result<Graph, InputError> {
+    if batch == 0 {
+        return Err(InputError::new(source, "--batch", "must be at least 1"));
+    }
+    let ratio = f64::from(batch) / f64::from(graph.batch_size);
+    let mut ops = graph.ops().to_vec();
+    for op in &mut ops {
+        if op.scales_with_batch() {
+            op.flops *= ratio;
+            op.bytes_accessed *= ratio;
+            op.profiled_us.values_mut().for_each(|us| *us *= ratio);
+        }
+        if carries_batch(op.split) {
+            op.output_bytes *= ratio;
+        }
+    }
+    let mut edges = graph.edges().to_vec();
+    for edge in &mut edges {
+        if carries_batch(graph.op(edge.src).split) {
+            edge.bytes *= ratio;
+        }
+    }
+    Graph::new(
+        source,
+        graph.name.clone(),
+        batch,
+        ops,
+        edges,
+        graph.gradients().to_vec(),
+    )
+}
+
+/// Whether an op's output holds one row per sample.
+fn carries_batch(split: Splittability) -> bool {
+    split == Splittability::Concat
+}
