@@ -208,6 +208,11 @@ pub enum SearchError {
     #[error("a list scheduler ran past its deadline")]
     OutOfTime,
     #[error(
+        "no pipeline of {model} on {cluster}: a pipeline needs two GPUs and a batch that splits \
+         into micro-batches"
+    )]
+    NoPipeline { model: String, cluster: String },
+    #[error(
         "{model} does not fit on {cluster}: all {simulated} strategies tried (DP-NCCL included) \
          run out of GPU memory"
     )]

@@ -24,6 +24,7 @@ pub mod inputs;
 pub mod inspect;
 pub mod mcts;
 pub mod milp;
+pub mod pipeline_plan;
 pub mod place_summary;
 pub mod report;
 pub mod sfb;

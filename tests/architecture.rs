@@ -191,6 +191,7 @@ fn the_layers_named_in_the_design_run_one_way() {
             "baselines",
             "place_summary",
             "data_parallel",
+            "pipeline_plan",
         ],
         &["train", "experiment", "headroom", "fidelity"],
         &["cli"],

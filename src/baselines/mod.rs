@@ -4,6 +4,8 @@
 //! - [`dp`]: `single`, `dp-nccl`, `dp-nccl-p`, `horovod` — fixed strategies.
 //! - [`dp_subset`]: `dp-subset`, data parallelism over the best subset of device groups with the
 //!   best shares and packing: what an engineer would do by hand, the bar to beat.
+//! - [`pipeline`]: `pipeline-dp`, a pipeline over the device groups with stages balanced by
+//!   dynamic programming (AMP, Metis): the field's pipeline planner.
 //! - [`metis`]: METIS k-way, one part per GPU.
 //! - [`mcmc`]: FlexFlow-style Metropolis search over group decisions.
 //! - [`local_search`]: `local-search`, the search's polish alone, from `dp-subset`.
@@ -31,6 +33,7 @@ pub mod local_search;
 pub mod mcmc;
 pub mod metis;
 pub mod milp;
+pub mod pipeline;
 pub mod quickp;
 pub mod tag;
 
@@ -76,6 +79,7 @@ pub fn registry() -> Vec<Box<dyn Placer>> {
         Box::new(dp::Fixed::DpNcclP),
         Box::new(dp::Fixed::Horovod),
         Box::new(dp_subset::DpSubset),
+        Box::new(pipeline::PipelineDp),
         Box::new(metis::Metis),
         Box::new(mcmc::Mcmc),
         Box::new(local_search::LocalSearch),

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::symmetry::DeviceClasses;
-use crate::graph::OpIdx;
+use crate::graph::{Graph, OpIdx};
 use crate::sim::{ExecGraph, SimResult, TaskId};
 
 /// What a task of the compiled graph is, for reports and traces. The task's `label` in the
@@ -48,6 +48,17 @@ pub struct Compiled {
     /// Set when alike links were merged ([`crate::sim::ExecGraph::merge_alike_links`]): the
     /// link standing for each link in the simulation.
     pub link_stand_in: Option<Vec<u32>>,
+    /// Set for a pipeline ([`super::pipeline`]): the per-op fields above and the task labels
+    /// are the expanded graph's ops.
+    pub pipeline: Option<PipelineOps>,
+}
+
+/// A pipeline's expanded graph (one copy of each batch-dependent op per micro-batch) and the
+/// original op of each of its ops.
+#[derive(Debug, Clone)]
+pub struct PipelineOps {
+    pub graph: Arc<Graph>,
+    pub origin: Vec<OpIdx>,
 }
 
 impl Compiled {
@@ -62,6 +73,14 @@ impl Compiled {
             for (l, &s) in stand_in.iter().enumerate() {
                 result.busy[devices + l] = result.busy[devices + s as usize];
             }
+        }
+    }
+
+    /// The original graph's op a task label stands for.
+    pub fn op_of_label(&self, label: u32) -> OpIdx {
+        match &self.pipeline {
+            Some(p) => p.origin[label as usize],
+            None => label as OpIdx,
         }
     }
 

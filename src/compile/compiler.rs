@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::compiled::{Compiled, TaskRole};
+use super::compiled::{Compiled, PipelineOps, TaskRole};
 use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
+use super::pipeline::expand;
 use super::symmetry::DeviceClasses;
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::CostModel;
@@ -36,6 +37,9 @@ pub fn compile(
     priority: Option<&[f64]>,
     replicas: Replicas,
 ) -> Compiled {
+    if strategy.pipeline.is_some() {
+        return compile_pipeline(graph, cluster, routes, strategy, cost, priority, replicas);
+    }
     let layouts = layouts(graph, cluster, strategy, cost);
     let inputs = Inputs {
         graph,
@@ -61,6 +65,48 @@ pub fn compile(
     if replicas == Replicas::ByClass {
         compiled.link_stand_in = Some(compiled.exec.merge_alike_links());
     }
+    compiled
+}
+
+/// A pipeline: its expansion compiled as an ordinary strategy, plus the schedule's order between
+/// the replicas of the copies ([`super::pipeline`]).
+fn compile_pipeline(
+    graph: &Graph,
+    cluster: &Cluster,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    cost: &CostModel,
+    priority: Option<&[f64]>,
+    replicas: Replicas,
+) -> Compiled {
+    let x = expand(graph, strategy, priority);
+    let mut compiled = compile(
+        &x.graph,
+        cluster,
+        routes,
+        &x.strategy,
+        cost,
+        x.priority.as_deref(),
+        replicas,
+    );
+    for &(before, after) in &x.order {
+        let (a, b) = (compiled.tasks_of_op(before), compiled.tasks_of_op(after));
+        if compiled.op_devices[before] == compiled.op_devices[after] {
+            for (ta, tb) in a.zip(b) {
+                compiled.exec.add_order_dep(ta, tb);
+            }
+        } else {
+            for ta in a {
+                for tb in b.clone() {
+                    compiled.exec.add_order_dep(ta, tb);
+                }
+            }
+        }
+    }
+    compiled.pipeline = Some(PipelineOps {
+        graph: Arc::new(x.graph),
+        origin: x.origin,
+    });
     compiled
 }
 
@@ -107,6 +153,7 @@ fn compile_layouts(
         roles: Vec::new(),
         first_task: vec![TaskId::MAX; graph.len()],
         whole_on: HashMap::new(),
+        copies: HashMap::new(),
         aggregated: HashMap::new(),
         ps_turn: vec![0; strategy.group_count()],
         is_gradient: gradient_producers(graph),
@@ -144,6 +191,7 @@ fn compile_layouts(
         op_shares,
         classes,
         link_stand_in: None,
+        pipeline: None,
     };
     Some(compiled)
 }
@@ -162,6 +210,8 @@ pub(super) struct Compiler<'a> {
     pub(super) first_task: Vec<TaskId>,
     /// Task that makes op `u`'s whole tensor available on device `d`.
     pub(super) whole_on: HashMap<(OpIdx, u32), TaskId>,
+    /// Devices a whole-tensor op's output was sent to, and the transfer that brought it there.
+    pub(super) copies: HashMap<OpIdx, Vec<(u32, TaskId)>>,
     /// Devices holding op `u`'s aggregated (summed) tensor, and the task providing it there.
     pub(super) aggregated: HashMap<OpIdx, Vec<(u32, TaskId)>>,
     /// Next parameter server per group, for aggregations that are not optimizer inputs.
@@ -323,11 +373,18 @@ impl<'a> Compiler<'a> {
         let producer = &self.layouts[u];
         let producer_batched = producer.kind == LayoutKind::Split || self.is_batch_tensor(u);
         // Replica j of a split producer on the consumer's devices and shares holds exactly the
-        // slice replica j of the consumer needs (the common case: one data-parallel group).
-        let aligned = producer.kind == LayoutKind::Split
-            && consumer.kind != LayoutKind::Full
-            && (Rc::ptr_eq(producer, &consumer)
-                || (producer.devices == consumer.devices && producer.shares == consumer.shares));
+        // slice replica j of the consumer needs (the common case: one data-parallel group). A
+        // partial sum feeding a partial sum on the same replicas is added replica by replica
+        // (a sum-split op of partial sums is linear: a tied weight's gradient terms, a pipeline's
+        // gradient accumulation) and reduced once, after the consumer.
+        let same_replicas = Rc::ptr_eq(producer, &consumer)
+            || (producer.devices == consumer.devices && producer.shares == consumer.shares);
+        let aligned = same_replicas
+            && match producer.kind {
+                LayoutKind::Split => consumer.kind != LayoutKind::Full,
+                LayoutKind::Partial => consumer.kind == LayoutKind::Partial,
+                LayoutKind::Full => false,
+            };
         for (j, &d) in consumer.devices.iter().enumerate() {
             let task = self.task_of(v, j);
             if aligned && consumer.shares[j] > 1e-12 {
@@ -417,16 +474,18 @@ impl<'a> Compiler<'a> {
             LayoutKind::Full => match producer.position(device) {
                 Some(i) => self.task_of(u, i),
                 None => {
-                    let i = self.nearest(&producer.devices, device);
-                    let src = self.task_of(u, i);
-                    self.transfer(
-                        TaskRole::Transfer,
-                        u,
-                        src,
-                        producer.devices[i],
-                        device,
-                        bytes,
-                    )
+                    // From the nearest holder: a replica, or a device the tensor was sent to
+                    // already (a broadcast tree: one copy crosses to a machine, its GPUs share
+                    // it over their fast links).
+                    let mut holders: Vec<(u32, TaskId)> = (0..producer.devices.len())
+                        .map(|i| (producer.devices[i], self.task_of(u, i)))
+                        .collect();
+                    holders.extend(self.copies.get(&u).into_iter().flatten().copied());
+                    let devices: Vec<u32> = holders.iter().map(|h| h.0).collect();
+                    let (from, src) = holders[self.nearest(&devices, device)];
+                    let t = self.transfer(TaskRole::Transfer, u, src, from, device, bytes);
+                    self.copies.entry(u).or_default().push((device, t));
+                    t
                 }
             },
             LayoutKind::Split => {
@@ -445,14 +504,16 @@ impl<'a> Compiler<'a> {
                 self.concat(u, device, bytes, &pieces)
             }
             LayoutKind::Partial => {
-                let holders = self.aggregate(u, device, bytes);
+                let mut holders = self.aggregate(u, device, bytes);
                 match holders.iter().find(|h| h.0 == device) {
                     Some(&(_, t)) => t,
                     None => {
+                        holders.extend(self.copies.get(&u).into_iter().flatten().copied());
                         let devices: Vec<u32> = holders.iter().map(|h| h.0).collect();
-                        let i = self.nearest(&devices, device);
-                        let (from, src) = holders[i];
-                        self.transfer(TaskRole::Transfer, u, src, from, device, bytes)
+                        let (from, src) = holders[self.nearest(&devices, device)];
+                        let t = self.transfer(TaskRole::Transfer, u, src, from, device, bytes);
+                        self.copies.entry(u).or_default().push((device, t));
+                        t
                     }
                 }
             }

@@ -142,7 +142,14 @@ pub(super) fn layouts(
             ReplicationOption::ModelParallel => single(mp_device[op_idx]),
             ReplicationOption::Duplicate => whole_group(LayoutKind::Full),
             ReplicationOption::AllReduce | ReplicationOption::Ps => {
-                let batched = op.scales_with_batch() && op.split != Splittability::None;
+                // A sum-split op's replicas hold partial sums even when its own work does not
+                // scale with the batch (an add of partial gradients: tied weights, a pipeline's
+                // gradient accumulation).
+                let batched = match op.split {
+                    Splittability::Sum => true,
+                    Splittability::Concat => op.scales_with_batch(),
+                    Splittability::None => false,
+                };
                 let replicas = decision.devices.len();
                 if op.phase == Phase::Optimizer && decision.option == ReplicationOption::Ps {
                     // The parameter server of this update, round-robin over the group's devices.

@@ -19,16 +19,19 @@
 //! With the PS option, optimizer ops run on the group's parameter servers (round-robin) and the
 //! updated parameters are pulled back by every other replica.
 //!
-//! Devices that run the same tasks are compiled once ([`symmetry`]) when that is exact.
+//! Devices that run the same tasks are compiled once ([`symmetry`]) when that is exact. A
+//! pipeline is compiled as its expansion: one copy of each batch-dependent op per micro-batch,
+//! with the schedule as order dependencies (`pipeline`).
 
 pub mod collective;
 pub mod compiled;
 pub mod compiler;
 pub mod layout;
+mod pipeline;
 pub mod symmetry;
 pub mod sync;
 
 pub use collective::{RingPlan, ring_plan};
-pub use compiled::{Compiled, TaskRole};
+pub use compiled::{Compiled, PipelineOps, TaskRole};
 pub use compiler::{Replicas, compile};
 pub use symmetry::DeviceClasses;

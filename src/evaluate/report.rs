@@ -177,7 +177,7 @@ pub fn op_group_feedback_by(
     let mut wait = vec![0.0f64; groups];
     let mut waits = vec![0usize; groups];
     for t in 0..exec.len() as u32 {
-        let group = group_of(exec.label(t) as usize);
+        let group = group_of(compiled.op_of_label(exec.label(t)));
         let (start, end) = (result.start[t as usize], result.end[t as usize]);
         match compiled.roles[t as usize] {
             TaskRole::Op => {

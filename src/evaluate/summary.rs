@@ -122,8 +122,13 @@ pub fn resource_name(cluster: &Cluster, exec: &ExecGraph, resource: u32) -> Stri
 }
 
 /// "conv1/Conv2D", "conv1/Conv2D [transfer]", … for trace events.
+/// A pipeline's tasks are named after the micro-batch copy they run ("conv1/Conv2D#mb3").
 pub fn task_name(graph: &Graph, compiled: &Compiled, task: u32) -> String {
-    let op = &graph.op(compiled.exec.label(task) as usize).name;
+    let label = compiled.exec.label(task) as usize;
+    let op = match &compiled.pipeline {
+        Some(p) => &p.graph.op(label).name,
+        None => &graph.op(label).name,
+    };
     match compiled.roles[task as usize] {
         TaskRole::Op => op.clone(),
         TaskRole::Transfer => format!("{op} [transfer]"),

@@ -155,7 +155,7 @@ impl Simulator {
         let n = g.len();
         self.waiting_inputs.clear();
         self.waiting_inputs
-            .extend((0..n as TaskId).map(|t| g.predecessors(t).len() as u32));
+            .extend((0..n as TaskId).map(|t| g.wait_count(t)));
         self.consumers_left.clear();
         self.consumers_left
             .extend((0..n as TaskId).map(|t| g.successors(t).len() as u32));
@@ -308,7 +308,7 @@ impl Simulator {
         if g.successors(t).is_empty() {
             self.memory[g.out_device(t) as usize] -= g.out_bytes(t);
         }
-        for &s in g.successors(t) {
+        for &s in g.successors(t).iter().chain(g.order_successors(t)) {
             self.waiting_inputs[s as usize] -= 1;
             if self.waiting_inputs[s as usize] == 0 {
                 self.make_ready(g, order, s, now);

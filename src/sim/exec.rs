@@ -43,11 +43,17 @@ pub struct ExecGraph {
     /// Caller's tag for reports (the op or auxiliary op the task came from).
     label: Vec<u32>,
     deps: Vec<(TaskId, TaskId)>,
+    /// Ordering constraints that carry no tensor: `after` waits for `before`, but `before`'s
+    /// output is not held for it (a pipeline schedule's order on a stage).
+    order_deps: Vec<(TaskId, TaskId)>,
     /// Built by [`ExecGraph::seal`]: successor and predecessor lists.
     succ_start: Vec<u32>,
     succ: Vec<TaskId>,
     pred_start: Vec<u32>,
     pred: Vec<TaskId>,
+    order_succ_start: Vec<u32>,
+    order_succ: Vec<TaskId>,
+    order_pred_count: Vec<u32>,
     sealed: bool,
 }
 
@@ -163,12 +169,25 @@ impl ExecGraph {
         self.sealed = false;
     }
 
+    /// `after` may start only when `before` has finished, and consumes nothing of it: `before`'s
+    /// memory is freed by its data consumers alone.
+    pub fn add_order_dep(&mut self, before: TaskId, after: TaskId) {
+        self.order_deps.push((before, after));
+        self.sealed = false;
+    }
+
     /// Build the adjacency lists; called by the simulator, cheap to call again.
     pub fn seal(&mut self) {
         if self.sealed {
             return;
         }
         let n = self.len();
+        self.order_succ_start = starts(n, self.order_deps.iter().map(|d| d.0));
+        self.order_succ = fill(&self.order_succ_start, self.order_deps.iter().copied());
+        self.order_pred_count = vec![0; n];
+        for &(_, after) in &self.order_deps {
+            self.order_pred_count[after as usize] += 1;
+        }
         self.succ_start = starts(n, self.deps.iter().map(|d| d.0));
         self.pred_start = starts(n, self.deps.iter().map(|d| d.1));
         self.succ = fill(&self.succ_start, self.deps.iter().map(|&(a, b)| (a, b)));
@@ -235,6 +254,19 @@ impl ExecGraph {
         debug_assert!(self.sealed);
         let t = t as usize;
         &self.pred[self.pred_start[t] as usize..self.pred_start[t + 1] as usize]
+    }
+
+    /// Tasks that wait for `t` by an order dependency ([`Self::add_order_dep`]); sealed graph.
+    pub fn order_successors(&self, t: TaskId) -> &[TaskId] {
+        debug_assert!(self.sealed);
+        let t = t as usize;
+        &self.order_succ[self.order_succ_start[t] as usize..self.order_succ_start[t + 1] as usize]
+    }
+
+    /// Everything `t` waits for: its data and its order predecessors; sealed graph.
+    pub fn wait_count(&self, t: TaskId) -> u32 {
+        debug_assert!(self.sealed);
+        self.predecessors(t).len() as u32 + self.order_pred_count[t as usize]
     }
 }
 

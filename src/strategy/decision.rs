@@ -7,6 +7,8 @@ use crate::cluster::Cluster;
 use crate::error::InputError;
 use crate::graph::OpIdx;
 
+use super::pipeline::Pipeline;
+
 /// How an op group uses the devices it is given (TAG §4.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -128,6 +130,8 @@ pub struct Strategy {
     /// sorted: the compiler runs them whole on every device of their group, broadcasting their
     /// inputs (the sufficient factors) instead of synchronising the gradient. Empty: no SFB.
     pub sfb_duplicated: Vec<OpIdx>,
+    /// Stages, micro-batches and schedule when the groups run as a pipeline ([`Pipeline`]).
+    pub pipeline: Option<Pipeline>,
 }
 
 impl Strategy {
@@ -188,6 +192,7 @@ impl Strategy {
             group_splits: Vec::new(),
             allreduce: AllReducePacking::default(),
             sfb_duplicated: Vec::new(),
+            pipeline: None,
         })
     }
 
@@ -237,6 +242,18 @@ impl Strategy {
             group_splits: Vec::new(),
             allreduce: AllReducePacking::default(),
             sfb_duplicated: Vec::new(),
+            pipeline: None,
+        }
+    }
+
+    /// The same decisions over another graph's ops (`op_group` for each, groups unchanged) with
+    /// `sfb_duplicated` ops: a pipeline's expansion, which is compiled without a pipeline.
+    pub fn regrouped(&self, op_group: Vec<u32>, sfb_duplicated: Vec<OpIdx>) -> Strategy {
+        Strategy {
+            op_group,
+            sfb_duplicated,
+            pipeline: None,
+            ..self.clone()
         }
     }
 

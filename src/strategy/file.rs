@@ -6,7 +6,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+use super::{
+    AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
+};
 use crate::error::{Error, InputError, Result, write_atomic};
 use crate::graph::Graph;
 
@@ -38,6 +40,18 @@ pub struct StrategyFile {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub priority: Vec<f64>,
     pub groups: Vec<GroupRecord>,
+    /// The groups as pipeline stages (absent: no pipeline; files before pipelines have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<PipelineRecord>,
+}
+
+/// A pipeline: stages as lists of group indices (into `groups`), in chain order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineRecord {
+    pub stages: Vec<Vec<usize>>,
+    pub micro_batches: u32,
+    pub schedule: Schedule,
 }
 
 pub const STRATEGY_FORMAT: &str = "topoplace-strategy";
@@ -88,6 +102,11 @@ impl StrategyFile {
             sfb_duplicated: s.sfb_duplicated.iter().map(|&i| g.op(i).id).collect(),
             priority: priority.map(<[f64]>::to_vec).unwrap_or_default(),
             groups,
+            pipeline: s.pipeline.as_ref().map(|p| PipelineRecord {
+                stages: p.stage_groups(),
+                micro_batches: p.micro_batches,
+                schedule: p.schedule,
+            }),
         }
     }
 
@@ -181,6 +200,20 @@ impl StrategyFile {
             .collect::<Result<_, _>>()?;
         strategy.sfb_duplicated.sort_unstable();
         strategy.sfb_duplicated.dedup();
+        strategy.pipeline = self
+            .pipeline
+            .map(|p| {
+                let groups = strategy.group_count();
+                Pipeline::new(
+                    source,
+                    &p.stages,
+                    p.micro_batches,
+                    p.schedule,
+                    groups,
+                    g.batch_size,
+                )
+            })
+            .transpose()?;
         Ok(strategy)
     }
 }

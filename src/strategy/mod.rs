@@ -4,13 +4,15 @@
 
 mod decision;
 mod file;
+mod pipeline;
 mod reference;
 
 pub use decision::{
     AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, ReplicationOption, Strategy,
 };
 pub use file::{
-    GroupRecord, LoadedStrategy, STRATEGY_FORMAT, StrategyFile, load_strategy, parse_strategy,
-    save_strategy,
+    GroupRecord, LoadedStrategy, PipelineRecord, STRATEGY_FORMAT, StrategyFile, load_strategy,
+    parse_strategy, save_strategy,
 };
+pub use pipeline::{Pipeline, Schedule};
 pub use reference::{Reference, fastest_device};

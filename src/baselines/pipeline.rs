@@ -1,0 +1,28 @@
+//! `pipeline-dp`: [`crate::pipeline_plan`]'s balanced pipeline over the device groups, as AMP
+//! and Metis plan one for a heterogeneous cluster.
+
+use super::{Budget, Placer};
+use crate::cluster::RouteTable;
+use crate::error::{Result, SearchError};
+use crate::evaluate::{Placement, Problem};
+use crate::pipeline_plan::best_pipeline;
+
+pub struct PipelineDp;
+
+impl Placer for PipelineDp {
+    fn name(&self) -> &'static str {
+        "pipeline-dp"
+    }
+
+    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
+        let best = best_pipeline(p, &RouteTable::new(p.cluster))?.ok_or_else(|| {
+            SearchError::NoPipeline {
+                model: p.graph.name.clone(),
+                cluster: p.cluster.name.clone(),
+            }
+        })?;
+        let mut placement = Placement::plain(best.strategy, best.note);
+        placement.fits = Some(best.fits);
+        Ok(placement)
+    }
+}

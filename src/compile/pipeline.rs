@@ -1,0 +1,266 @@
+//! A pipeline compiled as its exact equivalent without one: the graph with a copy of every
+//! batch-dependent op per micro-batch, the gradients accumulated over the micro-batches, and the
+//! schedule's order as order dependencies between the copies on each stage.
+//!
+//! - Copies: an input, forward or backward op that depends on the batch (an input, or an op fed by
+//!   a copied op) gets one copy per micro-batch, costed as the graph re-batched to the
+//!   micro-batch ([`crate::graph::rebatch`]: FLOPs, traffic and batch-carrying bytes divided by the
+//!   micro-batch count). Parameters, optimizer updates and the ops that only read parameters stay
+//!   single and feed every copy.
+//! - Gradients: each micro-batch's weight gradient is a full-size partial sum; a chain of
+//!   `GradAccumulate` ops adds them as they come (as autograd accumulates into `.grad`, so two
+//!   buffers are alive, not `m`), and the last one feeds the optimizer. It keeps the gradient's
+//!   splittability, so a data-parallel stage synchronises it once, after the last micro-batch.
+//! - Order on each stage `s` of `p`, micro-batch `k` of `m`: forwards in micro-batch order, and
+//!   backwards too; GPipe starts no backward before the last forward (a flush); 1F1B starts the
+//!   forward of micro-batch `k ≥ p − s` only after the backward of `k − (p − s)`. Order
+//!   dependencies hold no memory ([`crate::sim::ExecGraph::add_order_dep`]): activations live
+//!   exactly until their backward consumers run, so the simulator's peak memory counts the
+//!   micro-batches each schedule keeps in flight.
+
+use crate::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability, rebatch};
+use crate::strategy::{Pipeline, Schedule, Strategy};
+
+/// The expanded graph and what it came from.
+pub(super) struct Expansion {
+    pub(super) graph: Graph,
+    /// The strategy on the expanded graph (each op in its original's group; no pipeline).
+    pub(super) strategy: Strategy,
+    pub(super) priority: Option<Vec<f64>>,
+    /// Original op of each expanded op.
+    pub(super) origin: Vec<OpIdx>,
+    /// `(before, after)` expanded ops: the schedule's order on each stage.
+    pub(super) order: Vec<(OpIdx, OpIdx)>,
+}
+
+/// Where an original op went.
+#[derive(Clone)]
+enum Copies {
+    /// Not batch-dependent: one op, shared by every micro-batch.
+    Single(OpIdx),
+    /// One per micro-batch, and the op holding the sum over micro-batches (the last
+    /// accumulation; the only copy when there is one micro-batch).
+    PerMicroBatch { first: OpIdx, summed: OpIdx },
+}
+
+/// Expand `graph` under `strategy`'s pipeline (which it must have).
+pub(super) fn expand(graph: &Graph, strategy: &Strategy, priority: Option<&[f64]>) -> Expansion {
+    let pipeline = strategy
+        .pipeline
+        .as_ref()
+        .expect("expand is for strategies with a pipeline");
+    let m = pipeline.micro_batches as usize;
+    let micro = rebatch(
+        graph,
+        graph.batch_size / pipeline.micro_batches,
+        &graph.name,
+    )
+    .expect("a pipeline's micro-batch count divides the batch size");
+    let copied = batch_dependent(graph);
+    let mut b = GraphBuilder::new();
+    let mut origin = Vec::new();
+    let mut copies = Vec::with_capacity(graph.len());
+    let mut micro_batch = Vec::new();
+    let mut add = |b: &mut GraphBuilder, op: Op, from: OpIdx, k: Option<usize>| {
+        origin.push(from);
+        micro_batch.push(k);
+        b.add_op(op)
+    };
+    for (i, op) in graph.ops().iter().enumerate() {
+        if !copied[i] {
+            copies.push(Copies::Single(add(&mut b, op.clone(), i, None)));
+            continue;
+        }
+        let first = b.len();
+        for k in 0..m {
+            let mut c = micro.op(i).clone();
+            c.name = format!("{}#mb{k}", op.name);
+            add(&mut b, c, i, Some(k));
+        }
+        let mut summed = first;
+        if op.split == Splittability::Sum && feeds_unbatched(graph, &copied, i) {
+            for k in 1..m {
+                let acc = add(&mut b, accumulation(op, k), i, Some(k));
+                b.add_edge(summed, acc, op.output_bytes);
+                b.add_edge(first + k, acc, op.output_bytes);
+                summed = acc;
+            }
+        } else {
+            summed = first + m - 1;
+        }
+        copies.push(Copies::PerMicroBatch { first, summed });
+    }
+    wire_edges(graph, &micro, &copies, m, &mut b);
+    let expanded = b
+        .finish(&graph.name, &graph.name, graph.batch_size / m as u32)
+        .expect("an expansion of a valid graph is valid");
+    let order = schedule_order(&expanded, strategy, pipeline, &origin, &micro_batch);
+    let op_group = origin
+        .iter()
+        .map(|&o| strategy.group_of(o) as u32)
+        .collect();
+    let sfb = expanded_ops(&strategy.sfb_duplicated, &copies, m);
+    Expansion {
+        strategy: strategy.regrouped(op_group, sfb),
+        priority: priority.map(|p| origin.iter().map(|&o| p[o]).collect()),
+        graph: expanded,
+        origin,
+        order,
+    }
+}
+
+/// Whether each op depends on the batch: an input, or a forward or backward op fed by one. A
+/// linear op of partial sums whose own work does not scale with the batch (the add of a tied
+/// weight's gradient terms) is applied once, to the sums over the micro-batches, not per
+/// micro-batch: the same result with one tensor sent where there were `m`.
+fn batch_dependent(graph: &Graph) -> Vec<bool> {
+    let mut copied = vec![false; graph.len()];
+    for i in graph.topological_order() {
+        let op = graph.op(i);
+        let of_sums = op.split == Splittability::Sum && !op.scales_with_batch();
+        copied[i] = match op.phase {
+            Phase::Input => true,
+            Phase::Forward | Phase::Backward => {
+                !of_sums && graph.predecessors(i).any(|p| copied[p])
+            }
+            Phase::Parameter | Phase::Optimizer => false,
+        };
+    }
+    copied
+}
+
+/// Whether copied op `i` feeds an op that is not copied (a weight gradient feeding its update).
+fn feeds_unbatched(graph: &Graph, copied: &[bool], i: OpIdx) -> bool {
+    graph.successors(i).any(|s| !copied[s])
+}
+
+/// Adds micro-batch `k`'s partial gradient of `grad` to the running sum.
+fn accumulation(grad: &Op, k: usize) -> Op {
+    let mut op = Op::new(
+        0,
+        format!("{}#acc{k}", grad.name),
+        "GradAccumulate",
+        Phase::Backward,
+    );
+    let elements = grad.output_bytes / 4.0;
+    op.flops = elements;
+    op.bytes_accessed = 3.0 * grad.output_bytes;
+    op.output_bytes = grad.output_bytes;
+    op.split = Splittability::Sum;
+    op.batch_scaled = Some(false);
+    op
+}
+
+/// Every original edge between the right copies; gradient links from the summed gradients.
+fn wire_edges(graph: &Graph, micro: &Graph, copies: &[Copies], m: usize, b: &mut GraphBuilder) {
+    let gradient_link: std::collections::HashSet<(OpIdx, OpIdx)> = graph
+        .gradients()
+        .iter()
+        .map(|l| (l.grad, l.optimizer))
+        .collect();
+    for (e, edge) in graph.edges().iter().enumerate() {
+        let micro_bytes = micro.edges()[e].bytes;
+        let (u, v) = (&copies[edge.src], &copies[edge.dst]);
+        let gradient = gradient_link.contains(&(edge.src, edge.dst));
+        match (u, v) {
+            (Copies::Single(u), Copies::Single(v)) if gradient => {
+                b.add_gradient(*u, *v, edge.bytes)
+            }
+            (Copies::Single(u), Copies::Single(v)) => b.add_edge(*u, *v, edge.bytes),
+            (Copies::Single(u), Copies::PerMicroBatch { first, .. }) => {
+                for k in 0..m {
+                    b.add_edge(*u, first + k, micro_bytes);
+                }
+            }
+            (Copies::PerMicroBatch { first: fu, .. }, Copies::PerMicroBatch { first: fv, .. }) => {
+                for k in 0..m {
+                    b.add_edge(fu + k, fv + k, micro_bytes);
+                }
+            }
+            (Copies::PerMicroBatch { summed, .. }, Copies::Single(v)) if gradient => {
+                b.add_gradient(*summed, *v, edge.bytes)
+            }
+            (Copies::PerMicroBatch { summed, .. }, Copies::Single(v)) => {
+                b.add_edge(*summed, *v, edge.bytes)
+            }
+        }
+    }
+}
+
+/// The copies of each of `ops`, sorted.
+fn expanded_ops(ops: &[OpIdx], copies: &[Copies], m: usize) -> Vec<OpIdx> {
+    let mut out: Vec<OpIdx> = ops
+        .iter()
+        .flat_map(|&o| match copies[o] {
+            Copies::Single(i) => i..i + 1,
+            Copies::PerMicroBatch { first, .. } => first..first + m,
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// The copies of one stage's forward (or backward) work on one micro-batch: the ops entering it
+/// and the ops leaving it.
+#[derive(Default, Clone)]
+struct Work {
+    sources: Vec<OpIdx>,
+    sinks: Vec<OpIdx>,
+}
+
+/// Order dependencies of the schedule, stage by stage.
+fn schedule_order(
+    g: &Graph,
+    strategy: &Strategy,
+    pipeline: &Pipeline,
+    origin: &[OpIdx],
+    micro_batch: &[Option<usize>],
+) -> Vec<(OpIdx, OpIdx)> {
+    let (p, m) = (pipeline.stages(), pipeline.micro_batches as usize);
+    // Key of an expanded op's work: (stage, micro-batch, backward?); accumulations are not work.
+    let key = |i: OpIdx| -> Option<(usize, usize, bool)> {
+        let k = micro_batch[i]?;
+        let op = g.op(i);
+        if op.op_type == "GradAccumulate" {
+            return None;
+        }
+        let stage = pipeline.stage_of(strategy.group_of(origin[i]));
+        Some((stage, k, op.phase == Phase::Backward))
+    };
+    let mut work = vec![[Work::default(), Work::default()]; p * m];
+    for i in 0..g.len() {
+        let Some((s, k, back)) = key(i) else { continue };
+        let w = &mut work[s * m + k][back as usize];
+        if !g.predecessors(i).any(|j| key(j) == Some((s, k, back))) {
+            w.sources.push(i);
+        }
+        if !g.successors(i).any(|j| key(j) == Some((s, k, back))) {
+            w.sinks.push(i);
+        }
+    }
+    let mut order = Vec::new();
+    let mut after = |before: &Work, then: &Work| {
+        for &a in &before.sinks {
+            for &b in &then.sources {
+                order.push((a, b));
+            }
+        }
+    };
+    for s in 0..p {
+        let at = |k: usize, back: bool| &work[s * m + k][back as usize];
+        for k in 1..m {
+            after(at(k - 1, false), at(k, false));
+            after(at(k - 1, true), at(k, true));
+        }
+        match pipeline.schedule {
+            Schedule::GPipe => after(at(m - 1, false), at(0, true)),
+            Schedule::OneFOneB => {
+                let warm_up = pipeline.schedule.in_flight(s, p, m as u32) as usize;
+                for k in warm_up..m {
+                    after(at(k - warm_up, true), at(k, false));
+                }
+            }
+        }
+    }
+    order
+}
