@@ -18,6 +18,9 @@ pub fn is_zoo_model(model: &str) -> bool {
 /// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format
 /// (re-batched linearly to `batch` when one is given).
 pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
+    if batch == Some(0) {
+        return Err(InputError::new("<cli>", "--batch", "must be at least 1").into());
+    }
     if is_zoo_model(model) {
         let opts = zoo::ZooOptions {
             batch_size: batch,

@@ -331,6 +331,42 @@ fn compare_writes_csv_markdown_and_charts_and_rejects_bad_methods() {
     assert!(!dir.join("bad").exists());
 }
 
+/// `compare --batch` runs every model at that batch: DP-NCCL on an MLP at twice the batch takes
+/// longer, and a batch of 0 is refused naming the flag.
+#[test]
+fn compare_runs_models_at_the_batch_asked_for() {
+    let dir = temp_dir("compare-batch");
+    let two = dir.join("two.toml");
+    std::fs::write(&two, cluster(2, true, None).to_toml()).unwrap();
+    let time_at = |batch: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+            .args(["compare", "--models", "mlp", "--clusters"])
+            .arg(&two)
+            .args(["--methods", "dp-nccl", "--json", "--batch", batch, "--out"])
+            .arg(dir.join(format!("out{batch}")))
+            .output()
+            .unwrap();
+        (out.status.code(), out.stdout, out.stderr)
+    };
+    let rows = |stdout: &[u8]| -> f64 {
+        let v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+        v[0]["iteration_ms"].as_f64().unwrap()
+    };
+    let (code, small, _) = time_at("32");
+    assert_eq!(code, Some(0));
+    let (code, large, _) = time_at("64");
+    assert_eq!(code, Some(0));
+    assert!(
+        rows(&large) > rows(&small),
+        "{} vs {}",
+        rows(&large),
+        rows(&small)
+    );
+    let (code, _, err) = time_at("0");
+    assert_ne!(code, Some(0));
+    assert!(String::from_utf8_lossy(&err).contains("--batch"));
+}
+
 /// Longest chain of `weight(op)` plus `edge_cost(bytes)` along its edges.
 fn longest_chain(g: &Graph, weight: impl Fn(usize) -> f64, edge_cost: impl Fn(f64) -> f64) -> f64 {
     let mut best = vec![0.0f64; g.len()];

@@ -15,6 +15,10 @@ pub struct CompareArgs {
     /// Comma-separated zoo models or graph files.
     #[arg(long, value_delimiter = ',', required = true)]
     models: Vec<String>,
+    /// Batch size of every model: a zoo model is rebuilt at it, a graph file re-batched linearly
+    /// (what that assumes: docs/formats.md, "Re-batching"). Default: each model's own.
+    #[arg(long)]
+    batch: Option<u32>,
     /// Comma-separated cluster configs: files, or names of configs/*.toml.
     #[arg(long, value_delimiter = ',', required = true)]
     clusters: Vec<String>,
@@ -42,7 +46,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let models = args
         .models
         .iter()
-        .map(|m| Ok((m.clone(), load_model(m, None)?)))
+        .map(|m| Ok((m.clone(), load_model(m, args.batch)?)))
         .collect::<Result<Vec<_>>>()?;
     let clusters = args
         .clusters
