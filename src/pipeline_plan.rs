@@ -11,11 +11,12 @@
 //!   balanced compute, the units stages are made of.
 //! - Stage time per micro-batch (1F1B, `m` micro-batches): the chunks' forward and backward
 //!   compute on the group's GPU type divided by its GPU count and by `m`, plus sending what
-//!   crosses the cut (activations forward, their gradients back) over the route to the next
-//!   stage. The
-//!   iteration: `(m + p − 1)` times the slowest stage, plus the slowest stage's gradient
-//!   AllReduce (once, after the last micro-batch). Memory per GPU: the stage's parameters and
-//!   optimizer state plus `p − s` micro-batches of its activations split over its GPUs.
+//!   crosses the cut per micro-batch (activations forward, their gradients back) over the route
+//!   to the next stage. The iteration: `(m + p − 1)` times the slowest stage, plus the slowest
+//!   stage's gradient AllReduce (once, after the last micro-batch), plus what crosses the cuts
+//!   once per iteration (a weight tied across stages, its summed gradient). Memory per GPU: the
+//!   stage's parameters and optimizer state plus `p − s` micro-batches of its activations split
+//!   over its GPUs.
 //! - Candidates: the device groups (or, on a cluster with one, its GPUs) ordered fastest first
 //!   and slowest first, every prefix of at least two; micro-batch counts that divide the batch, up
 //!   to [`MAX_MICRO_BATCHES`]. The balanced cut of each is scored by the cost model, and the
@@ -26,7 +27,7 @@ use rayon::prelude::*;
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::error::Result;
 use crate::evaluate::{Placement, Problem, evaluate};
-use crate::graph::{Graph, OpIdx, Phase};
+use crate::graph::{Graph, OpIdx, Phase, Splittability};
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
 };
@@ -36,7 +37,7 @@ pub const CHUNKS: usize = 96;
 /// Most micro-batches tried.
 pub const MAX_MICRO_BATCHES: u32 = 32;
 /// Candidates simulated, best estimates first.
-pub const SIMULATED: usize = 4;
+pub const SIMULATED: usize = 8;
 
 /// The best pipeline found and its simulated time.
 #[derive(Debug, Clone)]
@@ -69,8 +70,11 @@ struct Chunks {
     /// Forward output bytes per chunk at the full batch (activations kept for the backward).
     activation_bytes: Vec<f64>,
     /// Bytes of activations and activation gradients crossing a cut after each chunk, either way,
-    /// at the full batch.
+    /// at the full batch: sent once per micro-batch, a share each.
     cut_bytes: Vec<f64>,
+    /// Bytes of everything else crossing a cut after each chunk (tied weights, their summed
+    /// gradients): sent once per iteration.
+    cut_once_bytes: Vec<f64>,
 }
 
 /// A candidate: stages (chunk ranges on units) with a micro-batch count and its estimate.
@@ -258,6 +262,7 @@ fn chunk(p: &Problem, units: &[Unit]) -> Chunks {
         resident_bytes: vec![0.0; n],
         activation_bytes: vec![0.0; n],
         cut_bytes: vec![0.0; n],
+        cut_once_bytes: vec![0.0; n],
         of_op,
     };
     for op in 0..g.len() {
@@ -273,23 +278,30 @@ fn chunk(p: &Problem, units: &[Unit]) -> Chunks {
     for link in g.gradients() {
         c.grad_bytes[c.of_op[link.grad]] += g.op(link.grad).output_bytes;
     }
-    // A tensor of one micro-batch (an activation or its gradient) crosses every cut between its
-    // producer's chunk and its farthest consumer's, once however many consumers lie beyond.
-    let per_micro_batch = |op: OpIdx| matches!(g.op(op).phase, Phase::Forward | Phase::Backward);
-    for u in (0..g.len()).filter(|&u| per_micro_batch(u)) {
+    // A tensor crosses every cut between its producer's chunk and its farthest consumer's, once
+    // however many consumers lie beyond: per micro-batch when it carries the batch (activations
+    // and their gradients), once per iteration otherwise (a tied weight, its summed gradient).
+    for u in 0..g.len() {
         let home = c.of_op[u];
-        let (lo, hi, bytes) = g
-            .out_edges(u)
-            .iter()
-            .map(|&e| &g.edges()[e])
-            .filter(|e| per_micro_batch(e.dst))
-            .fold((home, home, 0.0f64), |(lo, hi, bytes), e| {
+        let (lo, hi, bytes) = g.out_edges(u).iter().map(|&e| &g.edges()[e]).fold(
+            (home, home, 0.0f64),
+            |(lo, hi, bytes), e| {
                 let k = c.of_op[e.dst];
                 let far = if k == home { bytes } else { bytes.max(e.bytes) };
                 (lo.min(k), hi.max(k), far)
-            });
-        for k in lo..hi {
-            c.cut_bytes[k] += bytes;
+            },
+        );
+        let op = g.op(u);
+        let per_micro_batch = matches!(op.phase, Phase::Forward | Phase::Backward | Phase::Input)
+            && op.split == Splittability::Concat
+            && op.scales_with_batch();
+        let cut = if per_micro_batch {
+            &mut c.cut_bytes
+        } else {
+            &mut c.cut_once_bytes
+        };
+        for crossed in &mut cut[lo..hi] {
+            *crossed += bytes;
         }
     }
     c
@@ -387,11 +399,17 @@ fn balanced(c: &Chunks, order: &[Unit], m: u32, routes: &RouteTable, batch: u32)
             2.0 * (k - 1.0) / k * grads / routes.bandwidth(u.devices[0], u.devices[1])
         })
         .fold(0.0, f64::max);
+    let once: f64 = (0..p - 1)
+        .map(|s| {
+            let (u, next) = (&order[s], &order[s + 1]);
+            routes.transfer_us(u.devices[0], next.devices[0], c.cut_once_bytes[ends[s] - 1])
+        })
+        .sum();
     Some(Plan {
         units: order.to_vec(),
         ends,
         micro_batches: m,
-        estimate_us: f64::from(m + p as u32 - 1) * slowest + allreduce,
+        estimate_us: f64::from(m + p as u32 - 1) * slowest + allreduce + once,
     })
 }
 
