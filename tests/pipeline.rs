@@ -16,12 +16,15 @@ use topoplace::strategy::{
 const GPU: &str = "V100-SXM2-32GB";
 const BATCH: u32 = 48;
 
-/// `n` V100s (32 GB each) on one machine whose links cost nothing but bandwidth.
-fn cluster(n: usize) -> Cluster {
-    let text = format!(
+/// `n` V100s (32 GB each) on one machine whose links cost nothing but bandwidth, as TOML.
+fn cluster_toml(n: usize) -> String {
+    format!(
         "name = \"t\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = {n}\nintra_bandwidth = \"100 GB/s\"\nintra_latency = \"0 us\"\nnic = \"80 Gbps\"\n"
-    );
-    parse_cluster(&text, "<test>").unwrap()
+    )
+}
+
+fn cluster(n: usize) -> Cluster {
+    parse_cluster(&cluster_toml(n), "<test>").unwrap()
 }
 
 /// An op taking exactly `us` on the test GPU at the full batch (linear in the batch).
@@ -371,4 +374,53 @@ fn pipeline_dp_balances_a_uniform_chain_and_meets_the_closed_form() {
         "{} vs {want}",
         e.report.iteration_us
     );
+}
+
+/// `simulate --strategy` runs a pipeline strategy file as the library does, and its Chrome trace
+/// shows every stage's micro-batches (`f0#mb3`, `b3#mb0`).
+#[test]
+fn simulate_runs_a_pipeline_file_and_traces_each_micro_batch() {
+    let dir = std::env::temp_dir().join(format!("topoplace-pipeline-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let (g, layer_of) = chain(4, 10.0, 20.0, 1e6);
+    topoplace::graph::save_graph(&g, &dir.join("g.json")).unwrap();
+    std::fs::write(dir.join("c.toml"), cluster_toml(2)).unwrap();
+    let s = pipelined(&g, &layer_of, 2, 4, Schedule::GPipe);
+    topoplace::strategy::save_strategy(&s, None, &g, "t", &dir.join("s.json")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+        .arg("simulate")
+        .arg("--model")
+        .arg(dir.join("g.json"))
+        .arg("--cluster")
+        .arg(dir.join("c.toml"))
+        .arg("--strategy")
+        .arg(dir.join("s.json"))
+        .arg("--trace")
+        .arg(dir.join("t.json"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (c, cost) = (cluster(2), CostModel::default());
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let want = evaluate_strategy(&p, &s, Order::Fifo)
+        .unwrap()
+        .report
+        .iteration_us;
+    let got = report["iteration_us"].as_f64().unwrap();
+    assert!((got - want).abs() <= 1e-6 * want, "{got} vs {want}");
+    let trace = std::fs::read_to_string(dir.join("t.json")).unwrap();
+    for name in ["f0#mb0", "f0#mb3", "b3#mb0", "b0#mb3"] {
+        assert!(trace.contains(name), "{name} missing from the trace");
+    }
 }
