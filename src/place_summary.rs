@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::cluster::Cluster;
 use crate::graph::Graph;
 use crate::mcts::SearchResult;
-use crate::strategy::BatchSplit;
+use crate::strategy::{BatchSplit, Strategy};
 use crate::units::{no_negative_zero, to_gib, to_ms};
 
 /// One op group of the chosen strategy.
@@ -21,6 +21,24 @@ pub struct PlacedGroup {
     /// How its replicas share the batch ("even", "proportional"); none where they do not split
     /// it.
     pub shares: Option<&'static str>,
+}
+
+/// One stage of a pipeline: its op groups' ops and the GPUs they run on.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacedStage {
+    pub stage: usize,
+    pub groups: Vec<usize>,
+    pub ops: usize,
+    pub devices: Vec<usize>,
+    pub device_groups: Vec<String>,
+}
+
+/// The pipeline of the chosen strategy, when it has one.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacedPipeline {
+    pub micro_batches: u32,
+    pub schedule: &'static str,
+    pub stages: Vec<PlacedStage>,
 }
 
 /// The result of `topoplace place`; the JSON keys of `--json` are these field names.
@@ -43,6 +61,7 @@ pub struct PlaceSummary {
     pub iterations_per_second: f64,
     pub iterations_to_beat_dp: Option<usize>,
     pub groups: Vec<PlacedGroup>,
+    pub pipeline: Option<PlacedPipeline>,
 }
 
 impl PlaceSummary {
@@ -93,6 +112,7 @@ impl PlaceSummary {
                         .then_some(split_name(split)),
                 })
                 .collect(),
+            pipeline: placed_pipeline(cluster, &found.strategy),
         }
     }
 
@@ -135,6 +155,9 @@ impl PlaceSummary {
             s.iterations_per_second,
             beat
         );
+        if let Some(pipe) = &s.pipeline {
+            out += &pipeline_text(pipe);
+        }
         out += &format!(
             "strategy          {} op groups (consecutive groups with one decision share a line)\n",
             s.groups.len()
@@ -161,6 +184,64 @@ impl PlaceSummary {
     }
 }
 
+/// The pipeline's stages, in chain order, a line each.
+fn pipeline_text(pipe: &PlacedPipeline) -> String {
+    let mut out = format!(
+        "pipeline          {} stages, {} micro-batches, {} schedule\n",
+        pipe.stages.len(),
+        pipe.micro_batches,
+        pipe.schedule
+    );
+    out += "stage  groups     ops  devices (device groups)\n";
+    for st in &pipe.stages {
+        let groups: Vec<String> = st.groups.iter().map(|g| g.to_string()).collect();
+        out += &format!(
+            "{:<6} {:<8} {:>5}  {:?} ({})\n",
+            st.stage,
+            groups.join(","),
+            st.ops,
+            st.devices,
+            st.device_groups.join(", ")
+        );
+    }
+    out
+}
+
+/// The strategy's pipeline by stage: each stage's groups, ops and GPUs (the union over its
+/// groups).
+fn placed_pipeline(cluster: &Cluster, strategy: &Strategy) -> Option<PlacedPipeline> {
+    let pipe = strategy.pipeline.as_ref()?;
+    let mut ops_of_group = vec![0usize; strategy.group_count()];
+    for &g in strategy.op_groups() {
+        ops_of_group[g as usize] += 1;
+    }
+    let stages = pipe
+        .stage_groups()
+        .into_iter()
+        .enumerate()
+        .map(|(stage, groups)| {
+            let mut devices: Vec<usize> = groups
+                .iter()
+                .flat_map(|&g| strategy.decision(g).devices.iter().copied())
+                .collect();
+            devices.sort_unstable();
+            devices.dedup();
+            PlacedStage {
+                stage,
+                ops: groups.iter().map(|&g| ops_of_group[g]).sum(),
+                device_groups: device_group_names(cluster, &devices),
+                devices,
+                groups,
+            }
+        })
+        .collect();
+    Some(PlacedPipeline {
+        micro_batches: pipe.micro_batches,
+        schedule: pipe.schedule.name(),
+        stages,
+    })
+}
+
 /// Maximal runs of consecutive groups with the same devices, option and shares.
 fn decision_runs(groups: &[PlacedGroup]) -> Vec<&[PlacedGroup]> {
     groups
@@ -175,13 +256,21 @@ fn split_name(split: BatchSplit) -> &'static str {
     }
 }
 
-/// Names of the device groups whose GPUs exactly make up `devices` (all of them, as a set).
+/// Names of the device groups `devices` use: whole (`v100-0#0`) or in part (`v100-0#0: 4 of 8`,
+/// a pipeline stage on half a machine).
 fn device_group_names(cluster: &Cluster, devices: &[usize]) -> Vec<String> {
     cluster
         .groups
         .iter()
-        .filter(|g| g.devices.iter().all(|d| devices.contains(d)))
-        .map(|g| format!("{}#{}", g.name, g.index))
+        .filter_map(|g| {
+            let used = g.devices.iter().filter(|d| devices.contains(d)).count();
+            let name = format!("{}#{}", g.name, g.index);
+            match used {
+                0 => None,
+                n if n == g.devices.len() => Some(name),
+                n => Some(format!("{name}: {n} of {}", g.devices.len())),
+            }
+        })
         .collect()
 }
 
@@ -219,6 +308,7 @@ mod tests {
             search_seconds: 0.0,
             iterations_per_second: 0.0,
             iterations_to_beat_dp: Some(0),
+            pipeline: None,
             groups: vec![
                 group(0, 3, vec![0, 1], "all-reduce"),
                 group(1, 4, vec![0, 1], "all-reduce"),

@@ -1,5 +1,5 @@
 //! The placers that need no search (no budget): data parallelism in its forms, `dp-subset`
-//! among them, and the list schedulers. TAG's search starts from their placements
+//! among them, the balanced pipeline (`pipeline-dp`) and the list schedulers. TAG's search starts from their placements
 //! ([`crate::mcts::Mcts::with_starts`]), and `place` reports the fastest of them as the best
 //! other method.
 
@@ -14,6 +14,7 @@ use crate::evaluate::{Placement, Problem, evaluate};
 /// short keeps the ones that matter).
 pub const HEURISTICS: &[&str] = &[
     "dp-subset",
+    "pipeline-dp",
     "single",
     "dp-nccl",
     "dp-nccl-p",
@@ -57,6 +58,8 @@ pub fn heuristics(
         };
         let placement = match placer(name)?.place(p, &budget) {
             Err(Error::Search(SearchError::OutOfTime)) => break,
+            // One GPU, or a batch that no micro-batch count cuts: no pipeline to compare.
+            Err(Error::Search(SearchError::NoPipeline { .. })) => continue,
             placement => placement?,
         };
         let e = evaluate(p, routes, &placement)?;

@@ -14,13 +14,14 @@ impl Placer for PipelineDp {
         "pipeline-dp"
     }
 
-    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
-        let best = best_pipeline(p, &RouteTable::new(p.cluster))?.ok_or_else(|| {
-            SearchError::NoPipeline {
-                model: p.graph.name.clone(),
-                cluster: p.cluster.name.clone(),
-            }
-        })?;
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
+        let best =
+            best_pipeline(p, &RouteTable::new(p.cluster), budget.deadline)?.ok_or_else(|| {
+                SearchError::NoPipeline {
+                    model: p.graph.name.clone(),
+                    cluster: p.cluster.name.clone(),
+                }
+            })?;
         let mut placement = Placement::plain(best.strategy, best.note);
         placement.fits = Some(best.fits);
         Ok(placement)

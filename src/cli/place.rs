@@ -25,6 +25,10 @@ pub struct PlaceArgs {
     /// A zoo name or a graph JSON file.
     #[arg(long)]
     model: String,
+    /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
+    /// assumes: docs/formats.md, "Re-batching"). Default: the model's own.
+    #[arg(long)]
+    batch: Option<u32>,
     /// A cluster config: a file, or the name of one in configs/.
     #[arg(long)]
     cluster: String,
@@ -89,7 +93,7 @@ enum BatchSplitArg {
 
 pub fn run(args: PlaceArgs) -> Result<()> {
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
-    let inputs = Inputs::load(&args.model, None, &args.cluster)?;
+    let inputs = Inputs::load(&args.model, args.batch, &args.cluster)?;
     let Inputs { graph, cluster, .. } = &inputs;
     let p = inputs.problem();
     let config = MctsConfig {

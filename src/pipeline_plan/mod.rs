@@ -1,0 +1,38 @@
+//! A pipeline as the planners for heterogeneous clusters make one (AMP, Li et al. NeurIPS'22;
+//! Metis, Um et al. ATC'24): stages are device groups (each data-parallel inside, shares by
+//! speed), the model is cut into contiguous stages of its forward order by dynamic programming
+//! that balances each stage's time on its own GPUs under a memory bound, and the best few of the
+//! cost model's candidates are simulated, the fastest kept. The `pipeline-dp` placer returns it.
+//!
+//! - Layer order: every forward op has its position in the topological order; an input takes the
+//!   first, a parameter its first consumer's, a backward op the latest forward op carrying the
+//!   batch it reads (the layer whose activation it differentiates; a constant such as a causal
+//!   mask, made once at the start, says nothing of the layer; one reading none inherits from its
+//!   inputs), an optimizer update its gradient's.
+//! - Chunks: the positions are cut into at most [`CHUNKS`] chunks, the units stages are made of;
+//!   each ends where the fewest bytes carrying the batch cross, within [`CUT_WINDOW`] equal shares
+//!   of work of its place (so a transformer is cut on its residual stream, not through an
+//!   attention block whose inner tensors are many times larger).
+//! - Stage time per micro-batch (1F1B, `m` micro-batches): on the group's GPU type, the chunks'
+//!   fixed compute (kernel launches: every op runs once per micro-batch however small) plus the
+//!   rest divided by the group's GPU count and by `m`, plus adding one micro-batch's weight
+//!   gradients to their running sums, plus sending what crosses the cut per micro-batch
+//!   (activations forward, their gradients back) over the route to the next stage. The
+//!   iteration: `(m + p − 1)` times the slowest stage, plus the slowest stage's gradient
+//!   AllReduce (once, after the last micro-batch), plus each tensor without the batch (a weight
+//!   tied across stages, its summed gradient) sent once from its stage to each stage reading it.
+//!   Memory per GPU: the stage's parameters and optimizer state plus `p − s` micro-batches of its
+//!   activations split over its GPUs.
+//! - Candidates: the device groups (or, on a cluster with one, its GPUs) ordered fastest first
+//!   and slowest first, every prefix of two to [`MAX_STAGES`]; each prefix also wrapped round its
+//!   first group (half of it runs the first stage and half the last, so that a weight tied
+//!   between the model's ends — an embedding and its output layer — is shared inside one machine
+//!   instead of over the slowest link); micro-batch counts that divide the batch, up to
+//!   [`MAX_MICRO_BATCHES`]. The balanced cut of each is estimated, and the [`SIMULATED`] best are
+//!   simulated, a round of one per thread at a time until a deadline.
+
+mod chunks;
+mod plan;
+
+pub use chunks::{CHUNKS, CUT_WINDOW};
+pub use plan::{BestPipeline, MAX_MICRO_BATCHES, MAX_STAGES, SIMULATED, best_pipeline};

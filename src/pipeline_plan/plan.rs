@@ -1,0 +1,362 @@
+//! The candidates (unit orders, micro-batch counts), each cut into balanced stages by dynamic
+//! programming and estimated; the best few simulated ([`super`]'s docs).
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::chunks::{Chunks, chunk};
+use crate::cluster::{Cluster, GpuSpec, RouteTable};
+use crate::error::{Result, SearchError};
+use crate::evaluate::{Placement, Problem, evaluate};
+use crate::strategy::{
+    AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
+};
+
+/// Most stages: the prefixes of the unit orders stop here, so planning stays cheap on clusters of
+/// hundreds of machines (a deeper pipeline's bubble and per-stage launches outweigh its GPUs).
+pub const MAX_STAGES: usize = 16;
+/// Most micro-batches tried.
+pub const MAX_MICRO_BATCHES: u32 = 32;
+/// Candidates simulated, best estimates first.
+pub const SIMULATED: usize = 8;
+
+/// The best pipeline found and its simulated time.
+#[derive(Debug, Clone)]
+pub struct BestPipeline {
+    pub strategy: Strategy,
+    pub time_us: f64,
+    pub fits: bool,
+    pub note: String,
+}
+
+/// A unit a stage runs on: a device group, or one GPU.
+#[derive(Debug, Clone)]
+struct Unit {
+    devices: Vec<usize>,
+    gpu: GpuSpec,
+    memory_bytes: f64,
+    label: String,
+}
+
+/// A candidate: stages (chunk ranges on units) with a micro-batch count and its estimate.
+#[derive(Debug, Clone)]
+struct Plan {
+    units: Vec<Unit>,
+    /// End chunk (exclusive) of each stage.
+    ends: Vec<usize>,
+    micro_batches: u32,
+    estimate_us: f64,
+}
+
+/// The best pipeline over the candidates (module docs); `None` on fewer than two GPUs or when
+/// the batch has no micro-batch count to cut.
+pub fn best_pipeline(
+    p: &Problem,
+    routes: &RouteTable,
+    deadline: Option<Instant>,
+) -> Result<Option<BestPipeline>> {
+    let units = units(p.cluster);
+    if units.len() < 2 {
+        return Ok(None);
+    }
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Err(SearchError::OutOfTime.into());
+    }
+    let counts = micro_batch_counts(p.graph.batch_size, 2);
+    let chunks = chunk(p, &gpu_types(&units), &counts)?;
+    let mut plans: Vec<Plan> = orders(&units)
+        .into_par_iter()
+        .flat_map_iter(|order| {
+            micro_batch_counts(p.graph.batch_size, order.len())
+                .into_iter()
+                .filter_map(|m| balanced(&chunks, &order, m, routes, p.graph.batch_size))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    plans.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
+    plans.truncate(SIMULATED);
+    // Simulated a round at a time (one per thread), best estimates first; a deadline stops
+    // between rounds once one has run (one already past when planning starts gives up).
+    let mut best: Option<BestPipeline> = None;
+    for round in plans.chunks(rayon::current_num_threads().max(1)) {
+        if best.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let scored: Vec<Result<BestPipeline>> = round
+            .par_iter()
+            .map(|plan| score(p, routes, &chunks, plan))
+            .collect();
+        for s in scored {
+            let s = s?;
+            if best
+                .as_ref()
+                .is_none_or(|b| (s.fits, -s.time_us) > (b.fits, -b.time_us))
+            {
+                best = Some(s);
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// The GPU types of `units`, each once.
+fn gpu_types(units: &[Unit]) -> Vec<&GpuSpec> {
+    let mut types: Vec<&GpuSpec> = Vec::new();
+    for u in units {
+        if !types.iter().any(|t| t.name == u.gpu.name) {
+            types.push(&u.gpu);
+        }
+    }
+    types
+}
+
+/// The device groups, or the GPUs of the only one.
+fn units(cluster: &Cluster) -> Vec<Unit> {
+    let of = |devices: Vec<usize>, label: String| {
+        let first = &cluster.devices[devices[0]];
+        let memory_bytes = devices
+            .iter()
+            .map(|&d| cluster.devices[d].memory_bytes)
+            .fold(f64::INFINITY, f64::min);
+        Unit {
+            gpu: first.gpu,
+            memory_bytes,
+            devices,
+            label,
+        }
+    };
+    if cluster.groups.len() >= 2 {
+        cluster
+            .groups
+            .iter()
+            .map(|g| of(g.devices.clone(), g.name.clone()))
+            .collect()
+    } else {
+        cluster
+            .devices
+            .iter()
+            .map(|d| of(vec![d.index], d.name.clone()))
+            .collect()
+    }
+}
+
+/// Unit orders: fastest first and slowest first (by the group's total FP32), every prefix of
+/// at least two units; and each prefix wrapped round its first unit (its first half runs the
+/// first stage, its second half the last), so that a weight tied between the model's ends (an
+/// embedding and the output layer) is shared inside one machine rather than across the slowest
+/// link.
+fn orders(units: &[Unit]) -> Vec<Vec<Unit>> {
+    let speed = |u: &Unit| u.gpu.fp32_tflops * u.devices.len() as f64;
+    let mut fast_first = units.to_vec();
+    fast_first.sort_by(|a, b| speed(b).total_cmp(&speed(a)));
+    let mut slow_first = fast_first.clone();
+    slow_first.reverse();
+    let mut out = Vec::new();
+    for order in [fast_first, slow_first] {
+        for p in 2..=order.len().min(MAX_STAGES) {
+            let prefix = order[..p].to_vec();
+            let wrapped = wrapped(&prefix);
+            for o in std::iter::once(prefix).chain(wrapped) {
+                if !out.iter().any(|x: &Vec<Unit>| same_units(x, &o)) {
+                    out.push(o);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `order` with its first unit split in halves, the first half first and the second last.
+fn wrapped(order: &[Unit]) -> Option<Vec<Unit>> {
+    let first = &order[0];
+    let half = first.devices.len() / 2;
+    if half == 0 {
+        return None;
+    }
+    let part = |devices: &[usize], which: &str| Unit {
+        devices: devices.to_vec(),
+        label: format!("{} ({which} half)", first.label),
+        ..first.clone()
+    };
+    let mut out = vec![part(&first.devices[..half], "first")];
+    out.extend(order[1..].iter().cloned());
+    out.push(part(&first.devices[half..], "second"));
+    Some(out)
+}
+
+fn same_units(a: &[Unit], b: &[Unit]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.devices == y.devices)
+}
+
+/// Micro-batch counts that divide the batch, from the stage count up (fewer leaves most of the
+/// pipeline idle) to [`MAX_MICRO_BATCHES`].
+fn micro_batch_counts(batch: u32, stages: usize) -> Vec<u32> {
+    (1..=MAX_MICRO_BATCHES.min(batch))
+        .filter(|&m| batch.is_multiple_of(m) && m as usize >= stages.min(batch as usize))
+        .collect()
+}
+
+/// The cut of the chunks into `order.len()` stages that minimises the slowest stage's time per
+/// micro-batch (each stage within its GPUs' memory), by dynamic programming; `None` when no cut
+/// fits.
+fn balanced(c: &Chunks, order: &[Unit], m: u32, routes: &RouteTable, batch: u32) -> Option<Plan> {
+    let (n, p) = (c.grad_bytes.len(), order.len());
+    if n < p || m > batch {
+        return None;
+    }
+    let prefix = |v: &[f64]| -> Vec<f64> {
+        std::iter::once(0.0)
+            .chain(v.iter().scan(0.0, |s, x| {
+                *s += x;
+                Some(*s)
+            }))
+            .collect()
+    };
+    let work = c.work(m);
+    let [fixed, scaled, accumulate] = [&work.fixed_us, &work.scaled_us, &c.accumulate_us]
+        .map(|per_type| per_type.iter().map(|w| prefix(w)).collect::<Vec<_>>());
+    // Accumulations per micro-batch: `m − 1` over the iteration.
+    let accumulations = f64::from(m - 1) / f64::from(m);
+    let (resident, activation) = (prefix(&c.resident_bytes), prefix(&c.activation_bytes));
+    let stage_time = |s: usize, a: usize, b: usize| -> f64 {
+        let u = &order[s];
+        let t = c.types.iter().position(|x| x == u.gpu.name).unwrap();
+        let gpus = u.devices.len() as f64;
+        let compute = fixed[t][b] - fixed[t][a]
+            + (scaled[t][b] - scaled[t][a]) / gpus
+            + accumulations * (accumulate[t][b] - accumulate[t][a]);
+        let in_flight = f64::from(Schedule::OneFOneB.in_flight(s, p, m));
+        let memory = resident[b] - resident[a]
+            + in_flight * (activation[b] - activation[a]) / gpus / f64::from(m);
+        if memory > u.memory_bytes {
+            return f64::INFINITY;
+        }
+        let send = match order.get(s + 1) {
+            Some(next) if b < n => {
+                let bytes = c.cut_bytes[b - 1] / f64::from(m);
+                routes.transfer_us(u.devices[0], next.devices[0], bytes)
+            }
+            _ => 0.0,
+        };
+        compute + send
+    };
+    // best[s][i]: the slowest stage of the best cut of chunks 0..i into stages 0..=s.
+    let mut best = vec![vec![f64::INFINITY; n + 1]; p];
+    let mut from = vec![vec![0usize; n + 1]; p];
+    for (i, slot) in best[0].iter_mut().enumerate().skip(1) {
+        *slot = stage_time(0, 0, i);
+    }
+    for s in 1..p {
+        for i in (s + 1)..=n {
+            for j in s..i {
+                let t = best[s - 1][j].max(stage_time(s, j, i));
+                if t < best[s][i] {
+                    best[s][i] = t;
+                    from[s][i] = j;
+                }
+            }
+        }
+    }
+    let slowest = best[p - 1][n];
+    if !slowest.is_finite() {
+        return None;
+    }
+    let mut ends = vec![n; p];
+    for s in (1..p).rev() {
+        ends[s - 1] = from[s][ends[s]];
+    }
+    let allreduce = (0..p)
+        .map(|s| {
+            let a = if s == 0 { 0 } else { ends[s - 1] };
+            let grads: f64 = c.grad_bytes[a..ends[s]].iter().sum();
+            let u = &order[s];
+            let k = u.devices.len() as f64;
+            if k < 2.0 {
+                return 0.0;
+            }
+            2.0 * (k - 1.0) / k * grads / routes.bandwidth(u.devices[0], u.devices[1])
+        })
+        .fold(0.0, f64::max);
+    let stage_of = |k: usize| ends.iter().position(|&e| k < e).unwrap();
+    let once: f64 = c
+        .once
+        .iter()
+        .map(|t| {
+            let from = &order[stage_of(t.home)];
+            let mut stages: Vec<usize> = t.readers.iter().map(|&k| stage_of(k)).collect();
+            stages.dedup();
+            stages
+                .into_iter()
+                .filter(|&s| s != stage_of(t.home))
+                .map(|s| routes.transfer_us(from.devices[0], order[s].devices[0], t.bytes))
+                .sum::<f64>()
+        })
+        .sum();
+    Some(Plan {
+        units: order.to_vec(),
+        ends,
+        micro_batches: m,
+        estimate_us: f64::from(m + p as u32 - 1) * slowest + allreduce + once,
+    })
+}
+
+/// The plan as a strategy, simulated.
+fn score(p: &Problem, routes: &RouteTable, c: &Chunks, plan: &Plan) -> Result<BestPipeline> {
+    let strategy = strategy(p, c, plan);
+    let e = evaluate(p, routes, &Placement::plain(strategy.clone(), ""))?;
+    let stages: Vec<String> = plan.units.iter().map(|u| u.label.clone()).collect();
+    Ok(BestPipeline {
+        strategy,
+        time_us: e.report.iteration_us,
+        fits: !e.report.is_oom(),
+        note: format!(
+            "pipeline-dp: {} stages ({}), {} micro-batches, 1F1B, data-parallel inside each",
+            plan.units.len(),
+            stages.join(" → "),
+            plan.micro_batches
+        ),
+    })
+}
+
+/// One op group per stage, data-parallel (AllReduce, speed-proportional shares) on its unit.
+fn strategy(p: &Problem, c: &Chunks, plan: &Plan) -> Strategy {
+    let g = p.graph;
+    let stage_of_chunk = |k: usize| plan.ends.iter().position(|&e| k < e).unwrap();
+    let op_group: Vec<u32> = c.of_op.iter().map(|&k| stage_of_chunk(k) as u32).collect();
+    let decisions = plan
+        .units
+        .iter()
+        .map(|u| {
+            let mut devices = u.devices.clone();
+            devices.sort_unstable();
+            GroupDecision {
+                devices,
+                option: ReplicationOption::AllReduce,
+            }
+        })
+        .collect();
+    let mut s = Strategy::new(
+        "pipeline-dp",
+        op_group,
+        decisions,
+        BatchSplit::Proportional,
+        g.len(),
+        p.cluster.num_devices(),
+    )
+    .expect("a plan's stages are valid groups");
+    s.allreduce = AllReducePacking::PerTensor;
+    let stages: Vec<Vec<usize>> = (0..plan.units.len()).map(|s| vec![s]).collect();
+    s.pipeline = Some(
+        Pipeline::new(
+            "pipeline-dp",
+            &stages,
+            plan.micro_batches,
+            Schedule::OneFOneB,
+            plan.units.len(),
+            g.batch_size,
+        )
+        .expect("a plan's micro-batch count divides the batch"),
+    );
+    s
+}
