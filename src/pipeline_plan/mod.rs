@@ -1,6 +1,6 @@
 //! A pipeline as the planners for heterogeneous clusters make one (AMP, Li et al. NeurIPS'22;
 //! Metis, Um et al. ATC'24): stages are device groups (each data-parallel inside, shares by
-//! speed), the model is cut into contiguous stages of its forward order by dynamic programming
+//! speed), under 1F1B or GPipe, the model is cut into contiguous stages of its forward order by dynamic programming
 //! that balances each stage's time on its own GPUs under a memory bound, and the best few of the
 //! cost model's candidates are simulated, the fastest kept. The `pipeline-dp` placer returns it.
 //!
@@ -13,23 +13,29 @@
 //!   each ends where the fewest bytes carrying the batch cross, within [`CUT_WINDOW`] equal shares
 //!   of work of its place (so a transformer is cut on its residual stream, not through an
 //!   attention block whose inner tensors are many times larger).
-//! - Stage time per micro-batch (1F1B, `m` micro-batches): on the group's GPU type, the chunks'
-//!   fixed compute (kernel launches: every op runs once per micro-batch however small) plus the
-//!   rest divided by the group's GPU count and by `m`, plus adding one micro-batch's weight
-//!   gradients to their running sums, plus sending what crosses the cut per micro-batch
-//!   (activations forward, their gradients back) over the route to the next stage. The
-//!   iteration: `(m + p − 1)` times the slowest stage, plus the slowest stage's gradient
-//!   AllReduce (once, after the last micro-batch), plus each tensor without the batch (a weight
-//!   tied across stages, its summed gradient) sent once from its stage to each stage reading it.
-//!   Memory per GPU: the stage's parameters and optimizer state plus `p − s` micro-batches of its
-//!   activations split over its GPUs.
+//! - Stage time per micro-batch (`m` micro-batches): on the group's GPU type, the chunks' fixed
+//!   compute (kernel launches: every op runs once per micro-batch however small) plus the rest
+//!   divided by the group's GPU count, as the compiled pipeline costs it (the graph re-batched to
+//!   the micro-batch), plus adding one micro-batch's weight gradients to their running sums; and
+//!   sending what crosses the cut per micro-batch (activations forward, their gradients back)
+//!   over the route to the next stage. Under 1F1B a stage waits for its sends (it keeps only the
+//!   micro-batches in flight that the round trip through the later stages needs without them):
+//!   compute plus send, the iteration `(m + p − 1)` times the slowest stage. Under GPipe the
+//!   sends overlap the next forwards or backwards: the larger of the two, the iteration `m − 1`
+//!   times the slowest stage plus each stage's compute and send once (fill and drain). Both add
+//!   the slowest stage's gradient AllReduce (once, after the last micro-batch) and each tensor
+//!   without the batch (a weight tied across stages, its summed gradient) sent once from its
+//!   stage to each stage reading it. Memory per GPU: the stage's parameters and optimizer state
+//!   plus the micro-batches the schedule keeps in flight (`p − s` under 1F1B, `m` under GPipe)
+//!   of its activations split over its GPUs.
 //! - Candidates: the device groups (or, on a cluster with one, its GPUs) ordered fastest first
 //!   and slowest first, every prefix of two to [`MAX_STAGES`]; each prefix also wrapped round its
 //!   first group (half of it runs the first stage and half the last, so that a weight tied
 //!   between the model's ends — an embedding and its output layer — is shared inside one machine
 //!   instead of over the slowest link); micro-batch counts that divide the batch, up to
-//!   [`MAX_MICRO_BATCHES`]. The balanced cut of each is estimated, and the [`SIMULATED`] best are
-//!   simulated, a round of one per thread at a time until a deadline.
+//!   [`MAX_MICRO_BATCHES`], and both schedules. The balanced cut of each is estimated, and the
+//!   [`SIMULATED`] best are simulated (half of each schedule: the estimates rank plans of one
+//!   schedule better than across the two), a round of one per thread at a time until a deadline.
 
 mod chunks;
 mod plan;

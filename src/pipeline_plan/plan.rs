@@ -46,6 +46,7 @@ struct Plan {
     /// End chunk (exclusive) of each stage.
     ends: Vec<usize>,
     micro_batches: u32,
+    schedule: Schedule,
     estimate_us: f64,
 }
 
@@ -68,14 +69,16 @@ pub fn best_pipeline(
     let mut plans: Vec<Plan> = orders(&units)
         .into_par_iter()
         .flat_map_iter(|order| {
-            micro_batch_counts(p.graph.batch_size, order.len())
+            let counts = micro_batch_counts(p.graph.batch_size, order.len());
+            counts
                 .into_iter()
-                .filter_map(|m| balanced(&chunks, &order, m, routes, p.graph.batch_size))
+                .flat_map(|m| Schedule::ALL.map(|schedule| (m, schedule)))
+                .filter_map(|(m, schedule)| balanced(&chunks, &order, m, schedule, routes))
                 .collect::<Vec<_>>()
         })
         .collect();
     plans.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
-    plans.truncate(SIMULATED);
+    let plans = best_of_each_schedule(plans);
     // Simulated a round at a time (one per thread), best estimates first; a deadline stops
     // between rounds once one has run (one already past when planning starts gives up).
     let mut best: Option<BestPipeline> = None;
@@ -98,6 +101,39 @@ pub fn best_pipeline(
         }
     }
     Ok(best)
+}
+
+/// The [`SIMULATED`] best estimates (`plans` sorted), half of each schedule where both have
+/// that many: the estimates rank plans of one schedule better than across the two.
+fn best_of_each_schedule(plans: Vec<Plan>) -> Vec<Plan> {
+    let per_schedule = SIMULATED / Schedule::ALL.len();
+    let mut kept: Vec<Plan> = Schedule::ALL
+        .iter()
+        .flat_map(|&s| {
+            plans
+                .iter()
+                .filter(move |p| p.schedule == s)
+                .take(per_schedule)
+        })
+        .cloned()
+        .collect();
+    for p in &plans {
+        if kept.len() >= SIMULATED {
+            break;
+        }
+        if !kept.iter().any(|k| same_plan(k, p)) {
+            kept.push(p.clone());
+        }
+    }
+    kept.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
+    kept
+}
+
+fn same_plan(a: &Plan, b: &Plan) -> bool {
+    same_units(&a.units, &b.units)
+        && a.ends == b.ends
+        && a.micro_batches == b.micro_batches
+        && a.schedule == b.schedule
 }
 
 /// The GPU types of `units`, each once.
@@ -199,10 +235,19 @@ fn micro_batch_counts(batch: u32, stages: usize) -> Vec<u32> {
 
 /// The cut of the chunks into `order.len()` stages that minimises the slowest stage's time per
 /// micro-batch (each stage within its GPUs' memory), by dynamic programming; `None` when no cut
-/// fits.
-fn balanced(c: &Chunks, order: &[Unit], m: u32, routes: &RouteTable, batch: u32) -> Option<Plan> {
+/// fits. Under 1F1B a stage waits for its sends (it has only as many micro-batches in flight as
+/// the round trip through the later stages needs without them), so a stage's time is its
+/// compute plus its send; under GPipe the sends overlap the next forwards (or backwards), so it
+/// is the larger of the two, and the fill and drain add each stage's compute and send once.
+fn balanced(
+    c: &Chunks,
+    order: &[Unit],
+    m: u32,
+    schedule: Schedule,
+    routes: &RouteTable,
+) -> Option<Plan> {
     let (n, p) = (c.grad_bytes.len(), order.len());
-    if n < p || m > batch {
+    if n < p {
         return None;
     }
     let prefix = |v: &[f64]| -> Vec<f64> {
@@ -219,18 +264,20 @@ fn balanced(c: &Chunks, order: &[Unit], m: u32, routes: &RouteTable, batch: u32)
     // Accumulations per micro-batch: `m − 1` over the iteration.
     let accumulations = f64::from(m - 1) / f64::from(m);
     let (resident, activation) = (prefix(&c.resident_bytes), prefix(&c.activation_bytes));
-    let stage_time = |s: usize, a: usize, b: usize| -> f64 {
+    // (compute, send) of one micro-batch on stage `s` holding chunks `a..b`; `None` when it does
+    // not fit.
+    let stage_parts = |s: usize, a: usize, b: usize| -> Option<(f64, f64)> {
         let u = &order[s];
         let t = c.types.iter().position(|x| x == u.gpu.name).unwrap();
         let gpus = u.devices.len() as f64;
         let compute = fixed[t][b] - fixed[t][a]
             + (scaled[t][b] - scaled[t][a]) / gpus
             + accumulations * (accumulate[t][b] - accumulate[t][a]);
-        let in_flight = f64::from(Schedule::OneFOneB.in_flight(s, p, m));
+        let in_flight = f64::from(schedule.in_flight(s, p, m));
         let memory = resident[b] - resident[a]
             + in_flight * (activation[b] - activation[a]) / gpus / f64::from(m);
         if memory > u.memory_bytes {
-            return f64::INFINITY;
+            return None;
         }
         let send = match order.get(s + 1) {
             Some(next) if b < n => {
@@ -239,7 +286,14 @@ fn balanced(c: &Chunks, order: &[Unit], m: u32, routes: &RouteTable, batch: u32)
             }
             _ => 0.0,
         };
-        compute + send
+        Some((compute, send))
+    };
+    let stage_time = |s: usize, a: usize, b: usize| match stage_parts(s, a, b) {
+        None => f64::INFINITY,
+        Some((compute, send)) => match schedule {
+            Schedule::OneFOneB => compute + send,
+            Schedule::GPipe => compute.max(send),
+        },
     };
     // best[s][i]: the slowest stage of the best cut of chunks 0..i into stages 0..=s.
     let mut best = vec![vec![f64::INFINITY; n + 1]; p];
@@ -293,11 +347,25 @@ fn balanced(c: &Chunks, order: &[Unit], m: u32, routes: &RouteTable, batch: u32)
                 .sum::<f64>()
         })
         .sum();
+    let pipeline_us = match schedule {
+        Schedule::OneFOneB => f64::from(m + p as u32 - 1) * slowest,
+        Schedule::GPipe => {
+            let fill: f64 = (0..p)
+                .map(|s| {
+                    let a = if s == 0 { 0 } else { ends[s - 1] };
+                    let (compute, send) = stage_parts(s, a, ends[s]).unwrap_or_default();
+                    compute + send
+                })
+                .sum();
+            f64::from(m - 1) * slowest + fill
+        }
+    };
     Some(Plan {
         units: order.to_vec(),
         ends,
         micro_batches: m,
-        estimate_us: f64::from(m + p as u32 - 1) * slowest + allreduce + once,
+        schedule,
+        estimate_us: pipeline_us + allreduce + once,
     })
 }
 
@@ -311,10 +379,11 @@ fn score(p: &Problem, routes: &RouteTable, c: &Chunks, plan: &Plan) -> Result<Be
         time_us: e.report.iteration_us,
         fits: !e.report.is_oom(),
         note: format!(
-            "pipeline-dp: {} stages ({}), {} micro-batches, 1F1B, data-parallel inside each",
+            "pipeline-dp: {} stages ({}), {} micro-batches, {}, data-parallel inside each",
             plan.units.len(),
             stages.join(" → "),
-            plan.micro_batches
+            plan.micro_batches,
+            plan.schedule.name()
         ),
     })
 }
@@ -352,7 +421,7 @@ fn strategy(p: &Problem, c: &Chunks, plan: &Plan) -> Strategy {
             "pipeline-dp",
             &stages,
             plan.micro_batches,
-            Schedule::OneFOneB,
+            plan.schedule,
             plan.units.len(),
             g.batch_size,
         )
