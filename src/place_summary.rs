@@ -211,10 +211,7 @@ fn pipeline_text(pipe: &PlacedPipeline) -> String {
 /// groups).
 fn placed_pipeline(cluster: &Cluster, strategy: &Strategy) -> Option<PlacedPipeline> {
     let pipe = strategy.pipeline.as_ref()?;
-    let mut ops_of_group = vec![0usize; strategy.group_count()];
-    for &g in strategy.op_groups() {
-        ops_of_group[g as usize] += 1;
-    }
+    let members = strategy.members();
     let stages = pipe
         .stage_groups()
         .into_iter()
@@ -228,7 +225,7 @@ fn placed_pipeline(cluster: &Cluster, strategy: &Strategy) -> Option<PlacedPipel
             devices.dedup();
             PlacedStage {
                 stage,
-                ops: groups.iter().map(|&g| ops_of_group[g]).sum(),
+                ops: groups.iter().map(|&g| members[g].len()).sum(),
                 device_groups: device_group_names(cluster, &devices),
                 devices,
                 groups,

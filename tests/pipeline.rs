@@ -2,6 +2,8 @@
 //! 1F1B's in-flight micro-batches on the first stage, an OOM exactly where the memory model puts
 //! it, and the strategy file's pipeline field.
 
+mod common;
+
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::compile::TaskRole;
 use topoplace::cost::{CommModel, CostModel};
@@ -100,6 +102,27 @@ fn run(g: &Graph, c: &Cluster, s: &Strategy) -> Evaluation {
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+}
+
+/// Two machines of `gpus` V100s each (links inside at 100 GB/s), joined at `nic` with no latency.
+fn two_machines(gpus: usize, nic: &str) -> Cluster {
+    let text = format!(
+        "name = \"two\"\ninter_latency = \"0 us\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = {gpus}\nintra_bandwidth = \"100 GB/s\"\nnic = \"{nic}\"\ncount = 2\n"
+    );
+    parse_cluster(&text, "<test>").unwrap()
+}
+
+/// `pipeline-dp`'s placement of `g` on `c`.
+fn pipeline_dp(g: &Graph, c: &Cluster, cost: &CostModel) -> topoplace::evaluate::Placement {
+    let p = Problem {
+        graph: g,
+        cluster: c,
+        cost,
+    };
+    topoplace::baselines::placer("pipeline-dp")
+        .unwrap()
+        .place(&p, &topoplace::baselines::Budget::default())
+        .unwrap()
 }
 
 /// GPipe on a uniform chain over p identical GPUs: the iteration is (m + p − 1) stage times of
@@ -339,22 +362,10 @@ fn a_data_parallel_stage_synchronises_each_gradient_once_after_the_last_micro_ba
 /// profiled times carry no launch overhead here), and its simulated time is the closed form.
 #[test]
 fn pipeline_dp_balances_a_uniform_chain_and_meets_the_closed_form() {
-    let text = format!(
-        "name = \"two\"\ninter_latency = \"0 us\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = 1\nintra_bandwidth = \"100 GB/s\"\nnic = \"100 Gbps\"\ncount = 2\n"
-    );
-    let c = parse_cluster(&text, "<test>").unwrap();
+    let c = two_machines(1, "100 Gbps");
     let (layers, tf, tb) = (8, 30.0, 50.0);
     let (g, layer_of) = chain(layers, tf, tb, 0.0);
-    let cost = ideal();
-    let p = Problem {
-        graph: &g,
-        cluster: &c,
-        cost: &cost,
-    };
-    let placement = topoplace::baselines::placer("pipeline-dp")
-        .unwrap()
-        .place(&p, &topoplace::baselines::Budget::default())
-        .unwrap();
+    let placement = pipeline_dp(&g, &c, &ideal());
     let s = &placement.strategy;
     let pipeline = s.pipeline.as_ref().expect("a pipeline");
     assert_eq!(pipeline.stages(), 2);
@@ -380,15 +391,13 @@ fn pipeline_dp_balances_a_uniform_chain_and_meets_the_closed_form() {
 /// shows every stage's micro-batches (`f0#mb3`, `b3#mb0`).
 #[test]
 fn simulate_runs_a_pipeline_file_and_traces_each_micro_batch() {
-    let dir = std::env::temp_dir().join(format!("topoplace-pipeline-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("pipeline-cli");
     let (g, layer_of) = chain(4, 10.0, 20.0, 1e6);
     topoplace::graph::save_graph(&g, &dir.join("g.json")).unwrap();
     std::fs::write(dir.join("c.toml"), cluster_toml(2)).unwrap();
     let s = pipelined(&g, &layer_of, 2, 4, Schedule::GPipe);
     topoplace::strategy::save_strategy(&s, None, &g, "t", &dir.join("s.json")).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))
+    let out = common::binary()
         .arg("simulate")
         .arg("--model")
         .arg(dir.join("g.json"))
@@ -401,12 +410,8 @@ fn simulate_runs_a_pipeline_file_and_traces_each_micro_batch() {
         .arg("--json")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&common::stdout_of_success(out)).unwrap();
     let (c, cost) = (cluster(2), CostModel::default());
     let p = Problem {
         graph: &g,
@@ -488,10 +493,7 @@ fn tied_chain(layers: usize, tied_bytes: f64) -> Graph {
 /// other), so the tied weight and its gradient never cross the slow link; only activations do.
 #[test]
 fn pipeline_dp_keeps_a_tied_weight_inside_one_machine() {
-    let text = format!(
-        "name = \"two\"\n[[machine]]\nname = \"m\"\ngpu = \"{GPU}\"\ngpus = 2\nintra_bandwidth = \"100 GB/s\"\nnic = \"1 Gbps\"\ncount = 2\n"
-    );
-    let c = parse_cluster(&text, "<test>").unwrap();
+    let c = two_machines(2, "1 Gbps");
     let g = tied_chain(12, 400e6);
     let cost = CostModel::default();
     let p = Problem {
@@ -499,10 +501,7 @@ fn pipeline_dp_keeps_a_tied_weight_inside_one_machine() {
         cluster: &c,
         cost: &cost,
     };
-    let placement = topoplace::baselines::placer("pipeline-dp")
-        .unwrap()
-        .place(&p, &topoplace::baselines::Budget::default())
-        .unwrap();
+    let placement = pipeline_dp(&g, &c, &cost);
     let s = &placement.strategy;
     let pipeline = s.pipeline.as_ref().expect("a pipeline");
     let stages = pipeline.stage_groups();

@@ -10,7 +10,7 @@ use super::pipeline::expand;
 use super::symmetry::DeviceClasses;
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::CostModel;
-use crate::graph::{Graph, OpIdx, Phase, Splittability};
+use crate::graph::{Graph, OpIdx, Phase};
 use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
 use crate::strategy::Strategy;
 
@@ -38,7 +38,24 @@ pub fn compile(
     replicas: Replicas,
 ) -> Compiled {
     if strategy.pipeline.is_some() {
-        return compile_pipeline(graph, cluster, routes, strategy, cost, priority, replicas);
+        // The expansion has no pipeline: this recursion runs once.
+        let x = expand(graph, strategy, priority);
+        let priority = x.priority.as_deref();
+        let mut compiled = compile(
+            &x.graph,
+            cluster,
+            routes,
+            &x.strategy,
+            cost,
+            priority,
+            replicas,
+        );
+        add_schedule(&mut compiled, &x.order);
+        compiled.pipeline = Some(PipelineOps {
+            graph: Arc::new(x.graph),
+            origin: x.origin,
+        });
+        return compiled;
     }
     let layouts = layouts(graph, cluster, strategy, cost);
     let inputs = Inputs {
@@ -68,28 +85,10 @@ pub fn compile(
     compiled
 }
 
-/// A pipeline: its expansion compiled as an ordinary strategy, plus the schedule's order between
-/// the replicas of the copies ([`super::pipeline`]).
-fn compile_pipeline(
-    graph: &Graph,
-    cluster: &Cluster,
-    routes: &RouteTable,
-    strategy: &Strategy,
-    cost: &CostModel,
-    priority: Option<&[f64]>,
-    replicas: Replicas,
-) -> Compiled {
-    let x = expand(graph, strategy, priority);
-    let mut compiled = compile(
-        &x.graph,
-        cluster,
-        routes,
-        &x.strategy,
-        cost,
-        x.priority.as_deref(),
-        replicas,
-    );
-    for &(before, after) in &x.order {
+/// The schedule's order between the expanded ops as order dependencies between their tasks:
+/// replica by replica when both ops run on the same devices, else every replica before every one.
+fn add_schedule(compiled: &mut Compiled, order: &[(OpIdx, OpIdx)]) {
+    for &(before, after) in order {
         let (a, b) = (compiled.tasks_of_op(before), compiled.tasks_of_op(after));
         if compiled.op_devices[before] == compiled.op_devices[after] {
             for (ta, tb) in a.zip(b) {
@@ -103,11 +102,6 @@ fn compile_pipeline(
             }
         }
     }
-    compiled.pipeline = Some(PipelineOps {
-        graph: Arc::new(x.graph),
-        origin: x.origin,
-    });
-    compiled
 }
 
 struct Inputs<'a> {
@@ -401,8 +395,7 @@ impl<'a> Compiler<'a> {
 
     /// Whether `u`'s output has a batch dimension (so a batch-split consumer takes a slice).
     fn is_batch_tensor(&self, u: OpIdx) -> bool {
-        let op = self.graph.op(u);
-        op.scales_with_batch() && op.split == Splittability::Concat
+        self.graph.op(u).carries_batch()
     }
 
     /// Consumer replica `j` of `v` needs its batch slice of `u`'s tensor.
@@ -474,18 +467,10 @@ impl<'a> Compiler<'a> {
             LayoutKind::Full => match producer.position(device) {
                 Some(i) => self.task_of(u, i),
                 None => {
-                    // From the nearest holder: a replica, or a device the tensor was sent to
-                    // already (a broadcast tree: one copy crosses to a machine, its GPUs share
-                    // it over their fast links).
-                    let mut holders: Vec<(u32, TaskId)> = (0..producer.devices.len())
+                    let replicas: Vec<(u32, TaskId)> = (0..producer.devices.len())
                         .map(|i| (producer.devices[i], self.task_of(u, i)))
                         .collect();
-                    holders.extend(self.copies.get(&u).into_iter().flatten().copied());
-                    let devices: Vec<u32> = holders.iter().map(|h| h.0).collect();
-                    let (from, src) = holders[self.nearest(&devices, device)];
-                    let t = self.transfer(TaskRole::Transfer, u, src, from, device, bytes);
-                    self.copies.entry(u).or_default().push((device, t));
-                    t
+                    self.send_from_nearest(u, replicas, device, bytes)
                 }
             },
             LayoutKind::Split => {
@@ -504,23 +489,34 @@ impl<'a> Compiler<'a> {
                 self.concat(u, device, bytes, &pieces)
             }
             LayoutKind::Partial => {
-                let mut holders = self.aggregate(u, device, bytes);
+                let holders = self.aggregate(u, device, bytes);
                 match holders.iter().find(|h| h.0 == device) {
                     Some(&(_, t)) => t,
-                    None => {
-                        holders.extend(self.copies.get(&u).into_iter().flatten().copied());
-                        let devices: Vec<u32> = holders.iter().map(|h| h.0).collect();
-                        let (from, src) = holders[self.nearest(&devices, device)];
-                        let t = self.transfer(TaskRole::Transfer, u, src, from, device, bytes);
-                        self.copies.entry(u).or_default().push((device, t));
-                        t
-                    }
+                    None => self.send_from_nearest(u, holders, device, bytes),
                 }
             }
         };
         self.whole_on.insert((u, device), t);
         t
     }
+    /// `u`'s whole tensor sent to `device` from the nearest of `holders` or of the devices it was
+    /// sent to already (a broadcast tree: one copy crosses to a machine, its GPUs share it over
+    /// their fast links); the copy is remembered for later sends.
+    fn send_from_nearest(
+        &mut self,
+        u: OpIdx,
+        mut holders: Vec<(u32, TaskId)>,
+        device: u32,
+        bytes: f64,
+    ) -> TaskId {
+        holders.extend(self.copies.get(&u).into_iter().flatten().copied());
+        let devices: Vec<u32> = holders.iter().map(|h| h.0).collect();
+        let (from, src) = holders[self.nearest(&devices, device)];
+        let t = self.transfer(TaskRole::Transfer, u, src, from, device, bytes);
+        self.copies.entry(u).or_default().push((device, t));
+        t
+    }
+
     /// Index in `candidates` of the device with the fastest route to `to` (ties: first).
     pub(super) fn nearest(&self, candidates: &[u32], to: u32) -> usize {
         let mut best = 0;

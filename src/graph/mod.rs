@@ -160,6 +160,12 @@ impl Op {
         self.batch_scaled
             .unwrap_or_else(|| self.phase.scales_with_batch_by_default())
     }
+
+    /// Whether the output has a batch dimension (an input, an activation, its gradient): a
+    /// batch-split consumer takes a slice of it, a pipeline sends it per micro-batch.
+    pub fn carries_batch(&self) -> bool {
+        self.scales_with_batch() && self.split == Splittability::Concat
+    }
 }
 
 /// A tensor flowing from `src` to `dst`.

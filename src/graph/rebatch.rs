@@ -5,7 +5,7 @@
 //! - an op's FLOPs, memory traffic and profiled times, where the op's work scales with the batch
 //!   ([`Op::scales_with_batch`]);
 //! - an op's output bytes, and the bytes of every edge leaving it, where its output carries the
-//!   batch, i.e. slices of it concatenate into the whole ([`Splittability::Concat`]).
+//!   batch ([`Op::carries_batch`]: slices of it concatenate into the whole).
 //!
 //! What that assumes: every batch-carrying tensor's size is proportional to the batch (true of
 //! inputs, activations and their gradients), the compute of a batch-scaled op is linear in the
@@ -14,7 +14,7 @@
 //! what does not carry the batch (parameters, their gradients, optimizer state, reduced
 //! statistics such as a loss) keeps its size.
 
-use super::{Graph, Splittability};
+use super::Graph;
 use crate::error::InputError;
 
 /// `graph` at `batch` samples per iteration; `source` names it in errors.
@@ -30,13 +30,13 @@ pub fn rebatch(graph: &Graph, batch: u32, source: &str) -> Result<Graph, InputEr
             op.bytes_accessed *= ratio;
             op.profiled_us.values_mut().for_each(|us| *us *= ratio);
         }
-        if carries_batch(op.split) {
+        if op.carries_batch() {
             op.output_bytes *= ratio;
         }
     }
     let mut edges = graph.edges().to_vec();
     for edge in &mut edges {
-        if carries_batch(graph.op(edge.src).split) {
+        if graph.op(edge.src).carries_batch() {
             edge.bytes *= ratio;
         }
     }
@@ -48,9 +48,4 @@ pub fn rebatch(graph: &Graph, batch: u32, source: &str) -> Result<Graph, InputEr
         edges,
         graph.gradients().to_vec(),
     )
-}
-
-/// Whether an op's output holds one row per sample.
-fn carries_batch(split: Splittability) -> bool {
-    split == Splittability::Concat
 }

@@ -5,7 +5,7 @@
 use crate::cluster::GpuSpec;
 use crate::error::Result;
 use crate::evaluate::Problem;
-use crate::graph::{Graph, Op, OpIdx, Phase, Splittability, rebatch};
+use crate::graph::{Graph, OpIdx, Phase, rebatch};
 
 /// Most chunks the forward order is cut into before stages are made of them.
 pub const CHUNKS: usize = 96;
@@ -29,8 +29,8 @@ pub(super) struct Chunks {
     pub(super) resident_bytes: Vec<f64>,
     /// Forward output bytes per chunk at the full batch (activations kept for the backward).
     pub(super) activation_bytes: Vec<f64>,
-    /// Bytes of activations and activation gradients crossing a cut after each chunk, either way,
-    /// at the full batch: sent once per micro-batch, a share each.
+    /// Bytes of activations and activation gradients crossing the cut after each chunk, either
+    /// way, at the full batch: sent once per micro-batch, a share each.
     pub(super) cut_bytes: Vec<f64>,
     /// Everything else that leaves its chunk (tied weights, their summed gradients): sent once
     /// per iteration, straight from its producer's stage to each consumer's.
@@ -80,13 +80,7 @@ fn positions(g: &Graph) -> Vec<usize> {
         if g.op(i).phase != Phase::Backward {
             continue;
         }
-        // A constant made once at the start (a causal mask) is read by the gradient of the
-        // product with it, in every layer: it says nothing of the layer.
-        let forward = g
-            .predecessors(i)
-            .filter(|&j| g.op(j).phase == Phase::Forward && g.op(j).scales_with_batch())
-            .map(|j| pos[j])
-            .max();
+        let forward = latest_activation_read(g, &pos, i);
         let inherited = g
             .predecessors(i)
             .filter(|&j| pos[j] != usize::MAX && g.op(j).scales_with_batch())
@@ -113,6 +107,22 @@ fn positions(g: &Graph) -> Vec<usize> {
     pos
 }
 
+/// Position of the latest forward op carrying the batch that op `i` reads. A constant made once
+/// at the start (a causal mask) is read by the gradient of the product with it, in every layer:
+/// it says nothing of the layer.
+fn latest_activation_read(g: &Graph, pos: &[usize], i: OpIdx) -> Option<usize> {
+    g.predecessors(i)
+        .filter(|&j| g.op(j).phase == Phase::Forward && g.op(j).scales_with_batch())
+        .map(|j| pos[j])
+        .max()
+}
+
+/// Whether ops of `phase` run in the forward and backward passes (per micro-batch in a
+/// pipeline), as inputs, forward and backward ops do; parameters and updates run once.
+fn in_passes(phase: Phase) -> bool {
+    matches!(phase, Phase::Input | Phase::Forward | Phase::Backward)
+}
+
 /// Sweeps of [`settle_backward`].
 const SETTLE_SWEEPS: usize = 2;
 
@@ -126,19 +136,8 @@ fn settle_backward(g: &Graph, order: &[OpIdx], pos: &mut [usize]) {
         if g.op(i).phase != Phase::Backward {
             continue;
         }
-        let placed = |j: OpIdx| {
-            pos[j] != usize::MAX
-                && matches!(
-                    g.op(j).phase,
-                    Phase::Forward | Phase::Backward | Phase::Input
-                )
-        };
-        let lo = g
-            .predecessors(i)
-            .filter(|&j| g.op(j).phase == Phase::Forward && g.op(j).scales_with_batch())
-            .map(|j| pos[j])
-            .max()
-            .unwrap_or(0);
+        let placed = |j: OpIdx| pos[j] != usize::MAX && in_passes(g.op(j).phase);
+        let lo = latest_activation_read(g, pos, i).unwrap_or(0);
         let hi = g
             .predecessors(i)
             .filter(|&j| g.op(j).phase == Phase::Backward)
@@ -178,16 +177,12 @@ fn settle_backward(g: &Graph, order: &[OpIdx], pos: &mut [usize]) {
 pub(super) fn chunk(p: &Problem, types: &[&GpuSpec], micro_batches: &[u32]) -> Result<Chunks> {
     let g = p.graph;
     let pos = positions(g);
-    let time = |op: OpIdx, gpu: &GpuSpec| match g.op(op).phase {
-        Phase::Forward | Phase::Backward | Phase::Input => {
-            p.cost.compute_time_us(g.op(op), gpu, 1.0)
-        }
-        _ => 0.0,
-    };
     let positions = pos.iter().copied().max().unwrap_or(0) + 1;
     let mut work_at = vec![0.0; positions];
-    for op in 0..g.len() {
-        work_at[pos[op]] += time(op, types[0]);
+    for (op, o) in g.ops().iter().enumerate() {
+        if in_passes(o.phase) {
+            work_at[pos[op]] += p.cost.compute_time_us(o, types[0], 1.0);
+        }
     }
     let of_position = cheap_cut(&work_at, &crossing(g, &pos, positions), CHUNKS);
     let n = of_position.iter().copied().max().unwrap_or(0) + 1;
@@ -199,7 +194,7 @@ pub(super) fn chunk(p: &Problem, types: &[&GpuSpec], micro_batches: &[u32]) -> R
         grad_bytes: vec![0.0; n],
         resident_bytes: vec![0.0; n],
         activation_bytes: vec![0.0; n],
-        cut_bytes: vec![0.0; n],
+        cut_bytes: crossing(g, &of_op, n),
         once: Vec::new(),
         of_op,
     };
@@ -217,35 +212,22 @@ pub(super) fn chunk(p: &Problem, types: &[&GpuSpec], micro_batches: &[u32]) -> R
             c.accumulate_us[t][k] += p.cost.kernel_us(gpu, bytes / 4.0, 3.0 * bytes);
         }
     }
-    // A tensor that carries the batch (activations and their gradients) crosses every cut
-    // between its producer's chunk and its farthest consumer's, once per micro-batch however many
-    // consumers lie beyond; any other (a tied weight, its summed gradient) goes once per
-    // iteration to each chunk that reads it.
+    // A tensor that carries the batch crosses cuts per micro-batch (`cut_bytes`); any other (a
+    // tied weight, its summed gradient) goes once per iteration to each chunk that reads it.
     for u in 0..g.len() {
-        let home = c.of_op[u];
         let readers = readers(g, u, &c.of_op);
-        if readers.is_empty() {
+        if readers.is_empty() || g.op(u).carries_batch() {
             continue;
         }
         let bytes = readers.iter().map(|r| r.1).fold(0.0, f64::max);
-        let op = g.op(u);
-        let per_micro_batch = carries_batch(op);
-        if per_micro_batch {
-            let lo = readers.iter().map(|r| r.0).chain([home]).min().unwrap();
-            let hi = readers.iter().map(|r| r.0).chain([home]).max().unwrap();
-            for crossed in &mut c.cut_bytes[lo..hi] {
-                *crossed += bytes;
-            }
-        } else {
-            let mut readers: Vec<usize> = readers.into_iter().map(|r| r.0).collect();
-            readers.sort_unstable();
-            readers.dedup();
-            c.once.push(OnceTensor {
-                home,
-                readers,
-                bytes,
-            });
-        }
+        let mut readers: Vec<usize> = readers.into_iter().map(|r| r.0).collect();
+        readers.sort_unstable();
+        readers.dedup();
+        c.once.push(OnceTensor {
+            home: c.of_op[u],
+            readers,
+            bytes,
+        });
     }
     for &m in micro_batches {
         let work = micro_batch_work(p, types, &c.of_op, n, m)?;
@@ -271,7 +253,7 @@ fn micro_batch_work(
     };
     for (op, &k) in of_op.iter().enumerate() {
         let o = micro.op(op);
-        if !matches!(o.phase, Phase::Forward | Phase::Backward | Phase::Input) {
+        if !in_passes(o.phase) {
             continue;
         }
         for (t, gpu) in types.iter().enumerate() {
@@ -281,14 +263,6 @@ fn micro_batch_work(
         }
     }
     Ok(w)
-}
-
-/// Whether an op's output carries the batch (an activation, its gradient): what a pipeline sends
-/// per micro-batch.
-fn carries_batch(op: &Op) -> bool {
-    matches!(op.phase, Phase::Forward | Phase::Backward | Phase::Input)
-        && op.split == Splittability::Concat
-        && op.scales_with_batch()
 }
 
 /// The units (positions or chunks, `unit_of` each op) other than its own that read `u`'s output,
@@ -302,25 +276,30 @@ fn readers(g: &Graph, u: OpIdx, unit_of: &[usize]) -> Vec<(usize, f64)> {
         .collect()
 }
 
-/// Bytes carrying the batch that cross the boundary after each position (both ways).
-fn crossing(g: &Graph, pos: &[usize], positions: usize) -> Vec<f64> {
-    let mut delta = vec![0.0; positions + 1];
+/// Bytes carrying the batch that cross the boundary after each unit (position or chunk, `unit_of`
+/// each op; both ways), each tensor once however many readers lie beyond.
+fn crossing(g: &Graph, unit_of: &[usize], units: usize) -> Vec<f64> {
+    let mut delta = vec![0.0; units + 1];
     for u in 0..g.len() {
-        let r = readers(g, u, pos);
-        if r.is_empty() || !carries_batch(g.op(u)) {
+        let r = readers(g, u, unit_of);
+        if r.is_empty() || !g.op(u).carries_batch() {
             continue;
         }
         let bytes = r.iter().map(|x| x.1).fold(0.0, f64::max);
-        let lo = r.iter().map(|x| x.0).chain([pos[u]]).min().unwrap();
-        let hi = r.iter().map(|x| x.0).chain([pos[u]]).max().unwrap();
+        let lo = r.iter().map(|x| x.0).chain([unit_of[u]]).min().unwrap();
+        let hi = r.iter().map(|x| x.0).chain([unit_of[u]]).max().unwrap();
         delta[lo] += bytes;
         delta[hi] -= bytes;
     }
-    delta
-        .iter()
-        .take(positions)
-        .scan(0.0, |acc, d| {
-            *acc += d;
+    delta.truncate(units);
+    running_sum(&delta)
+}
+
+/// The sums of `v`'s first 1, 2, …, all values.
+pub(super) fn running_sum(v: &[f64]) -> Vec<f64> {
+    v.iter()
+        .scan(0.0, |acc, x| {
+            *acc += x;
             Some(*acc)
         })
         .collect()
@@ -335,13 +314,7 @@ fn crossing(g: &Graph, pos: &[usize], positions: usize) -> Vec<f64> {
 fn cheap_cut(work: &[f64], crossing: &[f64], parts: usize) -> Vec<usize> {
     let total: f64 = work.iter().sum();
     let share = total / parts as f64;
-    let done: Vec<f64> = work
-        .iter()
-        .scan(0.0, |acc, w| {
-            *acc += w;
-            Some(*acc)
-        })
-        .collect();
+    let done = running_sum(work);
     let last = work.len().saturating_sub(1);
     let mut ends: Vec<usize> = (1..parts)
         .filter_map(|k| {
@@ -373,7 +346,7 @@ fn cheap_cut(work: &[f64], crossing: &[f64], parts: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::GraphBuilder;
+    use crate::graph::{GraphBuilder, Op};
 
     /// Every chunk ends where the fewest bytes cross within its window: on a "transformer" whose
     /// residual points (crossing 1) come every fourth position between inner ones (crossing 5),

@@ -5,8 +5,9 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::chunks::{Chunks, chunk};
+use super::chunks::{Chunks, chunk, running_sum};
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
+use crate::cost::collective::ring_allreduce_us;
 use crate::error::{Result, SearchError};
 use crate::evaluate::{Placement, Problem, evaluate};
 use crate::strategy::{
@@ -73,7 +74,9 @@ pub fn best_pipeline(
             counts
                 .into_iter()
                 .flat_map(|m| Schedule::ALL.map(|schedule| (m, schedule)))
-                .filter_map(|(m, schedule)| balanced(&chunks, &order, m, schedule, routes))
+                .filter_map(|(m, schedule)| {
+                    balanced(&chunks, &order, m, schedule, (p.cluster, routes))
+                })
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -103,37 +106,30 @@ pub fn best_pipeline(
     Ok(best)
 }
 
-/// The [`SIMULATED`] best estimates (`plans` sorted), half of each schedule where both have
-/// that many: the estimates rank plans of one schedule better than across the two.
+/// The [`SIMULATED`] best estimates (`plans` sorted, kept so), half of each schedule where
+/// both have that many: the estimates rank plans of one schedule better than across the two.
 fn best_of_each_schedule(plans: Vec<Plan>) -> Vec<Plan> {
     let per_schedule = SIMULATED / Schedule::ALL.len();
-    let mut kept: Vec<Plan> = Schedule::ALL
-        .iter()
-        .flat_map(|&s| {
-            plans
-                .iter()
-                .filter(move |p| p.schedule == s)
-                .take(per_schedule)
-        })
-        .cloned()
-        .collect();
-    for p in &plans {
-        if kept.len() >= SIMULATED {
-            break;
-        }
-        if !kept.iter().any(|k| same_plan(k, p)) {
-            kept.push(p.clone());
+    let mut kept = vec![false; plans.len()];
+    for schedule in Schedule::ALL {
+        let of_schedule = (0..plans.len()).filter(|&i| plans[i].schedule == schedule);
+        for i in of_schedule.take(per_schedule) {
+            kept[i] = true;
         }
     }
-    kept.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
-    kept
-}
-
-fn same_plan(a: &Plan, b: &Plan) -> bool {
-    same_units(&a.units, &b.units)
-        && a.ends == b.ends
-        && a.micro_batches == b.micro_batches
-        && a.schedule == b.schedule
+    let mut room = SIMULATED.saturating_sub(kept.iter().filter(|&&k| k).count());
+    for k in kept.iter_mut().filter(|k| !**k) {
+        if room == 0 {
+            break;
+        }
+        *k = true;
+        room -= 1;
+    }
+    plans
+        .into_iter()
+        .zip(kept)
+        .filter_map(|(plan, keep)| keep.then_some(plan))
+        .collect()
 }
 
 /// The GPU types of `units`, each once.
@@ -244,20 +240,19 @@ fn balanced(
     order: &[Unit],
     m: u32,
     schedule: Schedule,
-    routes: &RouteTable,
+    (cluster, routes): (&Cluster, &RouteTable),
 ) -> Option<Plan> {
     let (n, p) = (c.grad_bytes.len(), order.len());
     if n < p {
         return None;
     }
-    let prefix = |v: &[f64]| -> Vec<f64> {
-        std::iter::once(0.0)
-            .chain(v.iter().scan(0.0, |s, x| {
-                *s += x;
-                Some(*s)
-            }))
-            .collect()
-    };
+    // Sums over chunks `a..b` as `prefix[b] − prefix[a]`.
+    let prefix = |v: &[f64]| -> Vec<f64> { std::iter::once(0.0).chain(running_sum(v)).collect() };
+    // Each stage's GPU type, looked up once rather than in the dynamic programme's loop.
+    let type_of: Vec<usize> = order
+        .iter()
+        .map(|u| c.types.iter().position(|x| x == u.gpu.name).unwrap())
+        .collect();
     let work = c.work(m);
     let [fixed, scaled, accumulate] = [&work.fixed_us, &work.scaled_us, &c.accumulate_us]
         .map(|per_type| per_type.iter().map(|w| prefix(w)).collect::<Vec<_>>());
@@ -267,8 +262,7 @@ fn balanced(
     // (compute, send) of one micro-batch on stage `s` holding chunks `a..b`; `None` when it does
     // not fit.
     let stage_parts = |s: usize, a: usize, b: usize| -> Option<(f64, f64)> {
-        let u = &order[s];
-        let t = c.types.iter().position(|x| x == u.gpu.name).unwrap();
+        let (u, t) = (&order[s], type_of[s]);
         let gpus = u.devices.len() as f64;
         let compute = fixed[t][b] - fixed[t][a]
             + (scaled[t][b] - scaled[t][a]) / gpus
@@ -322,17 +316,11 @@ fn balanced(
     }
     let allreduce = (0..p)
         .map(|s| {
-            let a = if s == 0 { 0 } else { ends[s - 1] };
-            let grads: f64 = c.grad_bytes[a..ends[s]].iter().sum();
-            let u = &order[s];
-            let k = u.devices.len() as f64;
-            if k < 2.0 {
-                return 0.0;
-            }
-            2.0 * (k - 1.0) / k * grads / routes.bandwidth(u.devices[0], u.devices[1])
+            let grads: f64 = c.grad_bytes[stage_start(&ends, s)..ends[s]].iter().sum();
+            ring_allreduce_us(cluster, &order[s].devices, grads)
         })
         .fold(0.0, f64::max);
-    let stage_of = |k: usize| ends.iter().position(|&e| k < e).unwrap();
+    let stage_of = |k: usize| stage_of_chunk(&ends, k);
     let once: f64 = c
         .once
         .iter()
@@ -352,7 +340,7 @@ fn balanced(
         Schedule::GPipe => {
             let fill: f64 = (0..p)
                 .map(|s| {
-                    let a = if s == 0 { 0 } else { ends[s - 1] };
+                    let a = stage_start(&ends, s);
                     let (compute, send) = stage_parts(s, a, ends[s]).unwrap_or_default();
                     compute + send
                 })
@@ -367,6 +355,16 @@ fn balanced(
         schedule,
         estimate_us: pipeline_us + allreduce + once,
     })
+}
+
+/// The stage holding chunk `k`, stages ending (exclusive) at `ends`.
+fn stage_of_chunk(ends: &[usize], k: usize) -> usize {
+    ends.iter().position(|&e| k < e).unwrap()
+}
+
+/// The first chunk of stage `s`.
+fn stage_start(ends: &[usize], s: usize) -> usize {
+    if s == 0 { 0 } else { ends[s - 1] }
 }
 
 /// The plan as a strategy, simulated.
@@ -391,8 +389,11 @@ fn score(p: &Problem, routes: &RouteTable, c: &Chunks, plan: &Plan) -> Result<Be
 /// One op group per stage, data-parallel (AllReduce, speed-proportional shares) on its unit.
 fn strategy(p: &Problem, c: &Chunks, plan: &Plan) -> Strategy {
     let g = p.graph;
-    let stage_of_chunk = |k: usize| plan.ends.iter().position(|&e| k < e).unwrap();
-    let op_group: Vec<u32> = c.of_op.iter().map(|&k| stage_of_chunk(k) as u32).collect();
+    let op_group: Vec<u32> = c
+        .of_op
+        .iter()
+        .map(|&k| stage_of_chunk(&plan.ends, k) as u32)
+        .collect();
     let decisions = plan
         .units
         .iter()

@@ -52,7 +52,6 @@ impl Schedule {
 pub struct Pipeline {
     /// Stage of each op group (index = group).
     stage_of_group: Vec<u32>,
-    stages: usize,
     pub micro_batches: u32,
     pub schedule: Schedule,
 }
@@ -116,14 +115,17 @@ impl Pipeline {
         }
         Ok(Pipeline {
             stage_of_group,
-            stages: stages.len(),
             micro_batches,
             schedule,
         })
     }
 
+    /// Stages in the chain (every stage holds a group, so the largest stage index names the last).
     pub fn stages(&self) -> usize {
-        self.stages
+        self.stage_of_group
+            .iter()
+            .max()
+            .map_or(0, |&s| s as usize + 1)
     }
 
     pub fn stage_of(&self, group: usize) -> usize {
@@ -132,7 +134,7 @@ impl Pipeline {
 
     /// Group indices of every stage, in chain order.
     pub fn stage_groups(&self) -> Vec<Vec<usize>> {
-        let mut out = vec![Vec::new(); self.stages];
+        let mut out = vec![Vec::new(); self.stages()];
         for (g, &s) in self.stage_of_group.iter().enumerate() {
             out[s as usize].push(g);
         }
