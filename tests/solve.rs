@@ -625,3 +625,68 @@ fn the_warm_starts_local_search_only_improves_and_stays_feasible() {
         "the search improves some greedy schedule"
     );
 }
+
+/// A chain of four 100 µs ops, each with a 30 µs side op hanging off it (10 bytes over a 1 B/µs
+/// link with 5 µs latency between two identical GPUs): the optimum keeps the chain and its last
+/// side op on one GPU and the other side ops beside it, so the critical path (430 µs) is the
+/// makespan. The critical-path-first start finds exactly that where greedy list scheduling does
+/// not; the MILP and brute force agree.
+#[test]
+fn the_critical_path_first_start_reaches_the_critical_path_bound() {
+    use topoplace::solve::instance::{Node, NodeEdge};
+    use topoplace::solve::schedule::{Channels, critical_path_first, greedy, semi_active};
+    let node = |t: f64| Node {
+        ops: Vec::new(),
+        compute: vec![t, t],
+        memory: 1.0,
+    };
+    let mut nodes = Vec::new();
+    let mut edges = Vec::new();
+    for k in 0..4 {
+        nodes.push(node(100.0)); // chain op 2k
+        nodes.push(node(30.0)); // side op 2k + 1
+        edges.push(NodeEdge {
+            src: 2 * k,
+            dst: 2 * k + 1,
+            bytes: 10.0,
+        });
+        if k > 0 {
+            edges.push(NodeEdge {
+                src: 2 * k - 2,
+                dst: 2 * k,
+                bytes: 10.0,
+            });
+        }
+    }
+    let inst = Instance {
+        nodes,
+        edges,
+        capacity: vec![1e9, 1e9],
+        latency: vec![vec![0.0, 5.0], vec![5.0, 0.0]],
+        bandwidth: vec![vec![f64::INFINITY, 1.0], vec![1.0, f64::INFINITY]],
+        colocate: Vec::new(),
+    };
+    let bound = 430.0;
+    assert_eq!(inst.critical_nodes(), vec![0, 2, 4, 6, 7]);
+    for channels in [Channels::Unlimited, Channels::PerPair] {
+        let plan = critical_path_first(&inst, channels);
+        assert!(plan.admissible(&inst));
+        assert!(
+            close(plan.makespan, bound, 1e-9),
+            "{channels:?}: {}",
+            plan.makespan
+        );
+        let on_path: Vec<usize> = [0, 2, 4, 6, 7].iter().map(|&i| plan.device[i]).collect();
+        assert!(on_path.iter().all(|&d| d == on_path[0]), "{on_path:?}");
+        let again = semi_active(&inst, channels, &plan.device, &plan.sequence(&inst));
+        assert!(close(again.makespan, plan.makespan, 1e-9));
+        // The greedy rule lets a side op take the chain's GPU first and delay it.
+        let greedy = greedy(&inst, channels);
+        assert!(greedy.makespan > bound + 1.0, "{}", greedy.makespan);
+    }
+    let r = solve_instance(&inst, Formulation::Moirai, &exact()).unwrap();
+    assert_eq!(r.status, SolveStatus::Optimal);
+    assert!(close(r.objective_us.unwrap(), bound, 1e-6));
+    let reference = brute::optimum(&inst, Formulation::Moirai.channels()).unwrap();
+    assert!(close(reference.makespan, bound, 1e-9));
+}

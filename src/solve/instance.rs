@@ -123,6 +123,17 @@ impl Instance {
             .expect("an instance is acyclic by construction")
     }
 
+    /// The nodes on a longest path at fastest times with free transfers (`head + p + tail` equal
+    /// to the critical-path bound).
+    pub fn critical_nodes(&self) -> Vec<usize> {
+        let (head, tail) = self.heads_and_tails();
+        let through = |i: usize| head[i] + self.fastest(i) + tail[i];
+        let longest = (0..self.len()).map(through).fold(0.0, f64::max);
+        (0..self.len())
+            .filter(|&i| through(i) >= longest * (1.0 - 1e-9))
+            .collect()
+    }
+
     /// Longest paths of fastest compute times (transfers free) ending before each node (head)
     /// and starting after it (tail): lower bounds on its start and on what follows its finish.
     pub fn heads_and_tails(&self) -> (Vec<f64>, Vec<f64>) {

@@ -110,15 +110,8 @@ pub fn solve_instance(
 ) -> Result<InstanceResult> {
     let started = Instant::now();
     let channels = formulation.channels();
-    let mut heuristic = schedule::greedy(inst, channels);
-    if !heuristic.admissible(inst) {
-        heuristic = schedule::memory_first(inst, channels);
-    }
-    if heuristic.admissible(inst) {
-        let deadline =
-            started + Duration::from_secs_f64(opts.time_limit_s.max(0.0) * IMPROVE_SHARE);
-        heuristic = improve::improve(inst, channels, heuristic, deadline);
-    }
+    let improve_for = Duration::from_secs_f64(opts.time_limit_s.max(0.0) * IMPROVE_SHARE);
+    let mut heuristic = warm_start(inst, channels, started + improve_for);
     // The warm start must obey the symmetry-breaking rows; relabelling keeps its schedule.
     heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);
     let admissible = heuristic.admissible(inst);
@@ -186,6 +179,36 @@ pub fn solve_instance(
         solve_seconds: out.seconds,
         plan,
     })
+}
+
+/// The best of the greedy and the critical-path-first schedules, each improved by local search
+/// (the time shared); the memory-first fill when neither fits.
+fn warm_start(inst: &Instance, channels: Channels, deadline: Instant) -> Plan {
+    let fits = |plans: Vec<Plan>| -> Vec<Plan> {
+        plans.into_iter().filter(|p| p.admissible(inst)).collect()
+    };
+    let mut starts = fits(vec![
+        schedule::greedy(inst, channels),
+        schedule::critical_path_first(inst, channels),
+    ]);
+    if starts.is_empty() {
+        let filled = schedule::memory_first(inst, channels);
+        if !filled.admissible(inst) {
+            return filled;
+        }
+        starts.push(filled);
+    }
+    let now = Instant::now();
+    let half = deadline.saturating_duration_since(now) / 2;
+    starts
+        .into_iter()
+        .enumerate()
+        .map(|(at, plan)| {
+            let until = now + half * (at as u32 + 1);
+            improve::improve(inst, channels, plan, until)
+        })
+        .min_by(|a, b| a.makespan.total_cmp(&b.makespan))
+        .expect("a start")
 }
 
 /// Refuse an instance whose model would exceed the memory limit, before building it.

@@ -222,9 +222,40 @@ pub fn semi_active(
 }
 
 /// A quick feasible schedule for the warm start and the big-M horizon: nodes in topological
-/// order, most work-to-go first, each on the device (with room, honouring co-location) where it
-/// would finish first, its transfers queued on their channels just before it.
+/// order, each on the device (with room, honouring co-location) where it would finish first, its
+/// transfers queued on their channels just before it.
 pub fn greedy(inst: &Instance, channels: Channels) -> Plan {
+    list_schedule(inst, channels, &vec![None; inst.len()], None)
+}
+
+/// The second warm start: the nodes of the critical paths (fastest times, free transfers) pinned
+/// to the device that runs them fastest, every other node kept off it and placed as [`greedy`]
+/// places. Where the optimum is the critical path itself (the off-path work hides beside it, as
+/// the weight gradients of a CNN's training step do on four GPUs), this finds it, while the
+/// greedy rule lets the first off-path node take the path's device and delay it.
+pub fn critical_path_first(inst: &Instance, channels: Channels) -> Plan {
+    let path = inst.critical_nodes();
+    let path_time = |d: usize| -> f64 { path.iter().map(|&i| inst.nodes[i].compute[d]).sum() };
+    let path_bytes: f64 = path.iter().map(|&i| inst.nodes[i].memory).sum();
+    let home = (0..inst.devices())
+        .filter(|&d| path_bytes <= inst.capacity[d])
+        .min_by(|&a, &b| path_time(a).total_cmp(&path_time(b)))
+        .unwrap_or(0);
+    let mut pinned = vec![None; inst.len()];
+    for &i in &path {
+        pinned[i] = Some(home);
+    }
+    list_schedule(inst, channels, &pinned, Some(home))
+}
+
+/// List scheduling in topological order: a pinned node goes to its device; any other to the
+/// device with room (and, while another has room, not `avoid`) where it would finish first.
+fn list_schedule(
+    inst: &Instance,
+    channels: Channels,
+    pinned: &[Option<usize>],
+    avoid: Option<usize>,
+) -> Plan {
     let n = inst.len();
     let ins = in_edges(inst);
     let order = inst.topological_order();
@@ -233,18 +264,25 @@ pub fn greedy(inst: &Instance, channels: Channels) -> Plan {
     let mut device = vec![usize::MAX; n];
     let mut t = Timer::new(inst, channels, vec![0; n], &ins);
     for &i in &order {
-        let forced = (leader[i] != i && device[leader[i]] != usize::MAX).then(|| device[leader[i]]);
+        let forced = (leader[i] != i && device[leader[i]] != usize::MAX)
+            .then(|| device[leader[i]])
+            .or(pinned[i]);
         let candidates: Vec<usize> = match forced {
             Some(d) => vec![d],
             None => {
-                let room: Vec<usize> = (0..inst.devices())
-                    .filter(|&d| used[d] + inst.nodes[i].memory <= inst.capacity[d])
-                    .collect();
-                if room.is_empty() {
-                    (0..inst.devices()).collect()
-                } else {
-                    room
-                }
+                let all: Vec<usize> = (0..inst.devices()).collect();
+                let room = |ds: &[usize]| -> Vec<usize> {
+                    ds.iter()
+                        .copied()
+                        .filter(|&d| used[d] + inst.nodes[i].memory <= inst.capacity[d])
+                        .collect()
+                };
+                let preferred: Vec<usize> =
+                    all.iter().copied().filter(|&d| Some(d) != avoid).collect();
+                [room(&preferred), room(&all), all]
+                    .into_iter()
+                    .find(|ds| !ds.is_empty())
+                    .expect("at least one device")
             }
         };
         let mut best: Option<(f64, Timer)> = None;
