@@ -407,3 +407,59 @@ fn a_family_profile_applies_to_every_board_and_an_exact_one_wins() {
         assert!(!known_profile_key(key), "{key}");
     }
 }
+
+/// Kernel classes by framework type: a dense matrix product wherever one of its names appears
+/// (any case, any prefix or suffix), a convolution by prefix, everything else memory-bound — a
+/// brute-force substring check is the reference.
+#[test]
+fn kernel_classes_follow_the_op_type() {
+    use topoplace::cost::KernelClass;
+    let gemm_names = ["matmul", "gemm", "addmm", "bmm", "einsum", "linear"];
+    let reference = |t: &str| {
+        let l = t.to_ascii_lowercase();
+        if l.starts_with("conv") || l.starts_with("depthwiseconv") {
+            KernelClass::Conv
+        } else if l == "mm" || gemm_names.iter().any(|n| l.contains(n)) {
+            KernelClass::Gemm
+        } else {
+            KernelClass::Memory
+        }
+    };
+    let types = [
+        "MatMul",
+        "BatchMatMulV2",
+        "aten::addmm",
+        "aten::bmm",
+        "Mm",
+        "mmatmul",
+        "torch.einsum",
+        "Linear",
+        "LinearBackward",
+        "Gemm",
+        "LayerNorm",
+        "Lin",
+        "Add",
+        "Softmax",
+        "ApplyAdam",
+        "Conv2D",
+        "DepthwiseConv2dNative",
+        "BiasAdd",
+        "em",
+        "",
+        "MatMu",
+        "mm_",
+        "baddbmm",
+    ];
+    for t in types {
+        let op = Op::new(0, "op", t, Phase::Forward);
+        assert_eq!(KernelClass::of(&op), reference(t), "{t}");
+    }
+    assert_eq!(
+        KernelClass::of(&Op::new(0, "o", "LinearBackward", Phase::Backward)),
+        KernelClass::Gemm
+    );
+    assert_eq!(
+        KernelClass::of(&Op::new(0, "o", "LayerNorm", Phase::Forward)),
+        KernelClass::Memory
+    );
+}

@@ -5,6 +5,8 @@
 
 use std::time::Instant;
 
+use rayon::prelude::*;
+
 use super::{Budget, placer};
 use crate::cluster::RouteTable;
 use crate::error::{Error, Result, SearchError};
@@ -40,37 +42,50 @@ pub struct Heuristic {
     pub fits: bool,
 }
 
-/// Every heuristic's placement in [`HEURISTICS`] order, until `deadline` passes (the first one,
-/// `dp-subset`, always runs; a list scheduler still running at the deadline gives up).
+/// Every heuristic's placement in [`HEURISTICS`] order, those started before `deadline` (the
+/// first one, `dp-subset`, always runs; a list scheduler still running at the deadline gives
+/// up). They run side by side; the list keeps its order whichever finished first.
 pub fn heuristics(
     p: &Problem,
     routes: &RouteTable,
     deadline: Option<Instant>,
 ) -> Result<Vec<Heuristic>> {
-    let mut out = Vec::with_capacity(HEURISTICS.len());
-    for &name in HEURISTICS {
-        if !out.is_empty() && deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        let budget = Budget {
-            deadline: if out.is_empty() { None } else { deadline },
-            ..Budget::default()
-        };
-        let placement = match placer(name)?.place(p, &budget) {
-            Err(Error::Search(SearchError::OutOfTime)) => break,
-            // One GPU, or a batch that no micro-batch count cuts: no pipeline to compare.
-            Err(Error::Search(SearchError::NoPipeline { .. })) => continue,
-            placement => placement?,
-        };
-        let e = evaluate(p, routes, &placement)?;
-        out.push(Heuristic {
-            name,
-            placement,
-            time_us: e.report.iteration_us,
-            fits: e.result.oom.is_empty(),
-        });
+    let found: Vec<Option<Heuristic>> = HEURISTICS
+        .par_iter()
+        .enumerate()
+        .map(|(at, &name)| heuristic(p, routes, name, deadline.filter(|_| at > 0)))
+        .collect::<Result<_>>()?;
+    Ok(found.into_iter().flatten().collect())
+}
+
+/// One heuristic's placement, simulated; none when it is out of time or has nothing to offer.
+fn heuristic(
+    p: &Problem,
+    routes: &RouteTable,
+    name: &'static str,
+    deadline: Option<Instant>,
+) -> Result<Option<Heuristic>> {
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Ok(None);
     }
-    Ok(out)
+    let budget = Budget {
+        deadline,
+        ..Budget::default()
+    };
+    let placement = match placer(name)?.place(p, &budget) {
+        // Out of time, or (one GPU, a batch no micro-batch count cuts) no pipeline to compare.
+        Err(Error::Search(SearchError::OutOfTime | SearchError::NoPipeline { .. })) => {
+            return Ok(None);
+        }
+        placement => placement?,
+    };
+    let e = evaluate(p, routes, &placement)?;
+    Ok(Some(Heuristic {
+        name,
+        placement,
+        time_us: e.report.iteration_us,
+        fits: e.result.oom.is_empty(),
+    }))
 }
 
 /// The fastest heuristic that fits, as (name, µs); `("none", ∞)` when none does.

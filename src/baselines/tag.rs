@@ -73,10 +73,12 @@ pub fn tag_search(
         });
         starts.unsimulated = exact_starts(p, seconds, config.seed);
     }
+    let before_tree = began.elapsed().as_secs_f64();
     if let Some(s) = &mut config.seconds {
-        *s = (*s - began.elapsed().as_secs_f64()).max(0.0);
+        *s = (*s - before_tree).max(0.0);
     }
-    let result = search_from(p, groups, config, policy, starts, progress)?;
+    let mut result = search_from(p, groups, config, policy, starts, progress)?;
+    result.seconds += before_tree;
     Ok((result, found))
 }
 

@@ -326,7 +326,8 @@ impl<'a> Compiler<'a> {
             };
             let gpu = self.gpu(d);
             let duration = match last {
-                Some((name, s, t)) if name == gpu.name && s == share => t,
+                // Catalog names are static: equal types share the pointer (no string compare).
+                Some((name, s, t)) if std::ptr::eq(name, gpu.name) && s == share => t,
                 _ => self.cost.compute_time_us(o, gpu, share),
             };
             last = Some((gpu.name, share, duration));

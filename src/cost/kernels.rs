@@ -36,22 +36,11 @@ impl KernelClass {
                 KernelClass::Conv
             };
         }
-        // Called for every replica of every op in every simulation: no allocation.
+        // Called for every op in every simulation: no allocation, one pass over the type.
         let t = op.op_type.as_bytes();
         if starts_with_ignore_case(t, b"conv") || starts_with_ignore_case(t, b"depthwiseconv") {
             KernelClass::Conv
-        } else if [
-            &b"matmul"[..],
-            b"gemm",
-            b"addmm",
-            b"bmm",
-            b"einsum",
-            b"linear",
-        ]
-        .iter()
-        .any(|k| contains_ignore_case(t, k))
-            || t.eq_ignore_ascii_case(b"mm")
-        {
+        } else if t.eq_ignore_ascii_case(b"mm") || names_a_matrix_product(t) {
             KernelClass::Gemm
         } else {
             KernelClass::Memory
@@ -59,13 +48,26 @@ impl KernelClass {
     }
 }
 
-fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
-    text.len() >= prefix.len() && text[..prefix.len()].eq_ignore_ascii_case(prefix)
+/// Whether `t` contains (ignoring case) one of the framework names of a dense matrix product:
+/// matmul, gemm, addmm, bmm, einsum, linear. One pass: each position is looked at only for the
+/// name its letter begins.
+fn names_a_matrix_product(t: &[u8]) -> bool {
+    (0..t.len()).any(|i| {
+        let needle: &[u8] = match t[i].to_ascii_lowercase() {
+            b'm' => b"matmul",
+            b'g' => b"gemm",
+            b'a' => b"addmm",
+            b'b' => b"bmm",
+            b'e' => b"einsum",
+            b'l' => b"linear",
+            _ => return false,
+        };
+        starts_with_ignore_case(&t[i..], needle)
+    })
 }
 
-fn contains_ignore_case(text: &[u8], needle: &[u8]) -> bool {
-    text.windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
+fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {
+    text.len() >= prefix.len() && text[..prefix.len()].eq_ignore_ascii_case(prefix)
 }
 
 /// Efficiencies of one architecture.
