@@ -22,7 +22,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::cluster::{Bandwidths, Cluster, random_cluster_within};
+use crate::cluster::{Cluster, TopologyDistribution, random_cluster_within};
 use crate::cost::CostModel;
 use crate::error::{Result, TrainError, write_atomic};
 use crate::evaluate::Problem;
@@ -59,8 +59,8 @@ pub struct Setup<'a> {
     /// Unseen topologies in `unseen-topologies` and `overhead`.
     pub topologies: u64,
     pub topology_seed: u64,
-    /// The unseen topologies' bandwidth ranges (TAG's: [`Bandwidths::TAG`]).
-    pub bandwidths: Bandwidths,
+    /// The unseen topologies' bandwidth ranges (TAG's: [`TopologyDistribution::TAG`]).
+    pub bandwidths: TopologyDistribution,
     /// `search-efficiency`: also run the warm start's teacher (a coordinate descent over the
     /// tree's strategies, minutes per model) to show how much any prior could gain.
     pub headroom: bool,

@@ -1,7 +1,7 @@
 //! Cluster configs, routes, the random generator and input errors.
 
 use topoplace::cluster::{
-    Bandwidths, CATALOG, Cluster, LinkKind, find_gpu, load_cluster, parse_cluster,
+    CATALOG, Cluster, LinkKind, TopologyDistribution, find_gpu, load_cluster, parse_cluster,
     random::RANDOM_GPU_TYPES, random_cluster, random_cluster_within,
 };
 use topoplace::units::{GB_PER_S, GBPS, GIB};
@@ -273,14 +273,15 @@ fn random_clusters_follow_tags_distribution() {
 
 #[test]
 fn other_bandwidth_ranges_change_only_the_bandwidths() {
-    let wide = Bandwidths {
+    let wide = TopologyDistribution {
         intra_gbps: [64, 400],
         inter_gbps: [10, 100],
+        ..TopologyDistribution::TAG
     };
     let (mut lo_intra, mut hi_intra, mut lo_nic, mut hi_nic) = (f64::MAX, 0.0f64, f64::MAX, 0.0f64);
     for seed in 0..300 {
         let tag = random_cluster(seed);
-        assert_eq!(random_cluster_within(seed, Bandwidths::TAG), tag);
+        assert_eq!(random_cluster_within(seed, TopologyDistribution::TAG), tag);
         let c = random_cluster_within(seed, wide);
         assert_eq!(c.name, format!("random-{seed}-intra64-400-inter10-100"));
         // The same machines, GPU types and counts: one draw sequence, other ranges.
@@ -303,9 +304,10 @@ fn other_bandwidth_ranges_change_only_the_bandwidths() {
     // The draws spread over the whole ranges, beyond TAG's ends on both sides where they exist.
     assert!(lo_intra < 70.0 && hi_intra > 390.0, "{lo_intra} {hi_intra}");
     assert!(lo_nic < 15.0 && hi_nic > 95.0, "{lo_nic} {hi_nic}");
-    let reversed = Bandwidths {
+    let reversed = TopologyDistribution {
         intra_gbps: [64, 400],
         inter_gbps: [50, 20],
+        ..TopologyDistribution::TAG
     };
     assert_eq!(reversed.problem().map(|p| p.0), Some("inter_gbps"));
     assert_eq!(wide.problem(), None);
@@ -504,4 +506,36 @@ fn bad_matrices_are_refused() {
     )
     .unwrap();
     assert_eq!(ok.bandwidth(1, 2), 4.0 * GB_PER_S);
+}
+
+/// The wide GPU mix draws every machine's type from TAG's three and the T4, A100 and H100 (each
+/// seen over 300 seeds, nothing else), names its clusters apart, and round-trips through TOML;
+/// TAG's mix is untouched by it.
+#[test]
+fn the_wide_gpu_mix_adds_todays_gpu_types() {
+    use std::collections::BTreeSet;
+    use topoplace::cluster::GpuMix;
+    let wide = TopologyDistribution {
+        gpus: GpuMix::Wide,
+        ..TopologyDistribution::TAG
+    };
+    let mut seen = BTreeSet::new();
+    for seed in 0..300 {
+        let c = random_cluster_within(seed, wide);
+        assert_eq!(c.name, format!("random-{seed}-wide"));
+        for g in &c.groups {
+            assert!(GpuMix::Wide.types().contains(&g.gpu.name), "{}", g.gpu.name);
+            seen.insert(g.gpu.name);
+        }
+        for g in &random_cluster(seed).groups {
+            assert!(GpuMix::Tag.types().contains(&g.gpu.name));
+        }
+        if seed < 20 {
+            assert_eq!(parse_cluster(&c.to_toml(), "rt").unwrap(), c, "seed {seed}");
+        }
+    }
+    assert_eq!(seen.len(), 6, "{seen:?}");
+    for newer in ["T4", "A100-40GB", "H100-SXM-80GB"] {
+        assert!(seen.contains(newer), "{newer}");
+    }
 }

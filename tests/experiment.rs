@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use topoplace::cluster::load_cluster;
-use topoplace::cluster::{Bandwidths, random_cluster_within};
+use topoplace::cluster::{TopologyDistribution, random_cluster_within};
 use topoplace::experiment::{Setup, search_efficiency, search_once, unseen_topologies};
 use topoplace::zoo;
 
@@ -48,7 +48,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         seeds: 2,
         topologies: 3,
         topology_seed: 2_000_000,
-        bandwidths: Bandwidths::TAG,
+        bandwidths: TopologyDistribution::TAG,
         headroom: false,
     };
     let out = search_efficiency(&setup).unwrap();
@@ -117,9 +117,10 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     assert!(better + worse <= 3);
 
     // Other bandwidth ranges: the rows are the searches on those topologies.
-    let wide = Bandwidths {
+    let wide = TopologyDistribution {
         intra_gbps: [300, 400],
         inter_gbps: [90, 100],
+        ..TopologyDistribution::TAG
     };
     let unseen = unseen_topologies(&Setup {
         bandwidths: wide,

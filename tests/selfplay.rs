@@ -100,7 +100,7 @@ fn targets_are_the_visit_distributions_of_well_visited_vertices() {
         sfb_check: false,
         ..MctsConfig::default()
     };
-    let mcts = Mcts::new(p, op_group.clone(), config)
+    let mut mcts = Mcts::new(p, op_group.clone(), config)
         .unwrap()
         .with_policy(&policy)
         .unwrap();
@@ -547,4 +547,40 @@ fn resume_refuses_corrupt_checkpoints_and_edited_recipes() {
     std::fs::write(&state, &bytes).unwrap();
     resume(longer.to_str().unwrap(), &out);
     assert!(out.join("checkpoints/step-3").exists());
+}
+
+/// Expert iteration's teacher share: self-play batches that draw half their targets from the
+/// warm start's teacher games train other weights than replay-only batches, and a run killed
+/// after its first step reads the teacher's games back and resumes to exactly the uninterrupted
+/// run. A share without a warm start is refused naming the key.
+#[test]
+fn teacher_share_mixes_the_teachers_targets_and_resumes() {
+    let dir = scratch("teacher-share");
+    let plain = tiny_recipe(&dir, 2, 1, 0);
+    with_warm_start(&plain, 2, 5);
+    let mixed = dir.join("mixed.toml");
+    let text = std::fs::read_to_string(&plain)
+        .unwrap()
+        .replace("replay = 60\n", "replay = 60\nteacher_share = 0.5\n");
+    std::fs::write(&mixed, text).unwrap();
+    let (config, base) = (mixed.to_str().unwrap(), plain.to_str().unwrap());
+    let (whole, killed, replay_only) = (dir.join("whole"), dir.join("killed"), dir.join("plain"));
+    train_uninterrupted(config, &whole);
+    train_uninterrupted(base, &replay_only);
+    assert!(read(&whole.join("policy.gnn")) != read(&replay_only.join("policy.gnn")));
+    let out = train(config, &killed, &["--abort-after-step", "1"]);
+    assert!(!out.status.success(), "the run was meant to die");
+    resume(config, &killed);
+    assert!(read(&whole.join("policy.gnn")) == read(&killed.join("policy.gnn")));
+    assert_eq!(
+        read(&whole.join("metrics.csv")),
+        read(&killed.join("metrics.csv"))
+    );
+    let no_warm = "name = \"x\"\n[training_set]\nmodels = [\"mlp\"]\n\
+                   [optimizer]\nteacher_share = 0.25\n";
+    let err = Recipe::parse(no_warm, "r.toml").unwrap_err().to_string();
+    assert!(err.contains("optimizer.teacher_share"), "{err}");
+    let too_much = format!("{no_warm}[warm_start]\n").replace("0.25", "1.0");
+    let err = Recipe::parse(&too_much, "r.toml").unwrap_err().to_string();
+    assert!(err.contains("optimizer.teacher_share"), "{err}");
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use topoplace::cluster::Bandwidths;
+use topoplace::cluster::TopologyDistribution;
 use topoplace::train::selfplay::{self, ClusterSource};
 use topoplace::train::{Checkpoints, Recipe, step_seed};
 
@@ -29,7 +29,7 @@ fn defaults_fill_what_a_recipe_leaves_out() {
     assert_eq!(r.search.budget, 200);
     assert_eq!(r.checkpoint.every, 10);
     assert_eq!(r.training_set.topologies, 1000);
-    assert_eq!(r.training_set.bandwidths(), Bandwidths::TAG);
+    assert_eq!(r.training_set.bandwidths(), TopologyDistribution::TAG);
 }
 
 #[test]
@@ -61,7 +61,7 @@ fn a_recipe_with_other_bandwidths_draws_its_topologies_within_them() {
     let ClusterSource::Random(seed, b) = setup.cluster else {
         panic!("{:?}", setup.cluster)
     };
-    assert_eq!(b, Bandwidths::TAG);
+    assert_eq!(b, TopologyDistribution::TAG);
     assert_eq!(setup.cluster.name(), format!("random-{seed}"));
 }
 

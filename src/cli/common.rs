@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use topoplace::cluster::{Bandwidths, Cluster};
+use topoplace::cluster::{Cluster, TopologyDistribution};
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result, write_atomic};
 use topoplace::evaluate::{Evaluation, Problem, summary};
@@ -188,10 +188,11 @@ pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
 pub fn bandwidths(
     intra_gbps: Option<[u32; 2]>,
     inter_gbps: Option<[u32; 2]>,
-) -> Result<Bandwidths> {
-    let b = Bandwidths {
-        intra_gbps: intra_gbps.unwrap_or(Bandwidths::TAG.intra_gbps),
-        inter_gbps: inter_gbps.unwrap_or(Bandwidths::TAG.inter_gbps),
+) -> Result<TopologyDistribution> {
+    let b = TopologyDistribution {
+        intra_gbps: intra_gbps.unwrap_or(TopologyDistribution::TAG.intra_gbps),
+        inter_gbps: inter_gbps.unwrap_or(TopologyDistribution::TAG.inter_gbps),
+        ..TopologyDistribution::TAG
     };
     match b.problem() {
         Some((field, problem)) => {

@@ -21,7 +21,7 @@ pub use catalog::Arch;
 pub use catalog::{CATALOG, GpuSpec, find_gpu, known_profile_key, lookup_gpu};
 pub use config::{load_cluster, parse_cluster};
 pub use interconnect::{Interconnect, TopoSummary, parse_nvidia_smi_topo, port_lanes};
-pub use random::{Bandwidths, random_cluster, random_cluster_within};
+pub use random::{GpuMix, TopologyDistribution, random_cluster, random_cluster_within};
 pub use routes::{RouteLinks, RouteTable};
 
 use serde::Serialize;

@@ -3,14 +3,16 @@
 //! - machines: uniform in [1, 6];
 //! - GPUs per machine: uniform in [1, 8], all of one type per machine;
 //! - GPU type: uniform over 3 types. TAG does not name them; we use its testbed's three families
-//!   as catalog entries: V100-SXM2-16GB, GTX-1080Ti and P100-16GB;
+//!   as catalog entries: V100-SXM2-16GB, GTX-1080Ti and P100-16GB ([`GpuMix::Wide`] adds the
+//!   T4, A100 and H100 for training sets that cover today's clusters);
 //! - intra-machine bandwidth: uniform in [64, 160] Gbps ("absence or presence of NVLink");
 //! - inter-machine (NIC) bandwidth: uniform in [20, 50] Gbps, drawn per machine.
 //!
-//! Bandwidths are rounded to 0.01 Gbps so the generated TOML stays readable; latencies take the
+//! TopologyDistribution are rounded to 0.01 Gbps so the generated TOML stays readable; latencies take the
 //! config defaults. The same seed always gives the same cluster (StdRng seeded from the u64).
 //!
-//! [`random_cluster_within`] draws the same way with other bandwidth ranges ([`Bandwidths`]).
+//! [`random_cluster_within`] draws the same way with other bandwidth ranges and GPU types
+//! ([`TopologyDistribution`]).
 //! Why: TAG's ranges leave out its own testbed (NVLink at 400 Gbps, a 100 Gbps switch) and its
 //! cloud (10 Gbps between machines); TAG covered them by training on the testbed itself. A
 //! training set can instead widen the ranges and keep every named cluster unseen.
@@ -24,35 +26,78 @@ use super::config::{ClusterFile, MachineEntry, Quantity, build};
 
 /// The three GPU types TAG's random topologies draw from (its testbed's families).
 pub const RANDOM_GPU_TYPES: [&str; 3] = ["V100-SXM2-16GB", "GTX-1080Ti", "P100-16GB"];
+/// TAG's three and the newer types users run today: the T4 of inference-and-training clouds,
+/// the A100 and the H100 (the catalog's entries).
+pub const WIDE_GPU_TYPES: [&str; 6] = [
+    "V100-SXM2-16GB",
+    "GTX-1080Ti",
+    "P100-16GB",
+    "T4",
+    "A100-40GB",
+    "H100-SXM-80GB",
+];
+
+/// The GPU types a random topology draws a machine's type from (uniformly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuMix {
+    /// TAG's three ([`RANDOM_GPU_TYPES`]).
+    #[default]
+    Tag,
+    /// TAG's three and T4, A100, H100 ([`WIDE_GPU_TYPES`]).
+    Wide,
+}
+
+impl GpuMix {
+    pub fn types(self) -> &'static [&'static str] {
+        match self {
+            GpuMix::Tag => &RANDOM_GPU_TYPES,
+            GpuMix::Wide => &WIDE_GPU_TYPES,
+        }
+    }
+}
 /// Machines per random cluster, inclusive.
 pub const MACHINES: (u32, u32) = (1, 6);
 /// GPUs per machine, inclusive.
 pub const GPUS_PER_MACHINE: (u32, u32) = (1, 8);
-/// The bandwidth ranges a random topology draws from, whole Gbps, inclusive.
+/// What a random topology draws from: bandwidth ranges (whole Gbps, inclusive) and GPU types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Bandwidths {
+pub struct TopologyDistribution {
     /// Inside a machine (one per machine).
     pub intra_gbps: [u32; 2],
     /// A machine's NIC (one per machine).
     pub inter_gbps: [u32; 2],
+    /// The GPU types (absent in files written before it existed: TAG's).
+    #[serde(default)]
+    pub gpus: GpuMix,
 }
 
-impl Bandwidths {
+impl TopologyDistribution {
     /// TAG §5.2's ranges.
-    pub const TAG: Bandwidths = Bandwidths {
+    pub const TAG: TopologyDistribution = TopologyDistribution {
         intra_gbps: [64, 160],
         inter_gbps: [20, 50],
+        gpus: GpuMix::Tag,
     };
 
-    /// The name of seed `seed`'s topology: `random-<seed>` for TAG's ranges, the ranges appended
-    /// otherwise (two distributions never share a name).
+    /// The name of seed `seed`'s topology: `random-<seed>` for TAG's distribution, the ranges
+    /// (and `-wide` for the wide GPU mix) appended otherwise (two distributions never share a
+    /// name).
     pub fn cluster_name(&self, seed: u64) -> String {
-        if *self == Bandwidths::TAG {
-            format!("random-{seed}")
+        let TopologyDistribution {
+            intra_gbps: [a, b],
+            inter_gbps: [c, d],
+            gpus,
+        } = *self;
+        let mix = match gpus {
+            GpuMix::Tag => "",
+            GpuMix::Wide => "-wide",
+        };
+        if (self.intra_gbps, self.inter_gbps) == (Self::TAG.intra_gbps, Self::TAG.inter_gbps) {
+            format!("random-{seed}{mix}")
         } else {
-            let ([a, b], [c, d]) = (self.intra_gbps, self.inter_gbps);
-            format!("random-{seed}-intra{a}-{b}-inter{c}-{d}")
+            format!("random-{seed}-intra{a}-{b}-inter{c}-{d}{mix}")
         }
     }
 
@@ -71,12 +116,12 @@ impl Bandwidths {
 
 /// A random cluster of TAG's distribution, named `random-<seed>`.
 pub fn random_cluster(seed: u64) -> Cluster {
-    random_cluster_within(seed, Bandwidths::TAG)
+    random_cluster_within(seed, TopologyDistribution::TAG)
 }
 
 /// A random cluster drawn like [`random_cluster`] with `bandwidths`' ranges (valid ones: see
-/// [`Bandwidths::problem`]). With TAG's ranges it is `random_cluster(seed)` exactly.
-pub fn random_cluster_within(seed: u64, bandwidths: Bandwidths) -> Cluster {
+/// [`TopologyDistribution::problem`]). With TAG's ranges it is `random_cluster(seed)` exactly.
+pub fn random_cluster_within(seed: u64, bandwidths: TopologyDistribution) -> Cluster {
     let name = bandwidths.cluster_name(seed);
     build(&random_file(seed, bandwidths, &name), &name)
         .expect("generated clusters are valid by construction")
@@ -87,14 +132,15 @@ pub fn random_cluster_toml(seed: u64) -> String {
     random_cluster(seed).to_toml()
 }
 
-fn random_file(seed: u64, bandwidths: Bandwidths, name: &str) -> ClusterFile {
+fn random_file(seed: u64, bandwidths: TopologyDistribution, name: &str) -> ClusterFile {
     let mut rng = StdRng::seed_from_u64(seed);
+    let types = bandwidths.gpus.types();
     let machines = rng.random_range(MACHINES.0..=MACHINES.1);
     let machines = (0..machines)
         .map(|m| MachineEntry {
             name: format!("m{m}"),
             server: None,
-            gpu: RANDOM_GPU_TYPES[rng.random_range(0..RANDOM_GPU_TYPES.len())].to_string(),
+            gpu: types[rng.random_range(0..types.len())].to_string(),
             gpus: i64::from(rng.random_range(GPUS_PER_MACHINE.0..=GPUS_PER_MACHINE.1)),
             intra_bandwidth: gbps(&mut rng, bandwidths.intra_gbps),
             intra_latency: None,
@@ -110,8 +156,13 @@ fn random_file(seed: u64, bandwidths: Bandwidths, name: &str) -> ClusterFile {
         name: name.to_string(),
         description: format!(
             "random topology, TAG §5.2 distribution with intra-machine {:?} and inter-machine \
-             {:?} Gbps, seed {seed}",
-            bandwidths.intra_gbps, bandwidths.inter_gbps
+             {:?} Gbps{}, seed {seed}",
+            bandwidths.intra_gbps,
+            bandwidths.inter_gbps,
+            match bandwidths.gpus {
+                GpuMix::Tag => String::new(),
+                GpuMix::Wide => format!(", GPU types {types:?}"),
+            }
         ),
         inter_latency: None,
         machines,

@@ -1,5 +1,7 @@
 //! How a search runs: its budget, PUCT constant, group order and batch shares.
 
+use super::noise::RootNoise;
+
 /// TAG's default number of op groups.
 pub const DEFAULT_GROUPS: usize = 60;
 /// Clusters with at most this many device groups get every subset as an action.
@@ -36,6 +38,8 @@ pub struct MctsConfig {
     /// tree's best); 0 returns the tree's best as TAG does (self-play, whose targets are the
     /// tree's).
     pub polish: usize,
+    /// Exploration noise on the root's priors (self-play's expert iteration; needs a policy).
+    pub root_noise: Option<RootNoise>,
 }
 
 /// The order in which the search decides op groups (the tree's depth order).
@@ -76,6 +80,7 @@ impl Default for MctsConfig {
             batch_split: SearchSplit::Even,
             sfb_check: true,
             polish: DEFAULT_POLISH,
+            root_noise: None,
         }
     }
 }

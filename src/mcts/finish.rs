@@ -22,7 +22,7 @@ type Checked = (Placement, Evaluation, Option<Vec<u16>>, Outcome);
 type Groups = (Vec<GroupDecision>, Vec<usize>, Vec<BatchSplit>);
 
 impl Mcts<'_> {
-    pub(super) fn finish(self, seconds: f64) -> Result<SearchResult> {
+    pub(super) fn finish(&self, seconds: f64) -> Result<SearchResult> {
         let started = Instant::now();
         let (choice, best) = self.best.clone().expect("DP is evaluated first");
         let (placement, evaluation, choice, fits, polished) = if self.config.polish == 0 {

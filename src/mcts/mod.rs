@@ -14,7 +14,8 @@
 //!   graph of its completed, simulated strategy (the leaf the expansion evaluates anyway, so the
 //!   runtime feedback costs no extra simulation). Priors arrive after the batch that created the
 //!   vertex is evaluated (the batch's new vertices in parallel); a later selection in that same
-//!   batch sees uniform priors there.
+//!   batch sees uniform priors there. Self-play may temper the root's priors and mix in
+//!   Dirichlet noise ([`noise`], [`MctsConfig::root_noise`]).
 //! - After the tree (beyond TAG, [`polish`]): the better of the tree's best and the best data
 //!   parallelism over device-group subsets is polished by local search, so the result is never
 //!   slower than `dp-subset`.
@@ -25,8 +26,10 @@
 
 pub mod actions;
 pub mod config;
+pub mod expert;
 pub mod finish;
 pub mod grouping;
+pub mod noise;
 pub mod polish;
 pub mod result;
 pub mod search;
@@ -37,5 +40,6 @@ pub use config::{
     DEFAULT_GROUPS, DEFAULT_POLISH, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, SearchSplit,
 };
 pub use grouping::{metis_groups, order_by_compute, ordered_groups};
+pub use noise::RootNoise;
 pub use result::{Progress, SearchResult, VertexTarget};
 pub use search::{KnownPlacement, Mcts, Starts, search, search_from, search_with};

@@ -269,6 +269,10 @@ impl<'a> Mcts<'a> {
             })
             .collect();
         for (node, p) in priors {
+            let p = match self.config.root_noise {
+                Some(noise) if node == 0 => noise.apply(&p, &mut self.rng),
+                _ => p,
+            };
             self.nodes[node].priors = Some(p);
         }
     }
@@ -293,7 +297,7 @@ impl<'a> Mcts<'a> {
     /// GNN input it was scored from. Needs a policy ([`Mcts::with_policy`]): the input graph
     /// carries the runtime feedback only a policy makes the search keep.
     pub fn run_with_targets(
-        mut self,
+        &mut self,
         min_visits: u32,
         progress: impl FnMut(Progress),
     ) -> Result<(SearchResult, Vec<VertexTarget>)> {

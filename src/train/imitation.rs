@@ -93,7 +93,8 @@ pub fn play(
     policy: &GnnPolicy,
     passes: usize,
 ) -> Result<GameRecord> {
-    selfplay::game_search(recipe, setup, models, policy, |mcts, slices| {
+    let config = selfplay::search_config(recipe, setup.seed);
+    selfplay::game_search(recipe, setup, models, policy, config, |mcts, slices| {
         let (path, best_us) = descend(&mcts, passes)?;
         let samples = (0..path.len())
             .into_par_iter()

@@ -54,17 +54,26 @@ pub struct TrainingSet {
     /// The random topologies' inter-machine (NIC) bandwidth range, Gbps (TAG: [20, 50]).
     #[serde(default = "defaults::inter_gbps")]
     pub inter_gbps: [u32; 2],
+    /// The random topologies' GPU types: `"tag"` (TAG's three, the default) or `"wide"` (with
+    /// T4, A100 and H100).
+    #[serde(default, skip_serializing_if = "is_tag_mix")]
+    pub gpus: crate::cluster::GpuMix,
     /// Cluster configs drawn from besides the random topologies.
     #[serde(default)]
     pub clusters: Vec<String>,
 }
 
+fn is_tag_mix(mix: &crate::cluster::GpuMix) -> bool {
+    *mix == crate::cluster::GpuMix::Tag
+}
+
 impl TrainingSet {
-    /// The bandwidth ranges of the random topologies.
-    pub fn bandwidths(&self) -> crate::cluster::Bandwidths {
-        crate::cluster::Bandwidths {
+    /// The distribution of the random topologies.
+    pub fn bandwidths(&self) -> crate::cluster::TopologyDistribution {
+        crate::cluster::TopologyDistribution {
             intra_gbps: self.intra_gbps,
             inter_gbps: self.inter_gbps,
+            gpus: self.gpus,
         }
     }
 }
@@ -96,6 +105,17 @@ pub struct SearchSettings {
     /// fully on-policy (every step's games use the latest weights).
     #[serde(default = "defaults::generation")]
     pub generation: u64,
+    /// Expert iteration's root exploration in self-play games (beyond TAG): the policy's root
+    /// priors tempered and mixed with Dirichlet noise (`{ alpha, fraction = 0.25, temperature
+    /// = 1 }`); none when absent. Evaluation and the warm start's teacher search without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_noise: Option<crate::mcts::RootNoise>,
+    /// Expert iteration's improved-result targets (beyond TAG): each self-play game's result is
+    /// polished by local search with this many simulations per start, and its decisions become
+    /// one-hot targets at every vertex on its path, beside the visit distributions; none when
+    /// absent (the game's targets are the tree's, as TAG's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polished_targets: Option<usize>,
 }
 
 /// Sizes of the GNN.
@@ -131,6 +151,15 @@ pub struct OptimizerSettings {
     /// Targets kept (the most recent).
     #[serde(default = "defaults::replay")]
     pub replay: usize,
+    /// Expert iteration (beyond TAG): the share of each self-play batch drawn from the warm
+    /// start's teacher targets, so the deep decisions the teacher showed are not washed out by
+    /// visit targets; 0 (the default) draws every target from the replay buffer.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub teacher_share: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Periodic evaluation on held-out random topologies (never drawn for training).
@@ -183,10 +212,10 @@ mod defaults {
         1000
     }
     pub fn intra_gbps() -> [u32; 2] {
-        crate::cluster::Bandwidths::TAG.intra_gbps
+        crate::cluster::TopologyDistribution::TAG.intra_gbps
     }
     pub fn inter_gbps() -> [u32; 2] {
-        crate::cluster::Bandwidths::TAG.inter_gbps
+        crate::cluster::TopologyDistribution::TAG.inter_gbps
     }
     pub fn budget() -> usize {
         200
@@ -335,6 +364,50 @@ impl Recipe {
         ];
         for (field, value) in positive {
             check_positive(source, field, value)?;
+        }
+        let share = self.optimizer.teacher_share;
+        if !(0.0..1.0).contains(&share) {
+            return Err(at(
+                "optimizer.teacher_share",
+                &format!("{share}: must lie in [0, 1) (self-play targets need a place)"),
+            ));
+        }
+        if share > 0.0 && self.warm_start.is_none() {
+            return Err(at(
+                "optimizer.teacher_share",
+                "needs a [warm_start]: its games are the teacher's targets",
+            ));
+        }
+        if self.search.polished_targets == Some(0) {
+            return Err(at(
+                "search.polished_targets",
+                "0 simulations: leave it out for the tree's targets only",
+            ));
+        }
+        if let Some((field, problem)) = self.search.root_noise.as_ref().and_then(|n| n.problem()) {
+            return Err(at(&format!("search.root_noise.{field}"), &problem));
+        }
+        let share = self.optimizer.teacher_share;
+        if !(0.0..1.0).contains(&share) {
+            return Err(at(
+                "optimizer.teacher_share",
+                &format!("{share}: must lie in [0, 1) (self-play targets need a place)"),
+            ));
+        }
+        if share > 0.0 && self.warm_start.is_none() {
+            return Err(at(
+                "optimizer.teacher_share",
+                "needs a [warm_start]: its games are the teacher's targets",
+            ));
+        }
+        if self.search.polished_targets == Some(0) {
+            return Err(at(
+                "search.polished_targets",
+                "0 simulations: leave it out for the tree's targets only",
+            ));
+        }
+        if let Some((field, problem)) = self.search.root_noise.as_ref().and_then(|n| n.problem()) {
+            return Err(at(&format!("search.root_noise.{field}"), &problem));
         }
         if let Some(w) = &self.warm_start {
             for (field, value) in [

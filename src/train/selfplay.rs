@@ -17,7 +17,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::{Bandwidths, Cluster, random_cluster_within};
+use crate::cluster::{Cluster, TopologyDistribution, random_cluster_within};
 use crate::cost::CostModel;
 use crate::error::{Error, Result, TrainError, write_atomic};
 use crate::evaluate::Problem;
@@ -33,7 +33,7 @@ use super::recipe::Recipe;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClusterSource {
     /// A random topology with this seed, drawn like TAG's with these bandwidth ranges.
-    Random(u64, Bandwidths),
+    Random(u64, TopologyDistribution),
     /// One of the recipe's cluster configs.
     Config(String),
 }
@@ -195,14 +195,25 @@ pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
     }
 }
 
+/// [`search_config`] with the recipe's expert-iteration settings: its root noise, and its polish
+/// when the polished strategy gives targets.
+pub fn self_play_config(recipe: &Recipe, seed: u64) -> MctsConfig {
+    MctsConfig {
+        root_noise: recipe.search.root_noise,
+        polish: recipe.search.polished_targets.unwrap_or(0),
+        ..search_config(recipe, seed)
+    }
+}
+
 /// The search of game `setup` with `policy`'s priors: its model on its cluster, grouped by METIS
-/// in TAG's order, with the recipe's search settings. `run` gets it with the cluster's action
-/// slices (the search borrows the model and cluster this function owns).
+/// in TAG's order, run with `config`. `run` gets it with the cluster's action slices (the search
+/// borrows the model and cluster this function owns).
 pub fn game_search<T>(
     recipe: &Recipe,
     setup: &GameSetup,
     models: &Models,
     policy: &GnnPolicy,
+    config: MctsConfig,
     run: impl FnOnce(Mcts, Vec<Slice>) -> Result<T>,
 ) -> Result<T> {
     let graph = models.get(&setup.model)?;
@@ -213,7 +224,6 @@ pub fn game_search<T>(
         cluster: &cluster,
         cost: &cost,
     };
-    let config = search_config(recipe, setup.seed);
     let mcts = Mcts::grouped(p, recipe.search.groups, config)?.with_policy(policy)?;
     let slices = features::slices(&cluster, mcts.actions());
     run(mcts, slices)
@@ -226,8 +236,13 @@ pub fn play(
     models: &Models,
     policy: &GnnPolicy,
 ) -> Result<GameRecord> {
-    game_search(recipe, setup, models, policy, |mcts, slices| {
-        let (found, targets) = mcts.run_with_targets(recipe.search.min_visits, |_| {})?;
+    let config = self_play_config(recipe, setup.seed);
+    game_search(recipe, setup, models, policy, config, |mut mcts, slices| {
+        let (found, mut targets) = mcts.run_with_targets(recipe.search.min_visits, |_| {})?;
+        let expert = recipe.search.polished_targets.is_some() && found.fits;
+        if let Some(path) = mcts.result_path(&found).filter(|_| expert) {
+            targets.extend(mcts.path_targets(&path)?);
+        }
         let samples = targets
             .iter()
             .map(|t| Sample {

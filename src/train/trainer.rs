@@ -7,7 +7,8 @@
 //! generation's steps is played with that snapshot, so the games can be played together (in
 //! parallel here, or as `topoplace selfplay` shards elsewhere) before the generation's Adam steps
 //! consume them one step's games at a time. Step `s` adds the games of step `s` to the replay
-//! buffer, then takes one Adam step on `optimizer.batch` targets drawn uniformly from it.
+//! buffer, then takes one Adam step on `optimizer.batch` targets drawn uniformly from it (a
+//! share of them from the warm start's teacher games with `optimizer.teacher_share`).
 //!
 //! Durability: checkpoints ([`Checkpoints`]) hold the weights, Adam's state, the replay buffer
 //! and the metrics so far; randomness is re-derived per step from the seed; game files are
@@ -20,8 +21,6 @@ use std::path::{Path, PathBuf};
 use burn::optim::{AdamConfig, ModuleOptimizer};
 use burn::prelude::*;
 use burn::tensor::Bytes;
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +32,7 @@ use crate::gnn::{self, GnnConfig, GnnModel, GnnPolicy};
 use crate::mcts::search_with;
 use crate::report::mean;
 
+use super::batch;
 use super::checkpoint::{Checkpoints, step_seed};
 use super::generation::snapshot_path;
 pub use super::generation::{generation_policy, next_generation};
@@ -44,8 +44,10 @@ use super::selfplay::{self, GameRecord, Models};
 
 /// The worker index whose step seed draws the training batch (games use 0, 1, …).
 const BATCH_STREAM: u64 = u64::MAX;
-/// … and the warm start's batches (the teacher's games use `u64::MAX − 1`).
+/// … and the warm start's batches (the teacher's games use `u64::MAX − 1`) …
 const WARM_BATCH_STREAM: u64 = u64::MAX - 2;
+/// … and the teacher's share of a self-play step's batch.
+const TEACHER_BATCH_STREAM: u64 = u64::MAX - 3;
 
 /// How `train` runs.
 #[derive(Debug, Clone)]
@@ -134,6 +136,8 @@ struct Trainer<'r> {
     model: GnnModel,
     optimizer: ModuleOptimizer,
     replay: VecDeque<GameRecord>,
+    /// The warm start's teacher games, kept when self-play batches draw from them too.
+    teacher: VecDeque<GameRecord>,
     state: RunState,
     checkpoints: Checkpoints,
 }
@@ -195,6 +199,7 @@ impl<'r> Trainer<'r> {
             device,
             optimizer: adam(),
             replay: VecDeque::new(),
+            teacher: VecDeque::new(),
             state: RunState {
                 recipe: recipe.name.clone(),
                 step: 0,
@@ -248,6 +253,12 @@ impl<'r> Trainer<'r> {
         let replay: Vec<GameRecord> = selfplay::decode(&read_file(&replay_path)?, &replay_path)?;
         self.replay = replay.into();
         self.state = state;
+        if let Some(warm) = &self.recipe.warm_start
+            && self.state.warm_start.is_some()
+            && self.recipe.optimizer.teacher_share > 0.0
+        {
+            self.teacher = self.teacher_games(warm)?;
+        }
         // The run's working copies (curves, newest weights) are rewritten from the checkpoint,
         // so they never run ahead of it.
         self.policy().save(&self.opts.run_dir.join("policy.gnn"))?;
@@ -349,8 +360,9 @@ impl<'r> Trainer<'r> {
         let mut losses = Vec::new();
         for step in 0..warm.steps {
             let seed = step_seed(self.recipe.seed, step, WARM_BATCH_STREAM);
-            let batch = draw_batch(&games, self.recipe.optimizer.batch, seed);
-            let (loss, _) = self.adam_step(&batch, Source::Teacher(&games));
+            let picked = batch::draw(&games, self.recipe.optimizer.batch, seed);
+            let (loss, _) = batch::loss(&self.model, &picked).expect("teacher games have targets");
+            let loss = self.adam_step(loss);
             losses.push(loss);
             on_event(Event::WarmStep {
                 step: step + 1,
@@ -364,7 +376,25 @@ impl<'r> Trainer<'r> {
             teacher_speedup: mean(&games.iter().map(|g| g.speedup()).collect::<Vec<_>>()),
             losses,
         });
+        self.teacher = games;
         Ok(())
+    }
+
+    /// The warm start's teacher games as it left them (on disk, every one of them).
+    fn teacher_games(&self, warm: &WarmStart) -> Result<VecDeque<GameRecord>> {
+        let dir = self.opts.run_dir.join("teacher");
+        (0..warm.games)
+            .map(|i| {
+                selfplay::load_game(&dir, i, 0)?.ok_or_else(|| {
+                    TrainError::Corrupt {
+                        path: selfplay::game_path(&dir, i, 0).display().to_string(),
+                        message: "missing: optimizer.teacher_share needs the warm start's games"
+                            .to_string(),
+                    }
+                    .into()
+                })
+            })
+            .collect()
     }
 
     /// Add a step's games to the replay buffer and take one Adam step.
@@ -375,12 +405,21 @@ impl<'r> Trainer<'r> {
             self.replay.push_back(game);
         }
         self.evict();
-        let seed = step_seed(self.recipe.seed, step, BATCH_STREAM);
-        let batch = draw_batch(&self.replay, self.recipe.optimizer.batch, seed);
-        let (loss, target_entropy) = if batch.is_empty() {
-            (f64::NAN, f64::NAN)
-        } else {
-            self.adam_step(&batch, Source::Replay)
+        let seeds = (
+            step_seed(self.recipe.seed, step, BATCH_STREAM),
+            step_seed(self.recipe.seed, step, TEACHER_BATCH_STREAM),
+        );
+        let optimizer = &self.recipe.optimizer;
+        let picked = batch::mixed(
+            &self.replay,
+            &self.teacher,
+            optimizer.batch,
+            optimizer.teacher_share,
+            seeds,
+        );
+        let (loss, target_entropy) = match batch::loss(&self.model, &picked) {
+            Some((loss, entropy)) => (self.adam_step(loss), entropy),
+            None => (f64::NAN, f64::NAN),
         };
         self.state.step += 1;
         let mut metrics = StepMetrics {
@@ -422,38 +461,8 @@ impl<'r> Trainer<'r> {
         }
     }
 
-    /// Mean cross-entropy over `batch` (indices into `source`'s games), one Adam step; the loss
-    /// and the targets' mean entropy.
-    fn adam_step(&mut self, batch: &[(usize, usize)], source: Source) -> (f64, f64) {
-        let games = match source {
-            Source::Replay => &self.replay,
-            Source::Teacher(games) => games,
-        };
-        let mut loss: Option<Tensor<1>> = None;
-        let mut entropy = 0.0;
-        for &(g, s) in batch {
-            let game = &games[g];
-            let sample = &game.samples[s];
-            let target = sample.dense_target(game.slices.len());
-            entropy += target
-                .iter()
-                .filter(|&&p| p > 0.0)
-                .map(|&p| -(p as f64) * (p as f64).ln())
-                .sum::<f64>();
-            let term = gnn::cross_entropy(
-                &self.model,
-                &sample.graph,
-                sample.group as usize,
-                &game.slices,
-                &target,
-            );
-            loss = Some(match loss {
-                None => term,
-                Some(l) => l + term,
-            });
-        }
-        let n = batch.len() as f64;
-        let loss = loss.expect("a non-empty batch") / n;
+    /// One Adam step on `loss`; its value.
+    fn adam_step(&mut self, loss: Tensor<1>) -> f64 {
         let value = loss.clone().into_scalar::<f32>() as f64;
         self.model = gnn::adam_step(
             self.model.clone(),
@@ -461,7 +470,7 @@ impl<'r> Trainer<'r> {
             loss,
             self.recipe.optimizer.learning_rate,
         );
-        (value, entropy / n)
+        value
     }
 
     /// Write a checkpoint of the current step and the newest weights as `<run>/policy.gnn`.
@@ -509,31 +518,6 @@ impl<'r> Trainer<'r> {
             policy: self.opts.run_dir.join("policy.gnn"),
         }
     }
-}
-
-/// Where an Adam step's targets come from.
-enum Source<'a> {
-    /// The self-play replay buffer.
-    Replay,
-    /// The warm start's teacher games.
-    Teacher(&'a VecDeque<GameRecord>),
-}
-
-/// `size` (game, sample) indices drawn uniformly, with replacement, from every target of
-/// `games` with `seed`; none when there are no targets.
-fn draw_batch(games: &VecDeque<GameRecord>, size: usize, seed: u64) -> Vec<(usize, usize)> {
-    let all: Vec<(usize, usize)> = games
-        .iter()
-        .enumerate()
-        .flat_map(|(g, game)| (0..game.samples.len()).map(move |s| (g, s)))
-        .collect();
-    if all.is_empty() {
-        return Vec::new();
-    }
-    let mut rng = StdRng::seed_from_u64(seed);
-    (0..size)
-        .map(|_| all[rng.random_range(0..all.len())])
-        .collect()
 }
 
 /// Play (with `play`) and save `setups` in parallel, reporting each game as it ends; the
