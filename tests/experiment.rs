@@ -44,6 +44,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         cluster: &cluster,
         policy: &policy,
         budget: 24,
+        uniform_budget: None,
         groups: 4,
         seeds: 2,
         topologies: 3,
@@ -103,8 +104,8 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     );
     assert!(with_teacher.svg.contains("teacher"));
 
-    let unseen = unseen_topologies(&setup).unwrap();
-    let row: Vec<&str> = unseen.csv.lines().nth(1).unwrap().split(',').collect();
+    let unseen_tag = unseen_topologies(&setup).unwrap();
+    let row: Vec<&str> = unseen_tag.csv.lines().nth(1).unwrap().split(',').collect();
     assert_eq!(row[1], "3");
     let (mean, min, max): (f64, f64, f64) = (
         row[2].parse().unwrap(),
@@ -139,6 +140,28 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     let shown: f64 = row[6].parse().unwrap();
     let mean = uniform.iter().sum::<f64>() / 3.0;
     assert!((shown - mean).abs() < 1e-6, "{shown} vs {mean}");
+
+    // The uniform priors' own budget: their column is the searches at that budget, the
+    // policy's stays at the setup's.
+    let at_8 = unseen_topologies(&Setup {
+        uniform_budget: Some(8),
+        models: setup.models.clone(),
+        ..setup
+    })
+    .unwrap();
+    let at_8: Vec<&str> = at_8.csv.lines().nth(1).unwrap().split(',').collect();
+    let at_24: Vec<&str> = unseen_tag.csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(at_8[2], at_24[2], "the policy's column is unchanged");
+    let uniform_8: f64 = (0..3)
+        .map(|i| {
+            let seed = 2_000_000 + i;
+            let c = random_cluster_within(seed, TopologyDistribution::TAG);
+            search_once(&mlp, &c, None, 8, 4, seed).unwrap().speedup
+        })
+        .sum::<f64>()
+        / 3.0;
+    let shown: f64 = at_8[6].parse().unwrap();
+    assert!((shown - uniform_8).abs() < 1e-6, "{shown} vs {uniform_8}");
 }
 
 #[test]

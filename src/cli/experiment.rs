@@ -36,6 +36,10 @@ pub struct ExperimentArgs {
     /// MCTS iterations per search (the same for every priors compared).
     #[arg(long, default_value_t = 300, value_parser = super::common::at_least_one)]
     budget: usize,
+    /// unseen-topologies: the uniform priors' budget (default --budget): e.g. the GNN at 50
+    /// against uniform priors at 300.
+    #[arg(long, value_parser = super::common::at_least_one)]
+    uniform_budget: Option<usize>,
     /// METIS op groups.
     #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS, value_parser = super::common::at_least_one)]
     groups: usize,
@@ -88,6 +92,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         cluster: &cluster,
         policy: &policy,
         budget: args.budget,
+        uniform_budget: args.uniform_budget,
         groups: args.groups,
         seeds: args.seeds,
         topologies: args.topologies,
