@@ -62,8 +62,8 @@ pub struct Setup<'a> {
     /// Unseen topologies in `unseen-topologies` and `overhead`.
     pub topologies: u64,
     pub topology_seed: u64,
-    /// The unseen topologies' bandwidth ranges (TAG's: [`TopologyDistribution::TAG`]).
-    pub bandwidths: TopologyDistribution,
+    /// The unseen topologies' distribution (TAG's: [`TopologyDistribution::TAG`]).
+    pub distribution: TopologyDistribution,
     /// `search-efficiency`: also run the warm start's teacher (a coordinate descent over the
     /// tree's strategies, minutes per model) to show how much any prior could gain.
     pub headroom: bool,
@@ -288,7 +288,7 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             .into_par_iter()
             .map(|i| {
                 let seed = s.topology_seed + i;
-                let cluster = random_cluster_within(seed, s.bandwidths);
+                let cluster = random_cluster_within(seed, s.distribution);
                 let with = search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)?;
                 let without = search_once(graph, &cluster, None, uniform_budget, s.groups, seed)?;
                 Ok((with, without))
@@ -360,7 +360,7 @@ pub fn overhead(s: &Setup) -> Result<Output> {
         let times: Vec<f64> = (0..s.topologies)
             .map(|i| {
                 let seed = s.topology_seed + i;
-                let cluster = random_cluster_within(seed, s.bandwidths);
+                let cluster = random_cluster_within(seed, s.distribution);
                 search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)
                     .map(|o| o.seconds)
             })

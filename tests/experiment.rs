@@ -49,7 +49,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         seeds: 2,
         topologies: 3,
         topology_seed: 2_000_000,
-        bandwidths: TopologyDistribution::TAG,
+        distribution: TopologyDistribution::TAG,
         headroom: false,
     };
     let out = search_efficiency(&setup).unwrap();
@@ -124,7 +124,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         ..TopologyDistribution::TAG
     };
     let unseen = unseen_topologies(&Setup {
-        bandwidths: wide,
+        distribution: wide,
         models: setup.models.clone(),
         ..setup
     })

@@ -9,7 +9,6 @@ use common::scratch;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
 use topoplace::evaluate::Problem;
 use topoplace::mcts::{Mcts, MctsConfig, metis_groups};
@@ -86,7 +85,7 @@ fn read(path: &Path) -> Vec<u8> {
 #[test]
 fn targets_are_the_visit_distributions_of_well_visited_vertices() {
     let g = zoo::build("mlp", &zoo::ZooOptions::default()).unwrap();
-    let c = load_cluster(testbed_path()).unwrap();
+    let c = common::testbed();
     let cost = CostModel::default();
     let p = Problem {
         graph: &g,

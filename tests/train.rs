@@ -29,7 +29,7 @@ fn defaults_fill_what_a_recipe_leaves_out() {
     assert_eq!(r.search.budget, 200);
     assert_eq!(r.checkpoint.every, 10);
     assert_eq!(r.training_set.topologies, 1000);
-    assert_eq!(r.training_set.bandwidths(), TopologyDistribution::TAG);
+    assert_eq!(r.training_set.distribution(), TopologyDistribution::TAG);
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn a_recipe_with_other_bandwidths_draws_its_topologies_within_them() {
         let c = setup.cluster.load().unwrap();
         assert_eq!(c.name, setup.cluster.name());
         assert_eq!(c.name, format!("random-{seed}-intra300-400-inter90-100"));
-        assert_eq!(b, r.training_set.bandwidths());
+        assert_eq!(b, r.training_set.distribution());
         for g in &c.groups {
             assert!((300.0 * gbps..=400.0 * gbps).contains(&g.intra_bandwidth));
         }

@@ -97,7 +97,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         seeds: args.seeds,
         topologies: args.topologies,
         topology_seed: args.topology_seed,
-        bandwidths: bandwidths(args.intra_gbps, args.inter_gbps)?,
+        distribution: bandwidths(args.intra_gbps, args.inter_gbps)?,
         headroom: args.headroom,
     };
     let spinner = ProgressBar::new_spinner();

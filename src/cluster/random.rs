@@ -8,7 +8,7 @@
 //! - intra-machine bandwidth: uniform in [64, 160] Gbps ("absence or presence of NVLink");
 //! - inter-machine (NIC) bandwidth: uniform in [20, 50] Gbps, drawn per machine.
 //!
-//! TopologyDistribution are rounded to 0.01 Gbps so the generated TOML stays readable; latencies take the
+//! Bandwidths are rounded to 0.01 Gbps so the generated TOML stays readable; latencies take the
 //! config defaults. The same seed always gives the same cluster (StdRng seeded from the u64).
 //!
 //! [`random_cluster_within`] draws the same way with other bandwidth ranges and GPU types
@@ -85,16 +85,12 @@ impl TopologyDistribution {
     /// (and `-wide` for the wide GPU mix) appended otherwise (two distributions never share a
     /// name).
     pub fn cluster_name(&self, seed: u64) -> String {
-        let TopologyDistribution {
-            intra_gbps: [a, b],
-            inter_gbps: [c, d],
-            gpus,
-        } = *self;
-        let mix = match gpus {
+        let mix = match self.gpus {
             GpuMix::Tag => "",
             GpuMix::Wide => "-wide",
         };
-        if (self.intra_gbps, self.inter_gbps) == (Self::TAG.intra_gbps, Self::TAG.inter_gbps) {
+        let ([a, b], [c, d]) = (self.intra_gbps, self.inter_gbps);
+        if ([a, b], [c, d]) == (Self::TAG.intra_gbps, Self::TAG.inter_gbps) {
             format!("random-{seed}{mix}")
         } else {
             format!("random-{seed}-intra{a}-{b}-inter{c}-{d}{mix}")
@@ -119,11 +115,11 @@ pub fn random_cluster(seed: u64) -> Cluster {
     random_cluster_within(seed, TopologyDistribution::TAG)
 }
 
-/// A random cluster drawn like [`random_cluster`] with `bandwidths`' ranges (valid ones: see
+/// A random cluster drawn like [`random_cluster`] with `distribution`'s ranges and GPU types (valid ones: see
 /// [`TopologyDistribution::problem`]). With TAG's ranges it is `random_cluster(seed)` exactly.
-pub fn random_cluster_within(seed: u64, bandwidths: TopologyDistribution) -> Cluster {
-    let name = bandwidths.cluster_name(seed);
-    build(&random_file(seed, bandwidths, &name), &name)
+pub fn random_cluster_within(seed: u64, distribution: TopologyDistribution) -> Cluster {
+    let name = distribution.cluster_name(seed);
+    build(&random_file(seed, distribution, &name), &name)
         .expect("generated clusters are valid by construction")
 }
 
@@ -132,9 +128,9 @@ pub fn random_cluster_toml(seed: u64) -> String {
     random_cluster(seed).to_toml()
 }
 
-fn random_file(seed: u64, bandwidths: TopologyDistribution, name: &str) -> ClusterFile {
+fn random_file(seed: u64, distribution: TopologyDistribution, name: &str) -> ClusterFile {
     let mut rng = StdRng::seed_from_u64(seed);
-    let types = bandwidths.gpus.types();
+    let types = distribution.gpus.types();
     let machines = rng.random_range(MACHINES.0..=MACHINES.1);
     let machines = (0..machines)
         .map(|m| MachineEntry {
@@ -142,9 +138,9 @@ fn random_file(seed: u64, bandwidths: TopologyDistribution, name: &str) -> Clust
             server: None,
             gpu: types[rng.random_range(0..types.len())].to_string(),
             gpus: i64::from(rng.random_range(GPUS_PER_MACHINE.0..=GPUS_PER_MACHINE.1)),
-            intra_bandwidth: gbps(&mut rng, bandwidths.intra_gbps),
+            intra_bandwidth: gbps(&mut rng, distribution.intra_gbps),
             intra_latency: None,
-            nic: gbps(&mut rng, bandwidths.inter_gbps),
+            nic: gbps(&mut rng, distribution.inter_gbps),
             count: None,
             memory: None,
             // TAG's intra-machine bandwidth is one figure per GPU: each GPU's traffic shares it.
@@ -157,9 +153,9 @@ fn random_file(seed: u64, bandwidths: TopologyDistribution, name: &str) -> Clust
         description: format!(
             "random topology, TAG §5.2 distribution with intra-machine {:?} and inter-machine \
              {:?} Gbps{}, seed {seed}",
-            bandwidths.intra_gbps,
-            bandwidths.inter_gbps,
-            match bandwidths.gpus {
+            distribution.intra_gbps,
+            distribution.inter_gbps,
+            match distribution.gpus {
                 GpuMix::Tag => String::new(),
                 GpuMix::Wide => format!(", GPU types {types:?}"),
             }

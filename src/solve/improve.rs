@@ -35,6 +35,9 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
             if Instant::now() >= deadline {
                 return best;
             }
+            // The hoisted order depends on the moved set, not on its new device; it is timed
+            // only where it differs from the order kept.
+            let mut hoisted = hoist(inst, &ins, &order, i, &leader);
             for d in 0..inst.devices() {
                 if d == best.device[i] {
                     continue;
@@ -43,9 +46,13 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
                 for j in (0..inst.len()).filter(|&j| leader[j] == i) {
                     device[j] = d;
                 }
-                let hoisted = hoist(inst, &ins, &order, i, &leader);
                 let mut taken = false;
-                for tried in [&order, &hoisted] {
+                let orders = if hoisted == order {
+                    vec![&order]
+                } else {
+                    vec![&order, &hoisted]
+                };
+                for tried in orders {
                     let moved = semi_active(inst, channels, &device, tried);
                     if moved.makespan < best.makespan * (1.0 - 1e-9) && moved.admissible(inst) {
                         best = moved;
@@ -54,6 +61,7 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
                 }
                 if taken {
                     order = sequence(&best, &ins, &rank);
+                    hoisted = hoist(inst, &ins, &order, i, &leader);
                     improved = true;
                 }
             }

@@ -270,19 +270,19 @@ fn list_schedule(
         let candidates: Vec<usize> = match forced {
             Some(d) => vec![d],
             None => {
-                let all: Vec<usize> = (0..inst.devices()).collect();
-                let room = |ds: &[usize]| -> Vec<usize> {
-                    ds.iter()
-                        .copied()
-                        .filter(|&d| used[d] + inst.nodes[i].memory <= inst.capacity[d])
-                        .collect()
-                };
-                let preferred: Vec<usize> =
-                    all.iter().copied().filter(|&d| Some(d) != avoid).collect();
-                [room(&preferred), room(&all), all]
-                    .into_iter()
-                    .find(|ds| !ds.is_empty())
-                    .expect("at least one device")
+                // Devices with room, not `avoid` while another has room; every device when none has.
+                let room = |d: &usize| used[*d] + inst.nodes[i].memory <= inst.capacity[*d];
+                let with_room: Vec<usize> = (0..inst.devices()).filter(room).collect();
+                let preferred: Vec<usize> = with_room
+                    .iter()
+                    .copied()
+                    .filter(|&d| Some(d) != avoid)
+                    .collect();
+                match (preferred.is_empty(), with_room.is_empty()) {
+                    (false, _) => preferred,
+                    (true, false) => with_room,
+                    (true, true) => (0..inst.devices()).collect(),
+                }
             }
         };
         let mut best: Option<(f64, Timer)> = None;

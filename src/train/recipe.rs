@@ -69,7 +69,7 @@ fn is_tag_mix(mix: &crate::cluster::GpuMix) -> bool {
 
 impl TrainingSet {
     /// The distribution of the random topologies.
-    pub fn bandwidths(&self) -> crate::cluster::TopologyDistribution {
+    pub fn distribution(&self) -> crate::cluster::TopologyDistribution {
         crate::cluster::TopologyDistribution {
             intra_gbps: self.intra_gbps,
             inter_gbps: self.inter_gbps,
@@ -344,7 +344,7 @@ impl Recipe {
                 "0 random topologies and no clusters: nothing to train on",
             ));
         }
-        if let Some((field, problem)) = set.bandwidths().problem() {
+        if let Some((field, problem)) = set.distribution().problem() {
             return Err(at(&format!("training_set.{field}"), &problem));
         }
         let positive = [
@@ -365,50 +365,7 @@ impl Recipe {
         for (field, value) in positive {
             check_positive(source, field, value)?;
         }
-        let share = self.optimizer.teacher_share;
-        if !(0.0..1.0).contains(&share) {
-            return Err(at(
-                "optimizer.teacher_share",
-                &format!("{share}: must lie in [0, 1) (self-play targets need a place)"),
-            ));
-        }
-        if share > 0.0 && self.warm_start.is_none() {
-            return Err(at(
-                "optimizer.teacher_share",
-                "needs a [warm_start]: its games are the teacher's targets",
-            ));
-        }
-        if self.search.polished_targets == Some(0) {
-            return Err(at(
-                "search.polished_targets",
-                "0 simulations: leave it out for the tree's targets only",
-            ));
-        }
-        if let Some((field, problem)) = self.search.root_noise.as_ref().and_then(|n| n.problem()) {
-            return Err(at(&format!("search.root_noise.{field}"), &problem));
-        }
-        let share = self.optimizer.teacher_share;
-        if !(0.0..1.0).contains(&share) {
-            return Err(at(
-                "optimizer.teacher_share",
-                &format!("{share}: must lie in [0, 1) (self-play targets need a place)"),
-            ));
-        }
-        if share > 0.0 && self.warm_start.is_none() {
-            return Err(at(
-                "optimizer.teacher_share",
-                "needs a [warm_start]: its games are the teacher's targets",
-            ));
-        }
-        if self.search.polished_targets == Some(0) {
-            return Err(at(
-                "search.polished_targets",
-                "0 simulations: leave it out for the tree's targets only",
-            ));
-        }
-        if let Some((field, problem)) = self.search.root_noise.as_ref().and_then(|n| n.problem()) {
-            return Err(at(&format!("search.root_noise.{field}"), &problem));
-        }
+        self.check_expert_iteration(source)?;
         if let Some(w) = &self.warm_start {
             for (field, value) in [
                 ("warm_start.games", w.games as f64),
@@ -431,6 +388,35 @@ impl Recipe {
             ));
         }
         Ok(())
+    }
+
+    /// Expert iteration's settings: a teacher share in [0, 1) with a warm start to draw from, a
+    /// polish of at least one simulation, usable root noise.
+    fn check_expert_iteration(&self, source: &str) -> Result<(), InputError> {
+        let at = |field: &str, message: &str| InputError::new(source, field, message);
+        let share = self.optimizer.teacher_share;
+        if !(0.0..1.0).contains(&share) {
+            return Err(at(
+                "optimizer.teacher_share",
+                &format!("{share}: must lie in [0, 1) (self-play targets need a place)"),
+            ));
+        }
+        if share > 0.0 && self.warm_start.is_none() {
+            return Err(at(
+                "optimizer.teacher_share",
+                "needs a [warm_start]: its games are the teacher's targets",
+            ));
+        }
+        if self.search.polished_targets == Some(0) {
+            return Err(at(
+                "search.polished_targets",
+                "0 simulations: leave it out for the tree's targets only",
+            ));
+        }
+        match self.search.root_noise.as_ref().and_then(|n| n.problem()) {
+            Some((field, problem)) => Err(at(&format!("search.root_noise.{field}"), &problem)),
+            None => Ok(()),
+        }
     }
 }
 

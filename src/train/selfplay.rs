@@ -130,7 +130,7 @@ pub fn draw_from(
     let choices = set.topologies + set.clusters.len() as u64;
     let pick = rng.random_range(0..choices);
     let cluster = if pick < set.topologies {
-        ClusterSource::Random(set.topology_seed + pick, set.bandwidths())
+        ClusterSource::Random(set.topology_seed + pick, set.distribution())
     } else {
         ClusterSource::Config(set.clusters[(pick - set.topologies) as usize].clone())
     };
@@ -181,9 +181,9 @@ impl Models {
     }
 }
 
-/// The search settings of self-play and evaluation: the recipe's budget, groups and exploration,
-/// TAG's compute order and even split, no SFB double check and no polish (neither changes the
-/// visits the policy learns from).
+/// The search settings of evaluation, of the teacher and (with [`self_play_config`]'s additions)
+/// of self-play: the recipe's budget, groups and exploration, TAG's compute order and even
+/// split, no SFB double check and no polish (neither changes the visits the policy learns from).
 pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
     MctsConfig {
         iterations: recipe.search.budget,
