@@ -89,10 +89,10 @@ impl TopologyDistribution {
             GpuMix::Tag => "",
             GpuMix::Wide => "-wide",
         };
-        let ([a, b], [c, d]) = (self.intra_gbps, self.inter_gbps);
-        if ([a, b], [c, d]) == (Self::TAG.intra_gbps, Self::TAG.inter_gbps) {
+        if (self.intra_gbps, self.inter_gbps) == (Self::TAG.intra_gbps, Self::TAG.inter_gbps) {
             format!("random-{seed}{mix}")
         } else {
+            let ([a, b], [c, d]) = (self.intra_gbps, self.inter_gbps);
             format!("random-{seed}-intra{a}-{b}-inter{c}-{d}{mix}")
         }
     }

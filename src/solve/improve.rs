@@ -35,9 +35,12 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
             if Instant::now() >= deadline {
                 return best;
             }
-            // The hoisted order depends on the moved set, not on its new device; it is timed
-            // only where it differs from the order kept.
-            let mut hoisted = hoist(inst, &ins, &order, i, &leader);
+            // The hoisted order depends on the moved set, not on its new device: found once per
+            // set (and after a move is taken), and `None` where it is the order kept.
+            let hoist_new = |order: &Vec<Task>| {
+                Some(hoist(inst, &ins, order, i, &leader)).filter(|h| h != order)
+            };
+            let mut hoisted = hoist_new(&order);
             for d in 0..inst.devices() {
                 if d == best.device[i] {
                     continue;
@@ -47,12 +50,7 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
                     device[j] = d;
                 }
                 let mut taken = false;
-                let orders = if hoisted == order {
-                    vec![&order]
-                } else {
-                    vec![&order, &hoisted]
-                };
-                for tried in orders {
+                for tried in std::iter::once(&order).chain(hoisted.as_ref()) {
                     let moved = semi_active(inst, channels, &device, tried);
                     if moved.makespan < best.makespan * (1.0 - 1e-9) && moved.admissible(inst) {
                         best = moved;
@@ -61,7 +59,7 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
                 }
                 if taken {
                     order = sequence(&best, &ins, &rank);
-                    hoisted = hoist(inst, &ins, &order, i, &leader);
+                    hoisted = hoist_new(&order);
                     improved = true;
                 }
             }
