@@ -192,6 +192,34 @@ fn random_topology_is_deterministic_and_loads() {
     succeeds(&["cluster", path.to_str().unwrap(), "--json"]);
 }
 
+/// `--nvlink` names the cluster apart and wires some V100-SXM2 machines with NVLink (seed 3 has
+/// two of them), which the written config keeps and `cluster` reads back as NVLink machines.
+#[test]
+fn random_topology_with_nvlink_machines() {
+    let out = topoplace(&["topology", "random", "--seed", "3", "--nvlink"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    assert!(text.contains("name = \"random-3-nvlink\""), "{text}");
+    assert_eq!(
+        text.matches("interconnect = \"nvlink\"").count(),
+        2,
+        "{text}"
+    );
+    let plain = topoplace(&["topology", "random", "--seed", "3"]);
+    let plain = String::from_utf8(plain.stdout).unwrap();
+    assert!(!plain.contains("interconnect = \"nvlink\""), "{plain}");
+    let dir = scratch("random-nvlink");
+    let path = dir.join("r.toml");
+    std::fs::write(&path, &text).unwrap();
+    let cluster = topoplace::cluster::load_cluster(&path).unwrap();
+    let nvlink = cluster
+        .groups
+        .iter()
+        .filter(|g| g.interconnect == topoplace::cluster::Interconnect::Nvlink)
+        .count();
+    assert_eq!(nvlink, 2);
+}
+
 #[test]
 fn random_topology_takes_other_bandwidth_ranges() {
     let out = topoplace(&[

@@ -539,3 +539,50 @@ fn the_wide_gpu_mix_adds_todays_gpu_types() {
         assert!(seen.contains(newer), "{newer}");
     }
 }
+
+/// With `nvlink`, about half the machines whose GPU type has NVLink (TAG's V100-SXM2; the wide
+/// mix's A100 and H100 too) get their type's own fabric: a mesh at 200–400 Gbps per pair, or an
+/// NVSwitch at the type's whole NVLink bandwidth. Every other machine keeps TAG's PCIe wiring in
+/// TAG's intra range; the clusters are named apart and round-trip through TOML.
+#[test]
+fn nvlink_machines_get_their_fabric_in_half_the_draws() {
+    use topoplace::cluster::{GpuMix, Interconnect};
+    for gpus in [GpuMix::Tag, GpuMix::Wide] {
+        let nvlink = TopologyDistribution {
+            gpus,
+            nvlink: true,
+            ..TopologyDistribution::TAG
+        };
+        let (mut wired, mut capable) = (0usize, 0usize);
+        for seed in 0..300 {
+            let c = random_cluster_within(seed, nvlink);
+            assert!(c.name.ends_with("-nvlink"), "{}", c.name);
+            for g in &c.groups {
+                let gbps = g.intra_bandwidth / GBPS;
+                match g.interconnect {
+                    Interconnect::Pcie => assert!((64.0..=160.0).contains(&gbps), "{gbps}"),
+                    Interconnect::Nvlink => {
+                        assert!(g.gpu.nvlink_gbs > 0.0 && !g.gpu.nvswitch);
+                        assert!((200.0..=400.0).contains(&gbps), "{gbps}");
+                    }
+                    Interconnect::Nvswitch => {
+                        assert!(g.gpu.nvswitch);
+                        assert!((g.intra_bandwidth / GB_PER_S - g.gpu.nvlink_gbs).abs() < 1e-9);
+                    }
+                }
+                if g.gpu.nvlink_gbs > 0.0 {
+                    capable += 1;
+                    wired += usize::from(g.interconnect != Interconnect::Pcie);
+                }
+            }
+            if seed < 20 {
+                assert_eq!(parse_cluster(&c.to_toml(), "rt").unwrap(), c, "seed {seed}");
+            }
+        }
+        let share = wired as f64 / capable as f64;
+        assert!(
+            capable > 100 && (0.4..=0.6).contains(&share),
+            "{wired} of {capable}"
+        );
+    }
+}

@@ -22,6 +22,25 @@ fn shipped_recipe_loads_with_every_field_checked() {
     assert!(r.evaluation.topology_seed >= r.training_set.topology_seed + r.training_set.topologies);
 }
 
+/// The NVLink recipe is the expert recipe with `training_set.nvlink` and its name changed only,
+/// and its games draw clusters of the NVLink distribution.
+#[test]
+fn the_nvlink_recipe_differs_from_the_expert_one_in_its_topologies_only() {
+    let expert = Recipe::load(&root().join("training/tag-expert.toml")).unwrap();
+    let nvlink = Recipe::load(&root().join("training/tag-nvlink.toml")).unwrap();
+    assert!(nvlink.training_set.nvlink && !expert.training_set.nvlink);
+    let mut same = nvlink.clone();
+    same.name = expert.name.clone();
+    same.training_set.nvlink = false;
+    assert_eq!(same, expert);
+    let setup = selfplay::draw(&nvlink, 0, 0);
+    assert!(
+        setup.cluster.name().ends_with("-nvlink"),
+        "{:?}",
+        setup.cluster
+    );
+}
+
 #[test]
 fn defaults_fill_what_a_recipe_leaves_out() {
     let r = Recipe::parse(&minimal(""), "r.toml").unwrap();

@@ -184,14 +184,17 @@ pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
     Ok([whole(lo)?, whole(hi)?])
 }
 
-/// The bandwidth ranges of `--intra-gbps` / `--inter-gbps` (TAG's where not given), checked.
-pub fn bandwidths(
+/// The random topologies of `--intra-gbps` / `--inter-gbps` (TAG's where not given) and
+/// `--nvlink`, checked.
+pub fn distribution(
     intra_gbps: Option<[u32; 2]>,
     inter_gbps: Option<[u32; 2]>,
+    nvlink: bool,
 ) -> Result<TopologyDistribution> {
     let b = TopologyDistribution {
         intra_gbps: intra_gbps.unwrap_or(TopologyDistribution::TAG.intra_gbps),
         inter_gbps: inter_gbps.unwrap_or(TopologyDistribution::TAG.inter_gbps),
+        nvlink,
         ..TopologyDistribution::TAG
     };
     match b.problem() {

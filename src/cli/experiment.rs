@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::ProgressBar;
 
-use super::common::{bandwidths, print_json};
+use super::common::{distribution, print_json};
 use topoplace::assets::SHIPPED_POLICY;
 use topoplace::error::{Error, Result};
 use topoplace::experiment::{self, Setup};
@@ -61,6 +61,9 @@ pub struct ExperimentArgs {
     /// Gbps (default TAG's 20,50).
     #[arg(long, value_parser = super::common::gbps_range, value_name = "LOW,HIGH")]
     inter_gbps: Option<[u32; 2]>,
+    /// unseen-topologies and overhead: NVLink in half the machines whose GPU type has it.
+    #[arg(long)]
+    nvlink: bool,
     /// search-efficiency: add the warm start's teacher per model (a coordinate descent over the
     /// tree's strategies; minutes per model): the headroom any prior could reach.
     #[arg(long)]
@@ -97,7 +100,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         seeds: args.seeds,
         topologies: args.topologies,
         topology_seed: args.topology_seed,
-        distribution: bandwidths(args.intra_gbps, args.inter_gbps)?,
+        distribution: distribution(args.intra_gbps, args.inter_gbps, args.nvlink)?,
         headroom: args.headroom,
     };
     let spinner = ProgressBar::new_spinner();

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::common::{bandwidths, gbps_range, print_json};
+use super::common::{distribution, gbps_range, print_json};
 use topoplace::cluster::{lookup_gpu, parse_nvidia_smi_topo, random_cluster_within};
 use topoplace::error::{InputError, Result, write_atomic};
 
@@ -29,6 +29,9 @@ pub enum TopologyCommand {
         /// `training_set.inter_gbps`.
         #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
         inter_gbps: Option<[u32; 2]>,
+        /// NVLink in half the machines whose GPU type has it; a recipe's `training_set.nvlink`.
+        #[arg(long)]
+        nvlink: bool,
     },
     /// A `[[machine]]` entry (interconnect, pair and port bandwidths) from the output of
     /// `nvidia-smi topo -m` saved in a file.
@@ -45,19 +48,25 @@ pub enum TopologyCommand {
 }
 
 pub fn run(command: TopologyCommand) -> Result<()> {
-    let (seed, out, json, intra_gbps, inter_gbps) = match command {
+    let (seed, out, json, distribution) = match command {
         TopologyCommand::Random {
             seed,
             out,
             json,
             intra_gbps,
             inter_gbps,
-        } => (seed, out, json, intra_gbps, inter_gbps),
+            nvlink,
+        } => (
+            seed,
+            out,
+            json,
+            distribution(intra_gbps, inter_gbps, nvlink)?,
+        ),
         TopologyCommand::NvidiaSmi { file, gpu, name } => {
             return nvidia_smi(&file, &gpu, &name);
         }
     };
-    let cluster = random_cluster_within(seed, bandwidths(intra_gbps, inter_gbps)?);
+    let cluster = random_cluster_within(seed, distribution);
     if json {
         return print_json(&cluster.summary());
     }

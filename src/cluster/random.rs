@@ -12,7 +12,14 @@
 //! config defaults. The same seed always gives the same cluster (StdRng seeded from the u64).
 //!
 //! [`random_cluster_within`] draws the same way with other bandwidth ranges and GPU types
-//! ([`TopologyDistribution`]).
+//! ([`TopologyDistribution`]), and optionally with NVLink machines: TAG wires every machine with
+//! one intra-machine figure ("absence or presence of NVLink" as a bandwidth), but an NVLink
+//! machine also lets a GPU talk to several peers at once, which is what makes AllReduce inside
+//! it cheap. With `nvlink`, a machine whose GPU type has NVLink (the catalog's V100-SXM2, A100,
+//! H100) is wired with it in half the draws: its fabric is the type's own (a V100's hybrid cube
+//! mesh, an A100's or H100's NVSwitch) and its pair bandwidth is drawn from [`NVLINK_PAIR_GBPS`]
+//! (mesh: one or two 25 GB/s bricks per pair, as DGX-1 wires them) or is the type's whole NVLink
+//! bandwidth (NVSwitch).
 //! Why: TAG's ranges leave out its own testbed (NVLink at 400 Gbps, a 100 Gbps switch) and its
 //! cloud (10 Gbps between machines); TAG covered them by training on the testbed itself. A
 //! training set can instead widen the ranges and keep every named cluster unseen.
@@ -21,8 +28,8 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::Cluster;
 use super::config::{ClusterFile, MachineEntry, Quantity, build};
+use super::{Cluster, Interconnect, find_gpu};
 
 /// The three GPU types TAG's random topologies draw from (its testbed's families).
 pub const RANDOM_GPU_TYPES: [&str; 3] = ["V100-SXM2-16GB", "GTX-1080Ti", "P100-16GB"];
@@ -56,6 +63,9 @@ impl GpuMix {
         }
     }
 }
+/// Pair bandwidth of an NVLink-mesh machine (`nvlink`), Gbps: one to two V100 bricks.
+pub const NVLINK_PAIR_GBPS: [u32; 2] = [200, 400];
+
 /// Machines per random cluster, inclusive.
 pub const MACHINES: (u32, u32) = (1, 6);
 /// GPUs per machine, inclusive.
@@ -71,6 +81,10 @@ pub struct TopologyDistribution {
     /// The GPU types (absent in files written before it existed: TAG's).
     #[serde(default)]
     pub gpus: GpuMix,
+    /// Wire half the machines whose GPU type has NVLink with it (absent in older files: TAG's
+    /// one-figure PCIe wiring for every machine).
+    #[serde(default)]
+    pub nvlink: bool,
 }
 
 impl TopologyDistribution {
@@ -79,16 +93,18 @@ impl TopologyDistribution {
         intra_gbps: [64, 160],
         inter_gbps: [20, 50],
         gpus: GpuMix::Tag,
+        nvlink: false,
     };
 
     /// The name of seed `seed`'s topology: `random-<seed>` for TAG's distribution, the ranges
-    /// (and `-wide` for the wide GPU mix) appended otherwise (two distributions never share a
-    /// name).
+    /// (and `-wide` for the wide GPU mix, `-nvlink` for NVLink machines) appended otherwise (two
+    /// distributions never share a name).
     pub fn cluster_name(&self, seed: u64) -> String {
-        let mix = match self.gpus {
+        let gpus = match self.gpus {
             GpuMix::Tag => "",
             GpuMix::Wide => "-wide",
         };
+        let mix = format!("{gpus}{}", if self.nvlink { "-nvlink" } else { "" });
         if (self.intra_gbps, self.inter_gbps) == (Self::TAG.intra_gbps, Self::TAG.inter_gbps) {
             format!("random-{seed}{mix}")
         } else {
@@ -133,36 +149,67 @@ fn random_file(seed: u64, distribution: TopologyDistribution, name: &str) -> Clu
     let types = distribution.gpus.types();
     let machines = rng.random_range(MACHINES.0..=MACHINES.1);
     let machines = (0..machines)
-        .map(|m| MachineEntry {
-            name: format!("m{m}"),
-            server: None,
-            gpu: types[rng.random_range(0..types.len())].to_string(),
-            gpus: i64::from(rng.random_range(GPUS_PER_MACHINE.0..=GPUS_PER_MACHINE.1)),
-            intra_bandwidth: gbps(&mut rng, distribution.intra_gbps),
-            intra_latency: None,
-            nic: gbps(&mut rng, distribution.inter_gbps),
-            count: None,
-            memory: None,
-            // TAG's intra-machine bandwidth is one figure per GPU: each GPU's traffic shares it.
-            interconnect: Some(crate::cluster::Interconnect::Pcie),
-            port_bandwidth: None,
+        .map(|m| {
+            let gpu = types[rng.random_range(0..types.len())];
+            let gpus = i64::from(rng.random_range(GPUS_PER_MACHINE.0..=GPUS_PER_MACHINE.1));
+            let (interconnect, intra_bandwidth) = wiring(&mut rng, gpu, distribution);
+            MachineEntry {
+                name: format!("m{m}"),
+                server: None,
+                gpu: gpu.to_string(),
+                gpus,
+                intra_bandwidth,
+                intra_latency: None,
+                nic: gbps(&mut rng, distribution.inter_gbps),
+                count: None,
+                memory: None,
+                interconnect: Some(interconnect),
+                port_bandwidth: None,
+            }
         })
         .collect();
     ClusterFile {
         name: name.to_string(),
         description: format!(
             "random topology, TAG §5.2 distribution with intra-machine {:?} and inter-machine \
-             {:?} Gbps{}, seed {seed}",
+             {:?} Gbps{}{}, seed {seed}",
             distribution.intra_gbps,
             distribution.inter_gbps,
             match distribution.gpus {
                 GpuMix::Tag => String::new(),
                 GpuMix::Wide => format!(", GPU types {types:?}"),
+            },
+            if distribution.nvlink {
+                ", NVLink in half the machines that have it"
+            } else {
+                ""
             }
         ),
         inter_latency: None,
         machines,
         bandwidth_matrix: None,
+    }
+}
+
+/// A machine's fabric and pair bandwidth. TAG's: PCIe, one figure per GPU that each GPU's traffic
+/// shares, drawn from the intra range. With `nvlink`, a GPU type that has NVLink gets it on a
+/// coin flip (drawn only then, so TAG's draws are unchanged without it).
+fn wiring(
+    rng: &mut StdRng,
+    gpu: &str,
+    distribution: TopologyDistribution,
+) -> (Interconnect, Quantity) {
+    let spec = find_gpu(gpu).filter(|s| s.nvlink_gbs > 0.0);
+    match spec {
+        Some(spec) if distribution.nvlink && rng.random_bool(0.5) => {
+            let fabric = Interconnect::default_for(spec);
+            let pair = match fabric {
+                Interconnect::Nvswitch => Quantity::Text(format!("{} GB/s", spec.nvlink_gbs)),
+                _ => gbps(rng, NVLINK_PAIR_GBPS),
+            };
+            (fabric, pair)
+        }
+        _ => (Interconnect::Pcie, gbps(rng, distribution.intra_gbps)),
     }
 }
 

@@ -58,6 +58,9 @@ pub struct TrainingSet {
     /// T4, A100 and H100).
     #[serde(default, skip_serializing_if = "is_tag_mix")]
     pub gpus: crate::cluster::GpuMix,
+    /// NVLink in half the random machines whose GPU type has it (src/cluster/random.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nvlink: bool,
     /// Cluster configs drawn from besides the random topologies.
     #[serde(default)]
     pub clusters: Vec<String>,
@@ -74,6 +77,7 @@ impl TrainingSet {
             intra_gbps: self.intra_gbps,
             inter_gbps: self.inter_gbps,
             gpus: self.gpus,
+            nvlink: self.nvlink,
         }
     }
 }
