@@ -1,6 +1,8 @@
 //! What ships inside the binary: every config of `configs/` and the shipped policy, byte for
 //! byte, so an installed `topoplace` finds them by name wherever it runs.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -57,8 +59,7 @@ fn a_shipped_config_is_found_by_name_and_an_unknown_name_lists_them() {
 /// prints what it prints in the repository.
 #[test]
 fn the_binary_needs_no_checkout_to_find_its_assets() {
-    let elsewhere = std::env::temp_dir().join(format!("topoplace-assets-{}", std::process::id()));
-    std::fs::create_dir_all(&elsewhere).unwrap();
+    let elsewhere = common::scratch("assets");
     let run = |dir: &Path| {
         let out = Command::new(env!("CARGO_BIN_EXE_topoplace"))
             .args(["simulate", "--model", "mlp", "--cluster", "tag-testbed"])

@@ -1,6 +1,8 @@
 //! Baseline placers: honest memory claims, list schedules checked against the simulator, brute
 //! force on tiny graphs, MCMC determinism, and the `compare` command end to end.
 
+mod common;
+
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use topoplace::baselines::{Budget, names, placer, registry};
@@ -272,12 +274,8 @@ fn mcmc_is_deterministic_per_seed_and_never_worse_than_its_dp_start() {
     assert!(t <= dp_t * (1.0 + 1e-9), "mcmc {t} vs its start {dp_t}");
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("topoplace-baselines-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn temp_dir(name: &str) -> common::Scratch {
+    common::scratch(&format!("baselines-{name}"))
 }
 
 #[test]
@@ -509,7 +507,8 @@ fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
         .place(&p, &budget())
         .unwrap()
         .strategy;
-    let path = temp_dir("roundtrip").join("horovod.json");
+    let dir = temp_dir("roundtrip");
+    let path = dir.join("horovod.json");
     save_strategy(&s, None, &g, &c.name, &path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("\"buckets\": 67108864"), "{text}");
@@ -590,7 +589,8 @@ fn a_groups_own_batch_shares_reach_the_compiled_ops_and_its_file() {
     }
     assert_eq!(seen, [true, true], "both groups hold batch-split ops");
 
-    let path = temp_dir("group-shares").join("mixed.json");
+    let dir = temp_dir("group-shares");
+    let path = dir.join("mixed.json");
     save_strategy(&mixed, None, &g, &c.name, &path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(
@@ -620,7 +620,8 @@ fn a_list_schedules_priorities_survive_a_json_round_trip() {
     };
     let placement = placer("heft").unwrap().place(&p, &budget()).unwrap();
     let order = placement.order.clone().expect("HEFT plans an order");
-    let path = temp_dir("priority").join("heft.json");
+    let dir = temp_dir("priority");
+    let path = dir.join("heft.json");
     save_strategy(&placement.strategy, Some(&order), &g, &c.name, &path).unwrap();
     let loaded = load_strategy(&path, &g, c.devices.len()).unwrap();
     // serde_json parses decimals to within an ulp, not always exactly.

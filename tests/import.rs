@@ -218,7 +218,8 @@ fn csv_example_imports_with_its_values() {
 #[test]
 fn csv_round_trips_through_graph_json() {
     let g = import::import(&repo(CSV_DIR), Some(Format::Csv)).unwrap();
-    let out = scratch("csv_round_trip").join("graph.json");
+    let dir = scratch("csv_round_trip");
+    let out = dir.join("graph.json");
     topoplace::graph::save_graph(&g, &out).unwrap();
     let back = import::import(&out, None).unwrap();
     assert_eq!(back.ops(), g.ops());
@@ -231,7 +232,7 @@ fn csv_round_trips_through_graph_json() {
 }
 
 /// The example files with one text replacement in one of them.
-fn csv_variant(test: &str, file: &str, from: &str, to: &str) -> PathBuf {
+fn csv_variant(test: &str, file: &str, from: &str, to: &str) -> common::Scratch {
     let dir = scratch(test);
     for f in ["ops.csv", "edges.csv", "gradients.csv"] {
         let mut text = std::fs::read_to_string(repo(CSV_DIR).join(f)).unwrap();
@@ -429,7 +430,8 @@ fn tiny_torch() -> serde_json::Value {
 fn torch_error(test: &str, edit: impl FnOnce(&mut serde_json::Value)) -> topoplace::InputError {
     let mut doc = tiny_torch();
     edit(&mut doc);
-    let path = scratch(test).join("export.json");
+    let dir = scratch(test);
+    let path = dir.join("export.json");
     std::fs::write(&path, doc.to_string()).unwrap();
     match import::import(&path, Some(Format::Torch)).unwrap_err() {
         topoplace::Error::Input(e) => {

@@ -190,8 +190,7 @@ fn never_worse_than_dp_nccl_when_it_fits() {
 
 #[test]
 fn place_writes_a_strategy_that_simulate_reproduces() {
-    let dir = std::env::temp_dir().join(format!("topoplace-place-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("place");
     let file = dir.join("s.json");
     let trace = dir.join("t.json");
     let placed = topoplace()
@@ -277,8 +276,7 @@ fn too_big() -> Graph {
 
 #[test]
 fn a_model_that_fits_nowhere_fails_cleanly() {
-    let dir = std::env::temp_dir().join(format!("topoplace-big-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("big");
     let graph = dir.join("big.json");
     save_graph(&too_big(), &graph).unwrap();
     let run = topoplace()

@@ -2,6 +2,8 @@
 //! the sufficient factors beats AllReduce of the gradient at small batch, 2(H₂·B + B·H₁) < H₁·H₂,
 //! and loses at large batch — and on a zoo model it reports what it duplicates (Table 6).
 
+mod common;
+
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::cost::CostModel;
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, Splittability};
@@ -205,8 +207,7 @@ fn the_compiler_applies_sfb_when_the_strategy_asks() {
 
 #[test]
 fn cli_sfb_reports_decisions_and_op_types() {
-    let dir = std::env::temp_dir().join(format!("topoplace-sfb-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("sfb");
     let cfg = dir.join("two.toml");
     std::fs::write(&cfg, two_machines().to_toml()).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_topoplace"))

@@ -2,6 +2,8 @@
 //! model, the simulator configured as each formulation assumes reproduces the MILP's objective,
 //! time limits hold, an unplaceable model is a clean error, and the placers and the CLI work.
 
+mod common;
+
 use std::time::Instant;
 
 use rand::rngs::StdRng;
@@ -325,8 +327,7 @@ fn milp_placers_are_registered_and_honour_the_budget() {
 
 #[test]
 fn cli_solve_prints_the_proof_and_fails_cleanly() {
-    let dir = std::env::temp_dir().join(format!("topoplace-solve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("solve");
     let ok = dir.join("ok.toml");
     let small = dir.join("small.toml");
     std::fs::write(&ok, cluster(1, 1, None).to_toml()).unwrap();
@@ -369,8 +370,7 @@ fn cli_solve_prints_the_proof_and_fails_cleanly() {
 
 #[test]
 fn compare_runs_the_milp_placers_under_its_time_limit() {
-    let dir = std::env::temp_dir().join(format!("topoplace-solve-cmp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("solve-cmp");
     let cfg = dir.join("c.toml");
     std::fs::write(&cfg, cluster(1, 1, None).to_toml()).unwrap();
     let started = Instant::now();

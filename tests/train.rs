@@ -1,5 +1,7 @@
 //! Training recipes and durable checkpoints.
 
+mod common;
+
 use std::path::Path;
 
 use topoplace::cluster::TopologyDistribution;
@@ -156,11 +158,8 @@ fn step_seeds_are_distinct_and_reproducible() {
     assert_ne!(step_seed(7, 3, 1), step_seed(8, 3, 1));
 }
 
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("topoplace-train-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn tempdir(tag: &str) -> common::Scratch {
+    common::scratch(&format!("train-{tag}"))
 }
 
 #[test]

@@ -17,12 +17,38 @@ pub fn small_policy(seed: u64) -> GnnPolicy {
     GnnPolicy::init(config, seed).unwrap()
 }
 
-/// A fresh, empty directory for one test (unique per test binary run).
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh, empty directory for one test (unique per test binary run), removed when the test
+/// passes and kept for a look when it fails.
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("topoplace-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// The directory of [`scratch`].
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+
+    fn deref(&self) -> &PathBuf {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// The `topoplace` binary, run from the repository root.
