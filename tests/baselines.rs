@@ -274,13 +274,9 @@ fn mcmc_is_deterministic_per_seed_and_never_worse_than_its_dp_start() {
     assert!(t <= dp_t * (1.0 + 1e-9), "mcmc {t} vs its start {dp_t}");
 }
 
-fn temp_dir(name: &str) -> common::Scratch {
-    common::scratch(&format!("baselines-{name}"))
-}
-
 #[test]
 fn compare_writes_csv_markdown_and_charts_and_rejects_bad_methods() {
-    let dir = temp_dir("compare");
+    let dir = common::scratch("baselines-compare");
     let a = dir.join("two.toml");
     let b = dir.join("three.toml");
     std::fs::write(&a, cluster(2, true, None).to_toml()).unwrap();
@@ -333,7 +329,7 @@ fn compare_writes_csv_markdown_and_charts_and_rejects_bad_methods() {
 /// longer, and a batch of 0 is refused naming the flag.
 #[test]
 fn compare_runs_models_at_the_batch_asked_for() {
-    let dir = temp_dir("compare-batch");
+    let dir = common::scratch("baselines-compare-batch");
     let two = dir.join("two.toml");
     std::fs::write(&two, cluster(2, true, None).to_toml()).unwrap();
     let time_at = |batch: &str| {
@@ -507,7 +503,7 @@ fn horovod_strategy_survives_a_json_round_trip_with_its_buckets() {
         .place(&p, &budget())
         .unwrap()
         .strategy;
-    let dir = temp_dir("roundtrip");
+    let dir = common::scratch("baselines-roundtrip");
     let path = dir.join("horovod.json");
     save_strategy(&s, None, &g, &c.name, &path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
@@ -589,7 +585,7 @@ fn a_groups_own_batch_shares_reach_the_compiled_ops_and_its_file() {
     }
     assert_eq!(seen, [true, true], "both groups hold batch-split ops");
 
-    let dir = temp_dir("group-shares");
+    let dir = common::scratch("baselines-group-shares");
     let path = dir.join("mixed.json");
     save_strategy(&mixed, None, &g, &c.name, &path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
@@ -620,7 +616,7 @@ fn a_list_schedules_priorities_survive_a_json_round_trip() {
     };
     let placement = placer("heft").unwrap().place(&p, &budget()).unwrap();
     let order = placement.order.clone().expect("HEFT plans an order");
-    let dir = temp_dir("priority");
+    let dir = common::scratch("baselines-priority");
     let path = dir.join("heft.json");
     save_strategy(&placement.strategy, Some(&order), &g, &c.name, &path).unwrap();
     let loaded = load_strategy(&path, &g, c.devices.len()).unwrap();

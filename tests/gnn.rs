@@ -351,7 +351,6 @@ fn same_seed_same_priors_and_files_round_trip() {
     let loaded = GnnPolicy::load(&file).unwrap();
     assert_eq!(loaded.config, small());
     assert_eq!(pa, loaded.priors(&g, 4, &slices));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// Relabel op groups by `perm` (old i → new perm[i]).
@@ -500,7 +499,6 @@ fn place_with_a_policy_file_is_deterministic() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("GNN priors from"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[cfg(not(feature = "wgpu"))]
@@ -574,5 +572,4 @@ fn bad_policy_files_are_named_errors() {
         assert!(stderr.contains(&*file.to_string_lossy()), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
-    std::fs::remove_dir_all(&dir).ok();
 }

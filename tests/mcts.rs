@@ -253,7 +253,6 @@ fn place_writes_a_strategy_that_simulate_reproduces() {
         .unwrap();
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("GNN"));
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// A small graph whose one parameter (100 GiB) fits on no GPU.
@@ -295,7 +294,6 @@ fn a_model_that_fits_nowhere_fails_cleanly() {
     let err = String::from_utf8_lossy(&run.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("does not fit"), "{err}");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// The extended search space: with `SearchSplit::Auto` the search starts from the faster of

@@ -127,7 +127,7 @@ fn bad_recipes_name_the_file_and_field() {
 
 #[test]
 fn relative_graph_paths_resolve_against_the_recipe() {
-    let dir = tempdir("recipe");
+    let dir = common::scratch("train-recipe");
     std::fs::write(
         dir.join("r.toml"),
         "name = \"t\"\n[training_set]\nmodels = [\"vgg19\", \"g.json\"]\nclusters = [\"c.toml\", \"tag-testbed\"]\n",
@@ -158,13 +158,9 @@ fn step_seeds_are_distinct_and_reproducible() {
     assert_ne!(step_seed(7, 3, 1), step_seed(8, 3, 1));
 }
 
-fn tempdir(tag: &str) -> common::Scratch {
-    common::scratch(&format!("train-{tag}"))
-}
-
 #[test]
 fn a_failed_save_leaves_the_previous_checkpoint_latest() {
-    let dir = tempdir("ckpt");
+    let dir = common::scratch("train-ckpt");
     let c = Checkpoints::new(&dir);
     assert!(c.latest().unwrap().is_none());
     c.save(10, |d| {
@@ -202,5 +198,4 @@ fn a_failed_save_leaves_the_previous_checkpoint_latest() {
         .collect();
     left.sort();
     assert_eq!(left, ["latest", "step-30", "step-40"]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -48,7 +48,7 @@ pub enum TopologyCommand {
 }
 
 pub fn run(command: TopologyCommand) -> Result<()> {
-    let (seed, out, json, distribution) = match command {
+    let (seed, out, json, topologies) = match command {
         TopologyCommand::Random {
             seed,
             out,
@@ -66,7 +66,7 @@ pub fn run(command: TopologyCommand) -> Result<()> {
             return nvidia_smi(&file, &gpu, &name);
         }
     };
-    let cluster = random_cluster_within(seed, distribution);
+    let cluster = random_cluster_within(seed, topologies);
     if json {
         return print_json(&cluster.summary());
     }
