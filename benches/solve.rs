@@ -33,7 +33,7 @@ fn main() {
         }
     }
     println!(
-        "| formulation | model | cluster | nodes | vars | rows | status | objective ms | bound ms | gap | greedy ms | simulated ms | solve s |"
+        "| formulation | model | cluster | nodes | vars | rows | status | objective ms | bound ms | gap | warm start ms | simulated ms | solve s |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let cost = CostModel::default();

@@ -21,13 +21,26 @@ const PASSES: usize = 4;
 /// transfer queued just before its consumer; only admissible schedules (memory, co-location) are taken.
 /// Stops at `deadline` (part of the solver's time limit) with the best found.
 pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instant) -> Plan {
+    let ins = in_edges(inst);
+    let rank = topo_rank(inst);
+    let order = sequence(&plan, &ins, &rank);
+    improve_in_order(inst, channels, plan, order, deadline)
+}
+
+/// [`improve`] starting from `order` (a linear extension that times to `plan`).
+pub fn improve_in_order(
+    inst: &Instance,
+    channels: Channels,
+    plan: Plan,
+    mut order: Vec<Task>,
+    deadline: Instant,
+) -> Plan {
     let tasks = (inst.len() + inst.edges.len()) as f64;
     let per_pass = inst.len() as f64 * inst.devices() as f64 * tasks;
     let passes = PASSES.min((WORK_LIMIT / per_pass.max(1.0)) as usize);
     let leader = inst.colocation_leader();
     let ins = in_edges(inst);
     let rank = topo_rank(inst);
-    let mut order = sequence(&plan, &ins, &rank);
     let mut best = plan;
     for _ in 0..passes {
         let mut improved = false;
@@ -73,7 +86,7 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
 
 /// The nodes in `plan`'s start order, each preceded by the transfers of its inputs (ignored
 /// where an edge stays on one device).
-fn sequence(plan: &Plan, ins: &[Vec<usize>], rank: &[usize]) -> Vec<Task> {
+pub fn sequence(plan: &Plan, ins: &[Vec<usize>], rank: &[usize]) -> Vec<Task> {
     let mut nodes: Vec<usize> = (0..plan.start.len()).collect();
     // Start times order a consumer after its producer; equal starts (zero-time producers) are
     // broken by topological rank, so the order stays a linear extension.

@@ -7,7 +7,7 @@
 //! - [`model`]: placement/scheduling variables common to both MILPs; [`quickp`]: QuickP P1/P2;
 //!   [`moirai`]: MOIRAI with communication tasks, channel selection and congestion control.
 //! - [`brute`]: exhaustive search for tiny instances (the tests' reference optimum);
-//!   [`improve`]: local search on the warm start.
+//!   [`improve`]: local search on the warm start; [`iterated`]: kicks and descents after it.
 //! - [`align`]: the simulator configured as each formulation assumes (the alignment check).
 //!
 //! [`solve_problem`] is what the `solve` command and the `quickp-milp` / `moirai-milp` placers
@@ -18,6 +18,7 @@ pub mod align;
 pub mod brute;
 pub mod improve;
 pub mod instance;
+pub mod iterated;
 pub mod memory;
 pub mod model;
 pub mod moirai;
@@ -102,6 +103,9 @@ pub struct InstanceResult {
 /// Share of the time limit the warm start's local search ([`improve`]) may take.
 pub const IMPROVE_SHARE: f64 = 0.05;
 
+/// Share of the time limit the iterated local search ([`iterated`]) may take after it.
+pub const ITERATED_SHARE: f64 = 0.1;
+
 /// Solve `inst` with `formulation`, warm-started from the greedy schedule.
 pub fn solve_instance(
     inst: &Instance,
@@ -109,9 +113,20 @@ pub fn solve_instance(
     opts: &SolveOptions,
 ) -> Result<InstanceResult> {
     let started = Instant::now();
+    // Refused before any work: the warm start alone takes a share of the time limit.
+    check_size(inst, formulation, opts)?;
     let channels = formulation.channels();
     let improve_for = Duration::from_secs_f64(opts.time_limit_s.max(0.0) * IMPROVE_SHARE);
     let mut heuristic = warm_start(inst, channels, started + improve_for);
+    let kick_for = opts.time_limit_s.max(0.0) * ITERATED_SHARE;
+    heuristic = iterated::iterated(
+        inst,
+        channels,
+        heuristic,
+        u64::from(opts.seed.unsigned_abs()),
+        iterated::rounds_for(inst, kick_for),
+        started + improve_for + Duration::from_secs_f64(kick_for),
+    );
     // The warm start must obey the symmetry-breaking rows; relabelling keeps its schedule.
     heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);
     let admissible = heuristic.admissible(inst);
@@ -136,7 +151,6 @@ pub fn solve_instance(
             plan: None,
         });
     }
-    check_size(inst, formulation, opts)?;
     type Reader = Box<dyn Fn(&milp::MilpOutcome) -> Plan>;
     let (milp, warm, reader): (milp::Milp, Vec<f64>, Reader) = match formulation {
         Formulation::Quickp => {
