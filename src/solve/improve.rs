@@ -21,18 +21,16 @@ const PASSES: usize = 4;
 /// transfer queued just before its consumer; only admissible schedules (memory, co-location) are taken.
 /// Stops at `deadline` (part of the solver's time limit) with the best found.
 pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instant) -> Plan {
-    let ins = in_edges(inst);
-    let rank = topo_rank(inst);
-    let order = sequence(&plan, &ins, &rank);
-    improve_in_order(inst, channels, plan, order, deadline)
+    improve_from(inst, channels, plan, None, deadline)
 }
 
-/// [`improve`] starting from `order` (a linear extension that times to `plan`).
-pub fn improve_in_order(
+/// [`improve`] starting from `order` (a linear extension that times to `plan`); `None`: `plan`'s
+/// own start order.
+pub fn improve_from(
     inst: &Instance,
     channels: Channels,
     plan: Plan,
-    mut order: Vec<Task>,
+    order: Option<Vec<Task>>,
     deadline: Instant,
 ) -> Plan {
     let tasks = (inst.len() + inst.edges.len()) as f64;
@@ -41,6 +39,7 @@ pub fn improve_in_order(
     let leader = inst.colocation_leader();
     let ins = in_edges(inst);
     let rank = topo_rank(inst);
+    let mut order = order.unwrap_or_else(|| sequence(&plan, &ins, &rank));
     let mut best = plan;
     for _ in 0..passes {
         let mut improved = false;

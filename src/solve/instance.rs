@@ -123,15 +123,26 @@ impl Instance {
             .expect("an instance is acyclic by construction")
     }
 
+    /// The critical-path bound: the longest path at fastest times with free transfers.
+    pub fn critical_path(&self) -> f64 {
+        let through = self.longest_through();
+        (0..self.len()).map(through).fold(0.0, f64::max)
+    }
+
     /// The nodes on a longest path at fastest times with free transfers (`head + p + tail` equal
     /// to the critical-path bound).
     pub fn critical_nodes(&self) -> Vec<usize> {
-        let (head, tail) = self.heads_and_tails();
-        let through = |i: usize| head[i] + self.fastest(i) + tail[i];
-        let longest = (0..self.len()).map(through).fold(0.0, f64::max);
+        let through = self.longest_through();
+        let longest = (0..self.len()).map(&through).fold(0.0, f64::max);
         (0..self.len())
             .filter(|&i| through(i) >= longest * (1.0 - 1e-9))
             .collect()
+    }
+
+    /// Per node, the longest path through it: `head + fastest + tail`.
+    fn longest_through(&self) -> impl Fn(usize) -> f64 + '_ {
+        let (head, tail) = self.heads_and_tails();
+        move |i| head[i] + self.fastest(i) + tail[i]
     }
 
     /// Longest paths of fastest compute times (transfers free) ending before each node (head)

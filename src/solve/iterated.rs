@@ -11,7 +11,7 @@ use std::time::Instant;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use super::improve::{improve_in_order, sequence};
+use super::improve::{improve_from, sequence};
 use super::instance::Instance;
 use super::schedule::{Channels, Plan, Task, in_edges, semi_active, topo_rank};
 
@@ -70,7 +70,7 @@ pub fn iterated(
         if !kicked.admissible(inst) {
             continue;
         }
-        let local = improve_in_order(inst, channels, kicked, order, deadline);
+        let local = improve_from(inst, channels, kicked, Some(order), deadline);
         if local.makespan <= best.makespan * (1.0 + 1e-12) && local.admissible(inst) {
             best = local;
         }
@@ -82,12 +82,8 @@ pub fn iterated(
 /// the work at its fastest spread evenly over the devices. Where the incumbent reaches it (a
 /// CNN's backward chain with its weight gradients beside it) there is nothing left to find.
 fn lower_bound(inst: &Instance) -> f64 {
-    let (head, tail) = inst.heads_and_tails();
-    let path = (0..inst.len())
-        .map(|i| head[i] + inst.fastest(i) + tail[i])
-        .fold(0.0, f64::max);
     let work: f64 = (0..inst.len()).map(|i| inst.fastest(i)).sum();
-    path.max(work / inst.devices() as f64)
+    inst.critical_path().max(work / inst.devices() as f64)
 }
 
 /// Swap two nodes next to each other in the node order (their input transfers travel with them)
