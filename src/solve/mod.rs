@@ -1,4 +1,5 @@
-//! Exact placement by mixed-integer programming on HiGHS.
+//! Exact placement by mixed-integer programming on HiGHS (and, for MOIRAI, constraint programming
+//! on pumpkin beside it).
 //!
 //! - [`milp`]: the solver layer (time limit, relative gap, threads, seed, warm start, status).
 //! - [`instance`]: the scheduling instance built from a graph (or a coarsening of it), a cluster
@@ -6,6 +7,8 @@
 //!   for the warm start and the big-M horizon.
 //! - [`model`]: placement/scheduling variables common to both MILPs; [`quickp`]: QuickP P1/P2;
 //!   [`moirai`]: MOIRAI with communication tasks, channel selection and congestion control.
+//! - [`cp`]: the same model as a constraint program for pumpkin (lazy clause generation), run
+//!   beside HiGHS on MOIRAI instances to prove optima the big-M relaxation cannot;
 //! - [`brute`]: exhaustive search for tiny instances (the tests' reference optimum);
 //!   [`improve`]: local search on the warm start; [`iterated`]: kicks and descents after it.
 //! - [`align`]: the simulator configured as each formulation assumes (the alignment check).
@@ -16,6 +19,7 @@
 
 pub mod align;
 pub mod brute;
+pub mod cp;
 pub mod improve;
 pub mod instance;
 pub mod iterated;
@@ -28,6 +32,7 @@ pub mod size;
 pub mod summary;
 pub mod symmetry;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -96,8 +101,29 @@ pub struct InstanceResult {
     pub rows: usize,
     pub build_seconds: f64,
     pub solve_seconds: f64,
+    /// Which search established the status and the bound.
+    pub prover: Prover,
     #[serde(skip)]
     pub plan: Option<Plan>,
+}
+
+/// The search behind a solve's status and bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prover {
+    /// HiGHS's branch and bound on the MILP.
+    Milp,
+    /// Pumpkin's lazy clause generation on the same model ([`cp`]).
+    Cp,
+}
+
+impl Prover {
+    pub fn name(self) -> &'static str {
+        match self {
+            Prover::Milp => "HiGHS on the MILP",
+            Prover::Cp => "pumpkin on the CP model",
+        }
+    }
 }
 
 /// Share of the time limit the warm start's local search ([`improve`]) may take.
@@ -106,7 +132,10 @@ pub const IMPROVE_SHARE: f64 = 0.05;
 /// Share of the time limit the iterated local search ([`iterated`]) may take after it.
 pub const ITERATED_SHARE: f64 = 0.1;
 
-/// Solve `inst` with `formulation`, warm-started from the greedy schedule.
+/// Solve `inst` with `formulation`, warm-started from the greedy schedule. On a MOIRAI instance
+/// small enough for it, the CP proof ([`cp`]) runs beside HiGHS on a second thread until the time
+/// limit (or until HiGHS proves the optimum): whichever proves first sets the status, the better
+/// incumbent and the larger bound are kept.
 pub fn solve_instance(
     inst: &Instance,
     formulation: Formulation,
@@ -130,13 +159,6 @@ pub fn solve_instance(
     // The warm start must obey the symmetry-breaking rows; relabelling keeps its schedule.
     heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);
     let admissible = heuristic.admissible(inst);
-    // A feasible schedule bounds the optimum; a tiny slack keeps its own warm start feasible
-    // after rounding.
-    let horizon = if admissible {
-        heuristic.makespan * (1.0 + 1e-9) + 1e-6
-    } else {
-        inst.serial_horizon() + 1e-6
-    };
     if obviously_infeasible(inst) {
         return Ok(InstanceResult {
             status: SolveStatus::Infeasible,
@@ -148,14 +170,64 @@ pub fn solve_instance(
             rows: 0,
             build_seconds: started.elapsed().as_secs_f64(),
             solve_seconds: 0.0,
+            prover: Prover::Milp,
             plan: None,
         });
     }
+    let with_cp = formulation == Formulation::Moirai && admissible && cp::fits(inst, channels);
+    let deadline = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    let stop = AtomicBool::new(false);
+    let (milp, proof) = std::thread::scope(|scope| {
+        let cp = with_cp.then(|| {
+            std::thread::Builder::new()
+                .stack_size(CP_STACK_BYTES)
+                .spawn_scoped(scope, || {
+                    let gap = opts.mip_rel_gap;
+                    cp::prove(inst, channels, &heuristic, gap, deadline, &stop)
+                })
+        });
+        let milp = solve_milp(inst, formulation, opts, &heuristic, started);
+        if milp
+            .as_ref()
+            .is_ok_and(|r| r.status != SolveStatus::Feasible)
+            || milp.is_err()
+        {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let proof = cp.and_then(|spawned| spawned.ok()?.join().ok());
+        (milp, proof)
+    });
+    let mut result = milp?;
+    if let Some(proof) = proof {
+        merge_proof(&mut result, proof);
+    }
+    Ok(result)
+}
+
+/// Stack of the CP thread (pumpkin's conflict analysis on deep implication graphs).
+const CP_STACK_BYTES: usize = 64 << 20;
+
+/// Build the formulation's MILP around the warm start and run HiGHS on it.
+fn solve_milp(
+    inst: &Instance,
+    formulation: Formulation,
+    opts: &SolveOptions,
+    heuristic: &Plan,
+    started: Instant,
+) -> Result<InstanceResult> {
+    let admissible = heuristic.admissible(inst);
+    // A feasible schedule bounds the optimum; a tiny slack keeps its own warm start feasible
+    // after rounding.
+    let horizon = if admissible {
+        heuristic.makespan * (1.0 + 1e-9) + 1e-6
+    } else {
+        inst.serial_horizon() + 1e-6
+    };
     type Reader = Box<dyn Fn(&milp::MilpOutcome) -> Plan>;
     let (milp, warm, reader): (milp::Milp, Vec<f64>, Reader) = match formulation {
         Formulation::Quickp => {
             let m = quickp::QuickpMilp::build(inst, horizon);
-            let warm = m.warm(inst, &heuristic);
+            let warm = m.warm(inst, heuristic);
             let quickp::QuickpMilp { milp, core } = m;
             let inst2 = inst.clone();
             let reader: Reader =
@@ -164,7 +236,7 @@ pub fn solve_instance(
         }
         Formulation::Moirai => {
             let m = moirai::MoiraiMilp::build(inst, horizon);
-            let warm = m.warm(inst, &heuristic);
+            let warm = m.warm(inst, heuristic);
             let (milp, rest) = m.split();
             let inst2 = inst.clone();
             let reader: Reader = Box::new(move |out: &milp::MilpOutcome| rest.plan(&inst2, out));
@@ -191,8 +263,31 @@ pub fn solve_instance(
         rows,
         build_seconds,
         solve_seconds: out.seconds,
+        prover: Prover::Milp,
         plan,
     })
+}
+
+/// Fold the CP's result into HiGHS's: the better incumbent, the larger bound, and the CP's
+/// "optimal" where HiGHS did not prove it.
+fn merge_proof(result: &mut InstanceResult, proof: cp::CpProof) {
+    if result.objective_us.is_none_or(|o| proof.plan.makespan < o) {
+        result.objective_us = Some(proof.plan.makespan);
+        result.plan = Some(proof.plan);
+        if !result.status.has_solution() {
+            result.status = SolveStatus::Feasible;
+        }
+    }
+    if proof.proved && result.status != SolveStatus::Optimal {
+        result.status = SolveStatus::Optimal;
+        result.prover = Prover::Cp;
+    }
+    let bound = result.bound_us.unwrap_or(0.0).max(proof.bound);
+    if let Some(objective) = result.objective_us {
+        let bound = bound.min(objective);
+        result.bound_us = Some(bound);
+        result.gap = Some((objective - bound) / objective.max(f64::MIN_POSITIVE));
+    }
 }
 
 /// The best of the greedy and the critical-path-first schedules, each improved by local search

@@ -22,6 +22,8 @@ pub struct SolveSummary {
     pub variables: usize,
     pub rows: usize,
     pub status: super::SolveStatus,
+    /// Which search established the status and the bound.
+    pub prover: super::Prover,
     pub objective_us: Option<f64>,
     pub bound_us: Option<f64>,
     pub gap: Option<f64>,
@@ -63,6 +65,7 @@ pub fn run(
         variables: result.variables,
         rows: result.rows,
         status: result.status,
+        prover: result.prover,
         objective_us: result.objective_us,
         bound_us: result.bound_us,
         gap: result.gap,
@@ -86,7 +89,7 @@ impl SolveSummary {
         format!(
             "{} on {}: {} MILP, {}\n\
              instance   {} nodes, {} edges, {} co-location sets; {} variables, {} rows\n\
-             status     {}\n\
+             status     {} ({})\n\
              objective  {}\n\
              bound      {}\n\
              gap        {}\n\
@@ -104,6 +107,7 @@ impl SolveSummary {
             self.variables,
             self.rows,
             self.status.name(),
+            self.prover.name(),
             ms(self.objective_us),
             ms(self.bound_us),
             gap,
