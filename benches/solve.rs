@@ -84,7 +84,10 @@ fn main() {
                     s.nodes,
                     s.variables,
                     s.rows,
-                    s.status.name(),
+                    match s.prover {
+                        topoplace::solve::Prover::Cp => format!("{} (CP)", s.status.name()),
+                        topoplace::solve::Prover::Milp => s.status.name().to_string(),
+                    },
                     ms(s.objective_us),
                     ms(s.bound_us),
                     s.gap.map_or("—".into(), |g| format!("{:.1}%", g * 100.0)),

@@ -17,7 +17,8 @@
 //!
 //! - `x[i][d]`: node i on device d (exactly one; co-located nodes share their leader's; the
 //!   interchangeable-GPU rule of [`super::symmetry`]; memory per device as a linear constraint).
-//! - `x[i][d] → F_i ≥ S_i + p_i(d)`; `F_i ≤ C`.
+//! - `x[i][d] → F_i ≥ S_i + p_i(d)`; `F_i ≤ C`; a cumulative over all nodes at their fastest
+//!   times with as many units as GPUs (redundant, for propagation).
 //! - Edge e: `T_e ≥ F_src`, `A_e ≥ T_e`, `S_dst ≥ A_e`, and for each ordered device pair
 //!   `z_e(k,l) ↔ x[src][k] ∧ x[dst][l]` with `z_e(k,l) → A_e ≥ T_e + c_e(k,l)`.
 //! - Two nodes no path orders: `b_ij → F_i ≤ S_j`, and on every device `¬x[i][d] ∨ ¬x[j][d] ∨
@@ -189,6 +190,7 @@ impl Model {
         };
         let finish = m.durations(inst);
         m.memory(inst);
+        m.busy_devices(inst);
         let (transfer, arrival, z) = m.edges(inst, &finish);
         m.transfer = transfer;
         m.node_orders(inst, &finish);
@@ -231,6 +233,20 @@ impl Model {
                 finish
             })
             .collect()
+    }
+
+    /// A redundant global view: every node holds some GPU for at least its fastest time, so no
+    /// more nodes than GPUs run at once (a cumulative constraint; its time-table reasoning prunes
+    /// what the pairwise clauses only find by search).
+    fn busy_devices(&mut self, inst: &Instance) {
+        let durations: Vec<i32> = (0..inst.len())
+            .map(|i| self.units(inst.fastest(i)))
+            .collect();
+        let demand = vec![1; inst.len()];
+        let gpus = inst.devices() as i32;
+        let c =
+            pumpkin_constraints::cumulative(self.start.clone(), durations, demand, gpus, self.tag);
+        self.solver.add_constraint(c).post();
     }
 
     /// Each device's bytes, in units of a millionth of the largest capacity rounded down (a
