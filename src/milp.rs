@@ -3,6 +3,8 @@
 //! warm start, and reports what HiGHS proved — optimal, feasible with a gap, infeasible, or out of
 //! time — together with the dual bound, which `good_lp` does not expose.
 
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use highs::{HighsModelStatus, RowProblem, Sense};
@@ -174,6 +176,17 @@ impl Milp {
     /// Solve, starting from `warm` (a value per variable) when given. HiGHS checks the warm
     /// start and ignores it when infeasible, so a wrong one costs time, never correctness.
     pub fn solve(self, opts: &SolveOptions, warm: Option<&[f64]>) -> Result<MilpOutcome> {
+        self.solve_until(opts, warm, None)
+    }
+
+    /// [`Milp::solve`] that also ends, as at its time limit, once `interrupt` is raised (another
+    /// search proved the optimum first).
+    pub fn solve_until(
+        self,
+        opts: &SolveOptions,
+        warm: Option<&[f64]>,
+        interrupt: Option<&AtomicBool>,
+    ) -> Result<MilpOutcome> {
         let started = Instant::now();
         let n = self.columns.len();
         let mut model = self
@@ -195,6 +208,9 @@ impl Milp {
         )?;
         if threads == 1 {
             set(&mut model, "parallel", "off")?;
+        }
+        if let Some(flag) = interrupt {
+            interrupt_on(&mut model, flag);
         }
         if let Some(w) = warm.filter(|w| w.len() == n) {
             model
@@ -279,4 +295,44 @@ fn set<V: highs::HighsOptionValue>(model: &mut highs::Model, key: &str, value: V
         }
         .into()
     })
+}
+
+/// Have HiGHS poll `flag` in its simplex, interior-point and branch-and-bound loops and stop
+/// (`ReachedInterrupt`) once it is raised. `flag` is borrowed for the whole solve that follows.
+#[allow(unsafe_code)]
+fn interrupt_on(model: &mut highs::Model, flag: &AtomicBool) {
+    let data = std::ptr::from_ref(flag).cast_mut().cast::<c_void>();
+    let highs = model.as_mut_ptr();
+    // SAFETY: `highs` is the live instance the model owns (the solve moves the wrapper, not the
+    // instance); `data` points to an AtomicBool that outlives the solve, and the callback only
+    // reads it.
+    unsafe {
+        highs_sys::Highs_setCallback(highs, Some(poll_interrupt), data);
+        for kind in [
+            highs_sys::kHighsCallbackSimplexInterrupt,
+            highs_sys::kHighsCallbackIpmInterrupt,
+            highs_sys::kHighsCallbackMipInterrupt,
+        ] {
+            highs_sys::Highs_startCallback(highs, kind);
+        }
+    }
+}
+
+/// The callback [`interrupt_on`] registers: ask HiGHS to stop while the flag is raised.
+#[allow(unsafe_code)]
+unsafe extern "C" fn poll_interrupt(
+    _kind: c_int,
+    _message: *const c_char,
+    _out: *const highs_sys::HighsCallbackDataOut,
+    data_in: *mut highs_sys::HighsCallbackDataIn,
+    flag: *mut c_void,
+) {
+    // SAFETY: `flag` is the AtomicBool registered by `interrupt_on`, alive during the solve;
+    // `data_in` is HiGHS's own input block for this call (checked for null).
+    unsafe {
+        let raised = (*flag.cast::<AtomicBool>()).load(Ordering::Relaxed);
+        if raised && !data_in.is_null() {
+            (*data_in).user_interrupt = 1;
+        }
+    }
 }

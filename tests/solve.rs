@@ -251,6 +251,25 @@ fn a_hard_instance_returns_within_its_time_limit_with_a_gap() {
     );
 }
 
+/// A raised interrupt (the CP proved the optimum first) ends HiGHS at once, as a time limit
+/// would: the hard instance above, given a minute, returns without a proof within seconds.
+#[test]
+fn a_raised_interrupt_ends_highs_early() {
+    use std::sync::atomic::AtomicBool;
+    use topoplace::solve::moirai::MoiraiMilp;
+    let inst = tiny_instance(3, 40, 2, 2, 0.08);
+    let m = MoiraiMilp::build(&inst, inst.serial_horizon());
+    let opts = limited(60.0, 0.0);
+    let started = Instant::now();
+    let out = m
+        .milp
+        .solve_until(&opts, None, Some(&AtomicBool::new(true)))
+        .unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    assert_ne!(out.status, SolveStatus::Optimal);
+    assert!(elapsed < 20.0, "took {elapsed} s of a 60 s limit");
+}
+
 fn mlp() -> Graph {
     zoo::build("mlp", &zoo::ZooOptions::default()).unwrap()
 }

@@ -134,8 +134,8 @@ pub const ITERATED_SHARE: f64 = 0.1;
 
 /// Solve `inst` with `formulation`, warm-started from the greedy schedule. On a MOIRAI instance
 /// small enough for it, the CP proof ([`cp`]) runs beside HiGHS on a second thread until the time
-/// limit (or until HiGHS proves the optimum): whichever proves first sets the status, the better
-/// incumbent and the larger bound are kept.
+/// limit (or until HiGHS proves the optimum, which ends it; its proof interrupts HiGHS in turn):
+/// whichever proves first sets the status, the better incumbent and the larger bound are kept.
 pub fn solve_instance(
     inst: &Instance,
     formulation: Formulation,
@@ -176,17 +176,20 @@ pub fn solve_instance(
     }
     let with_cp = formulation == Formulation::Moirai && admissible && cp::fits(inst, channels);
     let deadline = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
-    let stop = AtomicBool::new(false);
+    // `stop` ends the CP when HiGHS has finished; `proved` interrupts HiGHS when the CP proved.
+    let (stop, proved) = (AtomicBool::new(false), AtomicBool::new(false));
     let (milp, proof) = std::thread::scope(|scope| {
         let cp = with_cp.then(|| {
             std::thread::Builder::new()
                 .stack_size(CP_STACK_BYTES)
                 .spawn_scoped(scope, || {
                     let gap = opts.mip_rel_gap;
-                    cp::prove(inst, channels, &heuristic, gap, deadline, &stop)
+                    let proof = cp::prove(inst, channels, &heuristic, gap, deadline, &stop);
+                    proved.store(proof.proved, Ordering::Relaxed);
+                    proof
                 })
         });
-        let milp = solve_milp(inst, formulation, opts, &heuristic, started);
+        let milp = solve_milp(inst, formulation, opts, &heuristic, started, &proved);
         if milp
             .as_ref()
             .is_ok_and(|r| r.status != SolveStatus::Feasible)
@@ -214,6 +217,7 @@ fn solve_milp(
     opts: &SolveOptions,
     heuristic: &Plan,
     started: Instant,
+    interrupt: &AtomicBool,
 ) -> Result<InstanceResult> {
     let admissible = heuristic.admissible(inst);
     // A feasible schedule bounds the optimum; a tiny slack keeps its own warm start feasible
@@ -250,7 +254,8 @@ fn solve_milp(
         time_limit_s: (opts.time_limit_s - build_seconds).max(0.0),
         ..opts.clone()
     };
-    let out = milp.solve(&remaining, admissible.then_some(warm.as_slice()))?;
+    let warm = admissible.then_some(warm.as_slice());
+    let out = milp.solve_until(&remaining, warm, Some(interrupt))?;
     let plan = out.status.has_solution().then(|| reader(&out));
     let some = |x: f64| x.is_finite().then_some(x);
     Ok(InstanceResult {
