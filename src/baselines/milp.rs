@@ -65,7 +65,11 @@ impl Placer for Milp {
             (_, Some(gap)) => format!("gap {:.1}% at the time limit", gap * 100.0),
             _ => result.status.name().to_string(),
         };
-        placement.note = format!("{}: HiGHS on {label}, {proof}", self.name());
+        let solver = match result.prover {
+            crate::solve::Prover::Milp => "HiGHS",
+            crate::solve::Prover::Cp => "HiGHS and a CP proof (pumpkin)",
+        };
+        placement.note = format!("{}: {solver} on {label}, {proof}", self.name());
         Ok(placement)
     }
 }

@@ -458,7 +458,12 @@ pub fn solve_problem(
         };
         return Err(SolverError::NoSolution(why).into());
     };
-    let note = format!("{} {label}, {}", formulation.name(), result.status.name());
+    let proved_by = match result.prover {
+        Prover::Cp => " (CP proof)",
+        Prover::Milp => "",
+    };
+    let status = result.status.name();
+    let note = format!("{} {label}, {status}{proved_by}", formulation.name());
     let placement = to_placement(p, &inst, plan, note)?;
     Ok((inst, label, result, placement))
 }
