@@ -860,3 +860,25 @@ fn the_cp_model_certifies_the_moirai_optimum_the_milp_cannot() {
         "simulated {simulated} vs {objective}"
     );
 }
+
+/// The CP proof runs only where its estimated memory fits what the limit leaves: an instance
+/// with ordering decisions fits a generous budget and not an empty one.
+#[test]
+fn the_cp_proof_respects_the_memory_left_by_the_milp() {
+    use topoplace::solve::{Channels, cp};
+    let inst = tiny_instance(3, 12, 2, 1, 0.1);
+    assert!(!inst.parallel_pairs().is_empty());
+    assert!(cp::fits(&inst, Channels::PerPair, 1e9));
+    assert!(!cp::fits(&inst, Channels::PerPair, 0.0));
+    let clauses = inst.parallel_pairs().len() as f64 * inst.devices() as f64;
+    assert!(!cp::fits(
+        &inst,
+        Channels::Unlimited,
+        clauses * cp::BYTES_PER_ORDERING_CLAUSE - 1.0
+    ));
+    assert!(cp::fits(
+        &inst,
+        Channels::Unlimited,
+        clauses * cp::BYTES_PER_ORDERING_CLAUSE
+    ));
+}

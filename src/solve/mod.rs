@@ -174,7 +174,10 @@ pub fn solve_instance(
             plan: None,
         });
     }
-    let with_cp = formulation == Formulation::Moirai && admissible && cp::fits(inst, channels);
+    // The CP's memory shares the limit with the MILP's.
+    let left_by_milp = opts.memory_limit_bytes - size::estimate(inst, formulation).bytes();
+    let with_cp =
+        formulation == Formulation::Moirai && admissible && cp::fits(inst, channels, left_by_milp);
     let deadline = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
     // `stop` ends the CP when HiGHS has finished; `proved` interrupts HiGHS when the CP proved.
     let (stop, proved) = (AtomicBool::new(false), AtomicBool::new(false));
