@@ -274,6 +274,22 @@ fn mlp() -> Graph {
     zoo::build("mlp", &zoo::ZooOptions::default()).unwrap()
 }
 
+/// MOIRAI's instance of `mlp` on `quickp-fat-tree-2` (34 nodes, two identical GPUs): the one
+/// whose gap the MILP alone leaves open.
+fn mlp_on_fat_tree_2() -> Instance {
+    let g = mlp();
+    let c = config("quickp-fat-tree-2");
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    topoplace::solve::instance_for(&p, Formulation::Moirai, &Coarsen::Auto, 60)
+        .unwrap()
+        .0
+}
+
 #[test]
 fn p2_on_a_zoo_model_gives_a_placement_the_simulator_runs() {
     let g = mlp();
@@ -752,16 +768,7 @@ fn iterated_local_search_escapes_the_descents_local_optima() {
         }
     }
     assert!(beats_the_descent > 0, "the kicks escape some local optimum");
-    let g = mlp();
-    let c = config("quickp-fat-tree-2");
-    let cost = CostModel::default();
-    let p = Problem {
-        graph: &g,
-        cluster: &c,
-        cost: &cost,
-    };
-    let (inst, _) =
-        topoplace::solve::instance_for(&p, Formulation::Moirai, &Coarsen::Auto, 60).unwrap();
+    let inst = mlp_on_fat_tree_2();
     let channels = Formulation::Moirai.channels();
     let start = descend(&inst, channels);
     let kicked = iterated(
@@ -834,16 +841,7 @@ fn the_cp_proof_reaches_the_brute_force_optimum_on_tiny_dags() {
 /// after 600 s): the CP model proves it, and its plan is the schedule the simulator reproduces.
 #[test]
 fn the_cp_model_certifies_the_moirai_optimum_the_milp_cannot() {
-    let g = mlp();
-    let c = config("quickp-fat-tree-2");
-    let cost = CostModel::default();
-    let p = Problem {
-        graph: &g,
-        cluster: &c,
-        cost: &cost,
-    };
-    let (inst, _) =
-        topoplace::solve::instance_for(&p, Formulation::Moirai, &Coarsen::Auto, 60).unwrap();
+    let inst = mlp_on_fat_tree_2();
     let r = solve_instance(&inst, Formulation::Moirai, &limited(20.0, 1e-4)).unwrap();
     assert_eq!(r.status, SolveStatus::Optimal);
     assert_eq!(r.prover, topoplace::solve::Prover::Cp);

@@ -46,7 +46,7 @@ type View = AffineView<DomainId>;
 
 use super::instance::Instance;
 use super::schedule::{Channels, Plan, semi_active};
-use super::symmetry::interchangeable_with_previous;
+use super::symmetry;
 
 /// The most clauses the pairwise ordering constraints may take: beyond this the model is too
 /// large to prove within a solve's time limit, and the MILP alone runs.
@@ -85,7 +85,7 @@ fn ordering_clauses(inst: &Instance, channels: Channels) -> f64 {
     let d = inst.devices() as f64;
     let node_clauses = inst.parallel_pairs().len() as f64 * d;
     let transfer_clauses = match channels {
-        Channels::PerPair => transfer_pairs(inst).len() as f64 * d * (d - 1.0),
+        Channels::PerPair => inst.overlapping_transfers().count() as f64 * d * (d - 1.0),
         Channels::Unlimited => 0.0,
     };
     node_clauses + transfer_clauses
@@ -271,17 +271,18 @@ impl Model {
             // Nothing to constrain: every device holds the whole model.
             return;
         }
+        // Bytes of each co-location set, on its leader.
         let leader = inst.colocation_leader();
+        let mut set_bytes = vec![0.0; inst.len()];
+        for (i, node) in inst.nodes.iter().enumerate() {
+            set_bytes[leader[i]] += node.memory;
+        }
         for d in 0..inst.devices() {
             let terms: Vec<_> = (0..inst.len())
                 .filter(|&i| leader[i] == i)
                 .filter_map(|i| {
-                    let bytes: f64 = (0..inst.len())
-                        .filter(|&j| leader[j] == i)
-                        .map(|j| inst.nodes[j].memory)
-                        .sum();
                     // A weight of zero adds nothing (and pumpkin cannot scale by zero).
-                    let weight = (bytes / unit).floor() as i32;
+                    let weight = (set_bytes[i] / unit).floor() as i32;
                     (weight > 0).then(|| self.x[i][d].scaled(weight))
                 })
                 .collect();
@@ -372,7 +373,7 @@ impl Model {
     }
 
     fn transfer_orders(&mut self, inst: &Instance, arrival: &[DomainId], z: &[Vec<Literal>]) {
-        for (e, f) in transfer_pairs(inst) {
+        for (e, f) in inst.overlapping_transfers() {
             let ef = self.order_literal(view(arrival[e]), view(self.transfer[f]));
             let fe = self.order_literal(view(arrival[f]), view(self.transfer[e]));
             for (&ze, &zf) in z[e].iter().zip(&z[f]) {
@@ -474,22 +475,14 @@ fn placement_literals(
     let d = inst.devices();
     let leader = inst.colocation_leader();
     let mut own: Vec<Option<Vec<Literal>>> = vec![None; inst.len()];
-    let leaders: Vec<usize> = (0..inst.len()).filter(|&i| leader[i] == i).collect();
-    for &i in &leaders {
+    for i in (0..inst.len()).filter(|&i| leader[i] == i) {
         own[i] = Some(one_of(solver, tag, d));
     }
-    // Device k may hold a leader only after device k − 1 holds an earlier one.
-    for k in interchangeable_with_previous(inst) {
-        for (at, &i) in leaders.iter().enumerate() {
-            let row = |j: usize| own[j].as_ref().expect("a leader's row");
-            let mut clause = vec![(!row(i)[k]).get_true_predicate()];
-            clause.extend(
-                leaders[..at]
-                    .iter()
-                    .map(|&j| row(j)[k - 1].get_true_predicate()),
-            );
-            solver.add_clause(clause, tag);
-        }
+    let row = |j: usize| own[j].as_ref().expect("a leader's row");
+    for (i, k, earlier) in symmetry::rule(inst, &leader) {
+        let mut clause = vec![(!row(i)[k]).get_true_predicate()];
+        clause.extend(earlier.iter().map(|&j| row(j)[k - 1].get_true_predicate()));
+        solver.add_clause(clause, tag);
     }
     (0..inst.len())
         .map(|i| own[leader[i]].clone().expect("a leader's row"))
@@ -516,19 +509,4 @@ fn one_of(solver: &mut Solver, tag: ConstraintTag, d: usize) -> Vec<Literal> {
         }
     }
     row
-}
-
-/// Edges whose transfers could overlap in time: neither's consumer precedes the other's
-/// producer (the pairs the MOIRAI MILP orders).
-fn transfer_pairs(inst: &Instance) -> Vec<(usize, usize)> {
-    let reach = inst.reachability();
-    let before = |a: usize, b: usize| a == b || reach[a][b];
-    let ne = inst.edges.len();
-    (0..ne)
-        .flat_map(|e| (e + 1..ne).map(move |f| (e, f)))
-        .filter(|&(e, f)| {
-            let (a, b) = (inst.edges[e], inst.edges[f]);
-            !before(a.dst, b.src) && !before(b.dst, a.src)
-        })
-        .collect()
 }

@@ -117,6 +117,21 @@ impl Instance {
             .collect()
     }
 
+    /// Pairs of edges (e < f) whose transfers could overlap in time: neither's consumer precedes
+    /// the other's producer. Only these need an ordering decision on a channel (MOIRAI's
+    /// congestion pairs).
+    pub fn overlapping_transfers(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let reach = self.reachability();
+        let ne = self.edges.len();
+        (0..ne)
+            .flat_map(move |e| (e + 1..ne).map(move |f| (e, f)))
+            .filter(move |&(e, f)| {
+                let (a, b) = (self.edges[e], self.edges[f]);
+                let before = |x: usize, y: usize| x == y || reach[x][y];
+                !before(a.dst, b.src) && !before(b.dst, a.src)
+            })
+    }
+
     /// A topological order of the nodes (the instance is acyclic by construction).
     pub fn topological_order(&self) -> Vec<usize> {
         topo::topological_order(self.len(), self.edges.iter().map(|e| (e.src, e.dst)))

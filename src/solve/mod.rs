@@ -143,7 +143,7 @@ pub fn solve_instance(
 ) -> Result<InstanceResult> {
     let started = Instant::now();
     // Refused before any work: the warm start alone takes a share of the time limit.
-    check_size(inst, formulation, opts)?;
+    let milp_bytes = check_size(inst, formulation, opts)?;
     let channels = formulation.channels();
     let improve_for = Duration::from_secs_f64(opts.time_limit_s.max(0.0) * IMPROVE_SHARE);
     let mut heuristic = warm_start(inst, channels, started + improve_for);
@@ -175,7 +175,7 @@ pub fn solve_instance(
         });
     }
     // The CP's memory shares the limit with the MILP's.
-    let left_by_milp = opts.memory_limit_bytes - size::estimate(inst, formulation).bytes();
+    let left_by_milp = opts.memory_limit_bytes - milp_bytes;
     let with_cp =
         formulation == Formulation::Moirai && admissible && cp::fits(inst, channels, left_by_milp);
     let deadline = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
@@ -328,11 +328,12 @@ fn warm_start(inst: &Instance, channels: Channels, deadline: Instant) -> Plan {
         .expect("a start")
 }
 
-/// Refuse an instance whose model would exceed the memory limit, before building it.
-pub fn check_size(inst: &Instance, formulation: Formulation, opts: &SolveOptions) -> Result<()> {
+/// Refuse an instance whose model would exceed the memory limit, before building it; else the
+/// model's estimated bytes.
+pub fn check_size(inst: &Instance, formulation: Formulation, opts: &SolveOptions) -> Result<f64> {
     let size = size::estimate(inst, formulation);
     if size.bytes() <= opts.memory_limit_bytes {
-        return Ok(());
+        return Ok(size.bytes());
     }
     let gib = 1024.0 * 1024.0 * 1024.0;
     Err(crate::error::SolverError::TooLarge {

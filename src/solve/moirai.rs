@@ -150,34 +150,25 @@ fn congestion_rows(
     core: &Core,
     t: &[Var],
 ) -> Vec<(usize, usize, Var, Var)> {
-    let reach = inst.reachability();
-    let before = |a: usize, b: usize| a == b || reach[a][b];
     let mut pairs = Vec::new();
-    let ne = inst.edges.len();
-    for e in 0..ne {
-        for f in e + 1..ne {
-            let (a, b) = (inst.edges[e], inst.edges[f]);
-            if before(a.dst, b.src) || before(b.dst, a.src) {
-                continue;
-            }
-            let o = m.binary(0.0);
-            let q = m.continuous(0.0, 1.0, 0.0);
-            for (&(k, l, ze), &(k2, l2, zf)) in core.z[e].iter().zip(&core.z[f]) {
-                debug_assert!(k == k2 && l == l2);
-                m.ge(&[(q, 1.0), (ze, -1.0), (zf, -1.0)], -1.0);
-            }
-            // T_f − T_e − dur_e − M·o − M·q ≥ −2M, M = M_ef
-            let mef = transfer_big_m(inst, core, e, f);
-            let mut r1 = vec![(t[f], 1.0), (t[e], -1.0), (o, -mef), (q, -mef)];
-            r1.extend(core.comm_terms(inst, e).into_iter().map(|(v, c)| (v, -c)));
-            m.ge(&r1, -2.0 * mef);
-            // T_e − T_f − dur_f + M·o − M·q ≥ −M, M = M_fe
-            let mfe = transfer_big_m(inst, core, f, e);
-            let mut r2 = vec![(t[e], 1.0), (t[f], -1.0), (o, mfe), (q, -mfe)];
-            r2.extend(core.comm_terms(inst, f).into_iter().map(|(v, c)| (v, -c)));
-            m.ge(&r2, -mfe);
-            pairs.push((e, f, o, q));
+    for (e, f) in inst.overlapping_transfers() {
+        let o = m.binary(0.0);
+        let q = m.continuous(0.0, 1.0, 0.0);
+        for (&(k, l, ze), &(k2, l2, zf)) in core.z[e].iter().zip(&core.z[f]) {
+            debug_assert!(k == k2 && l == l2);
+            m.ge(&[(q, 1.0), (ze, -1.0), (zf, -1.0)], -1.0);
         }
+        // T_f − T_e − dur_e − M·o − M·q ≥ −2M, M = M_ef
+        let mef = transfer_big_m(inst, core, e, f);
+        let mut r1 = vec![(t[f], 1.0), (t[e], -1.0), (o, -mef), (q, -mef)];
+        r1.extend(core.comm_terms(inst, e).into_iter().map(|(v, c)| (v, -c)));
+        m.ge(&r1, -2.0 * mef);
+        // T_e − T_f − dur_f + M·o − M·q ≥ −M, M = M_fe
+        let mfe = transfer_big_m(inst, core, f, e);
+        let mut r2 = vec![(t[e], 1.0), (t[f], -1.0), (o, mfe), (q, -mfe)];
+        r2.extend(core.comm_terms(inst, f).into_iter().map(|(v, c)| (v, -c)));
+        m.ge(&r2, -mfe);
+        pairs.push((e, f, o, q));
     }
     pairs
 }

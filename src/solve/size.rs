@@ -44,7 +44,7 @@ pub fn estimate(inst: &Instance, formulation: Formulation) -> ModelSize {
     };
     add_cut_rows(inst, &mut size);
     if formulation == Formulation::Moirai {
-        let edge_pairs = overlapping_edge_pairs(inst);
+        let edge_pairs = inst.overlapping_transfers().count() as f64;
         size.rows += e * 2.0 + edge_pairs * (channels + 2.0);
         size.columns += e + 2.0 * edge_pairs;
         size.nonzeros += e * (2.0 * channels + 4.0) + edge_pairs * (5.0 * channels + 8.0);
@@ -67,21 +67,6 @@ fn add_channel_cut_rows(inst: &Instance, channels: f64, size: &mut ModelSize) {
             }
         }
     }
-}
-
-/// Pairs of edges neither of which must end before the other starts (MOIRAI's congestion pairs).
-fn overlapping_edge_pairs(inst: &Instance) -> f64 {
-    let reach = inst.reachability();
-    let before = |a: usize, b: usize| a == b || reach[a][b];
-    let mut count = 0u64;
-    for (i, a) in inst.edges.iter().enumerate() {
-        for b in &inst.edges[i + 1..] {
-            if !(before(a.dst, b.src) || before(b.dst, a.src)) {
-                count += 1;
-            }
-        }
-    }
-    count as f64
 }
 
 /// The energetic precedence cuts (small instances only) and the symmetry-breaking rows.

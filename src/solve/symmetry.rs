@@ -38,16 +38,28 @@ fn swap_is_symmetry(inst: &Instance, a: usize, b: usize) -> bool {
     same_compute && inst.capacity[a] == inst.capacity[b] && routes_kept
 }
 
-/// The rows of the rule over the placement columns `x` (co-located nodes share their leader's).
-pub fn symmetry_rows(m: &mut Milp, inst: &Instance, x: &[Vec<Var>], leader: &[usize]) {
+/// The rule as implications: `(i, k, earlier)` says leader i may sit on device k only if one of
+/// the `earlier` leaders sits on k − 1 (none: never). Co-located nodes follow their leader.
+pub fn rule(inst: &Instance, leader: &[usize]) -> Vec<(usize, usize, Vec<usize>)> {
     let leaders: Vec<usize> = (0..inst.len()).filter(|&i| leader[i] == i).collect();
-    for k in interchangeable_with_previous(inst) {
-        for (at, &i) in leaders.iter().enumerate() {
-            // x[i][k] − Σ_{j<i} x[j][k−1] ≤ 0
-            let mut terms = vec![(x[i][k], 1.0)];
-            terms.extend(leaders[..at].iter().map(|&j| (x[j][k - 1], -1.0)));
-            m.le(&terms, 0.0);
-        }
+    interchangeable_with_previous(inst)
+        .into_iter()
+        .flat_map(|k| {
+            let leaders = &leaders;
+            leaders
+                .iter()
+                .enumerate()
+                .map(move |(at, &i)| (i, k, leaders[..at].to_vec()))
+        })
+        .collect()
+}
+
+/// The rows of the rule over the placement columns `x`: `x[i][k] − Σ_{j<i} x[j][k−1] ≤ 0`.
+pub fn symmetry_rows(m: &mut Milp, inst: &Instance, x: &[Vec<Var>], leader: &[usize]) {
+    for (i, k, earlier) in rule(inst, leader) {
+        let mut terms = vec![(x[i][k], 1.0)];
+        terms.extend(earlier.iter().map(|&j| (x[j][k - 1], -1.0)));
+        m.le(&terms, 0.0);
     }
 }
 
