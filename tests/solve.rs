@@ -274,10 +274,10 @@ fn mlp() -> Graph {
     zoo::build("mlp", &zoo::ZooOptions::default()).unwrap()
 }
 
-/// MOIRAI's instance of `mlp` on `quickp-fat-tree-2` (34 nodes, two identical GPUs): the one
-/// whose gap the MILP alone leaves open.
-fn mlp_on_fat_tree_2() -> Instance {
-    let g = mlp();
+/// MOIRAI's instance of a zoo model on `quickp-fat-tree-2` (two identical GPUs): `mlp` (34
+/// nodes) and `alexnet` (107) are the ones whose gap the MILP alone leaves open.
+fn on_fat_tree_2(model: &str) -> Instance {
+    let g = zoo::build(model, &zoo::ZooOptions::default()).unwrap();
     let c = config("quickp-fat-tree-2");
     let cost = CostModel::default();
     let p = Problem {
@@ -768,7 +768,7 @@ fn iterated_local_search_escapes_the_descents_local_optima() {
         }
     }
     assert!(beats_the_descent > 0, "the kicks escape some local optimum");
-    let inst = mlp_on_fat_tree_2();
+    let inst = on_fat_tree_2("mlp");
     let channels = Formulation::Moirai.channels();
     let start = descend(&inst, channels);
     let kicked = iterated(
@@ -837,26 +837,79 @@ fn the_cp_proof_reaches_the_brute_force_optimum_on_tiny_dags() {
     assert!(proofs >= 30, "{proofs} instances proved");
 }
 
-/// The instance whose 1.3% gap HiGHS never closes (MOIRAI on `mlp` × `quickp-fat-tree-2`, open
-/// after 600 s): the CP model proves it, and its plan is the schedule the simulator reproduces.
+/// The instances whose gaps HiGHS never closes (MOIRAI on `mlp` × `quickp-fat-tree-2`, 1.3% and
+/// open after 600 s; `alexnet`, 0.09%): the CP model proves them, and each plan is the schedule
+/// the simulator reproduces.
 #[test]
 fn the_cp_model_certifies_the_moirai_optimum_the_milp_cannot() {
-    let inst = mlp_on_fat_tree_2();
-    let r = solve_instance(&inst, Formulation::Moirai, &limited(20.0, 1e-4)).unwrap();
-    assert_eq!(r.status, SolveStatus::Optimal);
-    assert_eq!(r.prover, topoplace::solve::Prover::Cp);
-    let (objective, bound) = (r.objective_us.unwrap(), r.bound_us.unwrap());
-    assert!(
-        bound <= objective && bound >= objective * (1.0 - 1e-4),
-        "{bound} vs {objective}"
-    );
-    assert!(objective <= r.heuristic_us);
-    let plan = r.plan.unwrap();
-    let simulated = align::simulated_makespan(&inst, &plan, Formulation::Moirai.channels());
-    assert!(
-        close(simulated, objective, 0.01),
-        "simulated {simulated} vs {objective}"
-    );
+    for (model, nodes) in [("mlp", 34), ("alexnet", 107)] {
+        let inst = on_fat_tree_2(model);
+        assert_eq!(inst.len(), nodes, "{model}");
+        let r = solve_instance(&inst, Formulation::Moirai, &limited(30.0, 1e-4)).unwrap();
+        assert_eq!(r.status, SolveStatus::Optimal, "{model}");
+        assert_eq!(r.prover, topoplace::solve::Prover::Cp, "{model}");
+        assert!(!r.stopped_by_memory, "{model}");
+        let (objective, bound) = (r.objective_us.unwrap(), r.bound_us.unwrap());
+        assert!(
+            bound <= objective && bound >= objective * (1.0 - 1e-4),
+            "{model}: {bound} vs {objective}"
+        );
+        assert!(objective <= r.heuristic_us);
+        let plan = r.plan.unwrap();
+        let simulated = align::simulated_makespan(&inst, &plan, Formulation::Moirai.channels());
+        assert!(
+            close(simulated, objective, 0.01),
+            "{model}: simulated {simulated} vs {objective}"
+        );
+    }
+}
+
+/// The watcher raises a tripwire's flag once resident memory is past its cap, and only then.
+#[test]
+fn the_memory_watch_trips_only_past_its_cap() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use topoplace::solve::memory_watch::{Tripwire, resident_bytes, watch};
+    assert!(resident_bytes().is_some_and(|b| b > 0.0));
+    let [done, low, high] = [(); 3].map(|_| AtomicBool::new(false));
+    let wires = [
+        Tripwire {
+            cap: 1.0,
+            flag: &low,
+        },
+        Tripwire {
+            cap: f64::INFINITY,
+            flag: &high,
+        },
+    ];
+    let fired = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| watch(&done, &wires));
+        let asked = Instant::now();
+        while !low.load(Ordering::Relaxed) && asked.elapsed().as_secs() < 10 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        done.store(true, Ordering::Relaxed);
+        watcher.thread().unpark();
+        watcher.join().unwrap()
+    });
+    assert!(fired);
+    assert!(low.load(Ordering::Relaxed));
+    assert!(!high.load(Ordering::Relaxed));
+}
+
+/// A memory limit below what the process already holds stops both searches at once: the solve
+/// keeps its warm start, unproved, and says memory stopped it (the same instance is proved
+/// optimal under the default limit, below).
+#[test]
+fn a_solve_stops_early_when_memory_nears_its_limit() {
+    use topoplace::solve::memory_watch::resident_bytes;
+    let inst = on_fat_tree_2("mlp");
+    let mut opts = limited(30.0, 1e-4);
+    opts.memory_limit_bytes = resident_bytes().unwrap() * 0.5;
+    let r = solve_instance(&inst, Formulation::Moirai, &opts).unwrap();
+    assert!(r.stopped_by_memory);
+    assert_eq!(r.status, SolveStatus::Feasible);
+    assert_eq!(r.objective_us, Some(r.heuristic_us));
+    assert!(r.solve_seconds < 10.0, "{} s", r.solve_seconds);
 }
 
 /// The CP proof runs only where its estimated memory fits what the limit leaves: an instance
@@ -879,4 +932,113 @@ fn the_cp_proof_respects_the_memory_left_by_the_milp() {
         Channels::Unlimited,
         clauses * cp::BYTES_PER_ORDERING_CLAUSE
     ));
+}
+
+/// The optional-task disjunctive alone (no pairwise orders) on one machine whose tasks may be
+/// sent elsewhere instead (task i there ends at `r_i + q_i`, `q_i ≥ p_i`): every schedule it accepts is free
+/// of overlaps, and the least makespan it cannot refute is the brute-force optimum (subsets on
+/// the machine in release order, which is optimal for one machine with release dates).
+#[test]
+fn the_optional_disjunctive_alone_schedules_one_machine_like_brute_force() {
+    use pumpkin_conflict_resolvers::resolvers::ResolutionResolver;
+    use pumpkin_core::Solver;
+    use pumpkin_core::predicates::PredicateConstructor;
+    use pumpkin_core::results::{ProblemSolution, SatisfactionResultUnderAssumptions as Sat};
+    use pumpkin_core::termination::Indefinite;
+    use pumpkin_core::variables::TransformableVariable;
+    use topoplace::solve::optional_disjunctive::{OptionalDisjunctive, OptionalTask};
+
+    for seed in 0..400 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let n = 4 + seed as usize % 3;
+        let p: Vec<i32> = (0..n).map(|_| rng.random_range(1..=5)).collect();
+        let r: Vec<i32> = (0..n).map(|_| rng.random_range(0..=6)).collect();
+        let q: Vec<i32> = (0..n).map(|i| rng.random_range(p[i]..=14)).collect();
+        let makespan_of = |on: &[bool]| {
+            let mut inside: Vec<usize> = (0..n).filter(|&i| on[i]).collect();
+            inside.sort_by_key(|&i| r[i]);
+            let machine = inside.iter().fold(0, |t, &i| t.max(r[i]) + p[i]);
+            let away = (0..n).filter(|&i| !on[i]).map(|i| r[i] + q[i]).max();
+            machine.max(away.unwrap_or(0))
+        };
+        let optimum = (0..1u32 << n)
+            .map(|mask| makespan_of(&(0..n).map(|i| mask >> i & 1 == 1).collect::<Vec<_>>()))
+            .min()
+            .unwrap();
+
+        let mut solver = Solver::default();
+        let tag = solver.new_constraint_tag();
+        let horizon = 100;
+        let start: Vec<_> = (0..n)
+            .map(|i| solver.new_bounded_integer(r[i], horizon))
+            .collect();
+        let on: Vec<_> = (0..n).map(|_| solver.new_literal()).collect();
+        let c = solver.new_bounded_integer(0, 2 * horizon);
+        for i in 0..n {
+            let finish = pumpkin_constraints::less_than_or_equals(
+                vec![start[i].scaled(1), c.scaled(-1)],
+                -p[i],
+                tag,
+            );
+            // Unconditional, as a node's finish is when its time is the same everywhere: the
+            // optional tasks' windows then tighten with the makespan's bound.
+            solver.add_constraint(finish).post();
+            let away = [
+                on[i].get_true_predicate(),
+                c.lower_bound_predicate(r[i] + q[i]),
+            ];
+            solver.add_clause(away, tag);
+        }
+        let tasks: Vec<OptionalTask<_>> = (0..n)
+            .map(|i| OptionalTask {
+                start: start[i].scaled(1),
+                duration: p[i],
+                present: on[i],
+            })
+            .collect();
+        let mirrored = tasks
+            .iter()
+            .map(|t| OptionalTask {
+                start: t.start.scaled(-1).offset(-t.duration),
+                ..t.clone()
+            })
+            .collect();
+        solver.add_propagator(OptionalDisjunctive::new(tasks, tag));
+        solver.add_propagator(OptionalDisjunctive::new(mirrored, tag));
+
+        let mut brancher = solver.default_brancher();
+        let mut resolver = ResolutionResolver::default();
+        let mut limit = 2 * horizon;
+        loop {
+            let assumption = [c.upper_bound_predicate(limit)];
+            match solver.satisfy_under_assumptions(
+                &mut brancher,
+                &mut Indefinite,
+                &mut resolver,
+                &assumption,
+            ) {
+                Sat::Satisfiable(sat) => {
+                    let sol = sat.solution();
+                    let present: Vec<bool> = on.iter().map(|&l| sol.get_literal_value(l)).collect();
+                    let s: Vec<i32> = start.iter().map(|&v| sol.get_integer_value(v)).collect();
+                    for i in 0..n {
+                        for j in i + 1..n {
+                            if present[i] && present[j] {
+                                let apart = s[i] + p[i] <= s[j] || s[j] + p[j] <= s[i];
+                                assert!(apart, "seed {seed}: tasks {i} and {j} overlap");
+                            }
+                        }
+                    }
+                    let found = sol.get_integer_value(c);
+                    assert!(found >= optimum, "seed {seed}: {found} below {optimum}");
+                    limit = found - 1;
+                }
+                Sat::UnsatisfiableUnderAssumptions(_) | Sat::Unsatisfiable(_) => {
+                    assert_eq!(limit + 1, optimum, "seed {seed}");
+                    break;
+                }
+                Sat::Unknown(_) => panic!("seed {seed}: no answer without a limit"),
+            }
+        }
+    }
 }

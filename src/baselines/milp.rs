@@ -60,9 +60,14 @@ impl Placer for Milp {
             ..SolveOptions::default()
         };
         let (_, label, result, mut placement) = solve_fitting(p, self.0, &opts)?;
+        let stopped_at = if result.stopped_by_memory {
+            "when memory neared the limit"
+        } else {
+            "at the time limit"
+        };
         let proof = match (result.status, result.gap) {
             (SolveStatus::Optimal, _) => "optimal within 5%".to_string(),
-            (_, Some(gap)) => format!("gap {:.1}% at the time limit", gap * 100.0),
+            (_, Some(gap)) => format!("gap {:.1}% {stopped_at}", gap * 100.0),
             _ => result.status.name().to_string(),
         };
         let solver = match result.prover {

@@ -45,6 +45,7 @@ use pumpkin_core::variables::{AffineView, DomainId, Literal, TransformableVariab
 type View = AffineView<DomainId>;
 
 use super::instance::Instance;
+use super::optional_disjunctive::{OptionalDisjunctive, OptionalTask};
 use super::schedule::{Channels, Plan, semi_active};
 use super::symmetry;
 
@@ -68,10 +69,11 @@ pub struct CpProof {
     pub proved: bool,
 }
 
-/// Bytes the solver holds per ordering clause, learned clauses included: measured 2.7 kB after
-/// 10 s and 3.2 kB after 40 s of search on BERT-Small inference × moirai-inter (276,000
-/// clauses, peak RSS 0.75 and 0.90 GB), rounded up.
-pub const BYTES_PER_ORDERING_CLAUSE: f64 = 4096.0;
+/// Bytes per ordering clause the proof may take, learned clauses and stored reasons included
+/// (whole-process RSS over clauses): measured 5.3 kB after 15 s and 5.4 kB after 60 s on
+/// BERT-Small inference × moirai-inter (276,000 clauses, peak RSS 1.46 and 1.50 GB), rounded up.
+/// An admission estimate: longer searches grow further, which [`super::memory_watch`] stops.
+pub const BYTES_PER_ORDERING_CLAUSE: f64 = 6144.0;
 
 /// Whether `inst` is small enough for the proof: at most [`MAX_ORDERING_CLAUSES`], and their
 /// estimated memory within `bytes` (what the memory limit leaves beside the MILP).
@@ -156,7 +158,8 @@ pub fn prove(
     }
 }
 
-/// Stop at the deadline, or when the caller raises `stop` (HiGHS proved the optimum first).
+/// Stop at the deadline, or when the caller raises `stop` (HiGHS proved the optimum first, or
+/// memory reached the CP's share of the limit).
 struct Until<'a> {
     deadline: Instant,
     stop: &'a AtomicBool,
@@ -206,8 +209,10 @@ impl Model {
         let (transfer, arrival, z) = m.edges(inst, &finish);
         m.transfer = transfer;
         m.node_orders(inst, &finish);
+        m.device_resources(inst);
         if channels == Channels::PerPair {
             m.transfer_orders(inst, &arrival, &z);
+            m.channel_resources(inst, &z);
         }
         m
     }
@@ -386,6 +391,52 @@ impl Model {
                 self.solver.add_clause(clause, self.tag);
             }
         }
+    }
+
+    /// Each device as a unary resource over the nodes it may hold.
+    fn device_resources(&mut self, inst: &Instance) {
+        for d in 0..inst.devices() {
+            let tasks = (0..inst.len())
+                .map(|i| (view(self.start[i]), inst.nodes[i].compute[d], self.x[i][d]))
+                .collect();
+            self.unary(tasks);
+        }
+    }
+
+    /// Each channel as a unary resource over the transfers it may carry.
+    fn channel_resources(&mut self, inst: &Instance, z: &[Vec<Literal>]) {
+        let d = inst.devices();
+        let pairs = (0..d).flat_map(|k| (0..d).filter(move |&l| l != k).map(move |l| (k, l)));
+        for (c, (k, l)) in pairs.enumerate() {
+            let tasks = (0..inst.edges.len())
+                .map(|e| (view(self.transfer[e]), inst.comm(e, k, l), z[e][c]))
+                .collect();
+            self.unary(tasks);
+        }
+    }
+
+    /// No two present tasks `(start, µs, present)` overlap: the optional-task disjunctive, in
+    /// both time directions.
+    fn unary(&mut self, tasks: Vec<(View, f64, Literal)>) {
+        let forward = tasks
+            .iter()
+            .map(|&(start, us, present)| OptionalTask {
+                start,
+                duration: self.units(us),
+                present,
+            })
+            .collect::<Vec<_>>();
+        let backward = forward
+            .iter()
+            .map(|t| OptionalTask {
+                start: t.start.scaled(-1).offset(-t.duration),
+                ..t.clone()
+            })
+            .collect();
+        self.solver
+            .add_propagator(OptionalDisjunctive::new(forward, self.tag));
+        self.solver
+            .add_propagator(OptionalDisjunctive::new(backward, self.tag));
     }
 
     fn into_parts(self) -> (Solver, Readback) {

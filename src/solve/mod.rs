@@ -24,8 +24,10 @@ pub mod improve;
 pub mod instance;
 pub mod iterated;
 pub mod memory;
+pub mod memory_watch;
 pub mod model;
 pub mod moirai;
+pub mod optional_disjunctive;
 pub mod quickp;
 pub mod schedule;
 pub mod size;
@@ -103,6 +105,9 @@ pub struct InstanceResult {
     pub solve_seconds: f64,
     /// Which search established the status and the bound.
     pub prover: Prover,
+    /// Whether a search was stopped early because memory neared `--memory-limit`
+    /// ([`memory_watch`]).
+    pub stopped_by_memory: bool,
     #[serde(skip)]
     pub plan: Option<Plan>,
 }
@@ -171,28 +176,44 @@ pub fn solve_instance(
             build_seconds: started.elapsed().as_secs_f64(),
             solve_seconds: 0.0,
             prover: Prover::Milp,
+            stopped_by_memory: false,
             plan: None,
         });
     }
     // The CP's memory shares the limit with the MILP's.
-    let left_by_milp = opts.memory_limit_bytes - milp_bytes;
+    let left_by_milp = opts.memory_limit_bytes * memory_watch::CP_SHARE - milp_bytes;
     let with_cp =
         formulation == Formulation::Moirai && admissible && cp::fits(inst, channels, left_by_milp);
     let deadline = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
-    // `stop` ends the CP when HiGHS has finished; `proved` interrupts HiGHS when the CP proved.
-    let (stop, proved) = (AtomicBool::new(false), AtomicBool::new(false));
-    let (milp, proof) = std::thread::scope(|scope| {
+    // `stop` ends the CP (HiGHS has finished, or memory reached the CP's share); `interrupt`
+    // ends HiGHS (the CP proved, or memory reached HiGHS's share); `done` ends the watcher.
+    let flags = [(); 3].map(|_| AtomicBool::new(false));
+    let [stop, interrupt, done] = &flags;
+    let wires = [
+        memory_watch::Tripwire {
+            cap: opts.memory_limit_bytes * memory_watch::CP_SHARE,
+            flag: stop,
+        },
+        memory_watch::Tripwire {
+            cap: opts.memory_limit_bytes * memory_watch::MILP_SHARE,
+            flag: interrupt,
+        },
+    ];
+    let (milp, proof, stopped_by_memory) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| memory_watch::watch(done, &wires));
         let cp = with_cp.then(|| {
             std::thread::Builder::new()
                 .stack_size(CP_STACK_BYTES)
                 .spawn_scoped(scope, || {
                     let gap = opts.mip_rel_gap;
-                    let proof = cp::prove(inst, channels, &heuristic, gap, deadline, &stop);
-                    proved.store(proof.proved, Ordering::Relaxed);
+                    let proof = cp::prove(inst, channels, &heuristic, gap, deadline, stop);
+                    if proof.proved {
+                        interrupt.store(true, Ordering::Relaxed);
+                    }
                     proof
                 })
         });
-        let milp = solve_milp(inst, formulation, opts, &heuristic, started, &proved);
+        let milp = solve_milp(inst, formulation, opts, &heuristic, started, interrupt);
         if milp
             .as_ref()
             .is_ok_and(|r| r.status != SolveStatus::Feasible)
@@ -201,9 +222,12 @@ pub fn solve_instance(
             stop.store(true, Ordering::Relaxed);
         }
         let proof = cp.and_then(|spawned| spawned.ok()?.join().ok());
-        (milp, proof)
+        done.store(true, Ordering::Relaxed);
+        watcher.thread().unpark();
+        (milp, proof, watcher.join().unwrap_or(false))
     });
     let mut result = milp?;
+    result.stopped_by_memory = stopped_by_memory;
     if let Some(proof) = proof {
         merge_proof(&mut result, proof);
     }
@@ -255,6 +279,8 @@ fn solve_milp(
     let build_seconds = started.elapsed().as_secs_f64();
     let remaining = SolveOptions {
         time_limit_s: (opts.time_limit_s - build_seconds).max(0.0),
+        // The CP's proof must be able to end HiGHS (see `SolveOptions::sub_mips`).
+        sub_mips: opts.sub_mips && formulation != Formulation::Moirai,
         ..opts.clone()
     };
     let warm = admissible.then_some(warm.as_slice());
@@ -272,6 +298,7 @@ fn solve_milp(
         build_seconds,
         solve_seconds: out.seconds,
         prover: Prover::Milp,
+        stopped_by_memory: false,
         plan,
     })
 }

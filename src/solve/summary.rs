@@ -24,6 +24,8 @@ pub struct SolveSummary {
     pub status: super::SolveStatus,
     /// Which search established the status and the bound.
     pub prover: super::Prover,
+    /// Whether a search was stopped early because memory neared the limit.
+    pub stopped_by_memory: bool,
     pub objective_us: Option<f64>,
     pub bound_us: Option<f64>,
     pub gap: Option<f64>,
@@ -66,6 +68,7 @@ pub fn run(
         rows: result.rows,
         status: result.status,
         prover: result.prover,
+        stopped_by_memory: result.stopped_by_memory,
         objective_us: result.objective_us,
         bound_us: result.bound_us,
         gap: result.gap,
@@ -89,7 +92,7 @@ impl SolveSummary {
         format!(
             "{} on {}: {} MILP, {}\n\
              instance   {} nodes, {} edges, {} co-location sets; {} variables, {} rows\n\
-             status     {} ({})\n\
+             status     {} ({}{})\n\
              objective  {}\n\
              bound      {}\n\
              gap        {}\n\
@@ -108,6 +111,11 @@ impl SolveSummary {
             self.rows,
             self.status.name(),
             self.prover.name(),
+            if self.stopped_by_memory {
+                "; a search stopped early, memory near --memory-limit"
+            } else {
+                ""
+            },
             ms(self.objective_us),
             ms(self.bound_us),
             gap,
