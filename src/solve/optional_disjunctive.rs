@@ -25,7 +25,7 @@ use pumpkin_core::propagation::{
     DomainEvents, EventsToRegister, LocalId, PropagationContext, Propagator, PropagatorConstructor,
     PropagatorConstructorContext, PropagatorSpec, ReadDomains, RuntimeCheckers,
 };
-use pumpkin_core::state::{PropagationStatusCP, propagator_conflict};
+use pumpkin_core::state::{Conflict, PropagationStatusCP, propagator_conflict};
 use pumpkin_core::variables::{IntegerVariable, Literal};
 
 use pumpkin_core::declare_inference_label;
@@ -86,7 +86,7 @@ pub struct OptionalDisjunctivePropagator<Var> {
 
 /// A task's bounds at this node of the search.
 #[derive(Debug, Clone, Copy)]
-struct Window {
+struct TaskBounds {
     task: usize,
     est: i64,
     /// Latest start.
@@ -94,7 +94,7 @@ struct Window {
     duration: i64,
 }
 
-impl Window {
+impl TaskBounds {
     fn ect(&self) -> i64 {
         self.est + self.duration
     }
@@ -113,7 +113,7 @@ impl<Var: IntegerVariable + 'static> Propagator for OptionalDisjunctivePropagato
     }
 
     fn propagate_from_scratch(&self, mut context: PropagationContext) -> PropagationStatusCP {
-        let (present, optional) = self.windows(&context);
+        let (present, optional) = self.bounds(&context);
         if present.len() + optional.len() < 2 {
             return Ok(());
         }
@@ -124,10 +124,10 @@ impl<Var: IntegerVariable + 'static> Propagator for OptionalDisjunctivePropagato
 
 impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
     /// The present tasks and the optional ones (absent tasks are ignored).
-    fn windows(&self, context: &PropagationContext) -> (Vec<Window>, Vec<Window>) {
+    fn bounds(&self, context: &PropagationContext) -> (Vec<TaskBounds>, Vec<TaskBounds>) {
         let (mut present, mut optional) = (Vec::new(), Vec::new());
         for (i, t) in self.tasks.iter().enumerate() {
-            let w = Window {
+            let w = TaskBounds {
                 task: i,
                 est: i64::from(context.lower_bound(&t.start)),
                 lst: i64::from(context.upper_bound(&t.start)),
@@ -143,7 +143,7 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
     }
 
     /// `present ∧ a ≤ start ≤ b − duration` for each task in `set`: they all run inside `[a, b)`.
-    fn inside(&self, set: &[Window], a: i64, b: i64, out: &mut Vec<Predicate>) {
+    fn inside(&self, set: &[TaskBounds], a: i64, b: i64, out: &mut Vec<Predicate>) {
         for w in set {
             let t = &self.tasks[w.task];
             out.push(t.present.get_true_predicate());
@@ -157,67 +157,84 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
     fn overload(
         &self,
         context: &mut PropagationContext,
-        present: &[Window],
-        optional: &[Window],
+        present: &[TaskBounds],
+        optional: &[TaskBounds],
     ) -> PropagationStatusCP {
-        let mut by_lct: Vec<Window> = present.to_vec();
-        by_lct.sort_by_key(Window::lct);
+        let mut by_lct: Vec<TaskBounds> = present.to_vec();
+        by_lct.sort_by_key(TaskBounds::lct);
         let mut starts: Vec<i64> = present.iter().chain(optional).map(|w| w.est).collect();
         starts.sort_unstable();
         starts.dedup();
         let mut removed = vec![false; optional.len()];
         for &a in &starts {
-            // Energy of the present tasks inside [a, lct) at each present lct, in lct order.
-            let inside: Vec<Window> = by_lct.iter().filter(|w| w.est >= a).copied().collect();
-            let mut energy = Vec::with_capacity(inside.len());
-            let mut total = 0;
-            for w in &inside {
-                total += w.duration;
-                energy.push(total);
-                if total > w.lct() - a {
-                    let set = &inside[..energy.len()];
-                    return self.conflict(set, a, w.lct(), total);
-                }
-            }
-            // Slack-deficit suffix maxima: the most any window [a, b ≥ lct_j) is overloaded.
-            let mut deficit = vec![i64::MIN; inside.len() + 1];
-            for k in (0..inside.len()).rev() {
-                deficit[k] = deficit[k + 1].max(energy[k] - (inside[k].lct() - a));
-            }
+            let inside: Vec<TaskBounds> = by_lct.iter().filter(|w| w.est >= a).copied().collect();
+            let energy = self.energy_from(a, &inside)?;
+            let most = most_overloaded_from(a, &inside, &energy);
             for (o, w) in optional.iter().enumerate() {
-                if removed[o] || w.est < a {
-                    continue;
-                }
-                // Windows ending at lct_j itself, or at a later present lct.
-                let first_after = inside.partition_point(|v| v.lct() <= w.lct());
-                let own = if first_after == 0 {
-                    0
-                } else {
-                    energy[first_after - 1]
-                };
-                let own_deficit = own - (w.lct() - a);
-                let later = deficit[first_after];
-                let (worst, b, count) = if own_deficit >= later {
-                    (own_deficit, w.lct(), first_after)
-                } else {
-                    let k = (first_after..inside.len())
-                        .find(|&k| energy[k] - (inside[k].lct() - a) == later)
-                        .expect("the maximum is attained");
-                    (later, inside[k].lct(), k + 1)
-                };
-                if worst + w.duration > 0 {
-                    removed[o] = true;
-                    let set = &inside[..count];
-                    self.exclude(context, set, w, a, b, energy_of(set) + w.duration)?;
+                if !removed[o] && w.est >= a {
+                    let window = Windows {
+                        a,
+                        inside: &inside,
+                        energy: &energy,
+                        most: &most,
+                    };
+                    removed[o] = self.exclude_if_overloading(context, &window, w)?;
                 }
             }
         }
         Ok(())
     }
 
+    /// The energy of the present tasks `inside` (those starting at `a` or later, in lct order)
+    /// up to each one's lct; a conflict if some window `[a, lct)` is overloaded.
+    fn energy_from(&self, a: i64, inside: &[TaskBounds]) -> Result<Vec<i64>, Conflict> {
+        let mut energy = Vec::with_capacity(inside.len());
+        let mut total = 0;
+        for w in inside {
+            total += w.duration;
+            energy.push(total);
+            if total > w.lct() - a {
+                self.conflict(&inside[..energy.len()], a, w.lct(), total)?;
+            }
+        }
+        Ok(energy)
+    }
+
+    /// Remove optional task `w` (starting at `a` or later) from this resource if it overloads
+    /// a window `[a, b)`: `b` its own lct or a later present one, whichever is most overloaded.
+    fn exclude_if_overloading(
+        &self,
+        context: &mut PropagationContext,
+        windows: &Windows,
+        w: &TaskBounds,
+    ) -> Result<bool, Conflict> {
+        let Windows {
+            a,
+            inside,
+            energy,
+            most,
+        } = *windows;
+        let first_after = inside.partition_point(|v| v.lct() <= w.lct());
+        let own = first_after.checked_sub(1).map_or(0, |k| energy[k]) - (w.lct() - a);
+        if own.max(most[first_after]) + w.duration <= 0 {
+            return Ok(false);
+        }
+        let (b, count) = if own >= most[first_after] {
+            (w.lct(), first_after)
+        } else {
+            let k = (first_after..inside.len())
+                .find(|&k| overload(a, inside, energy, k) == most[first_after])
+                .unwrap_or(inside.len() - 1);
+            (inside[k].lct(), k + 1)
+        };
+        let set = &inside[..count];
+        self.exclude(context, set, w, a, b, energy_of(set) + w.duration)?;
+        Ok(true)
+    }
+
     /// The tasks of `set` need `energy` > `b − a` inside `[a, b)`: fail, with the window widened
     /// by the spare energy so the learned clause covers more.
-    fn conflict(&self, set: &[Window], a: i64, b: i64, energy: i64) -> PropagationStatusCP {
+    fn conflict(&self, set: &[TaskBounds], a: i64, b: i64, energy: i64) -> PropagationStatusCP {
         let (a, b) = widen(a, b, energy);
         let mut reason = Vec::new();
         self.inside(set, a, b, &mut reason);
@@ -228,8 +245,8 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
     fn exclude(
         &self,
         context: &mut PropagationContext,
-        set: &[Window],
-        w: &Window,
+        set: &[TaskBounds],
+        w: &TaskBounds,
         a: i64,
         b: i64,
         energy: i64,
@@ -249,17 +266,17 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
     fn detectable_precedences(
         &self,
         context: &mut PropagationContext,
-        present: &[Window],
-        optional: &[Window],
+        present: &[TaskBounds],
+        optional: &[TaskBounds],
     ) -> PropagationStatusCP {
-        let mut by_est_desc: Vec<Window> = present.to_vec();
+        let mut by_est_desc: Vec<TaskBounds> = present.to_vec();
         by_est_desc.sort_by_key(|w| std::cmp::Reverse(w.est));
         for (i, is_present) in present
             .iter()
             .map(|w| (w, true))
             .chain(optional.iter().map(|w| (w, false)))
         {
-            let before = |j: &&Window| j.task != i.task && j.lst < i.ect();
+            let before = |j: &&TaskBounds| j.task != i.task && j.lst < i.ect();
             // The earliest end of the set: max over k of est_k + the durations with est ≥ est_k.
             let (mut total, mut best, mut best_est) = (0, i64::MIN, 0);
             for j in by_est_desc.iter().filter(before) {
@@ -273,7 +290,7 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
             if !(pushes_start && (is_present || leaves_no_room)) {
                 continue;
             }
-            let set: Vec<Window> = by_est_desc
+            let set: Vec<TaskBounds> = by_est_desc
                 .iter()
                 .filter(before)
                 .filter(|j| j.est >= best_est)
@@ -289,8 +306,8 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
     fn precede(
         &self,
         context: &mut PropagationContext,
-        set: &[Window],
-        i: &Window,
+        set: &[TaskBounds],
+        i: &TaskBounds,
         first: i64,
         end: i64,
         is_present: bool,
@@ -321,6 +338,32 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
     }
 }
 
+/// The windows `[a, lct_k)` over the present tasks starting at `a` or later.
+#[derive(Clone, Copy)]
+struct Windows<'w> {
+    a: i64,
+    /// Those tasks, in lct order.
+    inside: &'w [TaskBounds],
+    /// `energy[k]`: their durations up to the k-th.
+    energy: &'w [i64],
+    /// `most[k]`: the largest overload of a window ending at the k-th lct or later.
+    most: &'w [i64],
+}
+
+/// How much the window `[a, lct_k)` is overloaded (negative: its spare time).
+fn overload(a: i64, inside: &[TaskBounds], energy: &[i64], k: usize) -> i64 {
+    energy[k] - (inside[k].lct() - a)
+}
+
+/// Suffix maxima of [`overload`] (`i64::MIN` past the end).
+fn most_overloaded_from(a: i64, inside: &[TaskBounds], energy: &[i64]) -> Vec<i64> {
+    let mut most = vec![i64::MIN; inside.len() + 1];
+    for k in (0..inside.len()).rev() {
+        most[k] = most[k + 1].max(overload(a, inside, energy, k));
+    }
+    most
+}
+
 /// Widens `[a, b)` by the energy beyond `b − a + 1`, half on each side: the tasks still cannot
 /// fit, and the reason holds in more states.
 fn widen(a: i64, b: i64, energy: i64) -> (i64, i64) {
@@ -328,7 +371,7 @@ fn widen(a: i64, b: i64, energy: i64) -> (i64, i64) {
     (a - spare / 2, b + (spare - spare / 2))
 }
 
-fn energy_of(set: &[Window]) -> i64 {
+fn energy_of(set: &[TaskBounds]) -> i64 {
     set.iter().map(|w| w.duration).sum()
 }
 
