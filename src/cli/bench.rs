@@ -260,14 +260,9 @@ fn bench(message: String) -> Error {
     Error::Bench(message)
 }
 
-/// This process's peak resident memory (VmHWM of /proc/self/status; NaN where there is none).
+/// This process's peak resident memory (VmHWM; NaN where there is none).
 fn peak_resident_bytes() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(f64::NAN, |kib| kib * 1024.0)
+    topoplace::solve::memory_watch::status_bytes("VmHWM:").unwrap_or(f64::NAN)
 }
 
 fn render(report: &ScaleReport) -> String {

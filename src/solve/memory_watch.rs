@@ -41,11 +41,16 @@ pub fn watch(done: &AtomicBool, wires: &[Tripwire]) -> bool {
     fired
 }
 
-/// This process's resident memory (VmRSS of /proc/self/status; `None` where there is none, and
-/// then only the size estimate holds the limit).
+/// This process's resident memory (VmRSS; `None` where /proc is missing, and then only the size
+/// estimate holds the limit).
 pub fn resident_bytes() -> Option<f64> {
+    status_bytes("VmRSS:")
+}
+
+/// A memory field of /proc/self/status (`VmRSS:`, `VmHWM:`, ...), in bytes.
+pub fn status_bytes(field: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    let kib = status.lines().find_map(|l| l.strip_prefix(field))?;
     let kib: f64 = kib.trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kib * 1024.0)
 }

@@ -227,8 +227,8 @@ impl<Var: IntegerVariable + 'static> OptionalDisjunctivePropagator<Var> {
                 .unwrap_or(inside.len() - 1);
             (inside[k].lct(), k + 1)
         };
-        let set = &inside[..count];
-        self.exclude(context, set, w, a, b, energy_of(set) + w.duration)?;
+        let set_energy = count.checked_sub(1).map_or(0, |k| energy[k]);
+        self.exclude(context, &inside[..count], w, a, b, set_energy + w.duration)?;
         Ok(true)
     }
 
@@ -369,10 +369,6 @@ fn most_overloaded_from(a: i64, inside: &[TaskBounds], energy: &[i64]) -> Vec<i6
 fn widen(a: i64, b: i64, energy: i64) -> (i64, i64) {
     let spare = (energy - (b - a) - 1).max(0);
     (a - spare / 2, b + (spare - spare / 2))
-}
-
-fn energy_of(set: &[TaskBounds]) -> i64 {
-    set.iter().map(|w| w.duration).sum()
 }
 
 /// A bound as pumpkin's 32-bit value.
