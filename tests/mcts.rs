@@ -145,6 +145,79 @@ fn uniform_mcts_finds_the_enumerated_optimum() {
     );
 }
 
+/// The fastest fitting time of the uniform choices `[a; groups]` for each action `a` in `acts`
+/// (each under both packings), by simulating them one by one.
+fn best_uniform_choice(p: &Problem, op_group: &[u32], acts: &[u16]) -> f64 {
+    let all = actions(p.cluster);
+    let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
+    let routes = RouteTable::new(p.cluster);
+    let mut best = f64::INFINITY;
+    for &a in acts {
+        for packing in PACKINGS {
+            let choice = vec![a; groups];
+            let s = build_strategy(op_group, &all, &choice, packing, Shares::EVEN, 4).unwrap();
+            let e = evaluate(p, &routes, &Placement::plain(s, "")).unwrap();
+            if e.result.oom.is_empty() {
+                best = best.min(e.report.iteration_us);
+            }
+        }
+    }
+    best
+}
+
+/// The first leaves are data parallelism inside each device group alone (AllReduce, then a
+/// parameter server): with a budget of exactly those leaves, the search returns the best of
+/// them and of its start, as simulating each by hand gives (a case where one group alone beats
+/// the start); a budget of two spends both on the AllReduce seeds.
+#[test]
+fn the_first_leaves_are_each_device_groups_data_parallelism() {
+    let cost = CostModel::default();
+    let c = two_machines();
+    let g = model("vgg16");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let op_group = metis_groups(&p, 3, 0).unwrap();
+    let all = actions(&c);
+    let alone = |option: &str| -> Vec<u16> {
+        c.groups
+            .iter()
+            .map(|grp| {
+                let at = all
+                    .iter()
+                    .position(|a| a.option.name() == option && a.devices == grp.devices);
+                at.unwrap() as u16
+            })
+            .collect()
+    };
+    let (allreduce, ps) = (alone("all-reduce"), alone("ps"));
+    let start = best_uniform_choice(&p, &op_group, &[0]);
+    let run = |iterations| {
+        let no_sfb = MctsConfig {
+            sfb_check: false,
+            ..config(iterations, 0)
+        };
+        Mcts::new(p, op_group.clone(), no_sfb)
+            .unwrap()
+            .run(|_| {})
+            .unwrap()
+    };
+    let seeds: Vec<u16> = [&allreduce[..], &ps[..], &[0]].concat();
+    let four = run(4);
+    assert_eq!(four.iterations, 4);
+    let by_hand = best_uniform_choice(&p, &op_group, &seeds);
+    assert!(
+        by_hand < start * 0.99,
+        "a device group alone must beat the start, or the test proves nothing"
+    );
+    assert!((four.iteration_us() - by_hand).abs() <= 1e-9 * by_hand);
+    let two = run(2);
+    let by_hand = best_uniform_choice(&p, &op_group, &[&allreduce[..], &[0]].concat());
+    assert!((two.iteration_us() - by_hand).abs() <= 1e-9 * by_hand);
+}
+
 #[test]
 fn same_seed_same_strategy() {
     let cost = CostModel::default();
@@ -388,12 +461,18 @@ fn sfb_double_check_keeps_only_what_pays() {
             cluster: &c,
             cost: &cost,
         };
-        let without = MctsConfig {
-            sfb_check: false,
+        // Data parallelism over all 16 GPUs (the start), where SFB pays: the first leaves stay
+        // with it rather than each machine alone.
+        let wide = MctsConfig {
+            seed_device_groups: false,
             ..config(8, 0)
         };
+        let without = MctsConfig {
+            sfb_check: false,
+            ..wide.clone()
+        };
         let plain = search(&p, 60, without, |_| {}).unwrap();
-        let checked = search(&p, 60, config(8, 0), |_| {}).unwrap();
+        let checked = search(&p, 60, wide, |_| {}).unwrap();
         assert!(checked.iteration_us() <= plain.iteration_us(), "{name}");
         assert_eq!(!checked.strategy.sfb_duplicated.is_empty(), pays, "{name}");
         if pays {

@@ -487,15 +487,23 @@ fn tied_chain(layers: usize, tied_bytes: f64) -> Graph {
     b.finish("<test>", "tied", BATCH).unwrap()
 }
 
+/// Two machines of `gpus` GPUs joined at 1 Gbps, a 12-layer chain whose ends share a 400 MB
+/// weight, and the default cost model.
+fn tied_over_slow_link(gpus: usize) -> (Cluster, Graph, CostModel) {
+    (
+        two_machines(gpus, "1 Gbps"),
+        tied_chain(12, 400e6),
+        CostModel::default(),
+    )
+}
+
 /// `pipeline-dp` on a model whose ends share a weight, over two machines joined by a slow link
 /// (its layers' compute worth pipelining over it, 96 ms against 0.8 ms per micro-batch sent):
 /// it wraps the pipeline round one machine (first and last stage there, the middle on the
 /// other), so the tied weight and its gradient never cross the slow link; only activations do.
 #[test]
 fn pipeline_dp_keeps_a_tied_weight_inside_one_machine() {
-    let c = two_machines(2, "1 Gbps");
-    let g = tied_chain(12, 400e6);
-    let cost = CostModel::default();
+    let (c, g, cost) = tied_over_slow_link(2);
     let p = Problem {
         graph: &g,
         cluster: &c,
@@ -526,5 +534,64 @@ fn pipeline_dp_keeps_a_tied_weight_inside_one_machine() {
         e.report.iteration_us < 0.5 * 3.2e6,
         "{}",
         e.report.iteration_us
+    );
+}
+
+/// A wrapped pipeline has a folded twin (its first and last stages both on the whole machine
+/// instead of a half each), and `pipeline-dp` simulates both: on the tied chain its result is no
+/// slower than the other variant of the same cut, built here by hand.
+#[test]
+fn pipeline_dp_weighs_the_wrapped_pipeline_against_its_folded_twin() {
+    let (c, g, cost) = tied_over_slow_link(4);
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let chosen = pipeline_dp(&g, &c, &cost).strategy;
+    let stages = chosen.pipeline.as_ref().expect("a pipeline").stage_groups();
+    let (first, last) = (stages[0][0], stages[stages.len() - 1][0]);
+    let ends = |s: &Strategy| {
+        (
+            s.decision(first).devices.clone(),
+            s.decision(last).devices.clone(),
+        )
+    };
+    let (a, b) = ends(&chosen);
+    let folded = a == b;
+    let machine = c.groups[c.devices[a[0]].group].devices.clone();
+    let mut decisions = chosen.decisions().to_vec();
+    if folded {
+        let half = machine.len() / 2;
+        decisions[first].devices = machine[..half].to_vec();
+        decisions[last].devices = machine[half..].to_vec();
+    } else {
+        assert!(
+            a.iter().all(|d| !b.contains(d)),
+            "wrapped halves are disjoint"
+        );
+        decisions[first].devices = machine.clone();
+        decisions[last].devices = machine.clone();
+    }
+    let mut other = Strategy::new(
+        "<test>",
+        chosen.op_groups().to_vec(),
+        decisions,
+        chosen.batch_split,
+        g.len(),
+        c.num_devices(),
+    )
+    .unwrap();
+    other.allreduce = chosen.allreduce;
+    other.pipeline = chosen.pipeline.clone();
+    assert_eq!(ends(&other).0 == ends(&other).1, !folded);
+    let time = |s: &Strategy| evaluate_strategy(&p, s, Order::Fifo).unwrap();
+    let (t, u) = (time(&chosen), time(&other));
+    assert!(t.result.oom.is_empty());
+    assert!(
+        t.report.iteration_us <= u.report.iteration_us * (1.0 + 1e-12) || !u.result.oom.is_empty(),
+        "chosen {} (folded: {folded}) vs its twin {}",
+        t.report.iteration_us,
+        u.report.iteration_us
     );
 }

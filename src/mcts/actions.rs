@@ -132,10 +132,19 @@ pub(super) fn single_group_allreduce(
     cluster: &crate::cluster::Cluster,
     actions: &[GroupDecision],
 ) -> Vec<u16> {
+    single_group_actions(cluster, actions, ReplicationOption::AllReduce)
+}
+
+/// The actions that replicate with `option` over exactly one device group's GPUs, where every
+/// subset of device groups is an action.
+pub(super) fn single_group_actions(
+    cluster: &crate::cluster::Cluster,
+    actions: &[GroupDecision],
+    option: ReplicationOption,
+) -> Vec<u16> {
     if cluster.groups.len() > super::config::FULL_SUBSETS_UP_TO {
         return Vec::new();
     }
-    let option = crate::strategy::ReplicationOption::AllReduce;
     cluster
         .groups
         .iter()

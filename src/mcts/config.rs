@@ -40,6 +40,11 @@ pub struct MctsConfig {
     pub polish: usize,
     /// Exploration noise on the root's priors (self-play's expert iteration; needs a policy).
     pub root_noise: Option<RootNoise>,
+    /// Spend the first leaves on data parallelism inside each device group alone (AllReduce
+    /// over its GPUs for every op group), before PUCT picks any (beyond TAG): what an engineer
+    /// tries first on a heterogeneous cluster, so the tree's statistics start from where the
+    /// fastest machine alone is, whatever the priors rank first. Counted in the budget.
+    pub seed_device_groups: bool,
 }
 
 /// The order in which the search decides op groups (the tree's depth order).
@@ -81,6 +86,7 @@ impl Default for MctsConfig {
             sfb_check: true,
             polish: DEFAULT_POLISH,
             root_noise: None,
+            seed_device_groups: true,
         }
     }
 }

@@ -8,7 +8,9 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{PACKINGS, Shares, actions, build_strategy, single_group_allreduce};
+use super::actions::{
+    PACKINGS, Shares, actions, build_strategy, single_group_actions, single_group_allreduce,
+};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::result::{Progress, SearchResult, VertexTarget};
@@ -349,6 +351,9 @@ impl<'a> Mcts<'a> {
     /// reference simulations included).
     fn search(&mut self, mut progress: impl FnMut(Progress)) -> Result<f64> {
         let began = self.began;
+        if self.config.seed_device_groups && self.iterations == 0 {
+            self.seed_device_groups()?;
+        }
         while self.iterations < self.config.iterations {
             if self
                 .config
@@ -372,9 +377,39 @@ impl<'a> Mcts<'a> {
         Ok(began.elapsed().as_secs_f64())
     }
 
+    /// The first leaves ([`MctsConfig::seed_device_groups`]): each root action that all-reduces
+    /// over one device group alone (the start's, DP everywhere, already in the tree), within the
+    /// budget; a leaf's completion repeats its first decision, so each is that device group's
+    /// data parallelism for every op group.
+    fn seed_device_groups(&mut self) -> Result<()> {
+        let ps = single_group_actions(
+            self.problem.cluster,
+            &self.actions,
+            crate::strategy::ReplicationOption::Ps,
+        );
+        let paths: Vec<Vec<u16>> = self
+            .single_group_allreduce
+            .iter()
+            .chain(&ps)
+            .filter(|&&a| a != 0)
+            .take(self.config.iterations)
+            .map(|&a| vec![a])
+            .collect();
+        for path in &paths {
+            self.enter(0, path);
+        }
+        self.evaluate_and_backup(&paths)
+    }
+
     /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
     fn batch(&mut self, n: usize) -> Result<()> {
         let paths: Vec<Vec<u16>> = (0..n).map(|_| self.select()).collect();
+        self.evaluate_and_backup(&paths)
+    }
+
+    /// Complete and simulate the selected `paths` (the new completions in parallel), give the
+    /// new vertices their priors and back the rewards up in order.
+    fn evaluate_and_backup(&mut self, paths: &[Vec<u16>]) -> Result<()> {
         let complete: Vec<Vec<u16>> = paths.iter().map(|p| self.complete(p)).collect();
         let mut fresh: Vec<&Vec<u16>> = complete
             .iter()

@@ -67,23 +67,34 @@ impl Mcts<'_> {
         while path.len() < self.groups {
             let a = self.pick(node, parent_q);
             path.push(a as u16);
-            let edge = &mut self.nodes[node].edges[a];
-            edge.virtual_visits += 1;
-            if edge.child == NO_CHILD {
-                let child = self.nodes.len() as u32;
-                self.nodes[node].edges[a].child = child;
-                self.nodes.push(Node::new(self.actions.len()));
-                if self.policy.is_some() {
-                    self.pending.push((child as usize, path.clone()));
-                }
+            let Some(child) = self.enter(node, &path) else {
                 break;
-            }
+            };
+            let edge = &self.nodes[node].edges[a];
             if edge.visits > 0 {
                 parent_q = edge.total / edge.visits as f64;
             }
-            node = edge.child as usize;
+            node = child;
         }
         path
+    }
+
+    /// Take the edge of `path`'s last action out of `node` (one virtual visit); its child when it
+    /// had one, else `None` after creating it (a new vertex, waiting for priors).
+    pub(super) fn enter(&mut self, node: usize, path: &[u16]) -> Option<usize> {
+        let a = *path.last().expect("a path of at least one action") as usize;
+        let edge = &mut self.nodes[node].edges[a];
+        edge.virtual_visits += 1;
+        if edge.child != NO_CHILD {
+            return Some(edge.child as usize);
+        }
+        let child = self.nodes.len() as u32;
+        self.nodes[node].edges[a].child = child;
+        self.nodes.push(Node::new(self.actions.len()));
+        if self.policy.is_some() {
+            self.pending.push((child as usize, path.to_vec()));
+        }
+        None
     }
 
     /// Mean reward of every backed-up iteration (0, DP-NCCL's, before any).

@@ -36,6 +36,11 @@
 //!   [`MAX_MICRO_BATCHES`], and both schedules. The balanced cut of each is estimated, and the
 //!   [`SIMULATED`] best are simulated (half of each schedule: the estimates rank plans of one
 //!   schedule better than across the two), a round of one per thread at a time until a deadline.
+//! - Folded twins: each wrapped plan among them is simulated a second time with its first and
+//!   last stages both on the whole device group (a V-shaped pipeline: the two end stages share
+//!   its GPUs and fill each other's bubbles, the tied weight never leaves them). The cut stays
+//!   the one balanced for halves, under which the group's two stages together take about one
+//!   stage time per micro-batch.
 
 mod chunks;
 mod plan;

@@ -38,6 +38,8 @@ struct Unit {
     gpu: GpuSpec,
     memory_bytes: f64,
     label: String,
+    /// The whole device group when this unit is half of one ([`wrapped`]).
+    whole: Option<(Vec<usize>, String)>,
 }
 
 /// A candidate: stages (chunk ranges on units) with a micro-batch count and its estimate.
@@ -81,7 +83,7 @@ pub fn best_pipeline(
         })
         .collect();
     plans.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
-    let plans = best_of_each_schedule(plans);
+    let plans = with_folded_twins(best_of_each_schedule(plans));
     // Simulated a round at a time (one per thread), best estimates first; a deadline stops
     // between rounds once one has run (one already past when planning starts gives up).
     let mut best: Option<BestPipeline> = None;
@@ -132,6 +134,39 @@ fn best_of_each_schedule(plans: Vec<Plan>) -> Vec<Plan> {
         .collect()
 }
 
+/// `plans`, each wrapped one followed by its folded twin: the same cut, its first and last
+/// stages both on the whole device group instead of a half each (a V-shaped pipeline). The
+/// estimate cannot rank the two (it sees each stage alone, while the twin's end stages share
+/// their GPUs and fill each other's bubbles), so both are simulated.
+fn with_folded_twins(plans: Vec<Plan>) -> Vec<Plan> {
+    let mut out = Vec::with_capacity(2 * plans.len());
+    for plan in plans {
+        let twin = folded(&plan);
+        out.push(plan);
+        out.extend(twin);
+    }
+    out
+}
+
+/// The folded twin of a wrapped plan (see [`with_folded_twins`]); `None` for any other plan.
+fn folded(plan: &Plan) -> Option<Plan> {
+    let last = plan.units.len() - 1;
+    let (devices, label) = plan.units[0].whole.clone()?;
+    let end = |which: &str| Unit {
+        devices: devices.clone(),
+        label: format!("{label} ({which} stage)"),
+        whole: None,
+        ..plan.units[0].clone()
+    };
+    let mut units = plan.units.clone();
+    units[0] = end("first");
+    units[last] = end("last");
+    Some(Plan {
+        units,
+        ..plan.clone()
+    })
+}
+
 /// The GPU types of `units`, each once.
 fn gpu_types(units: &[Unit]) -> Vec<&GpuSpec> {
     let mut types: Vec<&GpuSpec> = Vec::new();
@@ -156,6 +191,7 @@ fn units(cluster: &Cluster) -> Vec<Unit> {
             memory_bytes,
             devices,
             label,
+            whole: None,
         }
     };
     if cluster.groups.len() >= 2 {
@@ -209,6 +245,7 @@ fn wrapped(order: &[Unit]) -> Option<Vec<Unit>> {
     let part = |devices: &[usize], which: &str| Unit {
         devices: devices.to_vec(),
         label: format!("{} ({which} half)", first.label),
+        whole: Some((first.devices.clone(), first.label.clone())),
         ..first.clone()
     };
     let mut out = vec![part(&first.devices[..half], "first")];

@@ -183,7 +183,9 @@ impl Models {
 
 /// The search settings of evaluation, of the teacher and (with [`self_play_config`]'s additions)
 /// of self-play: the recipe's budget, groups and exploration, TAG's compute order and even
-/// split, no SFB double check and no polish (neither changes the visits the policy learns from).
+/// split, no SFB double check and no polish (neither changes the visits the policy learns from),
+/// and TAG's tree from its first leaf (no device-group seeds: the recipes' games, targets and
+/// so the shipped weights stay what they were trained with).
 pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
     MctsConfig {
         iterations: recipe.search.budget,
@@ -191,6 +193,7 @@ pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
         exploration: recipe.search.exploration,
         sfb_check: false,
         polish: 0,
+        seed_device_groups: false,
         ..MctsConfig::default()
     }
 }
