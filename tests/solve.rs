@@ -898,14 +898,17 @@ fn the_memory_watch_trips_only_past_its_cap() {
 
 /// A memory limit below what the process already holds stops both searches at once: the solve
 /// keeps its warm start, unproved, and says memory stopped it (the same instance is proved
-/// optimal under the default limit, below).
+/// optimal under the default limit, below). The test holds its own 256 MiB for the whole solve
+/// and sets the limit to that: the other tests of this binary share the process and free their
+/// memory at times of their own, so a limit taken from the resident size could end up above it.
 #[test]
 fn a_solve_stops_early_when_memory_nears_its_limit() {
-    use topoplace::solve::memory_watch::resident_bytes;
     let inst = on_fat_tree_2("mlp");
     let mut opts = limited(30.0, 1e-4);
-    opts.memory_limit_bytes = resident_bytes().unwrap() * 0.5;
+    let ballast = vec![1u8; 256 << 20];
+    opts.memory_limit_bytes = ballast.len() as f64;
     let r = solve_instance(&inst, Formulation::Moirai, &opts).unwrap();
+    std::hint::black_box(&ballast);
     assert!(r.stopped_by_memory);
     assert_eq!(r.status, SolveStatus::Feasible);
     assert_eq!(r.objective_us, Some(r.heuristic_us));
