@@ -378,9 +378,9 @@ impl<'a> Mcts<'a> {
     }
 
     /// The first leaves ([`MctsConfig::seed_device_groups`]): each root action that all-reduces
-    /// over one device group alone (the start's, DP everywhere, already in the tree), within the
-    /// budget; a leaf's completion repeats its first decision, so each is that device group's
-    /// data parallelism for every op group.
+    /// over one device group alone, then each that puts a parameter server there (DP over every
+    /// GPU, the start, is already in the tree), within the budget; a leaf's completion repeats
+    /// its first decision, so each is that device group's data parallelism for every op group.
     fn seed_device_groups(&mut self) -> Result<()> {
         let ps = single_group_actions(
             self.problem.cluster,
