@@ -949,7 +949,7 @@ fn the_optional_disjunctive_alone_schedules_one_machine_like_brute_force() {
     use pumpkin_core::results::{ProblemSolution, SatisfactionResultUnderAssumptions as Sat};
     use pumpkin_core::termination::Indefinite;
     use pumpkin_core::variables::TransformableVariable;
-    use topoplace::solve::optional_disjunctive::{OptionalDisjunctive, OptionalTask};
+    use topoplace::solve::optional_disjunctive::{OptionalTask, post_both_directions};
 
     for seed in 0..400 {
         let mut rng = StdRng::seed_from_u64(seed);
@@ -999,15 +999,7 @@ fn the_optional_disjunctive_alone_schedules_one_machine_like_brute_force() {
                 present: on[i],
             })
             .collect();
-        let mirrored = tasks
-            .iter()
-            .map(|t| OptionalTask {
-                start: t.start.scaled(-1).offset(-t.duration),
-                ..t.clone()
-            })
-            .collect();
-        solver.add_propagator(OptionalDisjunctive::new(tasks, tag));
-        solver.add_propagator(OptionalDisjunctive::new(mirrored, tag));
+        post_both_directions(&mut solver, tasks, tag);
 
         let mut brancher = solver.default_brancher();
         let mut resolver = ResolutionResolver::default();

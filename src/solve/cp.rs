@@ -45,7 +45,7 @@ use pumpkin_core::variables::{AffineView, DomainId, Literal, TransformableVariab
 type View = AffineView<DomainId>;
 
 use super::instance::Instance;
-use super::optional_disjunctive::{OptionalDisjunctive, OptionalTask};
+use super::optional_disjunctive::{OptionalTask, post_both_directions};
 use super::schedule::{Channels, Plan, semi_active};
 use super::symmetry;
 
@@ -426,17 +426,7 @@ impl Model {
                 present,
             })
             .collect::<Vec<_>>();
-        let backward = forward
-            .iter()
-            .map(|t| OptionalTask {
-                start: t.start.scaled(-1).offset(-t.duration),
-                ..t.clone()
-            })
-            .collect();
-        self.solver
-            .add_propagator(OptionalDisjunctive::new(forward, self.tag));
-        self.solver
-            .add_propagator(OptionalDisjunctive::new(backward, self.tag));
+        post_both_directions(&mut self.solver, forward, self.tag);
     }
 
     fn into_parts(self) -> (Solver, Readback) {

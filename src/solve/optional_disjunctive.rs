@@ -19,6 +19,7 @@
 //! into earliest-start reasoning. Explanations are lifted: each bound in a reason is the weakest
 //! that still makes the rule fire, so the learned clauses generalise.
 
+use pumpkin_core::Solver;
 use pumpkin_core::predicates::{Predicate, PropositionalConjunction};
 use pumpkin_core::proof::{ConstraintTag, InferenceCode};
 use pumpkin_core::propagation::{
@@ -26,7 +27,9 @@ use pumpkin_core::propagation::{
     PropagatorConstructorContext, PropagatorSpec, ReadDomains, RuntimeCheckers,
 };
 use pumpkin_core::state::{Conflict, PropagationStatusCP, propagator_conflict};
-use pumpkin_core::variables::{IntegerVariable, Literal};
+use pumpkin_core::variables::{
+    AffineView, DomainId, IntegerVariable, Literal, TransformableVariable,
+};
 
 use pumpkin_core::declare_inference_label;
 
@@ -53,6 +56,24 @@ impl<Var> OptionalDisjunctive<Var> {
         let tasks = tasks.into_iter().filter(|t| t.duration > 0).collect();
         OptionalDisjunctive { tasks, tag }
     }
+}
+
+/// Post the unary resource over `tasks` in both time directions (see the module note): as
+/// they are, and again on mirrored views `−start − duration`.
+pub fn post_both_directions(
+    solver: &mut Solver,
+    tasks: Vec<OptionalTask<AffineView<DomainId>>>,
+    tag: ConstraintTag,
+) {
+    let mirrored = tasks
+        .iter()
+        .map(|t| OptionalTask {
+            start: t.start.scaled(-1).offset(-t.duration),
+            ..t.clone()
+        })
+        .collect();
+    solver.add_propagator(OptionalDisjunctive::new(tasks, tag));
+    solver.add_propagator(OptionalDisjunctive::new(mirrored, tag));
 }
 
 impl<Var: IntegerVariable + 'static> PropagatorConstructor for OptionalDisjunctive<Var> {
