@@ -147,6 +147,7 @@ fn compile_layouts(
         roles: Vec::new(),
         first_task: vec![TaskId::MAX; graph.len()],
         whole_on: HashMap::new(),
+        slice_on: HashMap::new(),
         copies: HashMap::new(),
         aggregated: HashMap::new(),
         ps_turn: vec![0; strategy.group_count()],
@@ -204,6 +205,10 @@ pub(super) struct Compiler<'a> {
     pub(super) first_task: Vec<TaskId>,
     /// Task that makes op `u`'s whole tensor available on device `d`.
     pub(super) whole_on: HashMap<(OpIdx, u32), TaskId>,
+    /// Task that makes a batch slice of op `u`'s tensor available on device `d`, keyed by the
+    /// slice's bounds and the tensor's bytes (as bits): the consumers on `d` that take that
+    /// slice share one copy.
+    pub(super) slice_on: HashMap<(OpIdx, u32, [u64; 3]), TaskId>,
     /// Devices a whole-tensor op's output was sent to, and the transfer that brought it there.
     pub(super) copies: HashMap<OpIdx, Vec<(u32, TaskId)>>,
     /// Devices holding op `u`'s aggregated (summed) tensor, and the task providing it there.
@@ -399,23 +404,38 @@ impl<'a> Compiler<'a> {
         self.graph.op(u).carries_batch()
     }
 
-    /// Consumer replica `j` of `v` needs its batch slice of `u`'s tensor.
+    /// Consumer replica `j` of `v` needs its batch slice of `u`'s tensor. The slice is brought
+    /// to its device once, whatever number of consumers there read it (a residual stream read by
+    /// a block's first op and by the skip connection crosses a pipeline's cut once).
     fn feed_slice(&mut self, u: OpIdx, consumer: &Layout, j: usize, bytes: f64, task: TaskId) {
+        let d = consumer.devices[j];
+        let (lo, hi) = consumer.interval(j);
+        let key = (u, d, [lo, hi, bytes].map(f64::to_bits));
+        let source = match self.slice_on.get(&key) {
+            Some(&t) => t,
+            None => {
+                let t = self.slice_source(u, consumer, j, bytes);
+                self.slice_on.insert(key, t);
+                t
+            }
+        };
+        self.exec.add_dep(source, task);
+    }
+
+    /// The task providing consumer replica `j`'s batch slice of `u`'s tensor on its device: the
+    /// producer's replica there, a transfer, or a Concat of the pieces ([`Self::feed_slice`]).
+    fn slice_source(&mut self, u: OpIdx, consumer: &Layout, j: usize, bytes: f64) -> TaskId {
         let d = consumer.devices[j];
         let producer = Rc::clone(&self.layouts[u]);
         if producer.kind == LayoutKind::Full {
             // Slice a whole tensor held somewhere: local if possible, else from the nearest holder.
             if let Some(i) = producer.position(d) {
-                let t = self.task_of(u, i);
-                self.exec.add_dep(t, task);
-            } else {
-                let i = self.nearest(&producer.devices, d);
-                let src = self.task_of(u, i);
-                let slice = bytes * consumer.shares[j];
-                let x = self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, slice);
-                self.exec.add_dep(x, task);
+                return self.task_of(u, i);
             }
-            return;
+            let i = self.nearest(&producer.devices, d);
+            let src = self.task_of(u, i);
+            let slice = bytes * consumer.shares[j];
+            return self.transfer(TaskRole::Transfer, u, src, producer.devices[i], d, slice);
         }
         self.asymmetric = true;
         let (lo, hi) = consumer.interval(j);
@@ -435,10 +455,9 @@ impl<'a> Compiler<'a> {
             }
         }
         if pieces.len() == 1 {
-            self.exec.add_dep(pieces[0], task);
+            pieces[0]
         } else {
-            let assembled = self.concat(u, d, bytes * consumer.shares[j], &pieces);
-            self.exec.add_dep(assembled, task);
+            self.concat(u, d, bytes * consumer.shares[j], &pieces)
         }
     }
 
