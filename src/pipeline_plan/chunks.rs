@@ -107,6 +107,24 @@ fn positions(g: &Graph) -> Vec<usize> {
     pos
 }
 
+/// Each position split in two slots, its forward ops (and whatever else runs once, such as
+/// parameters) first and its backward ops after, so that a chunk may end between them. A backward
+/// op sits at the latest activation it reads, which for a LayerNorm's gradient (it reads the
+/// block's input) is the residual add of the block before: cut after that add with the gradient on
+/// the far side, one tensor crosses each way; with the gradient on the near side, the LayerNorm's
+/// inner gradients cross as well. An optimizer update keeps its gradient's slot.
+fn slots(g: &Graph, pos: &[usize]) -> Vec<usize> {
+    let mut slot: Vec<usize> = pos
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| 2 * x + usize::from(g.op(i).phase == Phase::Backward))
+        .collect();
+    for link in g.gradients() {
+        slot[link.optimizer] = slot[link.grad];
+    }
+    slot
+}
+
 /// Position of the latest forward op carrying the batch that op `i` reads. A constant made once
 /// at the start (a causal mask) is read by the gradient of the product with it, in every layer:
 /// it says nothing of the layer.
@@ -176,7 +194,7 @@ fn settle_backward(g: &Graph, order: &[OpIdx], pos: &mut [usize]) {
 /// of one micro-batch for each count of `micro_batches`.
 pub(super) fn chunk(p: &Problem, types: &[&GpuSpec], micro_batches: &[u32]) -> Result<Chunks> {
     let g = p.graph;
-    let pos = positions(g);
+    let pos = slots(g, &positions(g));
     let positions = pos.iter().copied().max().unwrap_or(0) + 1;
     let mut work_at = vec![0.0; positions];
     for (op, o) in g.ops().iter().enumerate() {

@@ -8,7 +8,10 @@
 //!   first, a parameter its first consumer's, a backward op the latest forward op carrying the
 //!   batch it reads (the layer whose activation it differentiates; a constant such as a causal
 //!   mask, made once at the start, says nothing of the layer; one reading none inherits from its
-//!   inputs), an optimizer update its gradient's.
+//!   inputs), an optimizer update its gradient's. Each position has two slots, its forward ops
+//!   first and its backward ops after, so a chunk may end between them (a pre-LN block's
+//!   LayerNorm gradient reads the residual add before it: cut after the add with that gradient
+//!   on the far side and one tensor crosses each way).
 //! - Chunks: the positions are cut into at most [`CHUNKS`] chunks, the units stages are made of;
 //!   each ends where the fewest bytes carrying the batch cross, within [`CUT_WINDOW`] equal shares
 //!   of work of its place (so a transformer is cut on its residual stream, not through an
