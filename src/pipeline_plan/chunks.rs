@@ -364,7 +364,7 @@ fn cheap_cut(work: &[f64], crossing: &[f64], parts: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{GraphBuilder, Op};
+    use crate::graph::{GraphBuilder, Op, Splittability};
 
     /// Every chunk ends where the fewest bytes cross within its window: on a "transformer" whose
     /// residual points (crossing 1) come every fourth position between inner ones (crossing 5),
@@ -391,6 +391,59 @@ mod tests {
         op.output_bytes = 1.0;
         op.batch_scaled = Some(batch);
         op
+    }
+
+    /// A pre-LN block's boundary: `add` (the residual stream) feeds a LayerNorm `ln`, whose
+    /// gradient `ln_grad` reads `add` and `ln`'s output. Placed at `add`'s position (where GPT-2's
+    /// LayerNorm gradients settle), the cut after `add` sends three tensors; with slots it may
+    /// leave `ln_grad` on the far side, and one tensor crosses each way (`add` forward, the
+    /// gradient `add_grad` back).
+    #[test]
+    fn a_chunk_may_end_between_a_residual_add_and_the_gradient_reading_it() {
+        let mut b = GraphBuilder::new();
+        // Activations and their gradients: tensors with the batch dimension.
+        let op = |name: &str, phase: Phase, batch: bool| Op {
+            split: Splittability::Concat,
+            ..op(name, phase, batch)
+        };
+        let input = b.add_op(op("input", Phase::Input, true));
+        let f0 = b.add_op(op("f0", Phase::Forward, true));
+        let add = b.add_op(op("add", Phase::Forward, true));
+        let ln = b.add_op(op("ln", Phase::Forward, true));
+        let f1 = b.add_op(op("f1", Phase::Forward, true));
+        let f1_grad = b.add_op(op("f1_grad", Phase::Backward, true));
+        let ln_grad = b.add_op(op("ln_grad", Phase::Backward, true));
+        let add_grad = b.add_op(op("add_grad", Phase::Backward, true));
+        let f0_grad = b.add_op(op("f0_grad", Phase::Backward, true));
+        for (s, d) in [
+            (input, f0),
+            (f0, add),
+            (input, add),
+            (add, ln),
+            (ln, f1),
+            (ln, f1_grad),
+            (f1, f1_grad),
+            (f1_grad, ln_grad),
+            (add, ln_grad),
+            (ln, ln_grad),
+            (ln_grad, add_grad),
+            (add_grad, f0_grad),
+            (input, f0_grad),
+        ] {
+            b.add_edge(s, d, 1.0);
+        }
+        let g = b.finish("<test>", "block", 8).unwrap();
+        let mut pos = vec![0, 1, 2, 3, 4, 4, 2, 2, 1];
+        pos[ln_grad] = pos[add];
+        let after_add = crossing(&g, &pos, pos[f1] + 1)[pos[add]];
+        assert_eq!(after_add, 3.0);
+        let slot = slots(&g, &pos);
+        assert!(
+            slot[add] < slot[ln_grad] && slot[ln_grad] < slot[ln],
+            "{slot:?}"
+        );
+        let units = slot.iter().max().unwrap() + 1;
+        assert_eq!(crossing(&g, &slot, units)[slot[add]], 2.0);
     }
 
     /// The gradient of a product with a constant mask reads the constant (made at the start) and
