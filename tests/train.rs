@@ -18,8 +18,8 @@ fn minimal(extra: &str) -> String {
 
 #[test]
 fn shipped_recipe_loads_with_every_field_checked() {
-    let r = Recipe::load(&root().join("training/tag-default.toml")).unwrap();
-    assert_eq!(r.name, "tag-default");
+    let r = Recipe::load(&root().join("training/tag-expert.toml")).unwrap();
+    assert_eq!(r.name, "tag-expert");
     assert_eq!(r.training_set.models.len(), 6);
     assert!(r.evaluation.topology_seed >= r.training_set.topology_seed + r.training_set.topologies);
 }

@@ -69,7 +69,7 @@ pub struct ExperimentArgs {
     #[arg(long)]
     headroom: bool,
     /// holdout-models: the recipe trained without each model.
-    #[arg(long, default_value = "training/tag-default.toml")]
+    #[arg(long, default_value = "training/tag-expert.toml")]
     recipe: PathBuf,
     /// holdout-models: Adam steps of each held-out training (default the recipe's).
     #[arg(long)]
