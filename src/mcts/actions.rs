@@ -126,15 +126,6 @@ pub fn build_strategy(
     Ok(s)
 }
 
-/// The actions that all-reduce over exactly one device group's GPUs, where every subset of
-/// device groups is an action.
-pub(super) fn single_group_allreduce(
-    cluster: &crate::cluster::Cluster,
-    actions: &[GroupDecision],
-) -> Vec<u16> {
-    single_group_actions(cluster, actions, ReplicationOption::AllReduce)
-}
-
 /// The actions that replicate with `option` over exactly one device group's GPUs, where every
 /// subset of device groups is an action.
 pub(super) fn single_group_actions(

@@ -8,9 +8,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{
-    PACKINGS, Shares, actions, build_strategy, single_group_actions, single_group_allreduce,
-};
+use super::actions::{PACKINGS, Shares, actions, build_strategy, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::result::{Progress, SearchResult, VertexTarget};
@@ -19,7 +17,7 @@ use crate::cluster::RouteTable;
 use crate::error::{Result, SearchError};
 use crate::evaluate::{Evaluation, Placement, Problem, evaluate};
 use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
-use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, Strategy};
+use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
 
 /// The search state: tree, evaluation cache and best strategy so far.
 pub struct Mcts<'a> {
@@ -73,7 +71,8 @@ impl<'a> Mcts<'a> {
             return Err(SearchError::TooManyActions(actions.len()).into());
         }
         let group_neighbours = group_neighbours(problem.graph, &op_group, groups);
-        let single_group_allreduce = single_group_allreduce(problem.cluster, &actions);
+        let single_group_allreduce =
+            single_group_actions(problem.cluster, &actions, ReplicationOption::AllReduce);
         let mut search = Mcts {
             routes: RouteTable::new(problem.cluster),
             problem,
@@ -382,11 +381,7 @@ impl<'a> Mcts<'a> {
     /// GPU, the start, is already in the tree), within the budget; a leaf's completion repeats
     /// its first decision, so each is that device group's data parallelism for every op group.
     fn seed_device_groups(&mut self) -> Result<()> {
-        let ps = single_group_actions(
-            self.problem.cluster,
-            &self.actions,
-            crate::strategy::ReplicationOption::Ps,
-        );
+        let ps = single_group_actions(self.problem.cluster, &self.actions, ReplicationOption::Ps);
         let paths: Vec<Vec<u16>> = self
             .single_group_allreduce
             .iter()

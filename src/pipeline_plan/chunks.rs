@@ -386,6 +386,13 @@ mod tests {
         assert!(of.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1));
     }
 
+    /// Tensors of one byte along `edges`.
+    fn wire(b: &mut GraphBuilder, edges: &[(OpIdx, OpIdx)]) {
+        for &(s, d) in edges {
+            b.add_edge(s, d, 1.0);
+        }
+    }
+
     fn op(name: &str, phase: Phase, batch: bool) -> Op {
         let mut op = Op::new(0, name, "X", phase);
         op.output_bytes = 1.0;
@@ -415,23 +422,24 @@ mod tests {
         let ln_grad = b.add_op(op("ln_grad", Phase::Backward, true));
         let add_grad = b.add_op(op("add_grad", Phase::Backward, true));
         let f0_grad = b.add_op(op("f0_grad", Phase::Backward, true));
-        for (s, d) in [
-            (input, f0),
-            (f0, add),
-            (input, add),
-            (add, ln),
-            (ln, f1),
-            (ln, f1_grad),
-            (f1, f1_grad),
-            (f1_grad, ln_grad),
-            (add, ln_grad),
-            (ln, ln_grad),
-            (ln_grad, add_grad),
-            (add_grad, f0_grad),
-            (input, f0_grad),
-        ] {
-            b.add_edge(s, d, 1.0);
-        }
+        wire(
+            &mut b,
+            &[
+                (input, f0),
+                (f0, add),
+                (input, add),
+                (add, ln),
+                (ln, f1),
+                (ln, f1_grad),
+                (f1, f1_grad),
+                (f1_grad, ln_grad),
+                (add, ln_grad),
+                (ln, ln_grad),
+                (ln_grad, add_grad),
+                (add_grad, f0_grad),
+                (input, f0_grad),
+            ],
+        );
         let g = b.finish("<test>", "block", 8).unwrap();
         let mut pos = vec![0, 1, 2, 3, 4, 4, 2, 2, 1];
         pos[ln_grad] = pos[add];
@@ -459,19 +467,20 @@ mod tests {
         let g2 = b.add_op(op("g2", Phase::Backward, true));
         let mask_grad = b.add_op(op("f2_masked_grad", Phase::Backward, true));
         let g1 = b.add_op(op("g1", Phase::Backward, true));
-        for (s, d) in [
-            (input, f0),
-            (f0, f1),
-            (f1, masked),
-            (mask, masked),
-            (masked, g2),
-            (g2, mask_grad),
-            (mask, mask_grad),
-            (mask_grad, g1),
-            (f0, g1),
-        ] {
-            b.add_edge(s, d, 1.0);
-        }
+        wire(
+            &mut b,
+            &[
+                (input, f0),
+                (f0, f1),
+                (f1, masked),
+                (mask, masked),
+                (masked, g2),
+                (g2, mask_grad),
+                (mask, mask_grad),
+                (mask_grad, g1),
+                (f0, g1),
+            ],
+        );
         let g = b.finish("<test>", "mask", 8).unwrap();
         let pos = positions(&g);
         // Between the layers its data flows from and to, not at the mask's.
