@@ -1,12 +1,15 @@
 //! TAG §5's experiments as commands (`topoplace experiment <name> --out DIR`), each writing
-//! `<name>.csv`, `<name>.md` and `<name>.svg`:
+//! `<name>.csv`, `<name>.md` and `<name>.svg` (and `unseen-topologies` its searches one by one,
+//! `<name>-per-instance.csv`):
 //!
 //! - `search-efficiency` (TAG Table 7): the search with the policy's priors against uniform
 //!   priors ("pure MCTS") at the same budget, on each model and one cluster, over several seeds:
 //!   the iterations to beat DP-NCCL, the iterations to reach the final strategy, the final
 //!   speed-up over DP-NCCL.
 //! - `unseen-topologies` (TAG §5.7): random topologies whose seeds training never draws; the
-//!   speed-up over DP-NCCL per model with the policy (and with uniform priors at equal budget).
+//!   speed-up over DP-NCCL per model with the policy (and with uniform priors at equal budget),
+//!   and the mean of their paired differences with a 95% bootstrap interval: a gap of a tenth of
+//!   a point over 100 topologies is read against it.
 //! - `holdout-models` (TAG Table 8): train without one model, place it; against the policy
 //!   trained with it and uniform priors.
 //! - `overhead` (TAG Fig. 8): the wall time to produce a strategy on an unseen topology.
@@ -19,6 +22,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -157,16 +162,22 @@ pub struct Output {
     pub table: Table,
     pub csv: String,
     pub svg: String,
+    /// One row per search behind the table, for paired tests of one's own (`unseen-topologies`).
+    pub per_instance: Option<String>,
 }
 
 impl Output {
-    /// Write `<name>.csv`, `<name>.md` and `<name>.svg` into `dir` (atomically).
+    /// Write `<name>.csv`, `<name>.md`, `<name>.svg` and any `<name>-per-instance.csv` into
+    /// `dir` (atomically).
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>> {
-        let files = [
+        let mut files = vec![
             (format!("{}.csv", self.name), self.csv.clone()),
             (format!("{}.md", self.name), self.table.render_markdown()),
             (format!("{}.svg", self.name), self.svg.clone()),
         ];
+        if let Some(rows) = &self.per_instance {
+            files.push((format!("{}-per-instance.csv", self.name), rows.clone()));
+        }
         let mut written = Vec::new();
         for (file, text) in files {
             let path = dir.join(file);
@@ -263,6 +274,7 @@ pub fn search_efficiency(s: &Setup) -> Result<Output> {
             &chart,
         ),
         table,
+        per_instance: None,
     })
 }
 
@@ -279,10 +291,14 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
         "uniform_mean",
         "policy_better",
         "policy_worse",
+        "mean_difference",
+        "difference_ci95_low",
+        "difference_ci95_high",
     ];
     let uniform_budget = s.uniform_budget.unwrap_or(s.budget);
     let mut rows = Vec::new();
     let mut chart = Vec::new();
+    let mut per_instance = Vec::new();
     for (name, graph) in &s.models {
         let pairs: Vec<(SearchOutcome, SearchOutcome)> = (0..s.topologies)
             .into_par_iter()
@@ -305,6 +321,16 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             .filter(|p| p.0.speedup < p.1.speedup - 1e-9)
             .count();
         let above = policy.iter().filter(|&&x| x > 0.0).count() as f64 / policy.len() as f64;
+        let differences: Vec<f64> = policy.iter().zip(&uniform).map(|(p, u)| p - u).collect();
+        let (low, high) = bootstrap_mean_ci(&differences, BOOTSTRAP_RESAMPLES, 0);
+        for (i, (p, u)) in policy.iter().zip(&uniform).enumerate() {
+            per_instance.push(vec![
+                name.clone(),
+                (s.topology_seed + i as u64).to_string(),
+                format!("{p:.6}"),
+                format!("{u:.6}"),
+            ]);
+        }
         rows.push(vec![
             name.clone(),
             s.topologies.to_string(),
@@ -321,13 +347,17 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             format!("{:.6}", mean(&uniform)),
             better.to_string(),
             worse.to_string(),
+            format!("{:.6}", mean(&differences)),
+            format!("{low:.6}"),
+            format!("{high:.6}"),
         ]);
         chart.push((
             name.clone(),
             vec![100.0 * mean(&uniform), 100.0 * mean(&policy)],
         ));
     }
-    let table = shown_as_percent(&header, &rows, &[2, 3, 4, 6]);
+    let table = shown_as_percent(&header, &rows, &[2, 3, 4, 6, 9, 10, 11]);
+    let per_instance_header = ["model", "topology_seed", "policy", "uniform"];
     Ok(Output {
         name: "unseen-topologies",
         csv: csv(&header, &rows),
@@ -340,7 +370,32 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             &chart,
         ),
         table,
+        per_instance: Some(csv(&per_instance_header, &per_instance)),
     })
+}
+
+/// Resamples of [`bootstrap_mean_ci`] in the experiments' tables.
+const BOOTSTRAP_RESAMPLES: usize = 10_000;
+
+/// The 95% percentile-bootstrap interval of the mean of `xs` (Efron): the 2.5th and 97.5th
+/// percentiles of the means of `resamples` resamples with replacement, drawn from `seed`. For
+/// paired differences it says whether a gap in the means is larger than the topologies' spread.
+pub fn bootstrap_mean_ci(xs: &[f64], resamples: usize, seed: u64) -> (f64, f64) {
+    if xs.is_empty() || resamples == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut means: Vec<f64> = (0..resamples)
+        .map(|_| {
+            let sum: f64 = (0..xs.len())
+                .map(|_| xs[rng.random_range(0..xs.len())])
+                .sum();
+            sum / xs.len() as f64
+        })
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let at = |q: f64| means[((q * resamples as f64) as usize).min(resamples - 1)];
+    (at(0.025), at(0.975))
 }
 
 /// TAG Fig. 8: seconds to produce a strategy (grouping + search with the policy) on unseen
@@ -388,6 +443,7 @@ pub fn overhead(s: &Setup) -> Result<Output> {
             &chart,
         ),
         table,
+        per_instance: None,
     })
 }
 
@@ -469,5 +525,40 @@ pub fn holdout_models(
             &chart,
         ),
         table,
+        per_instance: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bootstrap_mean_ci;
+
+    #[test]
+    fn a_constant_sample_has_a_point_interval() {
+        assert_eq!(bootstrap_mean_ci(&[0.25; 40], 500, 3), (0.25, 0.25));
+    }
+
+    #[test]
+    fn the_interval_matches_the_normal_approximation_on_a_large_sample() {
+        // Half zeros, half ones: mean 0.5, standard error 0.5 / √400 = 0.025, so the 95% interval
+        // is 0.5 ± 1.96 · 0.025 = [0.451, 0.549].
+        let xs: Vec<f64> = (0..400).map(|i| f64::from(i % 2)).collect();
+        let (low, high) = bootstrap_mean_ci(&xs, 10_000, 0);
+        assert!((low - 0.451).abs() < 0.006, "{low}");
+        assert!((high - 0.549).abs() < 0.006, "{high}");
+    }
+
+    #[test]
+    fn the_interval_holds_the_mean_narrows_with_more_data_and_repeats_by_seed() {
+        let skewed: Vec<f64> = (0..100).map(|i| f64::from(i % 10).powi(2) / 81.0).collect();
+        let mean = skewed.iter().sum::<f64>() / 100.0;
+        let (low, high) = bootstrap_mean_ci(&skewed, 4_000, 7);
+        assert!(low < mean && mean < high, "{low} {mean} {high}");
+        assert_eq!(bootstrap_mean_ci(&skewed, 4_000, 7), (low, high));
+        // Four times the data, the same spread: half the width (standard error ∝ 1/√n).
+        let more: Vec<f64> = skewed.iter().cycle().take(400).copied().collect();
+        let (l4, h4) = bootstrap_mean_ci(&more, 4_000, 7);
+        let ratio = (h4 - l4) / (high - low);
+        assert!((0.4..0.6).contains(&ratio), "{ratio}");
+    }
 }

@@ -99,6 +99,7 @@ pub fn reference_best(s: &Setup) -> Result<Output> {
             &chart,
         ),
         table,
+        per_instance: None,
     })
 }
 

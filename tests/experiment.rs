@@ -116,6 +116,29 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     let better: usize = row[7].parse().unwrap();
     let worse: usize = row[8].parse().unwrap();
     assert!(better + worse <= 3);
+    // The searches one by one: the means and the paired difference are theirs.
+    let per_instance = unseen_tag.per_instance.as_deref().unwrap();
+    let searches: Vec<Vec<f64>> = per_instance
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').skip(1).map(|x| x.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(searches.len(), 3);
+    assert_eq!(searches[0][0], 2_000_000.0);
+    let column_mean = |c: usize| searches.iter().map(|r| r[c]).sum::<f64>() / 3.0;
+    assert!((column_mean(1) - mean).abs() < 1e-6);
+    let uniform_mean: f64 = row[6].parse().unwrap();
+    assert!((column_mean(2) - uniform_mean).abs() < 1e-6);
+    let (difference, low, high): (f64, f64, f64) = (
+        row[9].parse().unwrap(),
+        row[10].parse().unwrap(),
+        row[11].parse().unwrap(),
+    );
+    assert!((difference - (mean - uniform_mean)).abs() < 1e-5, "{row:?}");
+    assert!(
+        low <= difference + 1e-9 && difference <= high + 1e-9,
+        "{row:?}"
+    );
 
     // Other bandwidth ranges: the rows are the searches on those topologies.
     let wide = TopologyDistribution {
@@ -205,6 +228,8 @@ fn experiment_commands_write_tables_and_repeat_exactly() {
                     "{name}.{ext}"
                 );
             }
+            let per_instance = out_dir.join(format!("{name}-per-instance.csv"));
+            assert_eq!(per_instance.exists(), name == "unseen-topologies");
             tables.push(csv(&out_dir.join(format!("{name}.csv"))));
         }
         if name != "overhead" {
