@@ -149,3 +149,35 @@ pub(super) fn single_group_actions(
         })
         .collect()
 }
+
+/// The actions that replicate with `option` over every GPU of one type, for each type spread over
+/// several device groups (where every subset of device groups is an action): "the fast GPUs
+/// only", the subset an engineer tries next on a heterogeneous cluster.
+pub(super) fn one_type_actions(
+    cluster: &crate::cluster::Cluster,
+    actions: &[GroupDecision],
+    option: ReplicationOption,
+) -> Vec<u16> {
+    if cluster.groups.len() > super::config::FULL_SUBSETS_UP_TO {
+        return Vec::new();
+    }
+    let mut types: Vec<&str> = cluster.groups.iter().map(|g| g.gpu.name).collect();
+    types.dedup();
+    types.sort_unstable();
+    types.dedup();
+    types
+        .into_iter()
+        .filter_map(|name| {
+            let groups = cluster.groups.iter().filter(|g| g.gpu.name == name);
+            if groups.clone().count() < 2 {
+                return None;
+            }
+            let mut devices: Vec<usize> = groups.flat_map(|g| g.devices.iter().copied()).collect();
+            devices.sort_unstable();
+            actions
+                .iter()
+                .position(|a| a.option == option && a.devices == devices)
+                .map(|a| a as u16)
+        })
+        .collect()
+}

@@ -41,10 +41,11 @@ pub struct MctsConfig {
     /// Exploration noise on the root's priors (self-play's expert iteration; needs a policy).
     pub root_noise: Option<RootNoise>,
     /// Spend the first leaves on data parallelism inside each device group alone (every op
-    /// group all-reduced over its GPUs, then with a parameter server there), before PUCT picks
-    /// any (beyond TAG): what an engineer tries first on a heterogeneous cluster, so the tree's
-    /// statistics start from where the fastest machine alone is, whatever the priors rank
-    /// first. Counted in the budget.
+    /// group all-reduced over its GPUs, then with a parameter server there), then over every GPU
+    /// of one type where the type spans several device groups, before PUCT picks any (beyond
+    /// TAG): what an engineer tries first on a heterogeneous cluster, so the tree's statistics
+    /// start from where the fastest machine alone (or the fastest type) is, whatever the priors
+    /// rank first. Counted in the budget.
     pub seed_device_groups: bool,
 }
 

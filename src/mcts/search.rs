@@ -8,7 +8,9 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{PACKINGS, Shares, actions, build_strategy, single_group_actions};
+use super::actions::{
+    PACKINGS, Shares, actions, build_strategy, one_type_actions, single_group_actions,
+};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::result::{Progress, SearchResult, VertexTarget};
@@ -377,19 +379,26 @@ impl<'a> Mcts<'a> {
     }
 
     /// The first leaves ([`MctsConfig::seed_device_groups`]): each root action that all-reduces
-    /// over one device group alone, then each that puts a parameter server there (DP over every
-    /// GPU, the start, is already in the tree), within the budget; a leaf's completion repeats
-    /// its first decision, so each is that device group's data parallelism for every op group.
+    /// over one device group alone, then each that puts a parameter server there, then both over
+    /// every GPU of one type where the type spans several device groups (DP over every GPU, the
+    /// start, is already in the tree), within the budget; a leaf's completion repeats its first
+    /// decision, so each is that subset's data parallelism for every op group.
     fn seed_device_groups(&mut self) -> Result<()> {
-        let ps = single_group_actions(self.problem.cluster, &self.actions, ReplicationOption::Ps);
-        let paths: Vec<Vec<u16>> = self
+        let cluster = self.problem.cluster;
+        let ps = single_group_actions(cluster, &self.actions, ReplicationOption::Ps);
+        let by_type = [ReplicationOption::AllReduce, ReplicationOption::Ps]
+            .map(|option| one_type_actions(cluster, &self.actions, option));
+        let mut paths: Vec<Vec<u16>> = Vec::new();
+        for &a in self
             .single_group_allreduce
             .iter()
             .chain(&ps)
-            .filter(|&&a| a != 0)
-            .take(self.config.iterations)
-            .map(|&a| vec![a])
-            .collect();
+            .chain(by_type.iter().flatten())
+        {
+            if a != 0 && !paths.contains(&vec![a]) && paths.len() < self.config.iterations {
+                paths.push(vec![a]);
+            }
+        }
         for path in &paths {
             self.enter(0, path);
         }
