@@ -12,8 +12,8 @@ use topoplace::cost::CostModel;
 use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, save_graph};
 use topoplace::mcts::{
-    GroupOrder, Mcts, MctsConfig, PACKINGS, SearchSplit, Shares, actions, build_strategy,
-    metis_groups, ordered_groups, search,
+    GroupOrder, Mcts, MctsConfig, PACKINGS, SearchResult, SearchSplit, Shares, actions,
+    build_strategy, metis_groups, ordered_groups, search,
 };
 use topoplace::strategy::Reference;
 use topoplace::zoo;
@@ -167,6 +167,24 @@ fn best_uniform_choice(p: &Problem, op_group: &[u32], acts: &[u16]) -> f64 {
     best
 }
 
+/// The action replicating with `option` (its name) over exactly `devices`.
+fn action_over(c: &Cluster, option: &str, devices: &[usize]) -> u16 {
+    let at = actions(c)
+        .iter()
+        .position(|a| a.option.name() == option && a.devices == devices);
+    at.unwrap() as u16
+}
+
+/// The tree alone over `op_group`, without the SFB check, after `iterations` leaves.
+fn tree_alone(p: Problem, op_group: &[u32], iterations: usize) -> SearchResult {
+    let no_sfb = MctsConfig {
+        sfb_check: false,
+        ..config(iterations, 0)
+    };
+    let search = Mcts::new(p, op_group.to_vec(), no_sfb).unwrap();
+    search.run(|_| {}).unwrap()
+}
+
 /// The first leaves are data parallelism inside each device group alone (AllReduce, then a
 /// parameter server): with a budget of exactly those leaves, the search returns the best of
 /// them and of its start, as simulating each by hand gives (a case where one group alone beats
@@ -182,42 +200,27 @@ fn the_first_leaves_are_each_device_groups_data_parallelism() {
         cost: &cost,
     };
     let op_group = metis_groups(&p, 3, 0).unwrap();
-    let all = actions(&c);
     let alone = |option: &str| -> Vec<u16> {
-        c.groups
+        let each = c
+            .groups
             .iter()
-            .map(|grp| {
-                let at = all
-                    .iter()
-                    .position(|a| a.option.name() == option && a.devices == grp.devices);
-                at.unwrap() as u16
-            })
-            .collect()
+            .map(|grp| action_over(&c, option, &grp.devices));
+        each.collect()
     };
     let (allreduce, ps) = (alone("all-reduce"), alone("ps"));
     let start = best_uniform_choice(&p, &op_group, &[0]);
-    let run = |iterations| {
-        let no_sfb = MctsConfig {
-            sfb_check: false,
-            ..config(iterations, 0)
-        };
-        Mcts::new(p, op_group.clone(), no_sfb)
-            .unwrap()
-            .run(|_| {})
-            .unwrap()
-    };
     let seeds: Vec<u16> = [&allreduce[..], &ps[..], &[0]].concat();
-    let four = run(4);
-    assert_eq!(four.iterations, 4);
     let by_hand = best_uniform_choice(&p, &op_group, &seeds);
     assert!(
         by_hand < start * 0.99,
         "a device group alone must beat the start, or the test proves nothing"
     );
+    let four = tree_alone(p, &op_group, 4);
+    assert_eq!(four.iterations, 4);
     assert!((four.iteration_us() - by_hand).abs() <= 1e-9 * by_hand);
-    let two = run(2);
     let by_hand = best_uniform_choice(&p, &op_group, &[&allreduce[..], &[0]].concat());
-    assert!((two.iteration_us() - by_hand).abs() <= 1e-9 * by_hand);
+    let two = tree_alone(p, &op_group, 2).iteration_us();
+    assert!((two - by_hand).abs() <= 1e-9 * by_hand);
 }
 
 /// After the device groups alone, the seeds try every GPU of one type together where that type
@@ -239,13 +242,7 @@ fn the_seeds_then_try_each_gpu_type_across_its_device_groups() {
         cost: &cost,
     };
     let op_group = metis_groups(&p, 3, 0).unwrap();
-    let all = actions(&c);
-    let over = |option: &str, devices: &[usize]| -> u16 {
-        let at = all
-            .iter()
-            .position(|a| a.option.name() == option && a.devices == devices);
-        at.unwrap() as u16
-    };
+    let over = |option: &str, devices: &[usize]| action_over(&c, option, devices);
     let mut alone = Vec::new();
     for option in ["all-reduce", "ps"] {
         alone.extend(c.groups.iter().map(|grp| over(option, &grp.devices)));
@@ -257,16 +254,10 @@ fn the_seeds_then_try_each_gpu_type_across_its_device_groups() {
         with_types < before * 0.99,
         "the V100s together must beat every seed before them, or the test proves nothing"
     );
-    let run = |iterations| {
-        let no_sfb = MctsConfig {
-            sfb_check: false,
-            ..config(iterations, 0)
-        };
-        let search = Mcts::new(p, op_group.clone(), no_sfb).unwrap();
-        search.run(|_| {}).unwrap().iteration_us()
-    };
-    assert!((run(8) - with_types).abs() <= 1e-9 * with_types);
-    assert!((run(6) - before).abs() <= 1e-9 * before);
+    let eight = tree_alone(p, &op_group, 8).iteration_us();
+    assert!((eight - with_types).abs() <= 1e-9 * with_types);
+    let six = tree_alone(p, &op_group, 6).iteration_us();
+    assert!((six - before).abs() <= 1e-9 * before);
 }
 
 #[test]

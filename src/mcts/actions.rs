@@ -133,21 +133,8 @@ pub(super) fn single_group_actions(
     actions: &[GroupDecision],
     option: ReplicationOption,
 ) -> Vec<u16> {
-    if cluster.groups.len() > super::config::FULL_SUBSETS_UP_TO {
-        return Vec::new();
-    }
-    cluster
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let mut devices = g.devices.clone();
-            devices.sort_unstable();
-            actions
-                .iter()
-                .position(|a| a.option == option && a.devices == devices)
-                .map(|a| a as u16)
-        })
-        .collect()
+    let subsets = cluster.groups.iter().map(|g| g.devices.clone());
+    subset_actions(cluster, actions, option, subsets)
 }
 
 /// The actions that replicate with `option` over every GPU of one type, for each type spread over
@@ -158,21 +145,33 @@ pub(super) fn one_type_actions(
     actions: &[GroupDecision],
     option: ReplicationOption,
 ) -> Vec<u16> {
+    let mut types: Vec<&str> = cluster.groups.iter().map(|g| g.gpu.name).collect();
+    types.sort_unstable();
+    types.dedup();
+    let subsets = types.into_iter().filter_map(|name| {
+        let groups: Vec<_> = cluster
+            .groups
+            .iter()
+            .filter(|g| g.gpu.name == name)
+            .collect();
+        (groups.len() > 1).then(|| groups.iter().flat_map(|g| g.devices.clone()).collect())
+    });
+    subset_actions(cluster, actions, option, subsets)
+}
+
+/// The action replicating with `option` over each of `subsets` (GPU indices), where every subset
+/// of device groups is an action; none beyond.
+fn subset_actions(
+    cluster: &crate::cluster::Cluster,
+    actions: &[GroupDecision],
+    option: ReplicationOption,
+    subsets: impl Iterator<Item = Vec<usize>>,
+) -> Vec<u16> {
     if cluster.groups.len() > super::config::FULL_SUBSETS_UP_TO {
         return Vec::new();
     }
-    let mut types: Vec<&str> = cluster.groups.iter().map(|g| g.gpu.name).collect();
-    types.dedup();
-    types.sort_unstable();
-    types.dedup();
-    types
-        .into_iter()
-        .filter_map(|name| {
-            let groups = cluster.groups.iter().filter(|g| g.gpu.name == name);
-            if groups.clone().count() < 2 {
-                return None;
-            }
-            let mut devices: Vec<usize> = groups.flat_map(|g| g.devices.iter().copied()).collect();
+    subsets
+        .filter_map(|mut devices| {
             devices.sort_unstable();
             actions
                 .iter()
