@@ -9,7 +9,9 @@ use std::process::Output;
 
 use topoplace::cluster::load_cluster;
 use topoplace::cluster::{TopologyDistribution, random_cluster_within};
-use topoplace::experiment::{Setup, search_efficiency, search_once, unseen_topologies};
+use topoplace::experiment::{
+    Setup, bootstrap_mean_ci, search_efficiency, search_once, unseen_topologies,
+};
 use topoplace::zoo;
 
 fn topoplace(args: &[&str]) -> Output {
@@ -324,4 +326,33 @@ fn holdout_models_trains_without_each_model() {
             "{model} held out: {games:?}"
         );
     }
+}
+
+#[test]
+fn a_constant_sample_has_a_point_interval() {
+    assert_eq!(bootstrap_mean_ci(&[0.25; 40], 500, 3), (0.25, 0.25));
+}
+
+#[test]
+fn the_interval_matches_the_normal_approximation_on_a_large_sample() {
+    // Half zeros, half ones: mean 0.5, standard error 0.5 / √400 = 0.025, so the 95% interval
+    // is 0.5 ± 1.96 · 0.025 = [0.451, 0.549].
+    let xs: Vec<f64> = (0..400).map(|i| f64::from(i % 2)).collect();
+    let (low, high) = bootstrap_mean_ci(&xs, 10_000, 0);
+    assert!((low - 0.451).abs() < 0.006, "{low}");
+    assert!((high - 0.549).abs() < 0.006, "{high}");
+}
+
+#[test]
+fn the_interval_holds_the_mean_narrows_with_more_data_and_repeats_by_seed() {
+    let skewed: Vec<f64> = (0..100).map(|i| f64::from(i % 10).powi(2) / 81.0).collect();
+    let mean = skewed.iter().sum::<f64>() / 100.0;
+    let (low, high) = bootstrap_mean_ci(&skewed, 4_000, 7);
+    assert!(low < mean && mean < high, "{low} {mean} {high}");
+    assert_eq!(bootstrap_mean_ci(&skewed, 4_000, 7), (low, high));
+    // Four times the data, the same spread: half the width (standard error ∝ 1/√n).
+    let more: Vec<f64> = skewed.iter().cycle().take(400).copied().collect();
+    let (l4, h4) = bootstrap_mean_ci(&more, 4_000, 7);
+    let ratio = (h4 - l4) / (high - low);
+    assert!((0.4..0.6).contains(&ratio), "{ratio}");
 }
