@@ -321,9 +321,9 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             .filter(|p| p.0.speedup < p.1.speedup - 1e-9)
             .count();
         let above = policy.iter().filter(|&&x| x > 0.0).count() as f64 / policy.len() as f64;
-        let differences: Vec<f64> = policy.iter().zip(&uniform).map(|(p, u)| p - u).collect();
-        let (low, high) = bootstrap_mean_ci(&differences, BOOTSTRAP_RESAMPLES, 0);
+        let mut differences = Vec::with_capacity(pairs.len());
         for (i, (p, u)) in policy.iter().zip(&uniform).enumerate() {
+            differences.push(p - u);
             per_instance.push(vec![
                 name.clone(),
                 (s.topology_seed + i as u64).to_string(),
@@ -331,6 +331,7 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
                 format!("{u:.6}"),
             ]);
         }
+        let (low, high) = bootstrap_mean_ci(&differences, BOOTSTRAP_RESAMPLES, 0);
         rows.push(vec![
             name.clone(),
             s.topologies.to_string(),

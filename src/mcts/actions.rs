@@ -154,7 +154,12 @@ pub(super) fn one_type_actions(
             .iter()
             .filter(|g| g.gpu.name == name)
             .collect();
-        (groups.len() > 1).then(|| groups.iter().flat_map(|g| g.devices.clone()).collect())
+        (groups.len() > 1).then(|| {
+            groups
+                .iter()
+                .flat_map(|g| g.devices.iter().copied())
+                .collect()
+        })
     });
     subset_actions(cluster, actions, option, subsets)
 }

@@ -388,17 +388,16 @@ impl<'a> Mcts<'a> {
         let ps = single_group_actions(cluster, &self.actions, ReplicationOption::Ps);
         let by_type = [ReplicationOption::AllReduce, ReplicationOption::Ps]
             .map(|option| one_type_actions(cluster, &self.actions, option));
-        let mut paths: Vec<Vec<u16>> = Vec::new();
-        for &a in self
+        // No two are the same action: a one-type union spans several device groups.
+        let paths: Vec<Vec<u16>> = self
             .single_group_allreduce
             .iter()
             .chain(&ps)
             .chain(by_type.iter().flatten())
-        {
-            if a != 0 && !paths.contains(&vec![a]) && paths.len() < self.config.iterations {
-                paths.push(vec![a]);
-            }
-        }
+            .filter(|&&a| a != 0)
+            .take(self.config.iterations)
+            .map(|&a| vec![a])
+            .collect();
         for path in &paths {
             self.enter(0, path);
         }
