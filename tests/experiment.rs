@@ -308,6 +308,18 @@ fn holdout_models_trains_without_each_model() {
     );
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 2);
+    for row in rows.as_array().unwrap() {
+        let number = |key: &str| {
+            let v = &row[key];
+            v.as_f64()
+                .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
+                .unwrap_or_else(|| panic!("{key} in {row}"))
+        };
+        assert_eq!(number("seeds"), 3.0, "{row}");
+        // The time ratio is the held-out policy's time over the full one's.
+        let ratio = (1.0 + number("trained_with")) / (1.0 + number("held_out"));
+        assert!((number("time_ratio") - ratio).abs() < 1e-3, "{row}");
+    }
     for (model, other) in [("mlp", "alexnet"), ("alexnet", "mlp")] {
         let run = dir.join(format!("holdout-{model}"));
         let games: Vec<String> = std::fs::read_dir(run.join("games"))

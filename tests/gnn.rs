@@ -21,7 +21,7 @@ use topoplace::gnn::{
 };
 use topoplace::graph::Graph;
 use topoplace::mcts::{
-    Mcts, MctsConfig, Shares, actions, build_strategy, metis_groups, search_with,
+    Mcts, MctsConfig, Shares, actions, build_strategy, lift_priors, metis_groups, search_with,
 };
 use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
@@ -177,6 +177,74 @@ fn the_search_takes_its_root_priors_from_the_gnn() {
     // Without a policy, uniform priors as before.
     let uniform = Mcts::new(p, metis_groups(&p, 8, 0).unwrap(), MctsConfig::default()).unwrap();
     assert!(uniform.root_priors().is_none());
+}
+
+/// Lifting gives each listed action the top prior and renormalises: the closed form on a small
+/// case, and uniform priors stay uniform.
+#[test]
+fn lifting_gives_the_listed_actions_the_top_prior() {
+    let mut p = vec![0.5, 0.3, 0.1, 0.1];
+    lift_priors(&mut p, &[2]);
+    let want = [0.5 / 1.4, 0.3 / 1.4, 0.5 / 1.4, 0.1 / 1.4];
+    for (got, want) in p.iter().zip(want) {
+        assert!((got - want).abs() < 1e-12, "{p:?}");
+    }
+    let mut uniform = vec![0.25; 4];
+    lift_priors(&mut uniform, &[1, 3]);
+    assert!(uniform.iter().all(|&x| (x - 0.25).abs() < 1e-12));
+}
+
+/// With a policy, the device-group seeds' root priors are lifted to the policy's top prior (and
+/// the rest keep their ratios): AllReduce and a parameter server inside each device group alone
+/// are among the lifted, and no action outside the seeds is.
+#[test]
+fn the_seeds_root_priors_are_lifted_to_the_policys_top() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let op_group = metis_groups(&p, 8, 0).unwrap();
+    let policy = GnnPolicy::init(small(), 0).unwrap();
+    let config = MctsConfig {
+        iterations: 40,
+        sfb_check: false,
+        ..MctsConfig::default()
+    };
+    let mut search = Mcts::new(p, op_group, config)
+        .unwrap()
+        .with_policy(&policy)
+        .unwrap();
+    let before = search.root_priors().unwrap().to_vec();
+    search.run_with_targets(u32::MAX, |_| {}).unwrap();
+    let after = search.root_priors().unwrap();
+    let top = before.iter().copied().fold(0.0, f64::max);
+    // The normaliser: the favourite keeps its prior before dividing.
+    let favourite = (0..before.len()).find(|&a| before[a] == top).unwrap();
+    let k = after[favourite] / top;
+    let lifted: Vec<usize> = (0..before.len())
+        .filter(|&a| before[a] < top && (after[a] - top * k).abs() < 1e-12)
+        .collect();
+    for a in 0..before.len() {
+        if !lifted.contains(&a) {
+            assert!((after[a] - before[a] * k).abs() < 1e-12, "action {a}");
+        }
+    }
+    assert!((after.iter().sum::<f64>() - 1.0).abs() < 1e-9);
+    let all = actions(&cluster);
+    for group in &cluster.groups {
+        for option in ["all-reduce", "ps"] {
+            let seed = all
+                .iter()
+                .position(|d| d.option.name() == option && d.devices == group.devices)
+                .unwrap();
+            assert!(
+                lifted.contains(&seed) || before[seed] == top,
+                "{option} on {:?}",
+                group.devices
+            );
+        }
+    }
+    // Seven device groups × two options, and the GTX 1080 Ti and P100 types spanning several
+    // machines × two: at most 18 lifted (fewer only where a seed already held the top).
+    assert!(lifted.len() <= 18 && lifted.len() >= 17, "{}", lifted.len());
 }
 
 #[test]

@@ -43,8 +43,8 @@ pub struct ExperimentArgs {
     /// METIS op groups.
     #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS, value_parser = super::common::at_least_one)]
     groups: usize,
-    /// search-efficiency: searches per model and priors (seeds 0..N); reference-best: long
-    /// searches per model.
+    /// search-efficiency and holdout-models: searches per model and priors (seeds 0..N, their
+    /// mean reported); reference-best: long searches per model.
     #[arg(long, default_value_t = 3, value_parser = super::common::at_least_one_u64)]
     seeds: u64,
     /// unseen-topologies and overhead: random topologies.

@@ -16,6 +16,8 @@
 //!   vertex is evaluated (the batch's new vertices in parallel); a later selection in that same
 //!   batch sees uniform priors there. Self-play may temper the root's priors and mix in
 //!   Dirichlet noise ([`noise`], [`MctsConfig::root_noise`]).
+//! - First leaves (beyond TAG, [`seeds`]): data parallelism inside each device group alone and
+//!   over every GPU of one type, with their root priors lifted to the policy's top prior.
 //! - After the tree (beyond TAG, [`polish`]): the better of the tree's best and the best data
 //!   parallelism over device-group subsets is polished by local search, so the result is never
 //!   slower than `dp-subset`.
@@ -33,6 +35,7 @@ pub mod noise;
 pub mod polish;
 pub mod result;
 pub mod search;
+pub mod seeds;
 pub mod tree;
 
 pub use actions::{PACKINGS, Shares, actions, build_strategy, device_group_sets};
@@ -43,3 +46,4 @@ pub use grouping::{metis_groups, order_by_compute, ordered_groups};
 pub use noise::RootNoise;
 pub use result::{Progress, SearchResult, VertexTarget};
 pub use search::{KnownPlacement, Mcts, Starts, search, search_from, search_with};
+pub use seeds::lift_priors;

@@ -8,9 +8,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{
-    PACKINGS, Shares, actions, build_strategy, one_type_actions, single_group_actions,
-};
+use super::actions::{PACKINGS, Shares, actions, build_strategy, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::result::{Progress, SearchResult, VertexTarget};
@@ -378,32 +376,6 @@ impl<'a> Mcts<'a> {
         Ok(began.elapsed().as_secs_f64())
     }
 
-    /// The first leaves ([`MctsConfig::seed_device_groups`]): each root action that all-reduces
-    /// over one device group alone, then each that puts a parameter server there, then both over
-    /// every GPU of one type where the type spans several device groups (DP over every GPU, the
-    /// start, is already in the tree), within the budget; a leaf's completion repeats its first
-    /// decision, so each is that subset's data parallelism for every op group.
-    fn seed_device_groups(&mut self) -> Result<()> {
-        let cluster = self.problem.cluster;
-        let ps = single_group_actions(cluster, &self.actions, ReplicationOption::Ps);
-        let by_type = [ReplicationOption::AllReduce, ReplicationOption::Ps]
-            .map(|option| one_type_actions(cluster, &self.actions, option));
-        // No two are the same action: a one-type union spans several device groups.
-        let paths: Vec<Vec<u16>> = self
-            .single_group_allreduce
-            .iter()
-            .chain(&ps)
-            .chain(by_type.iter().flatten())
-            .filter(|&&a| a != 0)
-            .take(self.config.iterations)
-            .map(|&a| vec![a])
-            .collect();
-        for path in &paths {
-            self.enter(0, path);
-        }
-        self.evaluate_and_backup(&paths)
-    }
-
     /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
     fn batch(&mut self, n: usize) -> Result<()> {
         let paths: Vec<Vec<u16>> = (0..n).map(|_| self.select()).collect();
@@ -412,7 +384,7 @@ impl<'a> Mcts<'a> {
 
     /// Complete and simulate the selected `paths` (the new completions in parallel), give the
     /// new vertices their priors and back the rewards up in order.
-    fn evaluate_and_backup(&mut self, paths: &[Vec<u16>]) -> Result<()> {
+    pub(super) fn evaluate_and_backup(&mut self, paths: &[Vec<u16>]) -> Result<()> {
         let complete: Vec<Vec<u16>> = paths.iter().map(|p| self.complete(p)).collect();
         let mut fresh: Vec<&Vec<u16>> = complete
             .iter()
