@@ -45,8 +45,8 @@ pub struct MctsConfig {
     /// of one type where the type spans several device groups, before PUCT picks any (beyond
     /// TAG): what an engineer tries first on a heterogeneous cluster, so the tree's statistics
     /// start from where the fastest machine alone (or the fastest type) is, whatever the priors
-    /// rank first. Counted in the budget. With a policy, the seeds' root priors are lifted to
-    /// the policy's top prior ([`super::lift_priors`]).
+    /// rank first. Counted in the budget. With a policy, the seeds that simulate faster than the
+    /// start get the policy's top prior at the root ([`super::lift_priors`]).
     pub seed_device_groups: bool,
 }
 

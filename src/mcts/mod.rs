@@ -17,7 +17,7 @@
 //!   batch sees uniform priors there. Self-play may temper the root's priors and mix in
 //!   Dirichlet noise ([`noise`], [`MctsConfig::root_noise`]).
 //! - First leaves (beyond TAG, [`seeds`]): data parallelism inside each device group alone and
-//!   over every GPU of one type, with their root priors lifted to the policy's top prior.
+//!   over every GPU of one type; those faster than the start get the policy's top root prior.
 //! - After the tree (beyond TAG, [`polish`]): the better of the tree's best and the best data
 //!   parallelism over device-group subsets is polished by local search, so the result is never
 //!   slower than `dp-subset`.

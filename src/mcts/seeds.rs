@@ -1,8 +1,8 @@
 //! The search's first leaves (beyond TAG, [`MctsConfig::seed_device_groups`]): what an engineer
 //! tries first on a heterogeneous cluster — data parallelism inside each device group alone, then
-//! over every GPU of one type — evaluated before PUCT picks anything, with their root priors
-//! lifted to the policy's top prior so a policy that ranks them low still weighs them by what
-//! they scored.
+//! over every GPU of one type — evaluated before PUCT picks anything; those that measure faster
+//! than the search's start get the policy's top prior at the root, so a policy that ranks them
+//! low still weighs them by what they scored.
 //!
 //! [`MctsConfig::seed_device_groups`]: super::MctsConfig::seed_device_groups
 
@@ -16,8 +16,8 @@ impl Mcts<'_> {
     /// that puts a parameter server there, then both over every GPU of one type where the type
     /// spans several device groups (DP over every GPU, the start, is already in the tree), within
     /// the budget; a leaf's completion repeats its first decision, so each is that subset's data
-    /// parallelism for every op group. With a policy, the seeds' root priors are lifted first
-    /// ([`lift_priors`]).
+    /// parallelism for every op group. With a policy, the root priors of the seeds faster than
+    /// the start (bucketed data parallelism over every GPU) are then lifted ([`lift_priors`]).
     pub(super) fn seed_device_groups(&mut self) -> Result<()> {
         let cluster = self.problem.cluster;
         let ps = single_group_actions(cluster, &self.actions, ReplicationOption::Ps);
@@ -33,14 +33,32 @@ impl Mcts<'_> {
             .filter(|&a| a != 0)
             .take(self.config.iterations)
             .collect();
-        if let Some(priors) = self.nodes[0].priors.as_mut() {
-            lift_priors(priors, &seeds);
-        }
         let paths: Vec<Vec<u16>> = seeds.iter().map(|&a| vec![a]).collect();
         for path in &paths {
             self.enter(0, path);
         }
-        self.evaluate_and_backup(&paths)
+        self.evaluate_and_backup(&paths)?;
+        // Only a seed that measured faster than the start contradicts the policy's ranking; one
+        // that measured slower keeps the prior the policy gave it.
+        let start = self.root_edge_mean(0);
+        let faster: Vec<u16> = seeds
+            .into_iter()
+            .filter(|&a| self.root_edge_mean(a) > start)
+            .collect();
+        if let Some(priors) = self.nodes[0].priors.as_mut() {
+            lift_priors(priors, &faster);
+        }
+        Ok(())
+    }
+
+    /// The mean reward backed up through the root's action `a` (0 when unvisited).
+    fn root_edge_mean(&self, a: u16) -> f64 {
+        let e = &self.nodes[0].edges[a as usize];
+        if e.visits == 0 {
+            0.0
+        } else {
+            e.total / e.visits as f64
+        }
     }
 }
 
