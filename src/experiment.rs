@@ -139,6 +139,17 @@ pub fn search_once(
     })
 }
 
+/// The searches of `graph` on the setup's cluster with `policy`'s priors, one per seed 0..`seeds`.
+fn seeded_searches(
+    s: &Setup,
+    graph: &Graph,
+    policy: Option<&GnnPolicy>,
+) -> Result<Vec<SearchOutcome>> {
+    (0..s.seeds)
+        .map(|seed| search_once(graph, s.cluster, policy, s.budget, s.groups, seed))
+        .collect()
+}
+
 /// The warm start's teacher on `graph` and `cluster` (`groups` METIS groups in TAG's search
 /// order, `passes` sweeps): its speed-up over DP-NCCL, i.e. how far below the search's start the
 /// tree's strategies reach by single-group changes, the headroom `search-efficiency` reports.
@@ -218,9 +229,7 @@ pub fn search_efficiency(s: &Setup) -> Result<Output> {
     for (name, graph) in &s.models {
         let mut means = Vec::new();
         for (label, policy) in [("uniform", None), ("policy", Some(s.policy))] {
-            let runs: Vec<SearchOutcome> = (0..s.seeds)
-                .map(|seed| search_once(graph, s.cluster, policy, s.budget, s.groups, seed))
-                .collect::<Result<_>>()?;
+            let runs = seeded_searches(s, graph, policy)?;
             // A search that never beats DP-NCCL counts as the whole budget.
             let beat: Vec<f64> = runs
                 .iter()
@@ -502,11 +511,8 @@ pub fn holdout_models(
         // The mean over the same seeds as `search-efficiency`: one search's tie-breaks can move
         // a model's result by several points either way.
         let search = |p: Option<&GnnPolicy>| -> Result<f64> {
-            let runs: Vec<f64> = (0..s.seeds)
-                .map(|seed| search_once(graph, s.cluster, p, s.budget, s.groups, seed))
-                .map(|r| r.map(|r| r.speedup))
-                .collect::<Result<_>>()?;
-            Ok(mean(&runs))
+            let runs = seeded_searches(s, graph, p)?;
+            Ok(mean(&runs.iter().map(|r| r.speedup).collect::<Vec<_>>()))
         };
         let without = search(Some(&policy))?;
         let with = search(Some(s.policy))?;

@@ -4,7 +4,7 @@
 
 mod common;
 use common::binary as topoplace;
-use common::{scratch, testbed};
+use common::{action_over, best_uniform_choice, scratch, testbed};
 
 use burn::module::Param;
 use burn::optim::AdamConfig;
@@ -21,8 +21,7 @@ use topoplace::gnn::{
 };
 use topoplace::graph::Graph;
 use topoplace::mcts::{
-    Mcts, MctsConfig, PACKINGS, Shares, actions, build_strategy, lift_priors, metis_groups,
-    search_with,
+    Mcts, MctsConfig, Shares, actions, build_strategy, lift_priors, metis_groups, search_with,
 };
 use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
@@ -195,22 +194,6 @@ fn lifting_gives_the_listed_actions_the_top_prior() {
     assert!(uniform.iter().all(|&x| (x - 0.25).abs() < 1e-12));
 }
 
-/// The simulated time (µs) of `action` for every op group under its better packing: a seed's
-/// strategy, or the search's start for action 0.
-fn uniform_choice_us(p: &Problem, op_group: &[u32], action: u16) -> f64 {
-    let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
-    let (acts, routes) = (actions(p.cluster), RouteTable::new(p.cluster));
-    let devices = p.cluster.devices.len();
-    let time = |packing| {
-        let choice = vec![action; groups];
-        let s = build_strategy(op_group, &acts, &choice, packing, Shares::EVEN, devices).unwrap();
-        let e = evaluate(p, &routes, &Placement::plain(s, "")).unwrap();
-        assert!(e.result.oom.is_empty());
-        e.report.iteration_us
-    };
-    PACKINGS.into_iter().map(time).fold(f64::INFINITY, f64::min)
-}
-
 /// With a policy, a device-group seed that simulates faster than the search's start gets the
 /// policy's top prior at the root, and one that simulates slower keeps its own; every other
 /// action keeps its ratio to the rest.
@@ -241,16 +224,12 @@ fn seeds_faster_than_the_start_get_the_policys_top_prior() {
         assert!((after[a] - before[a] * k).abs() < 1e-12, "action {a}");
     }
     assert!((after.iter().sum::<f64>() - 1.0).abs() < 1e-9);
-    let start = uniform_choice_us(&p, &op_group, 0);
-    let all = actions(&cluster);
+    let start = best_uniform_choice(&p, &op_group, &[0]);
     let (mut faster, mut slower) = (0, 0);
     for group in &cluster.groups {
         for option in ["all-reduce", "ps"] {
-            let seed = all
-                .iter()
-                .position(|d| d.option.name() == option && d.devices == group.devices)
-                .unwrap();
-            let is_faster = uniform_choice_us(&p, &op_group, seed as u16) < start;
+            let seed = action_over(&cluster, option, &group.devices) as usize;
+            let is_faster = best_uniform_choice(&p, &op_group, &[seed as u16]) < start;
             if before[seed] < top {
                 assert_eq!(lifted(seed), is_faster, "{option} on {:?}", group.devices);
             }

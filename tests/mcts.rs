@@ -3,7 +3,7 @@
 
 mod common;
 use common::binary as topoplace;
-use common::testbed;
+use common::{action_over, best_uniform_choice, testbed};
 
 use topoplace::baselines::placer;
 use topoplace::cluster::RouteTable;
@@ -143,36 +143,6 @@ fn uniform_mcts_finds_the_enumerated_optimum() {
         beats_start, 2,
         "the optimum should not be the starting point"
     );
-}
-
-/// The fastest fitting time of the uniform choices `[a; groups]` for each action `a` in `acts`
-/// (each under both packings), by simulating them one by one.
-fn best_uniform_choice(p: &Problem, op_group: &[u32], acts: &[u16]) -> f64 {
-    let all = actions(p.cluster);
-    let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
-    let routes = RouteTable::new(p.cluster);
-    let mut best = f64::INFINITY;
-    for &a in acts {
-        for packing in PACKINGS {
-            let choice = vec![a; groups];
-            let devices = p.cluster.devices.len();
-            let s =
-                build_strategy(op_group, &all, &choice, packing, Shares::EVEN, devices).unwrap();
-            let e = evaluate(p, &routes, &Placement::plain(s, "")).unwrap();
-            if e.result.oom.is_empty() {
-                best = best.min(e.report.iteration_us);
-            }
-        }
-    }
-    best
-}
-
-/// The action replicating with `option` (its name) over exactly `devices`.
-fn action_over(c: &Cluster, option: &str, devices: &[usize]) -> u16 {
-    let at = actions(c)
-        .iter()
-        .position(|a| a.option.name() == option && a.devices == devices);
-    at.unwrap() as u16
 }
 
 /// The tree alone over `op_group`, without the SFB check, after `iterations` leaves.

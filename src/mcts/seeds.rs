@@ -39,26 +39,19 @@ impl Mcts<'_> {
         }
         self.evaluate_and_backup(&paths)?;
         // Only a seed that measured faster than the start contradicts the policy's ranking; one
-        // that measured slower keeps the prior the policy gave it.
-        let start = self.root_edge_mean(0);
+        // that measured slower keeps the prior the policy gave it. Both outcomes are cached.
+        let start = self.cache[&vec![0u16; self.groups]];
         let faster: Vec<u16> = seeds
             .into_iter()
-            .filter(|&a| self.root_edge_mean(a) > start)
+            .filter(|&a| {
+                let seed = self.cache[&vec![a; self.groups]];
+                seed.fits && seed.better_than(&start)
+            })
             .collect();
         if let Some(priors) = self.nodes[0].priors.as_mut() {
             lift_priors(priors, &faster);
         }
         Ok(())
-    }
-
-    /// The mean reward backed up through the root's action `a` (0 when unvisited).
-    fn root_edge_mean(&self, a: u16) -> f64 {
-        let e = &self.nodes[0].edges[a as usize];
-        if e.visits == 0 {
-            0.0
-        } else {
-            e.total / e.visits as f64
-        }
     }
 }
 

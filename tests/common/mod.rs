@@ -4,8 +4,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use topoplace::cluster::{Cluster, load_cluster};
+use topoplace::cluster::{Cluster, RouteTable, load_cluster};
+use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::gnn::{GnnConfig, GnnPolicy};
+use topoplace::mcts::{PACKINGS, Shares, actions, build_strategy};
 
 /// An untrained policy small enough for tests (width 16, 2 heads, TAG's 4 layers).
 pub fn small_policy(seed: u64) -> GnnPolicy {
@@ -89,4 +91,34 @@ pub fn stdout_of_success(out: std::process::Output) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// The fastest fitting time of the uniform choices `[a; groups]` for each action `a` in `acts`
+/// (each under both packings), by simulating them one by one.
+pub fn best_uniform_choice(p: &Problem, op_group: &[u32], acts: &[u16]) -> f64 {
+    let all = actions(p.cluster);
+    let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
+    let routes = RouteTable::new(p.cluster);
+    let mut best = f64::INFINITY;
+    for &a in acts {
+        for packing in PACKINGS {
+            let choice = vec![a; groups];
+            let devices = p.cluster.devices.len();
+            let s =
+                build_strategy(op_group, &all, &choice, packing, Shares::EVEN, devices).unwrap();
+            let e = evaluate(p, &routes, &Placement::plain(s, "")).unwrap();
+            if e.result.oom.is_empty() {
+                best = best.min(e.report.iteration_us);
+            }
+        }
+    }
+    best
+}
+
+/// The action replicating with `option` (its name) over exactly `devices`.
+pub fn action_over(c: &Cluster, option: &str, devices: &[usize]) -> u16 {
+    let at = actions(c)
+        .iter()
+        .position(|a| a.option.name() == option && a.devices == devices);
+    at.unwrap() as u16
 }
