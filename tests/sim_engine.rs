@@ -299,6 +299,35 @@ proptest! {
     }
 }
 
+proptest! {
+    /// A simulation given a time limit finishes, with the unlimited result, exactly when the
+    /// makespan is within the limit, and is given up otherwise; a reused simulator that gave up
+    /// simulates the next graph as a fresh one does.
+    #[test]
+    fn a_time_limit_gives_up_exactly_past_the_makespan(
+        n in 1usize..40,
+        picks in prop::collection::vec((any::<u8>(), any::<u8>(), any::<u8>(), any::<u16>(), any::<bool>()), 1..40),
+        dep_bits in prop::collection::vec(prop::bool::weighted(0.3), 1..120),
+        fraction in 0.0f64..1.5,
+    ) {
+        let mut g = random_exec(n, &picks, &dep_bits);
+        g.seal();
+        let full = Simulator::new().run_sealed(&g, Order::Fifo).unwrap().clone();
+        let limit = full.makespan * fraction;
+        let mut reused = Simulator::new();
+        let within = reused.run_sealed_within(&g, Order::Fifo, limit).unwrap().cloned();
+        match within {
+            Some(r) => {
+                prop_assert!(full.makespan <= limit);
+                prop_assert_eq!(r, full.clone());
+            }
+            None => prop_assert!(full.makespan > limit),
+        }
+        prop_assert_eq!(reused.run_sealed(&g, Order::Fifo).unwrap(), &full);
+        prop_assert!(reused.run_sealed_within(&g, Order::Fifo, full.makespan).unwrap().is_some());
+    }
+}
+
 /// Every event of the trace has the fields the Trace Event Format requires, with the right types,
 /// and complete events match the simulated start and duration.
 #[test]

@@ -6,7 +6,10 @@
 use proptest::prelude::*;
 use topoplace::cluster::{Cluster, RouteTable, parse_cluster};
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Evaluation, Placement, Problem, evaluate, evaluate_every_replica};
+use topoplace::evaluate::{
+    Evaluation, Placement, Problem, Timing, evaluate, evaluate_every_replica, evaluate_within,
+    timing_within,
+};
 use topoplace::graph::Graph;
 use topoplace::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Reference, ReplicationOption, Strategy,
@@ -203,13 +206,73 @@ fn out_of_memory_verdicts_agree() {
         cluster: &c,
         cost: &cost,
     };
-    let (by_class, every) = both(&p, &Placement::plain(Reference::Dp.strategy(&g, &c), ""));
+    let placement = Placement::plain(Reference::Dp.strategy(&g, &c), "");
+    let (by_class, every) = both(&p, &placement);
     assert!(by_class.compiled.classes.is_some());
     assert!(
         !every.report.oom.is_empty(),
         "the 1 GiB V100s are out of memory"
     );
     agree(&by_class, &every).unwrap();
+    // The timing a search reads says so too, from the representatives' simulation.
+    let routes = RouteTable::new(&c);
+    let timing = timing_within(&p, &routes, &placement, f64::INFINITY).unwrap();
+    assert_eq!(timing.map(|t| t.fits), Some(false));
+}
+
+/// A parameter server over several GPUs pushes to and pulls from particular devices: the
+/// compiler goes straight to the full graph (no class attempt) and the result is the full one's.
+#[test]
+fn a_parameter_server_over_several_gpus_is_compiled_in_full_at_once() {
+    let cost = CostModel::default();
+    let c = two_type_cluster(2, 1, None);
+    let g = model("transformer", Some(64));
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    for (mask, classes) in [(0b001, false), (0b011, false)] {
+        let s = strategy(&g, &c, mask, ReplicationOption::Ps, None);
+        let (by_class, every) = both(&p, &Placement::plain(s, ""));
+        assert_eq!(by_class.compiled.classes.is_some(), classes);
+        assert_eq!(by_class.report.tasks, every.report.tasks);
+        agree(&by_class, &every).unwrap();
+    }
+}
+
+/// A simulation with a limit gives the full evaluation when the iteration is within it and
+/// nothing when it is past, for strategies simulated by class and in full alike.
+#[test]
+fn an_evaluation_within_a_limit_is_the_evaluation_or_nothing() {
+    let cost = CostModel::default();
+    let c = two_type_cluster(1, 1, None);
+    let g = model("alexnet", Some(64));
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let routes = RouteTable::new(&c);
+    for option in [ReplicationOption::AllReduce, ReplicationOption::Ps] {
+        let placement = Placement::plain(strategy(&g, &c, 0b11, option, None), "");
+        let full = evaluate(&p, &routes, &placement).unwrap();
+        let time = full.report.iteration_us;
+        let at = evaluate_within(&p, &routes, &placement, time).unwrap();
+        let at = at.expect("within a limit equal to its time");
+        agree(&at, &full).unwrap();
+        assert_eq!(at.report.tasks, full.report.tasks);
+        let below = evaluate_within(&p, &routes, &placement, time * (1.0 - 1e-9)).unwrap();
+        assert!(below.is_none(), "{option:?}: past the limit");
+        let timing = Timing {
+            iteration_us: time,
+            fits: !full.report.is_oom(),
+        };
+        let within = timing_within(&p, &routes, &placement, time).unwrap();
+        assert_eq!(within, Some(timing));
+        let below = timing_within(&p, &routes, &placement, time * (1.0 - 1e-9)).unwrap();
+        assert_eq!(below, None);
+    }
 }
 
 proptest! {

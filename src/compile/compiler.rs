@@ -1,8 +1,9 @@
 //! The compiler proper: places every op's replicas and wires tensors between layouts.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use super::compiled::{Compiled, PipelineOps, TaskRole};
 use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
@@ -67,8 +68,10 @@ pub fn compile(
         priority,
     };
     let classes = match replicas {
-        Replicas::ByClass => DeviceClasses::of(cluster, &layouts),
-        Replicas::Every => None,
+        Replicas::ByClass if !DeviceClasses::broken_by(strategy) => {
+            DeviceClasses::of(cluster, &layouts)
+        }
+        _ => None,
     };
     let by_class = classes.and_then(|classes| {
         let restricted = classes.restrict(&layouts);
@@ -146,16 +149,16 @@ fn compile_layouts(
         exec,
         roles: Vec::new(),
         first_task: vec![TaskId::MAX; graph.len()],
-        whole_on: HashMap::new(),
-        slice_on: HashMap::new(),
-        copies: HashMap::new(),
-        aggregated: HashMap::new(),
+        whole_on: FxHashMap::default(),
+        slice_on: FxHashMap::default(),
+        copies: FxHashMap::default(),
+        aggregated: FxHashMap::default(),
         ps_turn: vec![0; strategy.group_count()],
         is_gradient: gradient_producers(graph),
         priority,
         buckets: Vec::new(),
-        bucket_of: HashMap::new(),
-        bucket_holders: HashMap::new(),
+        bucket_of: FxHashMap::default(),
+        bucket_holders: FxHashMap::default(),
         asymmetric: false,
     };
     let broken = |c: &Compiler| classes.is_some() && c.asymmetric;
@@ -204,15 +207,15 @@ pub(super) struct Compiler<'a> {
     /// First replica task of each placed op.
     pub(super) first_task: Vec<TaskId>,
     /// Task that makes op `u`'s whole tensor available on device `d`.
-    pub(super) whole_on: HashMap<(OpIdx, u32), TaskId>,
+    pub(super) whole_on: FxHashMap<(OpIdx, u32), TaskId>,
     /// Task that makes a batch slice of op `u`'s tensor available on device `d`, keyed by the
     /// slice's bounds and the tensor's bytes (as bits): the consumers on `d` that take that
     /// slice share one copy.
-    pub(super) slice_on: HashMap<(OpIdx, u32, [u64; 3]), TaskId>,
+    pub(super) slice_on: FxHashMap<(OpIdx, u32, [u64; 3]), TaskId>,
     /// Devices a whole-tensor op's output was sent to, and the transfer that brought it there.
-    pub(super) copies: HashMap<OpIdx, Vec<(u32, TaskId)>>,
+    pub(super) copies: FxHashMap<OpIdx, Vec<(u32, TaskId)>>,
     /// Devices holding op `u`'s aggregated (summed) tensor, and the task providing it there.
-    pub(super) aggregated: HashMap<OpIdx, Vec<(u32, TaskId)>>,
+    pub(super) aggregated: FxHashMap<OpIdx, Vec<(u32, TaskId)>>,
     /// Next parameter server per group, for aggregations that are not optimizer inputs.
     pub(super) ps_turn: Vec<usize>,
     /// Whether each op produces a gradient an optimizer applies.
@@ -222,8 +225,8 @@ pub(super) struct Compiler<'a> {
     /// Gradient buckets ([`AllReducePacking::Buckets`]): members of each, the bucket of each
     /// gradient, and the holders of each bucket's reduced buffer.
     pub(super) buckets: Vec<Vec<OpIdx>>,
-    pub(super) bucket_of: HashMap<OpIdx, usize>,
-    pub(super) bucket_holders: HashMap<usize, Vec<(u32, TaskId)>>,
+    pub(super) bucket_of: FxHashMap<OpIdx, usize>,
+    pub(super) bucket_holders: FxHashMap<usize, Vec<(u32, TaskId)>>,
     /// Whether a task joins particular devices ([`DeviceClasses::keeps_symmetry`]) or a consumer
     /// took batch slices by interval (intervals need every replica): a representative-only
     /// compilation that does is not exact.

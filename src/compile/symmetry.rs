@@ -21,6 +21,7 @@ use super::compiled::TaskRole;
 use super::layout::Layout;
 use crate::cluster::Cluster;
 use crate::sim::{Oom, SimResult};
+use crate::strategy::{ReplicationOption, Strategy};
 
 /// What makes devices alike: GPU type, memory, and the (layout, share) pairs holding them.
 type ClassKey<'a> = (&'a str, u64, &'a [(usize, u64)]);
@@ -83,6 +84,18 @@ impl DeviceClasses {
                 Rc::clone(r)
             })
             .collect()
+    }
+
+    /// Whether `strategy` surely breaks the classes, so that the compiler need not try them: a
+    /// parameter server over two or more GPUs pushes gradients to, and pulls parameters from,
+    /// particular devices. (Found otherwise only once the wiring reaches the first optimizer
+    /// update, near the end; in a polish from bucketed AllReduce most candidates have a PS
+    /// group.) A false "no" costs only the attempt: the result is the same either way.
+    pub(super) fn broken_by(strategy: &Strategy) -> bool {
+        strategy
+            .decisions()
+            .iter()
+            .any(|d| d.option == ReplicationOption::Ps && d.devices.len() >= 2)
     }
 
     /// Whether a task of this role keeps the classes exact: anything that moves a tensor between

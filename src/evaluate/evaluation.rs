@@ -79,15 +79,103 @@ pub fn simulate_strategy(
     order: Order,
     replicas: Replicas,
 ) -> Result<Evaluation> {
-    let mut compiled = compile(
-        p.graph, p.cluster, routes, strategy, p.cost, priority, replicas,
-    );
-    let mut result = Simulator::new().run(&mut compiled.exec, order)?.clone();
+    let within = simulate_within(
+        p,
+        routes,
+        strategy,
+        priority,
+        order,
+        replicas,
+        f64::INFINITY,
+    )?;
+    Ok(within.expect("no simulation is past an infinite limit"))
+}
+
+/// What a search asks of a candidate: its iteration time and whether every GPU's memory held.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    pub iteration_us: f64,
+    pub fits: bool,
+}
+
+/// [`evaluate`], given up (`None`) once the simulated iteration is past `limit_us`: for a search
+/// that asks only whether a placement beats one it has, a slow candidate costs its compilation
+/// and its iteration up to the limit, not the rest.
+pub fn evaluate_within(
+    p: &Problem,
+    routes: &RouteTable,
+    placement: &Placement,
+    limit_us: f64,
+) -> Result<Option<Evaluation>> {
+    if placement.order.is_some() {
+        return evaluate(p, routes, placement).map(Some);
+    }
+    let s = &placement.strategy;
+    simulate_within(p, routes, s, None, Order::Fifo, Replicas::ByClass, limit_us)
+}
+
+/// [`evaluate_within`] read for its [`Timing`] alone (no report, no copy of each task's times):
+/// what the polish's moves and the pipeline planner's candidates are judged by.
+pub fn timing_within(
+    p: &Problem,
+    routes: &RouteTable,
+    placement: &Placement,
+    limit_us: f64,
+) -> Result<Option<Timing>> {
+    if placement.order.is_some() {
+        let e = evaluate(p, routes, placement)?;
+        let timing = Timing {
+            iteration_us: e.report.iteration_us,
+            fits: !e.report.is_oom(),
+        };
+        return Ok(Some(timing).filter(|t| t.iteration_us <= limit_us));
+    }
+    let s = &placement.strategy;
+    let compiled = compiled(p, routes, s, None, Replicas::ByClass);
+    let mut simulator = Simulator::new();
+    let within = simulator.run_sealed_within(&compiled.exec, Order::Fifo, limit_us)?;
+    // A representative's OOM stands for its class: the verdict is the full simulation's.
+    Ok(within.map(|r| Timing {
+        iteration_us: r.makespan,
+        fits: r.oom.is_empty(),
+    }))
+}
+
+fn simulate_within(
+    p: &Problem,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    priority: Option<&[f64]>,
+    order: Order,
+    replicas: Replicas,
+    limit_us: f64,
+) -> Result<Option<Evaluation>> {
+    let compiled = compiled(p, routes, strategy, priority, replicas);
+    let mut simulator = Simulator::new();
+    let Some(result) = simulator.run_sealed_within(&compiled.exec, order, limit_us)? else {
+        return Ok(None);
+    };
+    let mut result = result.clone();
     compiled.expand(&mut result);
     let report = SimReport::new(p.cluster, strategy, &compiled, &result);
-    Ok(Evaluation {
+    Ok(Some(Evaluation {
         compiled,
         result,
         report,
-    })
+    }))
+}
+
+/// `strategy` compiled, its execution graph sealed for the simulator.
+fn compiled(
+    p: &Problem,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    priority: Option<&[f64]>,
+    replicas: Replicas,
+) -> Compiled {
+    let mut compiled = compile(
+        p.graph, p.cluster, routes, strategy, p.cost, priority, replicas,
+    );
+    compiled.exec.seal();
+    compiled
 }

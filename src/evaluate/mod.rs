@@ -9,7 +9,8 @@ pub mod summary;
 pub mod thin_batch;
 
 pub use evaluation::{
-    Evaluation, evaluate, evaluate_every_replica, evaluate_strategy, simulate_strategy,
+    Evaluation, Timing, evaluate, evaluate_every_replica, evaluate_strategy, evaluate_within,
+    simulate_strategy, timing_within,
 };
 pub use problem::{Placement, Problem};
 pub use report::{DeviceGroupFeedback, OpGroupFeedback, SimReport};

@@ -5,9 +5,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::measure::outcome_of;
 use super::polish::Finish;
 use super::result::SearchResult;
-use super::search::{Mcts, outcome_of};
+use super::search::Mcts;
 use super::tree::Outcome;
 use crate::error::Result;
 use crate::evaluate::{Evaluation, Placement, evaluate};

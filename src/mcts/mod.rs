@@ -31,6 +31,7 @@ pub mod config;
 pub mod expert;
 pub mod finish;
 pub mod grouping;
+pub mod measure;
 pub mod noise;
 pub mod polish;
 pub mod result;

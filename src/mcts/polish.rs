@@ -23,7 +23,7 @@ use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel, variants};
 use crate::error::Result;
-use crate::evaluate::{Placement, evaluate};
+use crate::evaluate::{Placement, evaluate, timing_within};
 use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption};
 
 /// A complete strategy in the search's terms, with the knobs the search leaves global.
@@ -401,7 +401,7 @@ impl Mcts<'_> {
             .map(|g| (g, at.split_flipped(g)))
             .unzip();
         let mut used = flips.len();
-        let scored = self.scored(flips)?;
+        let scored = self.scored(flips, &at.outcome)?;
         let improving: Vec<usize> = groups
             .iter()
             .zip(&scored)
@@ -413,7 +413,7 @@ impl Mcts<'_> {
             let all = improving
                 .iter()
                 .fold(at.clone(), |p, &g| p.split_flipped(g));
-            together = self.scored(vec![all])?;
+            together = self.scored(vec![all], &at.outcome)?;
             used += 1;
         }
         let best = scored.into_iter().chain(together).fold(at, |best, p| {
@@ -458,7 +458,7 @@ impl Mcts<'_> {
     /// The fastest of `points` (simulated in parallel; ties: the first) when it beats `at`,
     /// else `at`.
     fn improved(&self, at: Point, points: Vec<Point>) -> Result<Point> {
-        let scored = self.scored(points)?;
+        let scored = self.scored(points, &at.outcome)?;
         let mut best = at;
         for p in scored {
             if p.outcome.better_than(&best.outcome) {
@@ -468,16 +468,32 @@ impl Mcts<'_> {
         Ok(best)
     }
 
-    /// `points` with their outcomes, simulated in parallel.
-    fn scored(&self, points: Vec<Point>) -> Result<Vec<Point>> {
+    /// `points` with their outcomes, simulated in parallel. Only whether each beats `beat` (and,
+    /// if so, by how much) is wanted: the polish keeps a point only when it is strictly faster
+    /// than the one it moves from. So a simulation past a fitting `beat`'s time is given up and
+    /// its point marked slower than anything that fits.
+    fn scored(&self, points: Vec<Point>, beat: &Outcome) -> Result<Vec<Point>> {
+        let limit_us = if beat.fits {
+            beat.time_us
+        } else {
+            f64::INFINITY
+        };
         points
             .into_par_iter()
             .map(|mut p| {
-                let (_, e) = self.evaluate_with(&p.choice, p.packing, p.split, &p.other_split)?;
-                p.outcome = Outcome {
-                    time_us: e.report.iteration_us,
-                    fits: e.result.oom.is_empty(),
-                    packing: p.packing,
+                let placement = self.placement_of(&p.choice, p.packing, p.split, &p.other_split)?;
+                let within = timing_within(&self.problem, &self.routes, &placement, limit_us)?;
+                p.outcome = match within {
+                    Some(t) => Outcome {
+                        time_us: t.iteration_us,
+                        fits: t.fits,
+                        packing: p.packing,
+                    },
+                    None => Outcome {
+                        time_us: f64::INFINITY,
+                        fits: false,
+                        packing: p.packing,
+                    },
                 };
                 Ok(p)
             })

@@ -8,16 +8,16 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{PACKINGS, Shares, actions, build_strategy, single_group_actions};
+use super::actions::{actions, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome};
 use crate::cluster::RouteTable;
 use crate::error::{Result, SearchError};
-use crate::evaluate::{Evaluation, Placement, Problem, evaluate};
+use crate::evaluate::{Placement, Problem};
 use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
-use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption};
 
 /// The search state: tree, evaluation cache and best strategy so far.
 pub struct Mcts<'a> {
@@ -440,71 +440,6 @@ impl<'a> Mcts<'a> {
         if better {
             self.best = Some((choice.to_vec(), o));
         }
-    }
-
-    pub(super) fn evaluate(
-        &self,
-        choice: &[u16],
-        packing: AllReducePacking,
-    ) -> Result<(Strategy, Evaluation)> {
-        self.evaluate_with(choice, packing, self.split, &[])
-    }
-
-    /// Compile and simulate `choice` with the given packing and batch shares (`split`, but the
-    /// other way for the groups in `other_split`).
-    pub(super) fn evaluate_with(
-        &self,
-        choice: &[u16],
-        packing: AllReducePacking,
-        split: BatchSplit,
-        other_split: &[usize],
-    ) -> Result<(Strategy, Evaluation)> {
-        let s = build_strategy(
-            &self.op_group,
-            &self.actions,
-            choice,
-            packing,
-            Shares {
-                split,
-                other: other_split,
-            },
-            self.problem.cluster.devices.len(),
-        )?;
-        let e = evaluate(
-            &self.problem,
-            &self.routes,
-            &Placement::plain(s.clone(), ""),
-        )?;
-        Ok((s, e))
-    }
-
-    /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
-    /// Horovod-style when bucketing wins); with a policy, also the better one's runtime feedback.
-    fn simulate(&self, choice: &[u16]) -> Result<(Outcome, Option<Feedback>)> {
-        let mut best: Option<(Outcome, Evaluation)> = None;
-        for packing in PACKINGS {
-            let (_, e) = self.evaluate(choice, packing)?;
-            let o = outcome_of(&e, packing);
-            if best.as_ref().is_none_or(|(b, _)| o.better_than(b)) {
-                best = Some((o, e));
-            }
-        }
-        let (o, e) = best.expect("at least one packing");
-        let feedback = self.policy.as_ref().map(|p| p.feedback(&e));
-        Ok((o, feedback))
-    }
-
-    fn outcome(&self, choice: &[u16], packing: AllReducePacking) -> Result<Outcome> {
-        let (_, e) = self.evaluate(choice, packing)?;
-        Ok(outcome_of(&e, packing))
-    }
-}
-
-pub(super) fn outcome_of(e: &Evaluation, packing: AllReducePacking) -> Outcome {
-    Outcome {
-        time_us: e.report.iteration_us,
-        fits: e.result.oom.is_empty(),
-        packing,
     }
 }
 

@@ -9,7 +9,7 @@ use super::chunks::{Chunks, chunk, running_sum};
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::collective::ring_allreduce_us;
 use crate::error::{Result, SearchError};
-use crate::evaluate::{Placement, Problem, evaluate};
+use crate::evaluate::{Placement, Problem, timing_within};
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
 };
@@ -91,12 +91,18 @@ pub fn best_pipeline(
         if best.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let scored: Vec<Result<BestPipeline>> = round
+        // A plan is kept only when strictly faster than the best so far: past its time, the
+        // simulation is given up.
+        let limit_us = best
+            .as_ref()
+            .filter(|b| b.fits)
+            .map_or(f64::INFINITY, |b| b.time_us);
+        let scored: Vec<Result<Option<BestPipeline>>> = round
             .par_iter()
-            .map(|plan| score(p, routes, &chunks, plan))
+            .map(|plan| score(p, routes, &chunks, plan, limit_us))
             .collect();
         for s in scored {
-            let s = s?;
+            let Some(s) = s? else { continue };
             if best
                 .as_ref()
                 .is_none_or(|b| (s.fits, -s.time_us) > (b.fits, -b.time_us))
@@ -404,15 +410,24 @@ fn stage_start(ends: &[usize], s: usize) -> usize {
     if s == 0 { 0 } else { ends[s - 1] }
 }
 
-/// The plan as a strategy, simulated.
-fn score(p: &Problem, routes: &RouteTable, c: &Chunks, plan: &Plan) -> Result<BestPipeline> {
+/// The plan as a strategy, simulated; `None` once its iteration is past `limit_us`.
+fn score(
+    p: &Problem,
+    routes: &RouteTable,
+    c: &Chunks,
+    plan: &Plan,
+    limit_us: f64,
+) -> Result<Option<BestPipeline>> {
     let strategy = strategy(p, c, plan);
-    let e = evaluate(p, routes, &Placement::plain(strategy.clone(), ""))?;
+    let placement = Placement::plain(strategy.clone(), "");
+    let Some(timing) = timing_within(p, routes, &placement, limit_us)? else {
+        return Ok(None);
+    };
     let stages: Vec<String> = plan.units.iter().map(|u| u.label.clone()).collect();
-    Ok(BestPipeline {
+    Ok(Some(BestPipeline {
         strategy,
-        time_us: e.report.iteration_us,
-        fits: !e.report.is_oom(),
+        time_us: timing.iteration_us,
+        fits: timing.fits,
         note: format!(
             "pipeline-dp: {} stages ({}), {} micro-batches, {}, data-parallel inside each",
             plan.units.len(),
@@ -420,7 +435,7 @@ fn score(p: &Problem, routes: &RouteTable, c: &Chunks, plan: &Plan) -> Result<Be
             plan.micro_batches,
             plan.schedule.name()
         ),
-    })
+    }))
 }
 
 /// One op group per stage, data-parallel (AllReduce, speed-proportional shares) on its unit.

@@ -122,6 +122,19 @@ impl Simulator {
 
     /// Simulate a graph that is already sealed.
     pub fn run_sealed(&mut self, g: &ExecGraph, order: Order) -> Result<&SimResult, SimError> {
+        self.run_sealed_within(g, order, f64::INFINITY)
+            .map(|r| r.expect("no task ends after an infinite time"))
+    }
+
+    /// [`Self::run_sealed`], given up (`None`) as soon as a task ends after `limit_us`: the
+    /// makespan is then past the limit too, and a caller asking only "faster than this?" has its
+    /// answer without simulating the rest.
+    pub fn run_sealed_within(
+        &mut self,
+        g: &ExecGraph,
+        order: Order,
+        limit_us: f64,
+    ) -> Result<Option<&SimResult>, SimError> {
         assert!(
             g.is_sealed(),
             "seal the execution graph before simulating it"
@@ -134,7 +147,11 @@ impl Simulator {
         }
         let mut finished = 0;
         while let Some(Reverse((key, t))) = self.completions.pop() {
-            self.complete(g, order, t, key_time(key));
+            let now = key_time(key);
+            if now > limit_us {
+                return Ok(None);
+            }
+            self.complete(g, order, t, now);
             finished += 1;
         }
         if finished < g.len() {
@@ -144,7 +161,7 @@ impl Simulator {
             });
         }
         self.finish(g);
-        Ok(&self.result)
+        Ok(Some(&self.result))
     }
 
     pub fn result(&self) -> &SimResult {

@@ -1,0 +1,108 @@
+//! How the search measures a choice: each op group's action, the AllReduce packing and the
+//! batch shares built into a strategy, compiled and simulated ([`crate::evaluate`]); given up
+//! past a limit where only "faster than this?" is asked.
+
+use super::actions::{PACKINGS, Shares, build_strategy};
+use super::search::Mcts;
+use super::tree::Outcome;
+use crate::error::Result;
+use crate::evaluate::{Evaluation, Placement, evaluate, evaluate_within};
+use crate::gnn::Feedback;
+use crate::strategy::{AllReducePacking, BatchSplit, Strategy};
+
+impl Mcts<'_> {
+    pub(super) fn evaluate(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+    ) -> Result<(Strategy, Evaluation)> {
+        self.evaluate_with(choice, packing, self.split, &[])
+    }
+
+    /// Compile and simulate `choice` with the given packing and batch shares (`split`, but the
+    /// other way for the groups in `other_split`).
+    pub(super) fn evaluate_with(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+        split: BatchSplit,
+        other_split: &[usize],
+    ) -> Result<(Strategy, Evaluation)> {
+        let s = self.strategy_of(choice, packing, split, other_split)?;
+        let e = evaluate(
+            &self.problem,
+            &self.routes,
+            &Placement::plain(s.clone(), ""),
+        )?;
+        Ok((s, e))
+    }
+
+    /// `choice` with the packing and shares as a placement, for [`evaluate_within`] or
+    /// [`timing_within`] (the polish's moves, the tree's second packing).
+    pub(super) fn placement_of(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+        split: BatchSplit,
+        other_split: &[usize],
+    ) -> Result<Placement> {
+        let s = self.strategy_of(choice, packing, split, other_split)?;
+        Ok(Placement::plain(s, ""))
+    }
+
+    fn strategy_of(
+        &self,
+        choice: &[u16],
+        packing: AllReducePacking,
+        split: BatchSplit,
+        other_split: &[usize],
+    ) -> Result<Strategy> {
+        build_strategy(
+            &self.op_group,
+            &self.actions,
+            choice,
+            packing,
+            Shares {
+                split,
+                other: other_split,
+            },
+            self.problem.cluster.devices.len(),
+        )
+    }
+
+    /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
+    /// Horovod-style when bucketing wins); with a policy, also the better one's runtime feedback.
+    pub(super) fn simulate(&self, choice: &[u16]) -> Result<(Outcome, Option<Feedback>)> {
+        let mut best: Option<(Outcome, Evaluation)> = None;
+        for packing in PACKINGS {
+            // A later packing is kept only when strictly faster: past the kept one's time, given up.
+            let limit_us = best
+                .as_ref()
+                .filter(|(b, _)| b.fits)
+                .map_or(f64::INFINITY, |(b, _)| b.time_us);
+            let placement = self.placement_of(choice, packing, self.split, &[])?;
+            let within = evaluate_within(&self.problem, &self.routes, &placement, limit_us)?;
+            let Some(e) = within else { continue };
+            let o = outcome_of(&e, packing);
+            if best.as_ref().is_none_or(|(b, _)| o.better_than(b)) {
+                best = Some((o, e));
+            }
+        }
+        let (o, e) = best.expect("at least one packing");
+        let feedback = self.policy.as_ref().map(|p| p.feedback(&e));
+        Ok((o, feedback))
+    }
+
+    pub(super) fn outcome(&self, choice: &[u16], packing: AllReducePacking) -> Result<Outcome> {
+        let (_, e) = self.evaluate(choice, packing)?;
+        Ok(outcome_of(&e, packing))
+    }
+}
+
+pub(super) fn outcome_of(e: &Evaluation, packing: AllReducePacking) -> Outcome {
+    Outcome {
+        time_us: e.report.iteration_us,
+        fits: e.result.oom.is_empty(),
+        packing,
+    }
+}
