@@ -11,8 +11,8 @@ use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, Splittability};
 use topoplace::sim::Order;
 use topoplace::strategy::{
-    BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy, StrategyFile,
-    parse_strategy,
+    AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, Pipeline, ReplicationOption,
+    Schedule, Strategy, StrategyFile, parse_strategy,
 };
 
 const GPU: &str = "V100-SXM2-32GB";
@@ -593,5 +593,59 @@ fn pipeline_dp_weighs_the_wrapped_pipeline_against_its_folded_twin() {
         "chosen {} (folded: {folded}) vs its twin {}",
         t.report.iteration_us,
         u.report.iteration_us
+    );
+}
+
+/// `pipeline-dp` keeps the fastest way to pack its stages' gradients: its plan under each of
+/// the packings data parallelism tries is no faster than the one returned, and the note says
+/// which it is.
+#[test]
+fn pipeline_dp_keeps_the_fastest_gradient_packing() {
+    // Many small gradients: each AllReduce's fixed cost (the default communication model's)
+    // makes one per gradient slower than one per stage.
+    let (g, _) = chain_with_weights(24, 1e4);
+    let c = two_machines(2, "10 Gbps");
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let chosen = pipeline_dp(&g, &c, &cost);
+    assert!(chosen.strategy.pipeline.is_some(), "{}", chosen.note);
+    let time = |s: &Strategy| {
+        evaluate_strategy(&p, s, Order::Fifo)
+            .unwrap()
+            .report
+            .iteration_us
+    };
+    let kept = time(&chosen.strategy);
+    let words = [
+        (AllReducePacking::PerTensor, "one AllReduce per gradient"),
+        (AllReducePacking::Packed, "gradients in one AllReduce"),
+        (
+            AllReducePacking::Buckets(HOROVOD_FUSION_BYTES),
+            "MiB buckets",
+        ),
+    ];
+    let mut faster_than_some = false;
+    for (k, said) in words {
+        let mut other = chosen.strategy.clone();
+        other.allreduce = k;
+        let t = time(&other);
+        assert!(
+            kept <= t * (1.0 + 1e-12),
+            "{k:?}: {t} beats the kept {kept}"
+        );
+        faster_than_some |= kept < t * (1.0 - 1e-9);
+        if k == chosen.strategy.allreduce {
+            assert!(chosen.note.ends_with(said), "{}", chosen.note);
+        }
+    }
+    assert!(faster_than_some, "the packings differ on this chain");
+    assert_ne!(
+        chosen.strategy.allreduce,
+        AllReducePacking::PerTensor,
+        "the plans are made per tensor; here another packing is faster"
     );
 }
