@@ -44,6 +44,8 @@
 //!   its GPUs and fill each other's bubbles, the tied weight never leaves them). The cut stays
 //!   the one balanced for halves, under which the group's two stages together take about one
 //!   stage time per micro-batch.
+//! - Other schedule: the fastest plan is cut afresh under the other schedule and simulated
+//!   (folded again if it was a folded twin); the estimates rank one plan's two schedules poorly.
 //! - Packing: the fastest plan is simulated again with its stages' gradients packed the other
 //!   ways data parallelism tries (one buffer per stage, Horovod's buckets; one AllReduce per
 //!   gradient first), the fastest kept: they overlap the last micro-batch's backward
