@@ -649,3 +649,50 @@ fn pipeline_dp_keeps_the_fastest_gradient_packing() {
         "the plans are made per tensor; here another packing is faster"
     );
 }
+
+/// The planner's worked example (docs/baselines.md): BERT-large at batch 32 on TAG's cloud, where
+/// the estimates simulated its best plan only under 1F1B. The plan returned is a pipeline over
+/// more than one machine, and its stages run no faster under the other schedule with the same cut.
+#[test]
+fn pipeline_dp_weighs_its_plan_under_the_other_schedule() {
+    let path = format!("{}/configs/tag-cloud.toml", env!("CARGO_MANIFEST_DIR"));
+    let c = topoplace::cluster::load_cluster(&path).unwrap();
+    let opts = topoplace::zoo::ZooOptions {
+        batch_size: Some(32),
+        ..Default::default()
+    };
+    let g = topoplace::zoo::build("bert-large", &opts).unwrap();
+    let cost = CostModel::default();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let chosen = pipeline_dp(&g, &c, &cost).strategy;
+    let pipeline = chosen.pipeline.clone().expect("a pipeline");
+    let machines: std::collections::BTreeSet<usize> = chosen
+        .decisions()
+        .iter()
+        .flat_map(|d| d.devices.iter().map(|&x| c.devices[x].machine))
+        .collect();
+    assert!(machines.len() > 1, "{machines:?}");
+    let schedule = Schedule::ALL
+        .into_iter()
+        .find(|&s| s != pipeline.schedule)
+        .unwrap();
+    let mut other = chosen.clone();
+    let mut flipped = pipeline;
+    flipped.schedule = schedule;
+    other.pipeline = Some(flipped);
+    let time = |s: &Strategy| {
+        evaluate_strategy(&p, s, Order::Fifo)
+            .unwrap()
+            .report
+            .iteration_us
+    };
+    let (kept, flipped) = (time(&chosen), time(&other));
+    assert!(
+        kept <= flipped,
+        "{schedule:?} {flipped} beats the kept {kept}"
+    );
+}
