@@ -68,10 +68,8 @@ pub fn compile(
         priority,
     };
     let classes = match replicas {
-        Replicas::ByClass if !DeviceClasses::broken_by(strategy) => {
-            DeviceClasses::of(cluster, &layouts)
-        }
-        _ => None,
+        Replicas::ByClass => DeviceClasses::of(cluster, strategy, &layouts),
+        Replicas::Every => None,
     };
     let by_class = classes.and_then(|classes| {
         let restricted = classes.restrict(&layouts);

@@ -33,8 +33,16 @@ pub struct DeviceClasses {
 }
 
 impl DeviceClasses {
-    /// The classes of `layouts` on `cluster`; `None` when every class is a single device.
-    pub(super) fn of(cluster: &Cluster, layouts: &[Rc<Layout>]) -> Option<DeviceClasses> {
+    /// The classes of `strategy`'s `layouts` on `cluster`; `None` when every class is a single
+    /// device or the strategy surely breaks them ([`Self::broken_by`]).
+    pub(super) fn of(
+        cluster: &Cluster,
+        strategy: &Strategy,
+        layouts: &[Rc<Layout>],
+    ) -> Option<DeviceClasses> {
+        if Self::broken_by(strategy) {
+            return None;
+        }
         let devices = cluster.devices.len();
         let mut signature: Vec<Vec<(usize, u64)>> = vec![Vec::new(); devices];
         let mut seen: HashMap<*const Layout, usize> = HashMap::new();
@@ -91,7 +99,7 @@ impl DeviceClasses {
     /// particular devices. (Found otherwise only once the wiring reaches the first optimizer
     /// update, near the end; in a polish from bucketed AllReduce most candidates have a PS
     /// group.) A false "no" costs only the attempt: the result is the same either way.
-    pub(super) fn broken_by(strategy: &Strategy) -> bool {
+    fn broken_by(strategy: &Strategy) -> bool {
         strategy
             .decisions()
             .iter()

@@ -38,21 +38,24 @@ fn evaluate_placement(
     placement: &Placement,
     replicas: Replicas,
 ) -> Result<Evaluation> {
-    let priority = placement.order.as_deref();
-    if let Some(order) = priority
-        && order.len() != p.graph.len()
-    {
-        return Err(Error::OrderLength {
+    let (priority, order) = priority_and_order(p, placement)?;
+    simulate_strategy(p, routes, &placement.strategy, priority, order, replicas)
+}
+
+/// The placement's execution order as task priorities simulated with [`Order::Priority`], or
+/// none and FIFO; an order that does not have one entry per op is an error.
+fn priority_and_order<'a>(
+    p: &Problem,
+    placement: &'a Placement,
+) -> Result<(Option<&'a [f64]>, Order)> {
+    match placement.order.as_deref() {
+        Some(order) if order.len() != p.graph.len() => Err(Error::OrderLength {
             entries: order.len(),
             ops: p.graph.len(),
-        });
+        }),
+        Some(order) => Ok((Some(order), Order::Priority)),
+        None => Ok((None, Order::Fifo)),
     }
-    let order = if priority.is_some() {
-        Order::Priority
-    } else {
-        Order::Fifo
-    };
-    simulate_strategy(p, routes, &placement.strategy, priority, order, replicas)
 }
 
 /// [`evaluate`] a strategy without priorities under `order`, with the cluster's routes computed
@@ -98,20 +101,24 @@ pub struct Timing {
     pub fits: bool,
 }
 
+/// The limit past which a candidate cannot beat a result of `time_us` (`fits`): any time at all
+/// when the result ran out of memory, since a candidate that fits beats it however slow.
+pub fn limit_to_beat(time_us: f64, fits: bool) -> f64 {
+    if fits { time_us } else { f64::INFINITY }
+}
+
 /// [`evaluate`], given up (`None`) once the simulated iteration is past `limit_us`: for a search
-/// that asks only whether a placement beats one it has, a slow candidate costs its compilation
-/// and its iteration up to the limit, not the rest.
+/// that asks only whether a placement beats one it has ([`limit_to_beat`]), a slow candidate
+/// costs its compilation and its iteration up to the limit, not the rest.
 pub fn evaluate_within(
     p: &Problem,
     routes: &RouteTable,
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<Evaluation>> {
-    if placement.order.is_some() {
-        return evaluate(p, routes, placement).map(Some);
-    }
+    let (priority, order) = priority_and_order(p, placement)?;
     let s = &placement.strategy;
-    simulate_within(p, routes, s, None, Order::Fifo, Replicas::ByClass, limit_us)
+    simulate_within(p, routes, s, priority, order, Replicas::ByClass, limit_us)
 }
 
 /// [`evaluate_within`] read for its [`Timing`] alone (no report, no copy of each task's times):
@@ -122,18 +129,10 @@ pub fn timing_within(
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<Timing>> {
-    if placement.order.is_some() {
-        let e = evaluate(p, routes, placement)?;
-        let timing = Timing {
-            iteration_us: e.report.iteration_us,
-            fits: !e.report.is_oom(),
-        };
-        return Ok(Some(timing).filter(|t| t.iteration_us <= limit_us));
-    }
-    let s = &placement.strategy;
-    let compiled = compiled(p, routes, s, None, Replicas::ByClass);
+    let (priority, order) = priority_and_order(p, placement)?;
+    let compiled = compiled(p, routes, &placement.strategy, priority, Replicas::ByClass);
     let mut simulator = Simulator::new();
-    let within = simulator.run_sealed_within(&compiled.exec, Order::Fifo, limit_us)?;
+    let within = simulator.run_sealed_within(&compiled.exec, order, limit_us)?;
     // A representative's OOM stands for its class: the verdict is the full simulation's.
     Ok(within.map(|r| Timing {
         iteration_us: r.makespan,

@@ -6,7 +6,7 @@ use super::actions::{PACKINGS, Shares, build_strategy};
 use super::search::Mcts;
 use super::tree::Outcome;
 use crate::error::Result;
-use crate::evaluate::{Evaluation, Placement, evaluate, evaluate_within};
+use crate::evaluate::{Evaluation, Placement, evaluate, evaluate_within, limit_to_beat};
 use crate::gnn::Feedback;
 use crate::strategy::{AllReducePacking, BatchSplit, Strategy};
 
@@ -73,14 +73,14 @@ impl Mcts<'_> {
     /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
     /// Horovod-style when bucketing wins); with a policy, also the better one's runtime feedback.
     pub(super) fn simulate(&self, choice: &[u16]) -> Result<(Outcome, Option<Feedback>)> {
+        let mut placement = self.placement_of(choice, PACKINGS[0], self.split, &[])?;
         let mut best: Option<(Outcome, Evaluation)> = None;
         for packing in PACKINGS {
             // A later packing is kept only when strictly faster: past the kept one's time, given up.
             let limit_us = best
                 .as_ref()
-                .filter(|(b, _)| b.fits)
-                .map_or(f64::INFINITY, |(b, _)| b.time_us);
-            let placement = self.placement_of(choice, packing, self.split, &[])?;
+                .map_or(f64::INFINITY, |(b, _)| limit_to_beat(b.time_us, b.fits));
+            placement.strategy.allreduce = packing;
             let within = evaluate_within(&self.problem, &self.routes, &placement, limit_us)?;
             let Some(e) = within else { continue };
             let o = outcome_of(&e, packing);

@@ -23,7 +23,7 @@ use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel, variants};
 use crate::error::Result;
-use crate::evaluate::{Placement, evaluate, timing_within};
+use crate::evaluate::{Placement, evaluate, limit_to_beat, timing_within};
 use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption};
 
 /// A complete strategy in the search's terms, with the knobs the search leaves global.
@@ -473,11 +473,7 @@ impl Mcts<'_> {
     /// than the one it moves from. So a simulation past a fitting `beat`'s time is given up and
     /// its point marked slower than anything that fits.
     fn scored(&self, points: Vec<Point>, beat: &Outcome) -> Result<Vec<Point>> {
-        let limit_us = if beat.fits {
-            beat.time_us
-        } else {
-            f64::INFINITY
-        };
+        let limit_us = limit_to_beat(beat.time_us, beat.fits);
         points
             .into_par_iter()
             .map(|mut p| {

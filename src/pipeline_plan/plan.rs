@@ -10,7 +10,7 @@ use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::collective::ring_allreduce_us;
 use crate::data_parallel::PACKINGS;
 use crate::error::{Result, SearchError};
-use crate::evaluate::{Placement, Problem, Timing, timing_within};
+use crate::evaluate::{Placement, Problem, Timing, limit_to_beat, timing_within};
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
 };
@@ -93,10 +93,14 @@ pub fn best_pipeline(
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(Some(best));
     }
-    let near: Vec<Plan> = other_schedule(&plan, &chunks, (p.cluster, routes))
-        .into_iter()
-        .collect();
-    let kept = simulated(p, (routes, &chunks), &near, Some((best, plan)), deadline)?;
+    let near = other_schedule(&plan, &chunks, (p.cluster, routes));
+    let kept = simulated(
+        p,
+        (routes, &chunks),
+        near.as_slice(),
+        Some((best, plan)),
+        deadline,
+    )?;
     let (best, _) = kept.expect("the best so far is kept");
     repacked(p, routes, best).map(Some)
 }
@@ -118,8 +122,7 @@ fn simulated(
         }
         let limit_us = best
             .as_ref()
-            .filter(|(b, _)| b.fits)
-            .map_or(f64::INFINITY, |(b, _)| b.time_us);
+            .map_or(f64::INFINITY, |(b, _)| limit_to_beat(b.time_us, b.fits));
         let scored: Vec<Result<Option<BestPipeline>>> = round
             .par_iter()
             .map(|plan| score(p, routes, chunks, plan, limit_us))
@@ -167,11 +170,7 @@ fn other_schedule(
 /// micro-batch's backward differently from one ring per tensor (bert-large at batch 32 on TAG's
 /// testbed: 221.08 ms per tensor, 213.27 ms packed).
 fn repacked(p: &Problem, routes: &RouteTable, best: BestPipeline) -> Result<BestPipeline> {
-    let limit_us = if best.fits {
-        best.time_us
-    } else {
-        f64::INFINITY
-    };
+    let limit_us = limit_to_beat(best.time_us, best.fits);
     let scored: Vec<Result<Option<(AllReducePacking, Timing)>>> = PACKINGS
         .par_iter()
         .filter(|&&k| k != best.strategy.allreduce)
