@@ -38,6 +38,13 @@ pub struct SolveOptions {
     /// root, so neither the CP's proof nor the memory watch could end HiGHS. Off where the CP
     /// proof runs beside HiGHS (MOIRAI), whose warm start and proof supply the incumbents.
     pub sub_mips: bool,
+    /// `Some(seconds)`: only the counted heuristics of [`crate::solve::solve_instance`], the
+    /// warm start's local search and the iterated local search, with the passes and rounds
+    /// counted for a time limit of `seconds`, run to their end (the time limit only caps them);
+    /// neither HiGHS nor the CP proof runs. The answer then depends on the instance, the options
+    /// and the seed alone, where the incumbent HiGHS holds at a time limit, and which of HiGHS
+    /// and the CP proves first, depend on the machine's speed and load.
+    pub heuristics_only: Option<f64>,
 }
 
 /// Default model memory limit: 4 GiB.
@@ -54,6 +61,7 @@ impl Default for SolveOptions {
             feasibility_jump: true,
             memory_limit_bytes: DEFAULT_MEMORY_LIMIT_BYTES,
             sub_mips: true,
+            heuristics_only: None,
         }
     }
 }

@@ -1037,3 +1037,34 @@ fn the_optional_disjunctive_alone_schedules_one_machine_like_brute_force() {
         }
     }
 }
+
+/// `heuristics_only`: no MILP is built, the answer is a fitting schedule no slower than the
+/// greedy one it starts from, and its work is counted, not shared out of the time limit: the
+/// same schedule under a cap ten times longer.
+#[test]
+fn heuristics_only_are_counted_not_timed() {
+    let inst = on_fat_tree_2("mlp");
+    let run = |cap: f64| {
+        let opts = SolveOptions {
+            time_limit_s: cap,
+            seed: 7,
+            heuristics_only: Some(1.0),
+            ..SolveOptions::default()
+        };
+        solve_instance(&inst, Formulation::Moirai, &opts).unwrap()
+    };
+    let (short, long) = (run(30.0), run(300.0));
+    assert_eq!(short.status, SolveStatus::Feasible);
+    assert_eq!((short.variables, short.rows, short.bound_us), (0, 0, None));
+    let (a, b) = (short.plan.unwrap(), long.plan.unwrap());
+    assert_eq!((&a.device, a.makespan), (&b.device, b.makespan));
+    assert_eq!(short.objective_us, Some(a.makespan));
+    assert!(a.admissible(&inst));
+    let greedy = topoplace::solve::schedule::greedy(&inst, Formulation::Moirai.channels());
+    assert!(
+        a.makespan <= greedy.makespan,
+        "{} > {}",
+        a.makespan,
+        greedy.makespan
+    );
+}

@@ -16,7 +16,7 @@ const FALLBACK_GROUPS: [usize; 4] = [60, 30, 15, 8];
 
 /// Solve on the formulation's own coarsening, or, when its model would exceed the memory limit,
 /// on the first chunking of [`FALLBACK_GROUPS`] whose model fits.
-fn solve_fitting(
+pub(super) fn solve_fitting(
     p: &Problem,
     formulation: Formulation,
     opts: &SolveOptions,

@@ -33,7 +33,7 @@ pub struct SearchResult {
     pub iterations: usize,
     /// Distinct strategies simulated.
     pub simulated: usize,
-    /// Wall time of the search (for TAG's placer, its heuristics and exact starts included).
+    /// Wall time of the search (for TAG's placer, its heuristics and the MILP warm starts included).
     pub seconds: f64,
     pub actions: usize,
 }

@@ -141,6 +141,8 @@ pub const ITERATED_SHARE: f64 = 0.1;
 /// small enough for it, the CP proof ([`cp`]) runs beside HiGHS on a second thread until the time
 /// limit (or until HiGHS proves the optimum, which ends it; its proof interrupts HiGHS in turn):
 /// whichever proves first sets the status, the better incumbent and the larger bound are kept.
+/// With [`SolveOptions::heuristics_only`] the warm start (after its iterated local search) is
+/// the answer, and neither runs.
 pub fn solve_instance(
     inst: &Instance,
     formulation: Formulation,
@@ -150,16 +152,29 @@ pub fn solve_instance(
     // Refused before any work: the warm start alone takes a share of the time limit.
     let milp_bytes = check_size(inst, formulation, opts)?;
     let channels = formulation.channels();
-    let improve_for = Duration::from_secs_f64(opts.time_limit_s.max(0.0) * IMPROVE_SHARE);
-    let mut heuristic = warm_start(inst, channels, started + improve_for);
-    let kick_for = opts.time_limit_s.max(0.0) * ITERATED_SHARE;
+    let limit = Duration::from_secs_f64(opts.time_limit_s.max(0.0));
+    // Heuristics alone: the work counted for their own seconds, the whole limit only a cap.
+    let (improve_until, kick_for, kick_until) = match opts.heuristics_only {
+        Some(seconds) => (
+            started + limit,
+            seconds.max(0.0) * ITERATED_SHARE,
+            started + limit,
+        ),
+        None => {
+            let improve_for = limit.mul_f64(IMPROVE_SHARE);
+            let kick_for = limit.mul_f64(ITERATED_SHARE);
+            let until = started + improve_for;
+            (until, kick_for.as_secs_f64(), until + kick_for)
+        }
+    };
+    let mut heuristic = warm_start(inst, channels, improve_until);
     heuristic = iterated::iterated(
         inst,
         channels,
         heuristic,
         u64::from(opts.seed.unsigned_abs()),
         iterated::rounds_for(inst, kick_for),
-        started + improve_for + Duration::from_secs_f64(kick_for),
+        kick_until,
     );
     // The warm start must obey the symmetry-breaking rows; relabelling keeps its schedule.
     heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);
@@ -179,6 +194,9 @@ pub fn solve_instance(
             stopped_by_memory: false,
             plan: None,
         });
+    }
+    if opts.heuristics_only.is_some() {
+        return Ok(heuristic_result(heuristic, admissible, started));
     }
     // The CP's memory shares the limit with the MILP's.
     let left_by_milp = opts.memory_limit_bytes * memory_watch::CP_SHARE - milp_bytes;
@@ -232,6 +250,29 @@ pub fn solve_instance(
         merge_proof(&mut result, proof);
     }
     Ok(result)
+}
+
+/// The counted heuristics' schedule as the answer ([`SolveOptions::heuristics_only`]): a
+/// solution when it fits, no bound.
+fn heuristic_result(heuristic: Plan, admissible: bool, started: Instant) -> InstanceResult {
+    InstanceResult {
+        status: if admissible {
+            SolveStatus::Feasible
+        } else {
+            SolveStatus::TimedOut
+        },
+        objective_us: admissible.then_some(heuristic.makespan),
+        bound_us: None,
+        gap: None,
+        heuristic_us: heuristic.makespan,
+        variables: 0,
+        rows: 0,
+        build_seconds: started.elapsed().as_secs_f64(),
+        solve_seconds: 0.0,
+        prover: Prover::Milp,
+        stopped_by_memory: false,
+        plan: admissible.then_some(heuristic),
+    }
 }
 
 /// Stack of the CP thread (pumpkin's conflict analysis on deep implication graphs).
