@@ -180,23 +180,21 @@ pub fn solve_instance(
     heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);
     let admissible = heuristic.admissible(inst);
     if obviously_infeasible(inst) {
-        return Ok(InstanceResult {
-            status: SolveStatus::Infeasible,
-            objective_us: None,
-            bound_us: None,
-            gap: None,
-            heuristic_us: heuristic.makespan,
-            variables: 0,
-            rows: 0,
-            build_seconds: started.elapsed().as_secs_f64(),
-            solve_seconds: 0.0,
-            prover: Prover::Milp,
-            stopped_by_memory: false,
-            plan: None,
-        });
+        return Ok(without_milp(
+            SolveStatus::Infeasible,
+            heuristic,
+            false,
+            started,
+        ));
     }
     if opts.heuristics_only.is_some() {
-        return Ok(heuristic_result(heuristic, admissible, started));
+        // The counted heuristics' schedule is the answer when it fits.
+        let status = if admissible {
+            SolveStatus::Feasible
+        } else {
+            SolveStatus::TimedOut
+        };
+        return Ok(without_milp(status, heuristic, admissible, started));
     }
     // The CP's memory shares the limit with the MILP's.
     let left_by_milp = opts.memory_limit_bytes * memory_watch::CP_SHARE - milp_bytes;
@@ -252,16 +250,17 @@ pub fn solve_instance(
     Ok(result)
 }
 
-/// The counted heuristics' schedule as the answer ([`SolveOptions::heuristics_only`]): a
-/// solution when it fits, no bound.
-fn heuristic_result(heuristic: Plan, admissible: bool, started: Instant) -> InstanceResult {
+/// An answer reached without building the MILP: `status`, with `heuristic` as the solution
+/// when `solved` (its makespan as the objective), no bound.
+fn without_milp(
+    status: SolveStatus,
+    heuristic: Plan,
+    solved: bool,
+    started: Instant,
+) -> InstanceResult {
     InstanceResult {
-        status: if admissible {
-            SolveStatus::Feasible
-        } else {
-            SolveStatus::TimedOut
-        },
-        objective_us: admissible.then_some(heuristic.makespan),
+        status,
+        objective_us: solved.then_some(heuristic.makespan),
         bound_us: None,
         gap: None,
         heuristic_us: heuristic.makespan,
@@ -271,7 +270,7 @@ fn heuristic_result(heuristic: Plan, admissible: bool, started: Instant) -> Inst
         solve_seconds: 0.0,
         prover: Prover::Milp,
         stopped_by_memory: false,
-        plan: admissible.then_some(heuristic),
+        plan: solved.then_some(heuristic),
     }
 }
 
