@@ -15,7 +15,7 @@ use rayon::prelude::*;
 
 use crate::cluster::{Cluster, RouteTable};
 use crate::error::Result;
-use crate::evaluate::{Placement, Problem, evaluate};
+use crate::evaluate::{Placement, Problem, beats, evaluate};
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, Reference,
     ReplicationOption, Strategy,
@@ -82,7 +82,7 @@ pub fn best_data_parallel(p: &Problem, routes: &RouteTable) -> Result<BestDataPa
 }
 
 fn better(a: &BestDataParallel, b: &BestDataParallel) -> bool {
-    (a.fits, -a.time_us) > (b.fits, -b.time_us)
+    beats(a.time_us, a.fits, b.time_us, b.fits)
 }
 
 fn score(p: &Problem, routes: &RouteTable, s: Strategy, note: String) -> Result<BestDataParallel> {

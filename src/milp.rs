@@ -41,7 +41,8 @@ pub struct SolveOptions {
     /// `Some(seconds)`: only the counted heuristics of [`crate::solve::solve_instance`], the
     /// warm start's local search and the iterated local search, with the passes and rounds
     /// counted for a time limit of `seconds`, run to their end (the time limit only caps them);
-    /// neither HiGHS nor the CP proof runs. The answer then depends on the instance, the options
+    /// neither the MILP is built (nor refused for its size) nor the CP proof run. The answer
+    /// then depends on the instance, the options
     /// and the seed alone, where the incumbent HiGHS holds at a time limit, and which of HiGHS
     /// and the CP proves first, depend on the machine's speed and load.
     pub heuristics_only: Option<f64>,

@@ -92,8 +92,8 @@ pub fn tag_search(
 /// The QuickP and MOIRAI MILPs' warm starts (solved side by side), each after the counted work
 /// of [`MILP_START_WORK_SECONDS`] and within `cap` seconds: counted, so the same seed gives the
 /// same starts on any machine that finishes them within the cap, where HiGHS's incumbent at a
-/// time limit would not. One that finds nothing (no schedule fits its memory model, a model too
-/// large) gives no start.
+/// time limit would not. One that finds nothing (no schedule fits its memory model) gives no
+/// start.
 fn milp_warm_starts(p: &Problem, cap: f64, seed: u64) -> Vec<Placement> {
     if cap <= 0.0 {
         return Vec::new();

@@ -82,15 +82,9 @@ pub fn simulate_strategy(
     order: Order,
     replicas: Replicas,
 ) -> Result<Evaluation> {
-    let within = simulate_within(
-        p,
-        routes,
-        strategy,
-        priority,
-        order,
-        replicas,
-        f64::INFINITY,
-    )?;
+    let how = (priority, order);
+    let read = evaluation_of(p, strategy);
+    let within = run_within(p, routes, strategy, how, replicas, f64::INFINITY, read)?;
     Ok(within.expect("no simulation is past an infinite limit"))
 }
 
@@ -101,8 +95,15 @@ pub struct Timing {
     pub fits: bool,
 }
 
-/// The limit past which a candidate cannot beat a result of `time_us` (`fits`): any time at all
-/// when the result ran out of memory, since a candidate that fits beats it however slow.
+/// Whether a result of `time_us` (`fits`) beats one of `other_us` (`other_fits`): one that fits
+/// in memory beats one that does not, and between two alike the faster wins.
+pub fn beats(time_us: f64, fits: bool, other_us: f64, other_fits: bool) -> bool {
+    (fits, -time_us) > (other_fits, -other_us)
+}
+
+/// The limit past which a candidate cannot beat a result of `time_us` (`fits`) ([`beats`]): any
+/// time at all when the result ran out of memory, since a candidate that fits beats it however
+/// slow.
 pub fn limit_to_beat(time_us: f64, fits: bool) -> f64 {
     if fits { time_us } else { f64::INFINITY }
 }
@@ -116,9 +117,8 @@ pub fn evaluate_within(
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<Evaluation>> {
-    let (priority, order) = priority_and_order(p, placement)?;
-    let s = &placement.strategy;
-    simulate_within(p, routes, s, priority, order, Replicas::ByClass, limit_us)
+    let read = evaluation_of(p, &placement.strategy);
+    placement_within(p, routes, placement, limit_us, read)
 }
 
 /// [`evaluate_within`] read for its [`Timing`] alone (no report, no copy of each task's times):
@@ -129,52 +129,60 @@ pub fn timing_within(
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<Timing>> {
-    let (priority, order) = priority_and_order(p, placement)?;
-    let compiled = compiled(p, routes, &placement.strategy, priority, Replicas::ByClass);
-    let mut simulator = Simulator::new();
-    let within = simulator.run_sealed_within(&compiled.exec, order, limit_us)?;
     // A representative's OOM stands for its class: the verdict is the full simulation's.
-    Ok(within.map(|r| Timing {
+    let read = |_: Compiled, r: &SimResult| Timing {
         iteration_us: r.makespan,
         fits: r.oom.is_empty(),
-    }))
+    };
+    placement_within(p, routes, placement, limit_us, read)
 }
 
-fn simulate_within(
+/// The full evaluation of `strategy` from its compilation and its representatives' simulation.
+fn evaluation_of<'a>(
+    p: &'a Problem,
+    strategy: &'a Strategy,
+) -> impl FnOnce(Compiled, &SimResult) -> Evaluation + 'a {
+    move |compiled, r| {
+        let mut result = r.clone();
+        compiled.expand(&mut result);
+        let report = SimReport::new(p.cluster, strategy, &compiled, &result);
+        Evaluation {
+            compiled,
+            result,
+            report,
+        }
+    }
+}
+
+/// [`run_within`] for a placement: its execution order, if any, as priorities, by class.
+fn placement_within<T>(
+    p: &Problem,
+    routes: &RouteTable,
+    placement: &Placement,
+    limit_us: f64,
+    read: impl FnOnce(Compiled, &SimResult) -> T,
+) -> Result<Option<T>> {
+    let how = priority_and_order(p, placement)?;
+    let s = &placement.strategy;
+    run_within(p, routes, s, how, Replicas::ByClass, limit_us, read)
+}
+
+/// `strategy` compiled and simulated, the result read by `read`; `None` once the iteration is
+/// past `limit_us`.
+fn run_within<T>(
     p: &Problem,
     routes: &RouteTable,
     strategy: &Strategy,
-    priority: Option<&[f64]>,
-    order: Order,
+    (priority, order): (Option<&[f64]>, Order),
     replicas: Replicas,
     limit_us: f64,
-) -> Result<Option<Evaluation>> {
-    let compiled = compiled(p, routes, strategy, priority, replicas);
-    let mut simulator = Simulator::new();
-    let Some(result) = simulator.run_sealed_within(&compiled.exec, order, limit_us)? else {
-        return Ok(None);
-    };
-    let mut result = result.clone();
-    compiled.expand(&mut result);
-    let report = SimReport::new(p.cluster, strategy, &compiled, &result);
-    Ok(Some(Evaluation {
-        compiled,
-        result,
-        report,
-    }))
-}
-
-/// `strategy` compiled, its execution graph sealed for the simulator.
-fn compiled(
-    p: &Problem,
-    routes: &RouteTable,
-    strategy: &Strategy,
-    priority: Option<&[f64]>,
-    replicas: Replicas,
-) -> Compiled {
+    read: impl FnOnce(Compiled, &SimResult) -> T,
+) -> Result<Option<T>> {
     let mut compiled = compile(
         p.graph, p.cluster, routes, strategy, p.cost, priority, replicas,
     );
     compiled.exec.seal();
-    compiled
+    let mut simulator = Simulator::new();
+    let within = simulator.run_sealed_within(&compiled.exec, order, limit_us)?;
+    Ok(within.map(|r| read(compiled, r)))
 }

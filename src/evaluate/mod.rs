@@ -9,8 +9,8 @@ pub mod summary;
 pub mod thin_batch;
 
 pub use evaluation::{
-    Evaluation, Timing, evaluate, evaluate_every_replica, evaluate_strategy, evaluate_within,
-    limit_to_beat, simulate_strategy, timing_within,
+    Evaluation, Timing, beats, evaluate, evaluate_every_replica, evaluate_strategy,
+    evaluate_within, limit_to_beat, simulate_strategy, timing_within,
 };
 pub use problem::{Placement, Problem};
 pub use report::{DeviceGroupFeedback, OpGroupFeedback, SimReport};

@@ -28,17 +28,13 @@ impl Mcts<'_> {
         split: BatchSplit,
         other_split: &[usize],
     ) -> Result<(Strategy, Evaluation)> {
-        let s = self.strategy_of(choice, packing, split, other_split)?;
-        let e = evaluate(
-            &self.problem,
-            &self.routes,
-            &Placement::plain(s.clone(), ""),
-        )?;
-        Ok((s, e))
+        let placement = self.placement_of(choice, packing, split, other_split)?;
+        let e = evaluate(&self.problem, &self.routes, &placement)?;
+        Ok((placement.strategy, e))
     }
 
-    /// `choice` with the packing and shares as a placement, for [`evaluate_within`] or
-    /// [`timing_within`] (the polish's moves, the tree's second packing).
+    /// `choice` with the packing and shares as a placement, for [`evaluate`], [`evaluate_within`]
+    /// or [`crate::evaluate::timing_within`] (the polish's moves, the tree's second packing).
     pub(super) fn placement_of(
         &self,
         choice: &[u16],
@@ -46,18 +42,7 @@ impl Mcts<'_> {
         split: BatchSplit,
         other_split: &[usize],
     ) -> Result<Placement> {
-        let s = self.strategy_of(choice, packing, split, other_split)?;
-        Ok(Placement::plain(s, ""))
-    }
-
-    fn strategy_of(
-        &self,
-        choice: &[u16],
-        packing: AllReducePacking,
-        split: BatchSplit,
-        other_split: &[usize],
-    ) -> Result<Strategy> {
-        build_strategy(
+        let strategy = build_strategy(
             &self.op_group,
             &self.actions,
             choice,
@@ -67,7 +52,8 @@ impl Mcts<'_> {
                 other: other_split,
             },
             self.problem.cluster.devices.len(),
-        )
+        )?;
+        Ok(Placement::plain(strategy, ""))
     }
 
     /// Simulate `choice` under each packing and keep the better (so the all-DP choice is

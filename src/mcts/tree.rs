@@ -3,6 +3,7 @@
 use rand::RngExt;
 
 use super::search::Mcts;
+use crate::evaluate::beats;
 use crate::strategy::AllReducePacking;
 
 /// Statistics of one action out of a vertex.
@@ -52,7 +53,7 @@ pub(super) struct Outcome {
 impl Outcome {
     /// Fitting first, then faster.
     pub(super) fn better_than(&self, other: &Outcome) -> bool {
-        (self.fits, -self.time_us) > (other.fits, -other.time_us)
+        beats(self.time_us, self.fits, other.time_us, other.fits)
     }
 }
 

@@ -10,7 +10,7 @@ use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::collective::ring_allreduce_us;
 use crate::data_parallel::PACKINGS;
 use crate::error::{Result, SearchError};
-use crate::evaluate::{Placement, Problem, Timing, limit_to_beat, timing_within};
+use crate::evaluate::{Placement, Problem, Timing, beats, limit_to_beat, timing_within};
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
 };
@@ -131,7 +131,7 @@ fn simulated(
             let Some(s) = s? else { continue };
             if best
                 .as_ref()
-                .is_none_or(|(b, _)| (s.fits, -s.time_us) > (b.fits, -b.time_us))
+                .is_none_or(|(b, _)| beats(s.time_us, s.fits, b.time_us, b.fits))
             {
                 best = Some((s, plan.clone()));
             }
@@ -184,7 +184,7 @@ fn repacked(p: &Problem, routes: &RouteTable, best: BestPipeline) -> Result<Best
     let mut out = best;
     for r in scored {
         let Some((k, t)) = r? else { continue };
-        if (t.fits, -t.iteration_us) > (out.fits, -out.time_us) {
+        if beats(t.iteration_us, t.fits, out.time_us, out.fits) {
             out.strategy.allreduce = k;
             out.time_us = t.iteration_us;
             out.fits = t.fits;
