@@ -137,6 +137,28 @@ pub fn timing_within(
     placement_within(p, routes, placement, limit_us, read)
 }
 
+/// [`timing_within`] with each GPU's busy time (µs on its compute stream, every replica's):
+/// what the pipeline planner's refinement finds the slowest stage by.
+pub fn busy_within(
+    p: &Problem,
+    routes: &RouteTable,
+    placement: &Placement,
+    limit_us: f64,
+) -> Result<Option<(Timing, Vec<f64>)>> {
+    let devices = p.cluster.num_devices();
+    let read = |compiled: Compiled, r: &SimResult| {
+        let mut r = r.clone();
+        compiled.expand(&mut r);
+        r.busy.truncate(devices);
+        let timing = Timing {
+            iteration_us: r.makespan,
+            fits: r.oom.is_empty(),
+        };
+        (timing, r.busy)
+    };
+    placement_within(p, routes, placement, limit_us, read)
+}
+
 /// The full evaluation of `strategy` from its compilation and its representatives' simulation.
 fn evaluation_of<'a>(
     p: &'a Problem,

@@ -9,7 +9,7 @@ pub mod summary;
 pub mod thin_batch;
 
 pub use evaluation::{
-    Evaluation, Timing, beats, evaluate, evaluate_every_replica, evaluate_strategy,
+    Evaluation, Timing, beats, busy_within, evaluate, evaluate_every_replica, evaluate_strategy,
     evaluate_within, limit_to_beat, simulate_strategy, timing_within,
 };
 pub use problem::{Placement, Problem};

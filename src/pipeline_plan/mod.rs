@@ -50,9 +50,18 @@
 //!   ways data parallelism tries (one buffer per stage, Horovod's buckets; one AllReduce per
 //!   gradient first), the fastest kept: they overlap the last micro-batch's backward
 //!   differently, which the estimate does not see.
+//! - Refinement (`refine`): the cut moved on the simulator, a round of single moves at a
+//!   time (the busiest stage one chunk shorter at either end; the micro-batch count one step
+//!   either way), the fastest strictly faster one kept, within [`REFINE_SIMULATIONS`]
+//!   simulations: the estimate prices each stage alone, the simulator the whole pipeline.
 
 mod chunks;
 mod plan;
+mod refine;
+mod simulated_plan;
 
 pub use chunks::{CHUNKS, CUT_WINDOW};
-pub use plan::{BestPipeline, MAX_MICRO_BATCHES, MAX_STAGES, SIMULATED, best_pipeline};
+pub use plan::{
+    BestPipeline, MAX_MICRO_BATCHES, MAX_STAGES, SIMULATED, best_pipeline, best_pipeline_refined_by,
+};
+pub use refine::REFINE_SIMULATIONS;

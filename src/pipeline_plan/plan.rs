@@ -6,14 +6,14 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::chunks::{Chunks, chunk, running_sum};
+use super::refine::{REFINE_SIMULATIONS, refined};
+use super::simulated_plan::{Scored, score};
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::collective::ring_allreduce_us;
 use crate::data_parallel::PACKINGS;
 use crate::error::{Result, SearchError};
 use crate::evaluate::{Placement, Problem, Timing, beats, limit_to_beat, timing_within};
-use crate::strategy::{
-    AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
-};
+use crate::strategy::{AllReducePacking, Schedule, Strategy};
 
 /// Most stages: the prefixes of the unit orders stop here, so planning stays cheap on clusters of
 /// hundreds of machines (a deeper pipeline's bubble and per-stage launches outweigh its GPUs).
@@ -34,23 +34,23 @@ pub struct BestPipeline {
 
 /// A unit a stage runs on: a device group, or one GPU.
 #[derive(Debug, Clone)]
-struct Unit {
-    devices: Vec<usize>,
+pub(super) struct Unit {
+    pub(super) devices: Vec<usize>,
     gpu: GpuSpec,
     memory_bytes: f64,
-    label: String,
+    pub(super) label: String,
     /// The whole device group when this unit is half of one ([`wrapped`]).
     whole: Option<(Vec<usize>, String)>,
 }
 
 /// A candidate: stages (chunk ranges on units) with a micro-batch count and its estimate.
 #[derive(Debug, Clone)]
-struct Plan {
-    units: Vec<Unit>,
+pub(super) struct Plan {
+    pub(super) units: Vec<Unit>,
     /// End chunk (exclusive) of each stage.
-    ends: Vec<usize>,
-    micro_batches: u32,
-    schedule: Schedule,
+    pub(super) ends: Vec<usize>,
+    pub(super) micro_batches: u32,
+    pub(super) schedule: Schedule,
     estimate_us: f64,
     /// A folded twin's wrapped units (its own first and last stages are the whole group).
     unfolded: Option<Vec<Unit>>,
@@ -62,6 +62,17 @@ pub fn best_pipeline(
     p: &Problem,
     routes: &RouteTable,
     deadline: Option<Instant>,
+) -> Result<Option<BestPipeline>> {
+    best_pipeline_refined_by(p, routes, deadline, REFINE_SIMULATIONS)
+}
+
+/// [`best_pipeline`] with at most `refine_simulations` simulations refining its cut (none: the
+/// dynamic programme's cut as it is).
+pub fn best_pipeline_refined_by(
+    p: &Problem,
+    routes: &RouteTable,
+    deadline: Option<Instant>,
+    refine_simulations: usize,
 ) -> Result<Option<BestPipeline>> {
     let units = units(p.cluster);
     if units.len() < 2 {
@@ -101,8 +112,25 @@ pub fn best_pipeline(
         Some((best, plan)),
         deadline,
     )?;
-    let (best, _) = kept.expect("the best so far is kept");
-    repacked(p, routes, best).map(Some)
+    let (best, plan) = kept.expect("the best so far is kept");
+    let best = repacked(p, routes, best)?;
+    let (mut best, _, moves) = refined(
+        p,
+        (routes, &chunks),
+        (best, plan),
+        (refine_simulations, deadline),
+    )?;
+    best.note = format!(
+        "{}{}, {}",
+        best.note,
+        match moves {
+            0 => String::new(),
+            1 => ", its cut moved once on the simulator".to_string(),
+            n => format!(", its cut moved {n} times on the simulator"),
+        },
+        packing_words(best.strategy.allreduce),
+    );
+    Ok(Some(best))
 }
 
 /// `plans` simulated a round at a time (one per thread), in order, and the fastest kept with its
@@ -123,12 +151,21 @@ fn simulated(
         let limit_us = best
             .as_ref()
             .map_or(f64::INFINITY, |(b, _)| limit_to_beat(b.time_us, b.fits));
-        let scored: Vec<Result<Option<BestPipeline>>> = round
+        let scored: Vec<Result<Scored>> = round
             .par_iter()
-            .map(|plan| score(p, routes, chunks, plan, limit_us))
+            .map(|plan| {
+                score(
+                    p,
+                    routes,
+                    chunks,
+                    plan,
+                    AllReducePacking::PerTensor,
+                    limit_us,
+                )
+            })
             .collect();
         for (s, plan) in scored.into_iter().zip(round) {
-            let Some(s) = s? else { continue };
+            let Some((s, _)) = s? else { continue };
             if best
                 .as_ref()
                 .is_none_or(|(b, _)| beats(s.time_us, s.fits, b.time_us, b.fits))
@@ -190,7 +227,6 @@ fn repacked(p: &Problem, routes: &RouteTable, best: BestPipeline) -> Result<Best
             out.fits = t.fits;
         }
     }
-    out.note = format!("{}, {}", out.note, packing_words(out.strategy.allreduce));
     Ok(out)
 }
 
@@ -358,7 +394,7 @@ fn same_units(a: &[Unit], b: &[Unit]) -> bool {
 
 /// Micro-batch counts that divide the batch, from the stage count up (fewer leaves most of the
 /// pipeline idle) to [`MAX_MICRO_BATCHES`].
-fn micro_batch_counts(batch: u32, stages: usize) -> Vec<u32> {
+pub(super) fn micro_batch_counts(batch: u32, stages: usize) -> Vec<u32> {
     (1..=MAX_MICRO_BATCHES.min(batch))
         .filter(|&m| batch.is_multiple_of(m) && m as usize >= stages.min(batch as usize))
         .collect()
@@ -494,84 +530,11 @@ fn balanced(
 }
 
 /// The stage holding chunk `k`, stages ending (exclusive) at `ends`.
-fn stage_of_chunk(ends: &[usize], k: usize) -> usize {
+pub(super) fn stage_of_chunk(ends: &[usize], k: usize) -> usize {
     ends.iter().position(|&e| k < e).unwrap()
 }
 
 /// The first chunk of stage `s`.
 fn stage_start(ends: &[usize], s: usize) -> usize {
     if s == 0 { 0 } else { ends[s - 1] }
-}
-
-/// The plan as a strategy, simulated; `None` once its iteration is past `limit_us`.
-fn score(
-    p: &Problem,
-    routes: &RouteTable,
-    c: &Chunks,
-    plan: &Plan,
-    limit_us: f64,
-) -> Result<Option<BestPipeline>> {
-    let strategy = strategy(p, c, plan);
-    let placement = Placement::plain(strategy.clone(), "");
-    let Some(timing) = timing_within(p, routes, &placement, limit_us)? else {
-        return Ok(None);
-    };
-    let stages: Vec<String> = plan.units.iter().map(|u| u.label.clone()).collect();
-    Ok(Some(BestPipeline {
-        strategy,
-        time_us: timing.iteration_us,
-        fits: timing.fits,
-        note: format!(
-            "pipeline-dp: {} stages ({}), {} micro-batches, {}, data-parallel inside each",
-            plan.units.len(),
-            stages.join(" → "),
-            plan.micro_batches,
-            plan.schedule.name()
-        ),
-    }))
-}
-
-/// One op group per stage, data-parallel (AllReduce, speed-proportional shares) on its unit.
-fn strategy(p: &Problem, c: &Chunks, plan: &Plan) -> Strategy {
-    let g = p.graph;
-    let op_group: Vec<u32> = c
-        .of_op
-        .iter()
-        .map(|&k| stage_of_chunk(&plan.ends, k) as u32)
-        .collect();
-    let decisions = plan
-        .units
-        .iter()
-        .map(|u| {
-            let mut devices = u.devices.clone();
-            devices.sort_unstable();
-            GroupDecision {
-                devices,
-                option: ReplicationOption::AllReduce,
-            }
-        })
-        .collect();
-    let mut s = Strategy::new(
-        "pipeline-dp",
-        op_group,
-        decisions,
-        BatchSplit::Proportional,
-        g.len(),
-        p.cluster.num_devices(),
-    )
-    .expect("a plan's stages are valid groups");
-    s.allreduce = AllReducePacking::PerTensor;
-    let stages: Vec<Vec<usize>> = (0..plan.units.len()).map(|s| vec![s]).collect();
-    s.pipeline = Some(
-        Pipeline::new(
-            "pipeline-dp",
-            &stages,
-            plan.micro_batches,
-            plan.schedule,
-            plan.units.len(),
-            g.batch_size,
-        )
-        .expect("a plan's micro-batch count divides the batch"),
-    );
-    s
 }

@@ -1,0 +1,155 @@
+//! The best plan's stage boundaries and micro-batch count moved on the simulator (beyond AMP and
+//! Metis, whose cuts come from their cost models alone): the estimate sees each stage alone, so
+//! it cannot price what the simulator does — a folded twin's end stages sharing one machine, the
+//! gradient AllReduce overlapping the last micro-batch's backward, sends contending for one NIC.
+
+use rayon::prelude::*;
+use std::time::Instant;
+
+use super::chunks::Chunks;
+use super::plan::{BestPipeline, Plan, micro_batch_counts};
+use super::simulated_plan::{score, stage_busy};
+use crate::cluster::RouteTable;
+use crate::error::Result;
+use crate::evaluate::{Problem, beats, limit_to_beat};
+
+/// Most simulations the refinement runs, the plan's own first. Counted, not timed, so a plan
+/// is refined the same on any machine; a round that would pass it is not started.
+pub const REFINE_SIMULATIONS: usize = 24;
+
+/// What a round looks at: the moves that shrink the busiest stage not yet looked at since the
+/// last move kept, by one chunk at either end, and — first after each move kept — the micro-batch
+/// count one step either way among those that divide the batch.
+struct Looked {
+    stages: Vec<bool>,
+    micro_batches: bool,
+}
+
+/// `best` (simulated from `plan`) after single moves, a round of them side by side at a time,
+/// the fastest strictly faster one kept, until every stage's moves have failed since the last
+/// one kept, `simulations` ([`REFINE_SIMULATIONS`] by default, the plan's own again among them)
+/// are spent or the deadline passes (between rounds). Returns the plan reached and the moves
+/// kept.
+pub(super) fn refined(
+    p: &Problem,
+    (routes, chunks): (&RouteTable, &Chunks),
+    (best, plan): (BestPipeline, Plan),
+    (simulations, deadline): (usize, Option<Instant>),
+) -> Result<(BestPipeline, Plan, usize)> {
+    if simulations < 2 {
+        return Ok((best, plan, 0));
+    }
+    let packing = best.strategy.allreduce;
+    // The plan again, for its busy times (the candidates' times are what they must beat).
+    let Some((mut again, busy)) = score(p, routes, chunks, &plan, packing, f64::INFINITY)? else {
+        return Ok((best, plan, 0));
+    };
+    again.note = best.note;
+    let mut best = again;
+    let mut busy = stage_busy(&plan, &busy);
+    let mut plan = plan;
+    let stages = plan.ends.len();
+    let fresh = || Looked {
+        stages: vec![false; stages],
+        micro_batches: false,
+    };
+    let (mut looked, mut kept, mut simulated) = (fresh(), 0, 1);
+    while let Some(candidates) = round(&plan, &busy, &mut looked, p.graph.batch_size) {
+        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+        if out_of_time || simulated + candidates.len() > simulations {
+            break;
+        }
+        simulated += candidates.len();
+        let limit_us = limit_to_beat(best.time_us, best.fits);
+        let scored: Vec<_> = candidates
+            .par_iter()
+            .map(|c| score(p, routes, chunks, c, packing, limit_us))
+            .collect();
+        let mut improved = None;
+        for (s, candidate) in scored.into_iter().zip(candidates) {
+            let Some((s, b)) = s? else { continue };
+            if beats(s.time_us, s.fits, best.time_us, best.fits) {
+                best = s;
+                improved = Some((candidate, b));
+            }
+        }
+        if let Some((next, b)) = improved {
+            busy = stage_busy(&next, &b);
+            plan = next;
+            kept += 1;
+            looked = fresh();
+        }
+    }
+    Ok((best, plan, kept))
+}
+
+/// The next round's moves from `plan` (stages' busy µs `busy`), marking what it looks at; `None`
+/// when every stage has been looked at. A stage of one chunk, or of one chunk besides its
+/// neighbours', has fewer moves, maybe none (then the round is the micro-batch count's alone,
+/// or the next stage's).
+fn round(plan: &Plan, busy: &[f64], looked: &mut Looked, batch: u32) -> Option<Vec<Plan>> {
+    let mut out = Vec::new();
+    if !looked.micro_batches {
+        looked.micro_batches = true;
+        out.extend(micro_batch_moves(plan, batch));
+    }
+    // Stages busiest first until the round has a move, then one more while it is small (two
+    // cores run a round of four in two turns).
+    let mut one_more = true;
+    while let Some(s) = busiest_not_looked_at(busy, looked) {
+        if !out.is_empty() {
+            if !one_more || out.len() > 2 {
+                break;
+            }
+            one_more = false;
+        }
+        looked.stages[s] = true;
+        out.extend(shrinking(plan, s));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The busiest stage not looked at yet (the first of equals).
+fn busiest_not_looked_at(busy: &[f64], looked: &Looked) -> Option<usize> {
+    (0..busy.len())
+        .filter(|&s| !looked.stages[s])
+        .max_by(|&a, &b| busy[a].total_cmp(&busy[b]).then(b.cmp(&a)))
+}
+
+/// `plan` with stage `s` one chunk shorter at its start and at its end (where it has a
+/// neighbour and keeps a chunk).
+fn shrinking(plan: &Plan, s: usize) -> Vec<Plan> {
+    let start = if s == 0 { 0 } else { plan.ends[s - 1] };
+    let end = plan.ends[s];
+    let mut out = Vec::new();
+    if s > 0 && start + 1 < end {
+        let mut moved = plan.clone();
+        moved.ends[s - 1] = start + 1;
+        out.push(moved);
+    }
+    if s + 1 < plan.ends.len() && end - 1 > start {
+        let mut moved = plan.clone();
+        moved.ends[s] = end - 1;
+        out.push(moved);
+    }
+    out
+}
+
+/// `plan` with the micro-batch counts either side of its own among those dividing `batch`.
+fn micro_batch_moves(plan: &Plan, batch: u32) -> Vec<Plan> {
+    let counts = micro_batch_counts(batch, 1);
+    let Some(i) = counts.iter().position(|&m| m == plan.micro_batches) else {
+        return Vec::new();
+    };
+    let fewer = i.checked_sub(1).map(|j| counts[j]);
+    let more = counts.get(i + 1).copied();
+    [fewer, more]
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let mut moved = plan.clone();
+            moved.micro_batches = m;
+            moved
+        })
+        .collect()
+}
