@@ -17,9 +17,9 @@ use crate::evaluate::{Problem, beats, limit_to_beat};
 /// is refined the same on any machine; a round that would pass it is not started.
 pub const REFINE_SIMULATIONS: usize = 24;
 
-/// What a round looks at: the moves that shrink the busiest stage not yet looked at since the
-/// last move kept, by one chunk at either end, and — first after each move kept — the micro-batch
-/// count one step either way among those that divide the batch.
+/// The moves looked at since the last move kept: each stage's (it one chunk shorter at either
+/// end; a round takes the busiest stages not yet looked at) and the micro-batch count's (one step
+/// either way among the counts that divide the batch; the first round after each move kept).
 struct Looked {
     stages: Vec<bool>,
     micro_batches: bool,
