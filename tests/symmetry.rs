@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use topoplace::cluster::{Cluster, RouteTable, parse_cluster};
 use topoplace::cost::CostModel;
 use topoplace::evaluate::{
-    Evaluation, Placement, Problem, Timing, evaluate, evaluate_every_replica, evaluate_within,
-    timing_within,
+    Evaluation, Placement, Problem, Timing, busy_within, evaluate, evaluate_every_replica,
+    evaluate_within, timing_within,
 };
 use topoplace::graph::Graph;
 use topoplace::strategy::{
@@ -272,6 +272,14 @@ fn an_evaluation_within_a_limit_is_the_evaluation_or_nothing() {
         assert_eq!(within, Some(timing));
         let below = timing_within(&p, &routes, &placement, time * (1.0 - 1e-9)).unwrap();
         assert_eq!(below, None);
+        // Each GPU's busy time, copied from its representative without expanding the result.
+        let (t, busy) = busy_within(&p, &routes, &placement, time)
+            .unwrap()
+            .expect("within a limit equal to its time");
+        assert_eq!(t, timing);
+        assert_eq!(busy, full.result.busy[..c.num_devices()].to_vec());
+        let below = busy_within(&p, &routes, &placement, time * (1.0 - 1e-9)).unwrap();
+        assert!(below.is_none(), "{option:?}: past the limit");
     }
 }
 

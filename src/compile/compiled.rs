@@ -76,6 +76,16 @@ impl Compiled {
         }
     }
 
+    /// Each device's busy µs in a simulation of this graph (its representative's where one
+    /// stood for its class): [`Self::expand`]'s busy times alone, without copying the result.
+    pub fn device_busy(&self, result: &SimResult) -> Vec<f64> {
+        let mut busy = result.busy[..self.exec.devices()].to_vec();
+        if let Some(classes) = &self.classes {
+            classes.copy_from_representatives(&mut busy);
+        }
+        busy
+    }
+
     /// The original graph's op a task label stands for.
     pub fn op_of_label(&self, label: u32) -> OpIdx {
         match &self.pipeline {

@@ -118,12 +118,12 @@ impl DeviceClasses {
     /// A representative-only simulation's result, made the full one's: each device's busy time,
     /// memory and out-of-memory verdict are its representative's (links and tasks are as run).
     pub fn expand(&self, result: &mut SimResult) {
-        for (d, &rep) in self.representative.iter().enumerate() {
-            if rep != d {
-                result.busy[d] = result.busy[rep];
-                result.peak_memory[d] = result.peak_memory[rep];
-                result.final_memory[d] = result.final_memory[rep];
-            }
+        for values in [
+            &mut result.busy,
+            &mut result.peak_memory,
+            &mut result.final_memory,
+        ] {
+            self.copy_from_representatives(values);
         }
         let by_device: HashMap<usize, Oom> =
             result.oom.iter().map(|o| (o.device, o.clone())).collect();
@@ -135,5 +135,15 @@ impl DeviceClasses {
                 })
             })
             .collect();
+    }
+
+    /// Each device's entry of `values` (per device first; later entries untouched) set to its
+    /// representative's.
+    pub fn copy_from_representatives(&self, values: &mut [f64]) {
+        for (d, &rep) in self.representative.iter().enumerate() {
+            if rep != d {
+                values[d] = values[rep];
+            }
+        }
     }
 }

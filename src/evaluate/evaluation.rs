@@ -129,12 +129,17 @@ pub fn timing_within(
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<Timing>> {
-    // A representative's OOM stands for its class: the verdict is the full simulation's.
-    let read = |_: Compiled, r: &SimResult| Timing {
+    let read = |_: Compiled, r: &SimResult| timing_of(r);
+    placement_within(p, routes, placement, limit_us, read)
+}
+
+/// A simulation's iteration time and memory verdict (a representative's OOM stands for its
+/// class: the verdict is the full simulation's).
+fn timing_of(r: &SimResult) -> Timing {
+    Timing {
         iteration_us: r.makespan,
         fits: r.oom.is_empty(),
-    };
-    placement_within(p, routes, placement, limit_us, read)
+    }
 }
 
 /// [`timing_within`] with each GPU's busy time (µs on its compute stream, every replica's):
@@ -145,17 +150,7 @@ pub fn busy_within(
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<(Timing, Vec<f64>)>> {
-    let devices = p.cluster.num_devices();
-    let read = |compiled: Compiled, r: &SimResult| {
-        let mut r = r.clone();
-        compiled.expand(&mut r);
-        r.busy.truncate(devices);
-        let timing = Timing {
-            iteration_us: r.makespan,
-            fits: r.oom.is_empty(),
-        };
-        (timing, r.busy)
-    };
+    let read = |compiled: Compiled, r: &SimResult| (timing_of(r), compiled.device_busy(r));
     placement_within(p, routes, placement, limit_us, read)
 }
 

@@ -7,12 +7,12 @@ use rayon::prelude::*;
 
 use super::chunks::{Chunks, chunk, running_sum};
 use super::refine::{REFINE_SIMULATIONS, refined};
-use super::simulated_plan::{Scored, score};
+use super::simulated_plan::{Simulated, fastest};
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::collective::ring_allreduce_us;
 use crate::data_parallel::PACKINGS;
 use crate::error::{Result, SearchError};
-use crate::evaluate::{Placement, Problem, Timing, beats, limit_to_beat, timing_within};
+use crate::evaluate::Problem;
 use crate::strategy::{AllReducePacking, Schedule, Strategy};
 
 /// Most stages: the prefixes of the unit orders stop here, so planning stays cheap on clusters of
@@ -102,7 +102,7 @@ pub fn best_pipeline_refined_by(
         return Ok(None);
     };
     if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Ok(Some(best));
+        return Ok(Some(best.pipeline));
     }
     let near = other_schedule(&plan, &chunks, (p.cluster, routes));
     let kept = simulated(
@@ -113,13 +113,14 @@ pub fn best_pipeline_refined_by(
         deadline,
     )?;
     let (best, plan) = kept.expect("the best so far is kept");
-    let best = repacked(p, routes, best)?;
-    let (mut best, _, moves) = refined(
+    let best = repacked(p, (routes, &chunks), (best, &plan))?;
+    let (best, moves) = refined(
         p,
         (routes, &chunks),
         (best, plan),
         (refine_simulations, deadline),
     )?;
+    let mut best = best.pipeline;
     best.note = format!(
         "{}{}, {}",
         best.note,
@@ -141,37 +142,20 @@ fn simulated(
     p: &Problem,
     (routes, chunks): (&RouteTable, &Chunks),
     plans: &[Plan],
-    mut best: Option<(BestPipeline, Plan)>,
+    mut best: Option<(Simulated, Plan)>,
     deadline: Option<Instant>,
-) -> Result<Option<(BestPipeline, Plan)>> {
+) -> Result<Option<(Simulated, Plan)>> {
     for round in plans.chunks(rayon::current_num_threads().max(1)) {
         if best.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
-        let limit_us = best
-            .as_ref()
-            .map_or(f64::INFINITY, |(b, _)| limit_to_beat(b.time_us, b.fits));
-        let scored: Vec<Result<Scored>> = round
-            .par_iter()
-            .map(|plan| {
-                score(
-                    p,
-                    routes,
-                    chunks,
-                    plan,
-                    AllReducePacking::PerTensor,
-                    limit_us,
-                )
-            })
+        let candidates: Vec<_> = round
+            .iter()
+            .map(|plan| (plan, AllReducePacking::PerTensor))
             .collect();
-        for (s, plan) in scored.into_iter().zip(round) {
-            let Some((s, _)) = s? else { continue };
-            if best
-                .as_ref()
-                .is_none_or(|(b, _)| beats(s.time_us, s.fits, b.time_us, b.fits))
-            {
-                best = Some((s, plan.clone()));
-            }
+        let to_beat = best.as_ref().map(|(b, _)| &b.pipeline);
+        if let Some((i, s)) = fastest(p, (routes, chunks), &candidates, to_beat)? {
+            best = Some((s, round[i].clone()));
         }
     }
     Ok(best)
@@ -202,32 +186,22 @@ fn other_schedule(
     }
 }
 
-/// `best` with its stages' gradients packed each other way data parallelism tries (one buffer per
-/// stage, Horovod's buckets), simulated side by side, the fastest kept: they overlap the last
-/// micro-batch's backward differently from one ring per tensor (bert-large at batch 32 on TAG's
-/// testbed: 221.08 ms per tensor, 213.27 ms packed).
-fn repacked(p: &Problem, routes: &RouteTable, best: BestPipeline) -> Result<BestPipeline> {
-    let limit_us = limit_to_beat(best.time_us, best.fits);
-    let scored: Vec<Result<Option<(AllReducePacking, Timing)>>> = PACKINGS
-        .par_iter()
-        .filter(|&&k| k != best.strategy.allreduce)
-        .map(|&k| {
-            let mut s = best.strategy.clone();
-            s.allreduce = k;
-            let timing = timing_within(p, routes, &Placement::plain(s, ""), limit_us)?;
-            Ok(timing.map(|t| (k, t)))
-        })
+/// `best` (simulated from `plan`) with its stages' gradients packed each other way data
+/// parallelism tries (one buffer per stage, Horovod's buckets), simulated side by side, the
+/// fastest kept: they overlap the last micro-batch's backward differently from one ring per
+/// tensor (bert-large at batch 32 on TAG's testbed: 221.08 ms per tensor, 213.27 ms packed).
+fn repacked(
+    p: &Problem,
+    (routes, chunks): (&RouteTable, &Chunks),
+    (best, plan): (Simulated, &Plan),
+) -> Result<Simulated> {
+    let candidates: Vec<_> = PACKINGS
+        .iter()
+        .filter(|&&k| k != best.pipeline.strategy.allreduce)
+        .map(|&k| (plan, k))
         .collect();
-    let mut out = best;
-    for r in scored {
-        let Some((k, t)) = r? else { continue };
-        if beats(t.iteration_us, t.fits, out.time_us, out.fits) {
-            out.strategy.allreduce = k;
-            out.time_us = t.iteration_us;
-            out.fits = t.fits;
-        }
-    }
-    Ok(out)
+    let faster = fastest(p, (routes, chunks), &candidates, Some(&best.pipeline))?;
+    Ok(faster.map_or(best, |(_, s)| s))
 }
 
 /// How a pipeline's stages synchronise their gradients, in words.

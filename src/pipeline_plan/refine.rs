@@ -3,19 +3,19 @@
 //! it cannot price what the simulator does — a folded twin's end stages sharing one machine, the
 //! gradient AllReduce overlapping the last micro-batch's backward, sends contending for one NIC.
 
-use rayon::prelude::*;
 use std::time::Instant;
 
 use super::chunks::Chunks;
-use super::plan::{BestPipeline, Plan, micro_batch_counts};
-use super::simulated_plan::{score, stage_busy};
+use super::plan::{Plan, micro_batch_counts};
+use super::simulated_plan::{Simulated, fastest, stage_busy};
 use crate::cluster::RouteTable;
 use crate::error::Result;
-use crate::evaluate::{Problem, beats, limit_to_beat};
+use crate::evaluate::Problem;
 
-/// Most simulations the refinement runs, the plan's own first. Counted, not timed, so a plan
-/// is refined the same on any machine; a round that would pass it is not started.
-pub const REFINE_SIMULATIONS: usize = 24;
+/// Most simulations the refinement runs (of its moves: the plan it starts from was simulated
+/// before). Counted, not timed, so a plan is refined the same on any machine; a round that would
+/// pass it is not started.
+pub const REFINE_SIMULATIONS: usize = 23;
 
 /// The moves looked at since the last move kept: each stage's (it one chunk shorter at either
 /// end; a round takes the busiest stages not yet looked at) and the micro-batch count's (one step
@@ -27,60 +27,39 @@ struct Looked {
 
 /// `best` (simulated from `plan`) after single moves, a round of them side by side at a time,
 /// the fastest strictly faster one kept, until every stage's moves have failed since the last
-/// one kept, `simulations` ([`REFINE_SIMULATIONS`] by default, the plan's own again among them)
-/// are spent or the deadline passes (between rounds). Returns the plan reached and the moves
-/// kept.
+/// one kept, `simulations` ([`REFINE_SIMULATIONS`] by default) are spent or the deadline passes
+/// (between rounds). Returns the pipeline reached and the moves kept.
 pub(super) fn refined(
     p: &Problem,
     (routes, chunks): (&RouteTable, &Chunks),
-    (best, plan): (BestPipeline, Plan),
+    (mut best, mut plan): (Simulated, Plan),
     (simulations, deadline): (usize, Option<Instant>),
-) -> Result<(BestPipeline, Plan, usize)> {
-    if simulations < 2 {
-        return Ok((best, plan, 0));
-    }
-    let packing = best.strategy.allreduce;
-    // The plan again, for its busy times (the candidates' times are what they must beat).
-    let Some((mut again, busy)) = score(p, routes, chunks, &plan, packing, f64::INFINITY)? else {
-        return Ok((best, plan, 0));
-    };
-    again.note = best.note;
-    let mut best = again;
-    let mut busy = stage_busy(&plan, &busy);
-    let mut plan = plan;
+) -> Result<(Simulated, usize)> {
+    let packing = best.pipeline.strategy.allreduce;
     let stages = plan.ends.len();
     let fresh = || Looked {
         stages: vec![false; stages],
         micro_batches: false,
     };
-    let (mut looked, mut kept, mut simulated) = (fresh(), 0, 1);
-    while let Some(candidates) = round(&plan, &busy, &mut looked, p.graph.batch_size) {
+    let (mut looked, mut kept, mut simulated) = (fresh(), 0, 0);
+    let mut busy = stage_busy(&plan, &best.busy);
+    while let Some(moves) = round(&plan, &busy, &mut looked, p.graph.batch_size) {
         let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
-        if out_of_time || simulated + candidates.len() > simulations {
+        if out_of_time || simulated + moves.len() > simulations {
             break;
         }
-        simulated += candidates.len();
-        let limit_us = limit_to_beat(best.time_us, best.fits);
-        let scored: Vec<_> = candidates
-            .par_iter()
-            .map(|c| score(p, routes, chunks, c, packing, limit_us))
-            .collect();
-        let mut improved = None;
-        for (s, candidate) in scored.into_iter().zip(candidates) {
-            let Some((s, b)) = s? else { continue };
-            if beats(s.time_us, s.fits, best.time_us, best.fits) {
-                best = s;
-                improved = Some((candidate, b));
-            }
-        }
-        if let Some((next, b)) = improved {
-            busy = stage_busy(&next, &b);
-            plan = next;
+        simulated += moves.len();
+        let candidates: Vec<_> = moves.iter().map(|m| (m, packing)).collect();
+        let faster = fastest(p, (routes, chunks), &candidates, Some(&best.pipeline))?;
+        if let Some((i, s)) = faster {
+            plan = moves[i].clone();
+            busy = stage_busy(&plan, &s.busy);
+            best = s;
             kept += 1;
             looked = fresh();
         }
     }
-    Ok((best, plan, kept))
+    Ok((best, kept))
 }
 
 /// The next round's moves from `plan` (stages' busy µs `busy`), marking what it looks at; `None`

@@ -1,36 +1,40 @@
 //! A plan as the strategy it stands for: one op group per stage, data-parallel on its unit,
 //! simulated.
 
+use rayon::prelude::*;
+
 use super::chunks::Chunks;
 use super::plan::{BestPipeline, Plan, stage_of_chunk};
 use crate::cluster::RouteTable;
 use crate::error::Result;
-use crate::evaluate::{Placement, Problem, busy_within};
+use crate::evaluate::{Placement, Problem, beats, busy_within, limit_to_beat};
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Strategy,
 };
 
-/// A simulated plan and each GPU's busy µs; `None` when given up past its limit.
-pub(super) type Scored = Option<(BestPipeline, Vec<f64>)>;
+/// A plan simulated: the pipeline it stands for, and each GPU's busy µs (what the refinement
+/// finds the busiest stage by).
+pub(super) struct Simulated {
+    pub(super) pipeline: BestPipeline,
+    pub(super) busy: Vec<f64>,
+}
 
 /// The plan as a strategy with its gradients packed by `packing`, simulated; `None` once its
-/// iteration is past `limit_us`. With it, each GPU's busy time.
-pub(super) fn score(
+/// iteration is past `limit_us`.
+fn score(
     p: &Problem,
     routes: &RouteTable,
     c: &Chunks,
-    plan: &Plan,
-    packing: AllReducePacking,
+    (plan, packing): (&Plan, AllReducePacking),
     limit_us: f64,
-) -> Result<Scored> {
-    let mut strategy = strategy(p, c, plan);
-    strategy.allreduce = packing;
+) -> Result<Option<Simulated>> {
+    let strategy = strategy(p, c, plan, packing);
     let placement = Placement::plain(strategy.clone(), "");
     let Some((timing, busy)) = busy_within(p, routes, &placement, limit_us)? else {
         return Ok(None);
     };
     let stages: Vec<String> = plan.units.iter().map(|u| u.label.clone()).collect();
-    let best = BestPipeline {
+    let pipeline = BestPipeline {
         strategy,
         time_us: timing.iteration_us,
         fits: timing.fits,
@@ -42,7 +46,33 @@ pub(super) fn score(
             plan.schedule.name()
         ),
     };
-    Ok(Some((best, busy)))
+    Ok(Some(Simulated { pipeline, busy }))
+}
+
+/// `candidates` (plans, each with its gradients' packing) simulated side by side, and the
+/// fastest that beats `best` ([`beats`]; the fastest of all when there is none) with its index.
+/// A candidate's simulation is given up once past `best`'s time ([`limit_to_beat`]).
+pub(super) fn fastest(
+    p: &Problem,
+    (routes, chunks): (&RouteTable, &Chunks),
+    candidates: &[(&Plan, AllReducePacking)],
+    best: Option<&BestPipeline>,
+) -> Result<Option<(usize, Simulated)>> {
+    let limit_us = best.map_or(f64::INFINITY, |b| limit_to_beat(b.time_us, b.fits));
+    let scored: Vec<Result<Option<Simulated>>> = candidates
+        .par_iter()
+        .map(|&candidate| score(p, routes, chunks, candidate, limit_us))
+        .collect();
+    let mut out: Option<(usize, Simulated)> = None;
+    for (i, s) in scored.into_iter().enumerate() {
+        let Some(s) = s? else { continue };
+        let to_beat = out.as_ref().map(|(_, o)| &o.pipeline).or(best);
+        let (t, f) = (s.pipeline.time_us, s.pipeline.fits);
+        if to_beat.is_none_or(|b| beats(t, f, b.time_us, b.fits)) {
+            out = Some((i, s));
+        }
+    }
+    Ok(out)
 }
 
 /// The busiest of each stage's GPUs' busy time (`busy` per GPU), µs.
@@ -53,8 +83,9 @@ pub(super) fn stage_busy(plan: &Plan, busy: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// One op group per stage, data-parallel (AllReduce, speed-proportional shares) on its unit.
-pub(super) fn strategy(p: &Problem, c: &Chunks, plan: &Plan) -> Strategy {
+/// One op group per stage, data-parallel (AllReduce, speed-proportional shares) on its unit, the
+/// gradients packed by `packing`.
+fn strategy(p: &Problem, c: &Chunks, plan: &Plan, packing: AllReducePacking) -> Strategy {
     let g = p.graph;
     let op_group: Vec<u32> = c
         .of_op
@@ -82,7 +113,7 @@ pub(super) fn strategy(p: &Problem, c: &Chunks, plan: &Plan) -> Strategy {
         p.cluster.num_devices(),
     )
     .expect("a plan's stages are valid groups");
-    s.allreduce = AllReducePacking::PerTensor;
+    s.allreduce = packing;
     let stages: Vec<Vec<usize>> = (0..plan.units.len()).map(|s| vec![s]).collect();
     s.pipeline = Some(
         Pipeline::new(
