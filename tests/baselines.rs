@@ -665,10 +665,13 @@ fn os_dpos_keeps_only_splits_that_shorten_dpos() {
     assert!(improved > 0, "no split ever helped");
 }
 
-/// The search never loses to the heuristics nor to `local-search`, by construction: it polishes
-/// from `dp-subset` exactly as `local-search` does (with the same polish budget), also from the
-/// best heuristic and the tree's best, and falls back to a heuristic's placement (list schedules
-/// with their execution order) when nothing found is faster. `mcmc` is printed, not asserted.
+/// The search never loses to the heuristics nor to `local-search`: it falls back to a
+/// heuristic's placement (list schedules with their execution order) when nothing found is
+/// faster, and it polishes from `dp-subset` as `local-search` does (with the same polish budget),
+/// also from the best heuristic and the tree's best. Not by construction against
+/// `local-search`: a walk whose pace cannot catch a faster start it cannot move to (a pipeline, a
+/// list schedule) is given up, where `local-search`, which has no such starts, walks on. `mcmc`
+/// is printed, not asserted.
 #[test]
 fn tag_is_never_slower_than_a_heuristic_or_local_search() {
     use topoplace::baselines::heuristics::HEURISTICS;
