@@ -44,16 +44,24 @@ pub struct Heuristic {
 
 /// Every heuristic's placement in [`HEURISTICS`] order, those started before `deadline` (the
 /// first one, `dp-subset`, always runs; a list scheduler still running at the deadline gives
-/// up). They run side by side; the list keeps its order whichever finished first.
+/// up), `pipeline-dp` with `pipeline_deadline` instead. They run side by side; the list keeps its
+/// order whichever finished first.
 pub fn heuristics(
     p: &Problem,
     routes: &RouteTable,
     deadline: Option<Instant>,
+    pipeline_deadline: Option<Instant>,
 ) -> Result<Vec<Heuristic>> {
     let found: Vec<Option<Heuristic>> = HEURISTICS
         .par_iter()
         .enumerate()
-        .map(|(at, &name)| heuristic(p, routes, name, deadline.filter(|_| at > 0)))
+        .map(|(at, &name)| {
+            let deadline = match name {
+                "pipeline-dp" => pipeline_deadline,
+                _ => deadline.filter(|_| at > 0),
+            };
+            heuristic(p, routes, name, deadline)
+        })
         .collect::<Result<_>>()?;
     Ok(found.into_iter().flatten().collect())
 }

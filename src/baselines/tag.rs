@@ -28,8 +28,13 @@ pub enum Tag {
     Pure,
 }
 
-/// Share of a time limit the heuristics may take before the search starts.
+/// Share of a time limit the heuristics may take before the search starts ...
 const HEURISTICS_SHARE: f64 = 0.25;
+/// ... but `pipeline-dp` this share: on clusters of several machines its pipeline is the
+/// strongest start, and its simulations of whole pipelines take longest (BERT-large at batch 32
+/// on TAG's cloud: 5.5 s on 2 slow cores, so a quarter of `--time 10` stopped it before it
+/// simulated its best plan, 161.70 ms where it finds 145.37 ms).
+const PIPELINE_SHARE: f64 = 0.5;
 
 /// Graphs of at most this many ops also get the exact MILPs' warm starts as starts: op-level
 /// schedules on the MILPs' own coarsenings, which on such graphs can reach placements no move of
@@ -48,7 +53,8 @@ pub const MILP_START_CAP_SECONDS: f64 = 60.0;
 
 /// The heuristics, then TAG's search over `groups` METIS op groups starting from their
 /// placements: what `topoplace place` and the `tag` placers run. `config.seconds` bounds the
-/// whole (the heuristics stop at a quarter of it; the search gets what is left).
+/// whole (the heuristics stop at a quarter of it, `pipeline-dp` at half; the search gets what is
+/// left).
 pub fn tag_search(
     p: &Problem,
     groups: usize,
@@ -58,10 +64,17 @@ pub fn tag_search(
 ) -> Result<(SearchResult, Vec<Heuristic>)> {
     let began = Instant::now();
     let routes = RouteTable::new(p.cluster);
-    let deadline = config
-        .seconds
-        .map(|s| began + Duration::from_secs_f64(s * HEURISTICS_SHARE));
-    let found = heuristics(p, &routes, deadline)?;
+    let share_of_time = |share: f64| {
+        config
+            .seconds
+            .map(|s| began + Duration::from_secs_f64(s * share))
+    };
+    let found = heuristics(
+        p,
+        &routes,
+        share_of_time(HEURISTICS_SHARE),
+        share_of_time(PIPELINE_SHARE),
+    )?;
     // dp-subset is the polish's first start, handed over so it is not searched for again.
     let known = |h: &Heuristic| (h.placement.clone(), h.time_us, h.fits);
     let mut starts = Starts {
