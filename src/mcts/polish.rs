@@ -94,9 +94,6 @@ struct Walk {
     give_up_above: f64,
     /// ... checked once a sweep has visited this many groups, and after every sweep.
     give_up_after: usize,
-    /// The fastest start that fits (µs; infinite when none does), which the walk has to be able
-    /// to reach to be worth going on ([`cannot_catch_up`]).
-    catch_up_to: f64,
 }
 
 /// The walk from data parallelism over every GPU runs only when that is at most this many times
@@ -115,7 +112,7 @@ const DATA_PARALLEL_WALK_GIVES_UP: f64 = 1.25;
 /// groups are visited most compute first, so the later ones usually gain less), and one more
 /// sweep gains as much again (with don't-look bits, later sweeps usually gain far less). Beyond
 /// TAG, whose search has no such starts.
-pub(super) fn cannot_catch_up(
+fn cannot_catch_up(
     sweep_start_us: f64,
     now_us: f64,
     visited: usize,
@@ -203,8 +200,8 @@ impl Mcts<'_> {
                 outcome,
             });
         }
-        // dp-subset's walk gets the whole budget (it is `local-search`'s); later ones half.
         let catch_up_to = fastest_fitting(&fixed);
+        // dp-subset's walk gets the whole budget (it is `local-search`'s); later ones half.
         let mut walks: Vec<Walk> = starts
             .into_iter()
             .enumerate()
@@ -218,7 +215,6 @@ impl Mcts<'_> {
                 order: (0..self.groups).collect(),
                 give_up_above: f64::INFINITY,
                 give_up_after: 0,
-                catch_up_to,
             })
             .collect();
         walks.extend(self.data_parallel_walk(catch_up_to));
@@ -228,7 +224,7 @@ impl Mcts<'_> {
         // leave one idle (a group with one or three fresh candidates).
         let mut walks: Vec<(Point, usize)> = walks
             .into_par_iter()
-            .map(|w| self.local_search(w, deadline))
+            .map(|w| self.local_search(w, catch_up_to, deadline))
             .collect::<Result<_>>()?;
         // Both ends stay finishes: the SFB check can reorder them.
         let fastest = walks
@@ -297,7 +293,6 @@ impl Mcts<'_> {
             order: self.by_parameters(),
             give_up_above: DATA_PARALLEL_WALK_GIVES_UP * fastest,
             give_up_after: self.groups.div_ceil(3),
-            catch_up_to: fastest,
         })
     }
 
@@ -343,27 +338,34 @@ impl Mcts<'_> {
     /// the deadline; the point reached and the simulations run. A group whose moves all failed is
     /// not looked at again until it or a group it exchanges tensors with changes ("don't-look
     /// bits", as in Bentley's 2-opt for the TSP): later sweeps then cost a fraction of the first.
-    fn local_search(&self, walk: Walk, deadline: Option<Instant>) -> Result<(Point, usize)> {
+    /// `catch_up_to` is the fastest start that fits (µs; infinite when none does): a walk whose
+    /// pace cannot reach it is given up ([`cannot_catch_up`]).
+    fn local_search(
+        &self,
+        walk: Walk,
+        catch_up_to: f64,
+        deadline: Option<Instant>,
+    ) -> Result<(Point, usize)> {
         let Walk {
             start: mut at,
             budget,
             order,
             give_up_above,
             give_up_after,
-            catch_up_to,
         } = walk;
         let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
         let mut tried = HashSet::new();
         tried.insert(at.key());
         let mut look = vec![true; self.groups];
         let mut used = 0;
+        // Where a walk is judged against the start it cannot move to: after each third of a
+        // sweep and at its end.
+        let thirds = [self.groups.div_ceil(3), (2 * self.groups).div_ceil(3)];
         loop {
             if out_of_time() {
                 return Ok((at, used));
             }
             let before = at.outcome;
-            // Where the walk is judged against the start it cannot move to: after each third of
-            // a sweep and at its end.
             let behind = |at: &Point, visited: usize| {
                 before.fits
                     && at.outcome.fits
@@ -375,7 +377,6 @@ impl Mcts<'_> {
                         catch_up_to,
                     )
             };
-            let thirds = [self.groups.div_ceil(3), (2 * self.groups).div_ceil(3)];
             // The global knobs first: shares and packing, as data parallelism tries them.
             let every_gpu: Vec<usize> = (0..self.problem.cluster.devices.len()).collect();
             let knobs: Vec<Point> = variants(self.problem.cluster, &every_gpu)
