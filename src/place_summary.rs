@@ -56,6 +56,8 @@ pub struct PlaceSummary {
     pub peak_memory_bytes: f64,
     pub iterations: usize,
     pub simulated: usize,
+    /// Of them, pipelines the tree simulated below its pipeline frames.
+    pub pipeline_leaves: usize,
     pub actions: usize,
     pub search_seconds: f64,
     pub iterations_per_second: f64,
@@ -92,6 +94,7 @@ impl PlaceSummary {
                 .fold(0.0, f64::max),
             iterations: found.iterations,
             simulated: found.simulated,
+            pipeline_leaves: found.pipeline_leaves,
             actions: found.actions,
             search_seconds: found.seconds,
             iterations_per_second: found.iterations_per_second(),
@@ -136,7 +139,7 @@ impl PlaceSummary {
              DP-NCCL           {:.3} ms (speed-up {:+.1}%)\n\
              peak memory       {:.2} GiB\n\
              search            MCTS ({priors}), {} iterations over {} actions, {} strategies \
-             simulated\n\
+             simulated ({} pipelines in the tree)\n\
              search time       {:.2} s ({:.1} iterations/s)\n\
              beat DP-NCCL at   iteration {}\n",
             s.model,
@@ -151,6 +154,7 @@ impl PlaceSummary {
             s.iterations,
             s.actions,
             s.simulated,
+            s.pipeline_leaves,
             s.search_seconds,
             s.iterations_per_second,
             beat
@@ -301,6 +305,7 @@ mod tests {
             peak_memory_bytes: 0.0,
             iterations: 1,
             simulated: 1,
+            pipeline_leaves: 0,
             actions: 1,
             search_seconds: 0.0,
             iterations_per_second: 0.0,

@@ -2,26 +2,16 @@
 //! the dynamic programme's, it moves the cut where the estimate misprices it (BERT-large on TAG's
 //! cloud, whose folded first machine runs two stages), and it is deterministic.
 
-use topoplace::cluster::{Cluster, RouteTable, load_cluster, random_cluster};
+use topoplace::cluster::{Cluster, RouteTable, random_cluster};
 use topoplace::cost::CostModel;
 use topoplace::evaluate::{Problem, evaluate_strategy};
 use topoplace::graph::Graph;
 use topoplace::pipeline_plan::{BestPipeline, REFINE_SIMULATIONS, best_pipeline_refined_by};
 use topoplace::sim::Order;
-use topoplace::zoo::{ZooOptions, build};
 
-fn model(name: &str, batch: u32) -> Graph {
-    let opts = ZooOptions {
-        batch_size: Some(batch),
-        ..Default::default()
-    };
-    build(name, &opts).unwrap()
-}
+mod common;
 
-fn shipped(name: &str) -> Cluster {
-    let path = format!("{}/configs/{name}.toml", env!("CARGO_MANIFEST_DIR"));
-    load_cluster(path).unwrap()
-}
+use common::{shipped_cluster as shipped, zoo_model as model};
 
 /// The pipeline planned for `g` on `c` with `simulations` refining its cut.
 fn planned(g: &Graph, c: &Cluster, simulations: usize) -> Option<BestPipeline> {

@@ -3,6 +3,7 @@
 //! ([`crate::mcts::Mcts::with_starts`]), and `place` reports the fastest of them as the best
 //! other method.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -11,6 +12,7 @@ use super::{Budget, placer};
 use crate::cluster::RouteTable;
 use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, Problem, evaluate};
+use crate::pipeline_plan::{PipelineFrames, REFINE_SIMULATIONS, best_pipeline_with_frames};
 
 /// Placers that need no search, cheapest and strongest first (so a deadline that cuts the list
 /// short keeps the ones that matter).
@@ -40,6 +42,8 @@ pub struct Heuristic {
     pub placement: Placement,
     pub time_us: f64,
     pub fits: bool,
+    /// `pipeline-dp`'s frames, the pipelines TAG's tree searches (none for the others).
+    pub frames: Option<Arc<PipelineFrames>>,
 }
 
 /// Every heuristic's placement in [`HEURISTICS`] order, those started before `deadline` (the
@@ -76,6 +80,9 @@ fn heuristic(
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
     }
+    if name == "pipeline-dp" {
+        return pipeline_with_frames(p, routes, deadline);
+    }
     let budget = Budget {
         deadline,
         ..Budget::default()
@@ -93,6 +100,33 @@ fn heuristic(
         placement,
         time_us: e.report.iteration_us,
         fits: e.result.oom.is_empty(),
+        frames: None,
+    }))
+}
+
+/// `pipeline-dp`'s placement (as its placer places it), simulated, with the frames it leaves for the
+/// tree; none when out of time or there is no pipeline to cut.
+fn pipeline_with_frames(
+    p: &Problem,
+    routes: &RouteTable,
+    deadline: Option<Instant>,
+) -> Result<Option<Heuristic>> {
+    let found = match best_pipeline_with_frames(p, routes, deadline, REFINE_SIMULATIONS) {
+        Err(Error::Search(SearchError::OutOfTime)) => return Ok(None),
+        found => found?,
+    };
+    let Some((best, frames)) = found else {
+        return Ok(None);
+    };
+    let mut placement = Placement::plain(best.strategy, best.note);
+    placement.fits = Some(best.fits);
+    let e = evaluate(p, routes, &placement)?;
+    Ok(Some(Heuristic {
+        name: "pipeline-dp",
+        placement,
+        time_us: e.report.iteration_us,
+        fits: e.result.oom.is_empty(),
+        frames: Some(Arc::new(frames)),
     }))
 }
 

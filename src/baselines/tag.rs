@@ -85,6 +85,7 @@ pub fn tag_search(
             .map(known)
             .collect(),
         unsimulated: Vec::new(),
+        pipelines: found.iter().find_map(|h| h.frames.clone()),
     };
     if p.graph.len() <= MILP_STARTS_UP_TO_OPS {
         let cap = config.seconds.map_or(MILP_START_CAP_SECONDS, |s| {

@@ -55,6 +55,10 @@ pub struct PlaceArgs {
     /// Batch shares of the searched strategies.
     #[arg(long, value_enum, default_value_t = BatchSplitArg::Even)]
     batch_split: BatchSplitArg,
+    /// New pipelines the tree may simulate below `pipeline-dp`'s frames (micro-batch counts and
+    /// stage boundaries as actions); 0 leaves pipelines out of the tree.
+    #[arg(long, default_value_t = mcts::PIPELINE_LEAVES)]
+    pipeline_leaves: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Write the chosen strategy JSON here.
@@ -108,6 +112,7 @@ pub fn run(args: PlaceArgs) -> Result<()> {
             BatchSplitArg::Even => SearchSplit::Even,
             BatchSplitArg::Auto => SearchSplit::Auto,
         },
+        pipeline_leaves: args.pipeline_leaves,
         ..Default::default()
     };
     let bar = progress_bar(args.budget as u64, BAR)?;

@@ -12,6 +12,12 @@ pub const FULL_SUBSETS_UP_TO: usize = 8;
 /// `place` stays within seconds.
 pub const DEFAULT_POLISH: usize = 2000;
 
+/// New pipeline leaves a search may simulate by default ([`MctsConfig::pipeline_leaves`]): a
+/// pipeline's simulation runs every micro-batch's tasks, 10–20 times a per-group leaf's on
+/// BERT-large, so they are capped where they add a second or two to `place` on two slow cores
+/// (16 added 3–5 s for the same few wins on 40 random instances).
+pub const PIPELINE_LEAVES: usize = 8;
+
 /// Reward of a strategy that runs out of memory.
 pub(crate) const OOM_REWARD: f64 = -1.0;
 
@@ -48,6 +54,9 @@ pub struct MctsConfig {
     /// rank first. Counted in the budget. With a policy, the seeds that simulate faster than the
     /// start get the policy's top prior at the root ([`super::lift_priors`]).
     pub seed_device_groups: bool,
+    /// New pipeline leaves the tree may simulate below the pipeline frames it is given
+    /// ([`crate::mcts::Starts::pipelines`]); 0 leaves the frames out of the tree.
+    pub pipeline_leaves: usize,
 }
 
 /// The order in which the search decides op groups (the tree's depth order).
@@ -90,6 +99,7 @@ impl Default for MctsConfig {
             polish: DEFAULT_POLISH,
             root_noise: None,
             seed_device_groups: true,
+            pipeline_leaves: PIPELINE_LEAVES,
         }
     }
 }

@@ -60,8 +60,10 @@ impl Mcts<'_> {
         } = placement;
         let seconds = seconds + started.elapsed().as_secs_f64();
         let (decisions, group_ops, shares) = match choice {
-            Some(choice) => self.search_groups(&choice, &strategy),
-            None => strategy_groups(&strategy),
+            Some(choice) if self.frame_of(&choice).is_none() => {
+                self.search_groups(&choice, &strategy)
+            }
+            _ => strategy_groups(&strategy),
         };
         Ok(SearchResult {
             strategy,
@@ -75,9 +77,10 @@ impl Mcts<'_> {
             dp_fits: self.dp.fits,
             beat_dp_at: self.beat_dp_at,
             iterations: self.iterations,
-            simulated: self.cache.len() + polished,
+            simulated: self.cache.len() - self.pipelines_known + polished,
             seconds,
             actions: self.actions.len(),
+            pipeline_leaves: self.pipeline_leaves,
         })
     }
 

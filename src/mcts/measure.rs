@@ -42,6 +42,9 @@ impl Mcts<'_> {
         split: BatchSplit,
         other_split: &[usize],
     ) -> Result<Placement> {
+        if self.frame_of(choice).is_some() {
+            return Ok(self.pipeline_placement(choice, packing));
+        }
         let strategy = build_strategy(
             &self.op_group,
             &self.actions,
@@ -58,7 +61,11 @@ impl Mcts<'_> {
 
     /// Simulate `choice` under each packing and keep the better (so the all-DP choice is
     /// Horovod-style when bucketing wins); with a policy, also the better one's runtime feedback.
+    /// A pipeline is simulated once, under its frame's packing, with no feedback.
     pub(super) fn simulate(&self, choice: &[u16]) -> Result<(Outcome, Option<Feedback>)> {
+        if self.frame_of(choice).is_some() {
+            return Ok((self.simulate_pipeline(choice)?, None));
+        }
         let mut placement = self.placement_of(choice, PACKINGS[0], self.split, &[])?;
         let mut best: Option<(Outcome, Evaluation)> = None;
         for packing in PACKINGS {

@@ -18,6 +18,9 @@
 //!   Dirichlet noise ([`noise`], [`MctsConfig::root_noise`]).
 //! - First leaves (beyond TAG, [`seeds`]): data parallelism inside each device group alone and
 //!   over every GPU of one type; those faster than the start get the policy's top root prior.
+//! - Pipelines (beyond TAG, [`pipelines`]): given `pipeline-dp`'s frames, each is a root action
+//!   beside op group 0's, below which the tree decides the micro-batch count and each stage
+//!   boundary's move; a pipeline leaf is that pipeline simulated, on the same reward.
 //! - After the tree (beyond TAG, [`polish`]): the better of the tree's best and the best data
 //!   parallelism over device-group subsets is polished by local search, so the result is never
 //!   slower than `dp-subset`.
@@ -33,6 +36,7 @@ pub mod finish;
 pub mod grouping;
 pub mod measure;
 pub mod noise;
+pub mod pipelines;
 pub mod polish;
 pub mod result;
 pub mod search;
@@ -41,7 +45,8 @@ pub mod tree;
 
 pub use actions::{PACKINGS, Shares, actions, build_strategy, device_group_sets};
 pub use config::{
-    DEFAULT_GROUPS, DEFAULT_POLISH, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, SearchSplit,
+    DEFAULT_GROUPS, DEFAULT_POLISH, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, PIPELINE_LEAVES,
+    SearchSplit,
 };
 pub use grouping::{metis_groups, order_by_compute, ordered_groups};
 pub use noise::RootNoise;

@@ -175,6 +175,15 @@ impl Mcts<'_> {
             };
             fixed.push((start.clone(), outcome));
         }
+        // A pipeline the tree found is a start the moves cannot change, as pipeline-dp's is.
+        let tree_best = self.best.clone().filter(|_| self.iterations > 0);
+        let tree_pipeline = tree_best
+            .as_ref()
+            .filter(|(c, _)| self.frame_of(c).is_some());
+        if let Some((key, outcome)) = tree_pipeline {
+            let placement = self.pipeline_placement(key, outcome.packing);
+            fixed.push((placement, *outcome));
+        }
         // Polish dp-subset (what `local-search` does), the best start if another, the tree's best
         // and, where it is close enough, the tree's start: the other starts are far slower on the
         // clusters where they differ.
@@ -190,8 +199,7 @@ impl Mcts<'_> {
                 }
             });
         starts.extend(best_start);
-        if self.iterations > 0 {
-            let (choice, outcome) = self.best.clone().expect("DP is evaluated first");
+        if let Some((choice, outcome)) = tree_best.filter(|(c, _)| self.frame_of(c).is_none()) {
             starts.push(Point {
                 choice,
                 split: self.split,

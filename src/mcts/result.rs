@@ -36,6 +36,8 @@ pub struct SearchResult {
     /// Wall time of the search (for TAG's placer, its heuristics and the MILP warm starts included).
     pub seconds: f64,
     pub actions: usize,
+    /// Pipelines the tree simulated below its pipeline frames ([`super::pipelines`]).
+    pub pipeline_leaves: usize,
 }
 
 impl SearchResult {

@@ -2,6 +2,7 @@
 //! simulation in parallel batches, backup, and TAG's SFB double check of the result.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use rand::SeedableRng;
@@ -17,6 +18,7 @@ use crate::cluster::RouteTable;
 use crate::error::{Result, SearchError};
 use crate::evaluate::{Placement, Problem};
 use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
+use crate::pipeline_plan::PipelineFrames;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption};
 
 /// The search state: tree, evaluation cache and best strategy so far.
@@ -57,6 +59,13 @@ pub struct Mcts<'a> {
     pub(super) group_neighbours: Vec<Vec<usize>>,
     /// When the search began (its grouping included): `config.seconds` counts from here.
     pub(super) began: Instant,
+    /// The pipelines the tree searches besides per-group strategies ([`super::pipelines`]).
+    pub(super) frames: Option<Arc<PipelineFrames>>,
+    /// New pipeline leaves the tree may still select, and those it selected.
+    pub(super) pipeline_leaves_left: usize,
+    pub(super) pipeline_leaves: usize,
+    /// Pipelines cached from `pipeline-dp`'s simulations, not the search's.
+    pub(super) pipelines_known: usize,
 }
 
 impl<'a> Mcts<'a> {
@@ -101,6 +110,10 @@ impl<'a> Mcts<'a> {
             group_neighbours,
             single_group_allreduce,
             began: Instant::now(),
+            frames: None,
+            pipeline_leaves_left: 0,
+            pipeline_leaves: 0,
+            pipelines_known: 0,
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -171,6 +184,9 @@ impl<'a> Mcts<'a> {
             .collect();
         if let Some((placement, time_us, fits)) = starts.data_parallel {
             self = self.with_data_parallel(placement, time_us, fits);
+        }
+        if let Some(frames) = starts.pipelines {
+            self.with_frames(frames);
         }
         self
     }
@@ -262,7 +278,7 @@ impl<'a> Mcts<'a> {
         // creation order, so the result does not depend on the thread count.
         let priors: Vec<(usize, Vec<f64>)> = pending
             .into_par_iter()
-            .filter(|(_, path)| path.len() < self.groups)
+            .filter(|(_, path)| path.len() < self.groups && self.frame_of(path).is_none())
             .map(|(node, path)| {
                 let choice = self.complete_or_dp(&path);
                 let feedback = &self.feedback[&choice];
@@ -274,6 +290,7 @@ impl<'a> Mcts<'a> {
                 Some(noise) if node == 0 => noise.apply(&p, &mut self.rng),
                 _ => p,
             };
+            let p = with_uniform_tail(p, self.nodes[node].edges.len());
             self.nodes[node].priors = Some(p);
         }
     }
@@ -318,7 +335,7 @@ impl<'a> Mcts<'a> {
         while let Some((node, path)) = stack.pop() {
             let edges = &self.nodes[node].edges;
             let total: u32 = edges.iter().map(|e| e.visits).sum();
-            if total < min_visits || path.len() >= self.groups {
+            if total < min_visits || path.len() >= self.groups || self.frame_of(&path).is_some() {
                 continue;
             }
             let choice = self.complete_or_dp(&path);
@@ -329,7 +346,7 @@ impl<'a> Mcts<'a> {
                     visits: edges
                         .iter()
                         .enumerate()
-                        .filter(|(_, e)| e.visits > 0)
+                        .filter(|(a, e)| e.visits > 0 && *a < self.actions.len())
                         .map(|(a, e)| (a as u16, e.visits))
                         .collect(),
                 });
@@ -350,8 +367,11 @@ impl<'a> Mcts<'a> {
     /// reference simulations included).
     fn search(&mut self, mut progress: impl FnMut(Progress)) -> Result<f64> {
         let began = self.began;
-        if self.config.seed_device_groups && self.iterations == 0 {
-            self.seed_device_groups()?;
+        if self.iterations == 0 {
+            if self.config.seed_device_groups {
+                self.seed_device_groups()?;
+            }
+            self.seed_frames()?;
         }
         while self.iterations < self.config.iterations {
             if self
@@ -417,8 +437,12 @@ impl<'a> Mcts<'a> {
         Ok(())
     }
 
-    /// Undecided groups take the first group's decision (TAG footnote 2).
-    fn complete(&self, path: &[u16]) -> Vec<u16> {
+    /// Undecided groups take the first group's decision (TAG footnote 2); a pipeline's
+    /// undecided micro-batch count and boundaries stay its frame's.
+    pub(super) fn complete(&self, path: &[u16]) -> Vec<u16> {
+        if let Some(f) = self.frame_of(path) {
+            return self.completed_pipeline(f, path);
+        }
         let mut c = path.to_vec();
         c.resize(self.groups, path[0]);
         c
@@ -476,6 +500,22 @@ pub struct Starts {
     pub known: Vec<KnownPlacement>,
     /// Not simulated yet (the exact MILPs'): the polish simulates them while time remains.
     pub unsimulated: Vec<Placement>,
+    /// `pipeline-dp`'s frames: the pipelines the tree searches too ([`super::pipelines`]).
+    pub pipelines: Option<Arc<PipelineFrames>>,
+}
+
+/// `priors` over a vertex's first actions, the `edges − priors.len()` after them (the root's
+/// pipeline frames, which the GNN does not score) given the uniform share `1 / edges`, all
+/// renormalised to a sum of one.
+fn with_uniform_tail(mut priors: Vec<f64>, edges: usize) -> Vec<f64> {
+    if priors.len() >= edges {
+        return priors;
+    }
+    let share = 1.0 / edges as f64;
+    let scale = 1.0 - share * (edges - priors.len()) as f64;
+    priors.iter_mut().for_each(|p| *p *= scale);
+    priors.resize(edges, share);
+    priors
 }
 
 /// [`search_with`], also polishing from `starts`.

@@ -19,25 +19,35 @@ pub(super) struct Edge {
 
 pub(super) const NO_CHILD: u32 = u32::MAX;
 
+impl Default for Edge {
+    fn default() -> Edge {
+        Edge {
+            visits: 0,
+            total: 0.0,
+            virtual_visits: 0,
+            child: NO_CHILD,
+        }
+    }
+}
+
 pub(super) struct Node {
     pub(super) edges: Vec<Edge>,
     /// The policy's priors over the actions; `None`: uniform.
     pub(super) priors: Option<Vec<f64>>,
+    /// Whether the first selection here follows the priors. TAG's vertices leave it to chance:
+    /// with no visit yet PUCT's exploration term is 0 for every action, so the first is a tie
+    /// broken at random; the vertices below a pipeline frame count the visit that reached them
+    /// instead (AlphaZero's √N of the parent), so their first leaf is the move their priors rank
+    /// first, not any of them.
+    pub(super) first_by_prior: bool,
 }
 
 impl Node {
     pub(super) fn new(actions: usize) -> Node {
         Node {
             priors: None,
-            edges: vec![
-                Edge {
-                    visits: 0,
-                    total: 0.0,
-                    virtual_visits: 0,
-                    child: NO_CHILD,
-                };
-                actions
-            ],
+            first_by_prior: false,
+            edges: vec![Edge::default(); actions],
         }
     }
 }
@@ -60,12 +70,18 @@ impl Outcome {
 /// PUCT selection with virtual loss, and the backup of a leaf's reward.
 impl Mcts<'_> {
     /// Walk down by PUCT, adding virtual visits, until an edge with no child (expanded here)
-    /// or a complete strategy.
+    /// or a complete strategy (a pipeline's leaf spends one of the pipeline leaves left).
     pub(super) fn select(&mut self) -> Vec<u16> {
+        let path = self.walk_down();
+        self.spend_pipeline_leaf(&path);
+        path
+    }
+
+    fn walk_down(&mut self) -> Vec<u16> {
         let mut path = Vec::new();
         let mut node = 0usize;
         let mut parent_q = self.root_q();
-        while path.len() < self.groups {
+        while path.is_empty() || path.len() < self.depth_of(&path) {
             let a = self.pick(node, parent_q);
             path.push(a as u16);
             let Some(child) = self.enter(node, &path) else {
@@ -91,7 +107,10 @@ impl Mcts<'_> {
         }
         let child = self.nodes.len() as u32;
         self.nodes[node].edges[a].child = child;
-        self.nodes.push(Node::new(self.actions.len()));
+        let mut vertex = Node::new(self.edges_below(path));
+        vertex.priors = self.pipeline_priors(path);
+        vertex.first_by_prior = vertex.priors.is_some();
+        self.nodes.push(vertex);
         if self.policy.is_some() {
             self.pending.push((child as usize, path.to_vec()));
         }
@@ -108,13 +127,15 @@ impl Mcts<'_> {
     }
 
     /// The PUCT argmax at `node`, ties broken uniformly at random. `parent_q` is the mean reward
-    /// through `node`, the first-play value of its unvisited actions.
+    /// through `node`, the first-play value of its unvisited actions. The root's pipeline frames
+    /// are closed once no pipeline leaf is left.
     pub(super) fn pick(&mut self, node: usize, parent_q: f64) -> usize {
         let edges = &self.nodes[node].edges;
         let priors = self.nodes[node].priors.as_deref();
         let uniform = 1.0 / edges.len() as f64;
         let total: u32 = edges.iter().map(|e| e.visits + e.virtual_visits).sum();
-        let sqrt_total = (total as f64).sqrt();
+        let reached = u32::from(self.nodes[node].first_by_prior);
+        let sqrt_total = (total.max(reached) as f64).sqrt();
         let (low, high) = self.reward_range;
         // Rewards are unbounded above (T_DP / T − 1), so Q is rescaled to [0, 1] by the range
         // seen so far (as in MuZero) to keep the exploration constant meaningful.
@@ -126,8 +147,13 @@ impl Mcts<'_> {
             }
         };
         let first_play = scale(parent_q);
+        let open = if node == 0 && !self.pipelines_open() {
+            self.actions.len()
+        } else {
+            edges.len()
+        };
         let (mut best, mut best_u, mut ties) = (0, f64::NEG_INFINITY, 0u32);
-        for (a, e) in edges.iter().enumerate() {
+        for (a, e) in edges.iter().enumerate().take(open) {
             let n = e.visits + e.virtual_visits;
             // An unvisited action is assumed as good as its parent; a virtual visit counts as
             // the worst reward seen.

@@ -56,12 +56,15 @@
 //!   simulations: the estimate prices each stage alone, the simulator the whole pipeline.
 
 mod chunks;
+mod frames;
 mod plan;
 mod refine;
 mod simulated_plan;
 
 pub use chunks::{CHUNKS, CUT_WINDOW};
+pub use frames::{BOUNDARY_MOVES, FRAMES, PipelineFrames};
 pub use plan::{
-    BestPipeline, MAX_MICRO_BATCHES, MAX_STAGES, SIMULATED, best_pipeline, best_pipeline_refined_by,
+    BestPipeline, MAX_MICRO_BATCHES, MAX_STAGES, SIMULATED, best_pipeline,
+    best_pipeline_refined_by, best_pipeline_with_frames,
 };
 pub use refine::REFINE_SIMULATIONS;

@@ -6,8 +6,9 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::chunks::{Chunks, chunk, running_sum};
+use super::frames::{FRAMES, Framed, PipelineFrames};
 use super::refine::{REFINE_SIMULATIONS, refined};
-use super::simulated_plan::{Simulated, fastest};
+use super::simulated_plan::{Simulated, fastest, fastest_noting};
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
 use crate::cost::collective::ring_allreduce_us;
 use crate::data_parallel::PACKINGS;
@@ -43,6 +44,9 @@ pub(super) struct Unit {
     whole: Option<(Vec<usize>, String)>,
 }
 
+/// A plan simulated: its time (µs) and fit.
+pub(super) type Tried = (Plan, f64, bool);
+
 /// A candidate: stages (chunk ranges on units) with a micro-batch count and its estimate.
 #[derive(Debug, Clone)]
 pub(super) struct Plan {
@@ -74,6 +78,19 @@ pub fn best_pipeline_refined_by(
     deadline: Option<Instant>,
     refine_simulations: usize,
 ) -> Result<Option<BestPipeline>> {
+    let found = best_pipeline_with_frames(p, routes, deadline, refine_simulations)?;
+    Ok(found.map(|(best, _)| best))
+}
+
+/// [`best_pipeline_refined_by`] and the frames TAG's tree searches from it ([`PipelineFrames`]):
+/// the best plan as refined, then the fastest simulated plan of each other stage placement
+/// (units and schedule), [`FRAMES`] at most.
+pub fn best_pipeline_with_frames(
+    p: &Problem,
+    routes: &RouteTable,
+    deadline: Option<Instant>,
+    refine_simulations: usize,
+) -> Result<Option<(BestPipeline, PipelineFrames)>> {
     let units = units(p.cluster);
     if units.len() < 2 {
         return Ok(None);
@@ -98,28 +115,27 @@ pub fn best_pipeline_refined_by(
         .collect();
     plans.sort_by(|a, b| a.estimate_us.total_cmp(&b.estimate_us));
     let plans = with_folded_twins(best_of_each_schedule(plans));
-    let Some((best, plan)) = simulated(p, (routes, &chunks), &plans, None, deadline)? else {
+    let mut tried = Vec::new();
+    let rc = (routes, &chunks);
+    let Some((best, plan)) = simulated(p, rc, &plans, None, deadline, &mut tried)? else {
         return Ok(None);
     };
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Ok(Some(best.pipeline));
-    }
-    let near = other_schedule(&plan, &chunks, (p.cluster, routes));
-    let kept = simulated(
-        p,
-        (routes, &chunks),
-        near.as_slice(),
-        Some((best, plan)),
-        deadline,
-    )?;
-    let (best, plan) = kept.expect("the best so far is kept");
-    let best = repacked(p, (routes, &chunks), (best, &plan))?;
-    let (best, moves) = refined(
-        p,
-        (routes, &chunks),
-        (best, plan),
-        (refine_simulations, deadline),
-    )?;
+    let (best, plan, moves, refining) = if deadline.is_some_and(|d| Instant::now() >= d) {
+        (best, plan, 0, Vec::new())
+    } else {
+        let near = other_schedule(&plan, &chunks, (p.cluster, routes));
+        let kept = simulated(
+            p,
+            rc,
+            near.as_slice(),
+            Some((best, plan)),
+            deadline,
+            &mut tried,
+        )?;
+        let (best, plan) = kept.expect("the best so far is kept");
+        let best = repacked(p, rc, (best, &plan))?;
+        refined(p, rc, (best, plan), (refine_simulations, deadline))?
+    };
     let mut best = best.pipeline;
     best.note = format!(
         "{}{}, {}",
@@ -131,7 +147,47 @@ pub fn best_pipeline_refined_by(
         },
         packing_words(best.strategy.allreduce),
     );
-    Ok(Some(best))
+    let frames = frames(chunks, (&best, plan, refining), tried, p.graph.batch_size);
+    Ok(Some((best, frames)))
+}
+
+/// The frames: `plan` (simulated as `best`, `refining` the moves its refinement simulated) first,
+/// then the fastest of `tried` of each other stage placement, [`FRAMES`] in all.
+fn frames(
+    chunks: Chunks,
+    (best, plan, refining): (&BestPipeline, Plan, Vec<Tried>),
+    mut tried: Vec<Tried>,
+    batch: u32,
+) -> PipelineFrames {
+    tried.sort_by(|a, b| {
+        let (a, b) = ((a.1, a.2), (b.1, b.2));
+        // Fitting first, then faster.
+        b.1.cmp(&a.1).then(a.0.total_cmp(&b.0))
+    });
+    let mut kept = vec![Framed {
+        plan,
+        packing: best.strategy.allreduce,
+        time_us: best.time_us,
+        fits: best.fits,
+        known: refining,
+    }];
+    for (plan, time_us, fits) in tried {
+        if kept.len() == FRAMES {
+            break;
+        }
+        let placed_alike =
+            |k: &Framed| same_units(&k.plan.units, &plan.units) && k.plan.schedule == plan.schedule;
+        if !kept.iter().any(placed_alike) {
+            kept.push(Framed {
+                plan,
+                packing: AllReducePacking::PerTensor,
+                time_us,
+                fits,
+                known: Vec::new(),
+            });
+        }
+    }
+    PipelineFrames::new(chunks, kept, batch)
 }
 
 /// `plans` simulated a round at a time (one per thread), in order, and the fastest kept with its
@@ -144,6 +200,7 @@ fn simulated(
     plans: &[Plan],
     mut best: Option<(Simulated, Plan)>,
     deadline: Option<Instant>,
+    tried: &mut Vec<Tried>,
 ) -> Result<Option<(Simulated, Plan)>> {
     for round in plans.chunks(rayon::current_num_threads().max(1)) {
         if best.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
@@ -154,7 +211,14 @@ fn simulated(
             .map(|plan| (plan, AllReducePacking::PerTensor))
             .collect();
         let to_beat = best.as_ref().map(|(b, _)| &b.pipeline);
-        if let Some((i, s)) = fastest(p, (routes, chunks), &candidates, to_beat)? {
+        let mut finished = Vec::new();
+        let faster = fastest_noting(p, (routes, chunks), &candidates, to_beat, &mut finished)?;
+        tried.extend(
+            finished
+                .into_iter()
+                .map(|(i, t, f)| (round[i].clone(), t, f)),
+        );
+        if let Some((i, s)) = faster {
             best = Some((s, round[i].clone()));
         }
     }

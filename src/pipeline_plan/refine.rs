@@ -6,11 +6,11 @@
 use std::time::Instant;
 
 use super::chunks::Chunks;
-use super::plan::{Plan, micro_batch_counts};
-use super::simulated_plan::{Simulated, fastest, stage_busy};
+use super::plan::{Plan, Tried, micro_batch_counts};
+use super::simulated_plan::{Simulated, fastest_noting, stage_busy};
 use crate::cluster::RouteTable;
 use crate::error::Result;
-use crate::evaluate::Problem;
+use crate::evaluate::{Problem, limit_to_beat};
 
 /// Most simulations the refinement runs (of its moves: the plan it starts from was simulated
 /// before). Counted, not timed, so a plan is refined the same on any machine; a round that would
@@ -28,13 +28,15 @@ struct Looked {
 /// `best` (simulated from `plan`) after single moves, a round of them side by side at a time,
 /// the fastest strictly faster one kept, until every stage's moves have failed since the last
 /// one kept, `simulations` ([`REFINE_SIMULATIONS`] by default) are spent or the deadline passes
-/// (between rounds). Returns the pipeline reached and the moves kept.
+/// (between rounds). Returns the pipeline reached, its plan, the moves kept and every move
+/// simulated with its time and fit ([`Tried`]; a move given up past the best's time at that
+/// time, a lower bound: TAG's tree takes them as known and does not simulate them again).
 pub(super) fn refined(
     p: &Problem,
     (routes, chunks): (&RouteTable, &Chunks),
     (mut best, mut plan): (Simulated, Plan),
     (simulations, deadline): (usize, Option<Instant>),
-) -> Result<(Simulated, usize)> {
+) -> Result<(Simulated, Plan, usize, Vec<Tried>)> {
     let packing = best.pipeline.strategy.allreduce;
     let stages = plan.ends.len();
     let fresh = || Looked {
@@ -42,6 +44,7 @@ pub(super) fn refined(
         micro_batches: false,
     };
     let (mut looked, mut kept, mut simulated) = (fresh(), 0, 0);
+    let mut tried = Vec::new();
     let mut busy = stage_busy(&plan, &best.busy);
     while let Some(moves) = round(&plan, &busy, &mut looked, p.graph.batch_size) {
         let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
@@ -50,7 +53,17 @@ pub(super) fn refined(
         }
         simulated += moves.len();
         let candidates: Vec<_> = moves.iter().map(|m| (m, packing)).collect();
-        let faster = fastest(p, (routes, chunks), &candidates, Some(&best.pipeline))?;
+        let mut finished = Vec::new();
+        let to_beat = Some(&best.pipeline);
+        let faster = fastest_noting(p, (routes, chunks), &candidates, to_beat, &mut finished)?;
+        let limit_us = limit_to_beat(best.pipeline.time_us, best.pipeline.fits);
+        for (i, plan) in moves.iter().enumerate() {
+            let (time_us, fits) = finished
+                .iter()
+                .find(|f| f.0 == i)
+                .map_or((limit_us, true), |f| (f.1, f.2));
+            tried.push((plan.clone(), time_us, fits));
+        }
         if let Some((i, s)) = faster {
             plan = moves[i].clone();
             busy = stage_busy(&plan, &s.busy);
@@ -59,7 +72,7 @@ pub(super) fn refined(
             looked = fresh();
         }
     }
-    Ok((best, kept))
+    Ok((best, plan, kept, tried))
 }
 
 /// The next round's moves from `plan` (stages' busy µs `busy`), marking what it looks at; `None`

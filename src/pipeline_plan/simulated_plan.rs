@@ -58,6 +58,18 @@ pub(super) fn fastest(
     candidates: &[(&Plan, AllReducePacking)],
     best: Option<&BestPipeline>,
 ) -> Result<Option<(usize, Simulated)>> {
+    fastest_noting(p, (routes, chunks), candidates, best, &mut Vec::new())
+}
+
+/// [`fastest`], also noting each candidate simulated to its end in `finished`: its index, time
+/// (µs) and fit (the frames the tree searches are the fastest of them, [`super::frames`]).
+pub(super) fn fastest_noting(
+    p: &Problem,
+    (routes, chunks): (&RouteTable, &Chunks),
+    candidates: &[(&Plan, AllReducePacking)],
+    best: Option<&BestPipeline>,
+    finished: &mut Vec<(usize, f64, bool)>,
+) -> Result<Option<(usize, Simulated)>> {
     let limit_us = best.map_or(f64::INFINITY, |b| limit_to_beat(b.time_us, b.fits));
     let scored: Vec<Result<Option<Simulated>>> = candidates
         .par_iter()
@@ -66,6 +78,7 @@ pub(super) fn fastest(
     let mut out: Option<(usize, Simulated)> = None;
     for (i, s) in scored.into_iter().enumerate() {
         let Some(s) = s? else { continue };
+        finished.push((i, s.pipeline.time_us, s.pipeline.fits));
         let to_beat = out.as_ref().map(|(_, o)| &o.pipeline).or(best);
         let (t, f) = (s.pipeline.time_us, s.pipeline.fits);
         if to_beat.is_none_or(|b| beats(t, f, b.time_us, b.fits)) {
@@ -85,7 +98,12 @@ pub(super) fn stage_busy(plan: &Plan, busy: &[f64]) -> Vec<f64> {
 
 /// One op group per stage, data-parallel (AllReduce, speed-proportional shares) on its unit, the
 /// gradients packed by `packing`.
-fn strategy(p: &Problem, c: &Chunks, plan: &Plan, packing: AllReducePacking) -> Strategy {
+pub(super) fn strategy(
+    p: &Problem,
+    c: &Chunks,
+    plan: &Plan,
+    packing: AllReducePacking,
+) -> Strategy {
     let g = p.graph;
     let op_group: Vec<u32> = c
         .of_op

@@ -7,7 +7,9 @@ use std::process::Command;
 use topoplace::cluster::{Cluster, RouteTable, load_cluster};
 use topoplace::evaluate::{Placement, Problem, evaluate};
 use topoplace::gnn::{GnnConfig, GnnPolicy};
+use topoplace::graph::Graph;
 use topoplace::mcts::{PACKINGS, Shares, actions, build_strategy};
+use topoplace::zoo::{ZooOptions, build};
 
 /// An untrained policy small enough for tests (width 16, 2 heads, TAG's 4 layers).
 pub fn small_policy(seed: u64) -> GnnPolicy {
@@ -62,11 +64,25 @@ pub fn binary() -> Command {
 
 /// TAG's testbed (`configs/tag-testbed.toml`).
 pub fn testbed() -> Cluster {
+    shipped_cluster("tag-testbed")
+}
+
+/// A cluster shipped in `configs/`, by name.
+pub fn shipped_cluster(name: &str) -> Cluster {
     load_cluster(format!(
-        "{}/configs/tag-testbed.toml",
+        "{}/configs/{name}.toml",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap()
+}
+
+/// A zoo model rebuilt at `batch`.
+pub fn zoo_model(name: &str, batch: u32) -> Graph {
+    let opts = ZooOptions {
+        batch_size: Some(batch),
+        ..Default::default()
+    };
+    build(name, &opts).unwrap()
 }
 
 /// Every committed torch export whose model the zoo also builds (same model, batch and lengths),
