@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Budget, placer};
+use super::{Budget, pipeline, placer};
 use crate::cluster::RouteTable;
 use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, Problem, evaluate};
@@ -80,19 +80,24 @@ fn heuristic(
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
     }
-    if name == "pipeline-dp" {
-        return pipeline_with_frames(p, routes, deadline);
-    }
-    let budget = Budget {
-        deadline,
-        ..Budget::default()
+    let placed = if name == "pipeline-dp" {
+        pipeline_with_frames(p, routes, deadline)
+    } else {
+        let budget = Budget {
+            deadline,
+            ..Budget::default()
+        };
+        placer(name)?
+            .place(p, &budget)
+            .map(|placement| Some((placement, None)))
     };
-    let placement = match placer(name)?.place(p, &budget) {
+    let (placement, frames) = match placed {
+        Ok(Some(placed)) => placed,
         // Out of time, or (one GPU, a batch no micro-batch count cuts) no pipeline to compare.
-        Err(Error::Search(SearchError::OutOfTime | SearchError::NoPipeline { .. })) => {
+        Ok(None) | Err(Error::Search(SearchError::OutOfTime | SearchError::NoPipeline { .. })) => {
             return Ok(None);
         }
-        placement => placement?,
+        Err(e) => return Err(e),
     };
     let e = evaluate(p, routes, &placement)?;
     Ok(Some(Heuristic {
@@ -100,34 +105,19 @@ fn heuristic(
         placement,
         time_us: e.report.iteration_us,
         fits: e.result.oom.is_empty(),
-        frames: None,
+        frames,
     }))
 }
 
-/// `pipeline-dp`'s placement (as its placer places it), simulated, with the frames it leaves for the
-/// tree; none when out of time or there is no pipeline to cut.
+/// `pipeline-dp`'s placement (as its placer places it) with the frames it leaves for the tree;
+/// none when there is no pipeline to cut.
 fn pipeline_with_frames(
     p: &Problem,
     routes: &RouteTable,
     deadline: Option<Instant>,
-) -> Result<Option<Heuristic>> {
-    let found = match best_pipeline_with_frames(p, routes, deadline, REFINE_SIMULATIONS) {
-        Err(Error::Search(SearchError::OutOfTime)) => return Ok(None),
-        found => found?,
-    };
-    let Some((best, frames)) = found else {
-        return Ok(None);
-    };
-    let mut placement = Placement::plain(best.strategy, best.note);
-    placement.fits = Some(best.fits);
-    let e = evaluate(p, routes, &placement)?;
-    Ok(Some(Heuristic {
-        name: "pipeline-dp",
-        placement,
-        time_us: e.report.iteration_us,
-        fits: e.result.oom.is_empty(),
-        frames: Some(Arc::new(frames)),
-    }))
+) -> Result<Option<(Placement, Option<Arc<PipelineFrames>>)>> {
+    let found = best_pipeline_with_frames(p, routes, deadline, REFINE_SIMULATIONS)?;
+    Ok(found.map(|(best, frames)| (pipeline::placement(best), Some(Arc::new(frames)))))
 }
 
 /// The fastest heuristic that fits, as (name, µs); `("none", ∞)` when none does.

@@ -5,7 +5,7 @@ use super::{Budget, Placer};
 use crate::cluster::RouteTable;
 use crate::error::{Result, SearchError};
 use crate::evaluate::{Placement, Problem};
-use crate::pipeline_plan::best_pipeline;
+use crate::pipeline_plan::{BestPipeline, best_pipeline};
 
 pub struct PipelineDp;
 
@@ -22,8 +22,13 @@ impl Placer for PipelineDp {
                     cluster: p.cluster.name.clone(),
                 }
             })?;
-        let mut placement = Placement::plain(best.strategy, best.note);
-        placement.fits = Some(best.fits);
-        Ok(placement)
+        Ok(placement(best))
     }
+}
+
+/// `pipeline-dp`'s pipeline as its placement, with the memory verdict it simulated.
+pub(super) fn placement(best: BestPipeline) -> Placement {
+    let mut placement = Placement::plain(best.strategy, best.note);
+    placement.fits = Some(best.fits);
+    placement
 }

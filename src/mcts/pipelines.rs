@@ -39,7 +39,6 @@ impl Mcts<'_> {
         }
         let edges = self.actions.len() + frames.len();
         self.nodes[0].edges.resize(edges, Edge::default());
-        self.pipeline_leaves_left = self.config.pipeline_leaves;
         self.frames = Some(frames);
     }
 
@@ -68,7 +67,7 @@ impl Mcts<'_> {
                 self.actions.len() + self.frames.as_ref().map_or(0, |f| f.len())
             }
             None => self.actions.len(),
-            Some(f) => self.frames().actions_at(f, path.len() - 1),
+            Some(_) => self.frames().actions_at(path.len() - 1),
         }
     }
 
@@ -83,7 +82,7 @@ impl Mcts<'_> {
         if depth >= frames.depth(f) {
             return None;
         }
-        let weights: Vec<f64> = (0..frames.actions_at(f, depth))
+        let weights: Vec<f64> = (0..frames.actions_at(depth))
             .map(|a| 1.0 / (1 + frames.distance(f, depth, a)) as f64)
             .collect();
         let sum: f64 = weights.iter().sum();
@@ -100,14 +99,13 @@ impl Mcts<'_> {
     /// Whether a new pipeline leaf may still be selected; selecting `path` spends one when its
     /// pipeline has not been simulated.
     pub(super) fn pipelines_open(&self) -> bool {
-        self.pipeline_leaves_left > 0
+        self.frames.is_some() && self.pipeline_leaves < self.config.pipeline_leaves
     }
 
     pub(super) fn spend_pipeline_leaf(&mut self, path: &[u16]) {
         if let Some(f) = self.frame_of(path) {
             let key = self.completed_pipeline(f, path);
             if !self.cache.contains_key(&key) {
-                self.pipeline_leaves_left = self.pipeline_leaves_left.saturating_sub(1);
                 self.pipeline_leaves += 1;
             }
         }

@@ -61,8 +61,7 @@ pub struct Mcts<'a> {
     pub(super) began: Instant,
     /// The pipelines the tree searches besides per-group strategies ([`super::pipelines`]).
     pub(super) frames: Option<Arc<PipelineFrames>>,
-    /// New pipeline leaves the tree may still select, and those it selected.
-    pub(super) pipeline_leaves_left: usize,
+    /// New pipeline leaves the tree selected.
     pub(super) pipeline_leaves: usize,
     /// Pipelines cached from `pipeline-dp`'s simulations, not the search's.
     pub(super) pipelines_known: usize,
@@ -111,7 +110,6 @@ impl<'a> Mcts<'a> {
             single_group_allreduce,
             began: Instant::now(),
             frames: None,
-            pipeline_leaves_left: 0,
             pipeline_leaves: 0,
             pipelines_known: 0,
         };

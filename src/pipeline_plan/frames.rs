@@ -24,7 +24,7 @@ pub const BOUNDARY_MOVES: [i32; 5] = [0, -1, 1, -2, 2];
 
 /// A simulated plan as a frame: how its gradients are packed, its simulated time and fit, and
 /// the plans of the same stage placement simulated around it (its refinement's moves).
-pub(super) struct Framed {
+pub(super) struct Frame {
     pub(super) plan: Plan,
     pub(super) packing: AllReducePacking,
     pub(super) time_us: f64,
@@ -32,20 +32,12 @@ pub(super) struct Framed {
     pub(super) known: Vec<Tried>,
 }
 
-/// One frame: [`Framed`], with the micro-batch counts the first action chooses among.
-struct Frame {
-    plan: Plan,
-    packing: AllReducePacking,
-    time_us: f64,
-    fits: bool,
-    known: Vec<Tried>,
-    counts: Vec<u32>,
-}
-
-/// The frames of one problem with the chunks they cut.
+/// The frames of one problem with the chunks they cut and the micro-batch counts (dividing the
+/// batch) the first decision below any of them chooses among.
 pub struct PipelineFrames {
     chunks: Chunks,
     frames: Vec<Frame>,
+    counts: Vec<u32>,
 }
 
 impl fmt::Debug for PipelineFrames {
@@ -58,19 +50,12 @@ impl fmt::Debug for PipelineFrames {
 
 impl PipelineFrames {
     /// Frames from simulated plans (fastest first), for a batch of `batch`.
-    pub(super) fn new(chunks: Chunks, plans: Vec<Framed>, batch: u32) -> PipelineFrames {
-        let frames = plans
-            .into_iter()
-            .map(|f| Frame {
-                counts: micro_batch_counts(batch, 1),
-                plan: f.plan,
-                packing: f.packing,
-                time_us: f.time_us,
-                fits: f.fits,
-                known: f.known,
-            })
-            .collect();
-        PipelineFrames { chunks, frames }
+    pub(super) fn new(chunks: Chunks, frames: Vec<Frame>, batch: u32) -> PipelineFrames {
+        PipelineFrames {
+            chunks,
+            frames,
+            counts: micro_batch_counts(batch, 1),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -81,20 +66,16 @@ impl PipelineFrames {
         self.frames.is_empty()
     }
 
-    /// Stages of frame `f`.
-    pub fn stages(&self, f: usize) -> usize {
+    /// Decisions below frame `f`: the micro-batch count, then each boundary between its stages
+    /// (as many in all as it has stages).
+    pub fn depth(&self, f: usize) -> usize {
         self.frames[f].plan.ends.len()
     }
 
-    /// Decisions below frame `f`: the micro-batch count, then each boundary between stages.
-    pub fn depth(&self, f: usize) -> usize {
-        self.stages(f)
-    }
-
-    /// Actions of the decision at `depth` below frame `f` (0: the micro-batch count).
-    pub fn actions_at(&self, f: usize, depth: usize) -> usize {
+    /// Actions of the decision at `depth` below any frame (0: the micro-batch count).
+    pub fn actions_at(&self, depth: usize) -> usize {
         if depth == 0 {
-            self.frames[f].counts.len()
+            self.counts.len()
         } else {
             BOUNDARY_MOVES.len()
         }
@@ -113,26 +94,24 @@ impl PipelineFrames {
     /// The pipelines of frame `f`'s stage placement simulated around it, as keys
     /// ([`Self::completed`]) with their time (µs; a lower bound for a move given up) and fit.
     pub fn known_around(&self, f: usize) -> Vec<(Vec<u16>, f64, bool)> {
-        let frame = &self.frames[f];
-        frame
+        self.frames[f]
             .known
             .iter()
             .filter_map(|(plan, time_us, fits)| {
-                let count = frame.counts.iter().position(|&m| m == plan.micro_batches)?;
-                let mut key = vec![count as u16];
-                key.extend(plan.ends.iter().map(|&e| e as u16));
-                Some((key, *time_us, *fits))
+                let count = self.count_index(plan.micro_batches)?;
+                Some((key(count, &plan.ends), *time_us, *fits))
             })
             .collect()
     }
 
+    /// The index of `micro_batches` among the first decision's actions.
+    fn count_index(&self, micro_batches: u32) -> Option<usize> {
+        self.counts.iter().position(|&m| m == micro_batches)
+    }
+
     /// The index of frame `f`'s own micro-batch count among the first decision's actions.
     pub fn own_count(&self, f: usize) -> usize {
-        let frame = &self.frames[f];
-        frame
-            .counts
-            .iter()
-            .position(|&m| m == frame.plan.micro_batches)
+        self.count_index(self.frames[f].plan.micro_batches)
             .expect("the frame's count divides the batch")
     }
 
@@ -150,30 +129,31 @@ impl PipelineFrames {
     /// the rest kept at the frame's own: `[micro-batch count index, each stage's end chunk]`, the
     /// same for every path that reaches the same pipeline.
     pub fn completed(&self, f: usize, decided: &[u16]) -> Vec<u16> {
-        let frame = &self.frames[f];
-        let count = decided.first().copied().unwrap_or(self.own_count(f) as u16);
-        let moves: Vec<i32> = (1..self.stages(f))
+        let count = decided.first().map_or(self.own_count(f), |&a| a as usize);
+        let moves: Vec<i32> = (1..self.depth(f))
             .map(|d| decided.get(d).map_or(0, |&a| BOUNDARY_MOVES[a as usize]))
             .collect();
-        let mut key = vec![count];
-        key.extend(
-            moved_ends(&frame.plan.ends, &moves)
-                .iter()
-                .map(|&e| e as u16),
-        );
-        key
+        key(count, &moved_ends(&self.frames[f].plan.ends, &moves))
     }
 
     /// The strategy of frame `f` at `key` ([`Self::completed`]).
     pub fn strategy(&self, p: &Problem, f: usize, key: &[u16]) -> Strategy {
         let frame = &self.frames[f];
         let mut plan = frame.plan.clone();
-        plan.micro_batches = frame.counts[key[0] as usize];
+        plan.micro_batches = self.counts[key[0] as usize];
         for (end, &k) in plan.ends.iter_mut().zip(&key[1..]) {
             *end = k as usize;
         }
         strategy(p, &self.chunks, &plan, frame.packing)
     }
+}
+
+/// A pipeline's key: its micro-batch count's index, then each stage's end chunk.
+fn key(count: usize, ends: &[usize]) -> Vec<u16> {
+    std::iter::once(count)
+        .chain(ends.iter().copied())
+        .map(|k| k as u16)
+        .collect()
 }
 
 /// Stage ends (exclusive, the last the chunk count) with each boundary but the last moved by

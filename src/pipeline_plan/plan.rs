@@ -6,7 +6,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::chunks::{Chunks, chunk, running_sum};
-use super::frames::{FRAMES, Framed, PipelineFrames};
+use super::frames::{FRAMES, Frame, PipelineFrames};
 use super::refine::{REFINE_SIMULATIONS, refined};
 use super::simulated_plan::{Simulated, fastest, fastest_noting};
 use crate::cluster::{Cluster, GpuSpec, RouteTable};
@@ -164,7 +164,7 @@ fn frames(
         // Fitting first, then faster.
         b.1.cmp(&a.1).then(a.0.total_cmp(&b.0))
     });
-    let mut kept = vec![Framed {
+    let mut kept = vec![Frame {
         plan,
         packing: best.strategy.allreduce,
         time_us: best.time_us,
@@ -176,9 +176,9 @@ fn frames(
             break;
         }
         let placed_alike =
-            |k: &Framed| same_units(&k.plan.units, &plan.units) && k.plan.schedule == plan.schedule;
+            |k: &Frame| same_units(&k.plan.units, &plan.units) && k.plan.schedule == plan.schedule;
         if !kept.iter().any(placed_alike) {
-            kept.push(Framed {
+            kept.push(Frame {
                 plan,
                 packing: AllReducePacking::PerTensor,
                 time_us,
