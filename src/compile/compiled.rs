@@ -58,7 +58,7 @@ pub struct Compiled {
 #[derive(Debug, Clone)]
 pub struct PipelineOps {
     pub graph: Arc<Graph>,
-    pub origin: Vec<OpIdx>,
+    pub origin: Arc<[OpIdx]>,
 }
 
 impl Compiled {

@@ -53,7 +53,7 @@ pub fn compile(
         );
         add_schedule(&mut compiled, &x.order);
         compiled.pipeline = Some(PipelineOps {
-            graph: Arc::new(x.graph),
+            graph: x.graph,
             origin: x.origin,
         });
         return compiled;

@@ -18,17 +18,19 @@
 //!   exactly until their backward consumers run, so the simulator's peak memory counts the
 //!   micro-batches each schedule keeps in flight.
 
+use std::sync::{Arc, Mutex};
+
 use crate::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability, rebatch};
 use crate::strategy::{Pipeline, Schedule, Strategy};
 
 /// The expanded graph and what it came from.
 pub(super) struct Expansion {
-    pub(super) graph: Graph,
+    pub(super) graph: Arc<Graph>,
     /// The strategy on the expanded graph (each op in its original's group; no pipeline).
     pub(super) strategy: Strategy,
     pub(super) priority: Option<Vec<f64>>,
     /// Original op of each expanded op.
-    pub(super) origin: Vec<OpIdx>,
+    pub(super) origin: Arc<[OpIdx]>,
     /// `(before, after)` expanded ops: the schedule's order on each stage.
     pub(super) order: Vec<(OpIdx, OpIdx)>,
 }
@@ -43,6 +45,26 @@ enum Copies {
     PerMicroBatch { first: OpIdx, summed: OpIdx },
 }
 
+/// The part of an expansion that depends only on the graph and the micro-batch count, not on the
+/// stages: the copies and their wiring.
+struct Copied {
+    graph: Arc<Graph>,
+    origin: Arc<[OpIdx]>,
+    /// Micro-batch of each expanded op (none for the ops every micro-batch shares).
+    micro_batch: Vec<Option<usize>>,
+    copies: Vec<Copies>,
+}
+
+/// (graph identity, batch size, micro-batch count).
+type CopiesKey = (u64, u32, u32);
+
+/// The copies built most recently, newest first, by (graph identity, batch size, micro-batch
+/// count): a search simulates many pipelines of one graph at a few micro-batch counts, and
+/// building, wiring and validating the copies was a sixth of each simulation (bert-large on TAG's
+/// cloud). A few are kept: each is the size of the graph times its micro-batch count.
+static RECENT: Mutex<Vec<(CopiesKey, Arc<Copied>)>> = Mutex::new(Vec::new());
+const RECENT_KEPT: usize = 4;
+
 /// Expand `graph` under `strategy`'s pipeline (which it must have).
 pub(super) fn expand(graph: &Graph, strategy: &Strategy, priority: Option<&[f64]>) -> Expansion {
     let pipeline = strategy
@@ -50,12 +72,48 @@ pub(super) fn expand(graph: &Graph, strategy: &Strategy, priority: Option<&[f64]
         .as_ref()
         .expect("expand is for strategies with a pipeline");
     let m = pipeline.micro_batches as usize;
-    let micro = rebatch(
-        graph,
-        graph.batch_size / pipeline.micro_batches,
-        &graph.name,
-    )
-    .expect("a pipeline's micro-batch count divides the batch size");
+    let c = copied(graph, pipeline.micro_batches);
+    let order = schedule_order(&c.graph, strategy, pipeline, &c.origin, &c.micro_batch);
+    let op_group = c
+        .origin
+        .iter()
+        .map(|&o| strategy.group_of(o) as u32)
+        .collect();
+    let sfb = expanded_ops(&strategy.sfb_duplicated, &c.copies, m);
+    Expansion {
+        strategy: strategy.regrouped(op_group, sfb),
+        priority: priority.map(|p| c.origin.iter().map(|&o| p[o]).collect()),
+        graph: Arc::clone(&c.graph),
+        origin: Arc::clone(&c.origin),
+        order,
+    }
+}
+
+/// The copies of `graph` for `m` micro-batches, from [`RECENT`] or built (and kept there).
+fn copied(graph: &Graph, m: u32) -> Arc<Copied> {
+    let key = (graph.identity(), graph.batch_size, m);
+    let recent = || {
+        RECENT
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    if let Some((_, c)) = recent().iter().find(|(k, _)| *k == key) {
+        return Arc::clone(c);
+    }
+    // Built outside the lock: threads expanding other counts do not wait. Two threads may build
+    // the same copies at once; they are equal, and the second is not kept twice.
+    let built = Arc::new(build_copies(graph, m as usize));
+    let mut kept = recent();
+    if !kept.iter().any(|(k, _)| *k == key) {
+        kept.insert(0, (key, Arc::clone(&built)));
+        kept.truncate(RECENT_KEPT);
+    }
+    built
+}
+
+fn build_copies(graph: &Graph, m: usize) -> Copied {
+    let micro = rebatch(graph, graph.batch_size / m as u32, &graph.name)
+        .expect("a pipeline's micro-batch count divides the batch size");
     let copied = batch_dependent(graph);
     let mut b = GraphBuilder::new();
     let mut origin = Vec::new();
@@ -94,18 +152,11 @@ pub(super) fn expand(graph: &Graph, strategy: &Strategy, priority: Option<&[f64]
     let expanded = b
         .finish(&graph.name, &graph.name, graph.batch_size / m as u32)
         .expect("an expansion of a valid graph is valid");
-    let order = schedule_order(&expanded, strategy, pipeline, &origin, &micro_batch);
-    let op_group = origin
-        .iter()
-        .map(|&o| strategy.group_of(o) as u32)
-        .collect();
-    let sfb = expanded_ops(&strategy.sfb_duplicated, &copies, m);
-    Expansion {
-        strategy: strategy.regrouped(op_group, sfb),
-        priority: priority.map(|p| origin.iter().map(|&o| p[o]).collect()),
-        graph: expanded,
-        origin,
-        order,
+    Copied {
+        graph: Arc::new(expanded),
+        origin: origin.into(),
+        micro_batch,
+        copies,
     }
 }
 
@@ -263,4 +314,58 @@ fn schedule_order(
         }
     }
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zoo::{ZooOptions, build};
+
+    fn same_graph(a: &Graph, b: &Graph) -> bool {
+        a.len() == b.len()
+            && a.batch_size == b.batch_size
+            && a.edges().len() == b.edges().len()
+            && a.edges()
+                .iter()
+                .zip(b.edges())
+                .all(|(x, y)| (x.src, x.dst, x.bytes) == (y.src, y.dst, y.bytes))
+            && a.ops().iter().zip(b.ops()).all(|(x, y)| {
+                (&x.name, x.flops, x.output_bytes) == (&y.name, y.flops, y.output_bytes)
+            })
+    }
+
+    /// The kept copies are those of the graph and count asked for, whatever was kept before:
+    /// a key that left out the count, the batch or the graph would hand back another's copies.
+    #[test]
+    fn kept_copies_equal_fresh_ones() {
+        let opts = |batch| ZooOptions {
+            batch_size: Some(batch),
+            ..ZooOptions::default()
+        };
+        let g8 = build("mlp", &opts(8)).unwrap();
+        let g16 = build("mlp", &opts(16)).unwrap();
+        let resnet = build("resnet50", &opts(8)).unwrap();
+        for round in 0..2 {
+            for (g, m) in [
+                (&g8, 2),
+                (&g8, 4),
+                (&g16, 2),
+                (&resnet, 2),
+                (&g8.clone(), 2),
+            ] {
+                let kept = copied(g, m);
+                let fresh = build_copies(g, m as usize);
+                assert!(
+                    same_graph(&kept.graph, &fresh.graph),
+                    "{} at batch {}, {m} micro-batches, round {round}",
+                    g.name,
+                    g.batch_size
+                );
+                assert_eq!(kept.origin, fresh.origin);
+                assert_eq!(kept.micro_batch, fresh.micro_batch);
+            }
+        }
+        assert_ne!(g8.identity(), g16.identity());
+        assert_eq!(g8.identity(), g8.clone().identity());
+    }
 }

@@ -18,6 +18,7 @@ pub use simplify::{SimplifyStats, simplify};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::InputError;
 
@@ -196,7 +197,13 @@ pub struct Graph {
     adjacency: Adjacency,
     /// A topological order, computed once ([`topo::topological_order`]).
     order: Vec<OpIdx>,
+    /// Unique to each graph built (a clone keeps it: the same ops and edges), so what is derived
+    /// from a graph can be cached by it ([`Graph::identity`]).
+    identity: u64,
 }
+
+/// The next [`Graph::identity`].
+static NEXT_IDENTITY: AtomicU64 = AtomicU64::new(0);
 
 /// Compressed in/out adjacency so the hot paths walk slices, not maps.
 #[derive(Debug, Clone, Default)]
@@ -260,6 +267,7 @@ impl Graph {
             gradients,
             adjacency,
             order,
+            identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed),
         };
         validate::check_optimizers_fed(source, &graph)?;
         Ok(graph)
@@ -271,6 +279,12 @@ impl Graph {
 
     pub fn op(&self, i: OpIdx) -> &Op {
         &self.ops[i]
+    }
+
+    /// This graph's identity: no other graph built in this process has it (its clones do). Its
+    /// ops and edges never change, so a cache keyed by it (and the batch size) is never stale.
+    pub fn identity(&self) -> u64 {
+        self.identity
     }
 
     pub fn len(&self) -> usize {
