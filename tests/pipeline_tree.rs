@@ -147,3 +147,34 @@ fn the_tree_searches_below_the_frames_within_its_cap_on(p: &Problem) {
     assert_eq!(twice.strategy, with.strategy);
     assert_eq!(twice.pipeline_leaves, with.pipeline_leaves);
 }
+
+/// What `pipeline-dp` simulated, as the tree gets it: each frame's recorded time and fit, depth,
+/// own micro-batch count and the moves known around it.
+type FramesSeen = Vec<((f64, bool), usize, usize, Vec<(Vec<u16>, f64, bool)>)>;
+
+fn seen(frames: &PipelineFrames) -> FramesSeen {
+    (0..frames.len())
+        .map(|f| {
+            let (depth, count) = (frames.depth(f), frames.own_count(f));
+            (frames.known(f), depth, count, frames.known_around(f))
+        })
+        .collect()
+}
+
+/// The same pipeline and frames on one thread as on three: the rounds of simulations (whose
+/// plans past the best so far are given up, and so are no frames) are a count, not the machine's
+/// threads, so the same seed gives the same search on any machine.
+#[test]
+fn the_frames_do_not_depend_on_the_thread_count() {
+    on_gpt_on_cloud(|p| {
+        let on = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let (best, frames) = pool.install(|| planned(p));
+            (best.time_us, best.fits, seen(&frames))
+        };
+        assert_eq!(on(1), on(3));
+    });
+}
