@@ -845,13 +845,15 @@ fn the_cp_proof_reaches_the_brute_force_optimum_on_tiny_dags() {
 
 /// The instances whose gaps HiGHS never closes (MOIRAI on `mlp` × `quickp-fat-tree-2`, 1.3% and
 /// open after 600 s; `alexnet`, 0.09%): the CP model proves them, and each plan is the schedule
-/// the simulator reproduces.
+/// the simulator reproduces. The limit leaves room for a loaded machine: the proof's own pace is
+/// not what is tested (a CI run beside three `place` runs on its two cores ran out of 30 s on
+/// `alexnet`).
 #[test]
 fn the_cp_model_certifies_the_moirai_optimum_the_milp_cannot() {
     for (model, nodes) in [("mlp", 34), ("alexnet", 107)] {
         let inst = on_fat_tree_2(model);
         assert_eq!(inst.len(), nodes, "{model}");
-        let r = solve_instance(&inst, Formulation::Moirai, &limited(30.0, 1e-4)).unwrap();
+        let r = solve_instance(&inst, Formulation::Moirai, &limited(60.0, 1e-4)).unwrap();
         assert_eq!(r.status, SolveStatus::Optimal, "{model}");
         assert_eq!(r.prover, topoplace::solve::Prover::Cp, "{model}");
         assert!(!r.stopped_by_memory, "{model}");
