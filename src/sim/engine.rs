@@ -15,6 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
+use super::completions::Completions;
 use super::exec::{ExecGraph, TaskId};
 
 /// How a resource picks the next task among those queued on it.
@@ -85,7 +86,7 @@ pub struct Simulator {
     /// is not repeated (a collective heads hundreds of queues it would otherwise be tried at).
     failed_at: Vec<u32>,
     epoch: u32,
-    completions: BinaryHeap<Reverse<(u64, TaskId)>>,
+    completions: Completions,
     memory: Vec<f64>,
     result: SimResult,
 }
@@ -146,7 +147,7 @@ impl Simulator {
             }
         }
         let mut finished = 0;
-        while let Some(Reverse((key, t))) = self.completions.pop() {
+        while let Some((key, t)) = self.completions.pop() {
             let now = key_time(key);
             if now > limit_us {
                 return Ok(None);
@@ -298,8 +299,7 @@ impl Simulator {
         if self.memory[d] > self.result.peak_memory[d] {
             self.result.peak_memory[d] = self.memory[d];
         }
-        self.completions
-            .push(Reverse((sort_key(now + g.duration(t)), t)));
+        self.completions.push(sort_key(now + g.duration(t)), t);
     }
 
     fn complete(&mut self, g: &ExecGraph, order: Order, t: TaskId, now: f64) {

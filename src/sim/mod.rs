@@ -5,6 +5,7 @@
 //! compiler ([`crate::compile`]) builds its [`ExecGraph`]; [`crate::evaluate`] runs it and turns
 //! the result into a report.
 
+mod completions;
 pub mod engine;
 pub mod exec;
 pub mod trace;
