@@ -25,9 +25,9 @@ pub const MAX_MICRO_BATCHES: u32 = 32;
 pub const SIMULATED: usize = 8;
 /// Candidates simulated side by side, a round at a time: a round's simulations are given up past
 /// the best of the rounds before it, so the plans the tree gets as frames (those simulated to
-/// their end) depend on the round's size. A count, not the machine's threads, so the same seed
-/// gives the same pipeline on any machine (with one round per thread, 16 cores gave bert-large
-/// other frames than 2 did, and a result 3% apart on random topologies).
+/// their end) depend on the round's size. A count, not the machine's threads, so the frames do
+/// not depend on the thread count (with one round per thread, 1 and 3 threads gave GPT other
+/// frames: `tests/pipeline_tree.rs`). Two is the round two cores had.
 pub const SIMULATED_PER_ROUND: usize = 2;
 
 /// The best pipeline found and its simulated time.
@@ -196,10 +196,10 @@ fn frames(
     PipelineFrames::new(chunks, kept, batch)
 }
 
-/// `plans` simulated a round ([`SIMULATED_PER_ROUND`]) at a time, in order, and the fastest kept with its
-/// plan (`best` the fastest so far, if any); a deadline stops between rounds once one has run
-/// (one already past when planning starts gives up). A plan is kept only when strictly faster
-/// than the best so far, so past that time its simulation is given up.
+/// `plans` simulated a round ([`SIMULATED_PER_ROUND`]) at a time, in order, and the fastest
+/// kept with its plan (`best` the fastest so far, if any); a deadline stops between rounds once
+/// one has run (one already past when planning starts gives up). A plan is kept only when
+/// strictly faster than the best so far, so past that time its simulation is given up.
 fn simulated(
     p: &Problem,
     (routes, chunks): (&RouteTable, &Chunks),

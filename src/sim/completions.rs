@@ -23,7 +23,6 @@ pub(super) struct Completions {
     /// `buckets[b]` (b ≥ 1): entries whose key differs from `last` first in bit `b − 1` (counting
     /// from the least significant), so every key of bucket `b` is below every key of `b + 1`.
     buckets: [Vec<(u64, TaskId)>; 65],
-    len: usize,
 }
 
 impl Default for Completions {
@@ -32,7 +31,6 @@ impl Default for Completions {
             last: 0,
             now: BinaryHeap::new(),
             buckets: std::array::from_fn(|_| Vec::new()),
-            len: 0,
         }
     }
 }
@@ -42,13 +40,11 @@ impl Completions {
         self.last = 0;
         self.now.clear();
         self.buckets.iter_mut().for_each(Vec::clear);
-        self.len = 0;
     }
 
     /// Add `task` ending at `key`, which is no less than the last key popped.
     pub(super) fn push(&mut self, key: u64, task: TaskId) {
         debug_assert!(key >= self.last, "a task cannot end before now");
-        self.len += 1;
         if key == self.last {
             self.now.push(Reverse(task));
         } else {
@@ -62,19 +58,16 @@ impl Completions {
             self.advance()?;
         }
         let Reverse(task) = self.now.pop()?;
-        self.len -= 1;
         Some((self.last, task))
     }
 
     /// Move `last` to the least key left and its tasks into `now`; `None` when empty.
     fn advance(&mut self) -> Option<()> {
-        if self.len == 0 {
-            return None;
-        }
         let b = (1..self.buckets.len()).find(|&b| !self.buckets[b].is_empty())?;
-        let entries = std::mem::take(&mut self.buckets[b]);
+        // Taken out and put back emptied: its allocation serves the simulator's next run.
+        let mut entries = std::mem::take(&mut self.buckets[b]);
         self.last = entries.iter().map(|&(k, _)| k).min()?;
-        for &(key, task) in &entries {
+        for (key, task) in entries.drain(..) {
             if key == self.last {
                 self.now.push(Reverse(task));
             } else {
@@ -82,9 +75,6 @@ impl Completions {
                 self.buckets[bucket(self.last, key)].push((key, task));
             }
         }
-        // Keep the emptied bucket's allocation for the next run of the simulator.
-        let mut entries = entries;
-        entries.clear();
         self.buckets[b] = entries;
         Some(())
     }
