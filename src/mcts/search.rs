@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use super::actions::{actions, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
+use super::reserve::Longest;
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome};
 use crate::cluster::RouteTable;
@@ -65,6 +66,10 @@ pub struct Mcts<'a> {
     pub(super) pipeline_leaves: usize,
     /// Pipelines cached from `pipeline-dp`'s simulations, not the search's.
     pub(super) pipelines_known: usize,
+    /// The longest leaf simulation: what a time limit keeps back for the result's compilation.
+    pub(super) slowest_simulation: Longest,
+    /// The longest round of the polish's moves (simulated side by side).
+    pub(super) slowest_round: Longest,
 }
 
 impl<'a> Mcts<'a> {
@@ -112,6 +117,8 @@ impl<'a> Mcts<'a> {
             frames: None,
             pipeline_leaves: 0,
             pipelines_known: 0,
+            slowest_simulation: Longest::default(),
+            slowest_round: Longest::default(),
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -371,16 +378,22 @@ impl<'a> Mcts<'a> {
             }
             self.seed_frames()?;
         }
+        // Under a time limit no batch starts that would end past it (judged by the longest so
+        // far), and the result's compilation is kept time for.
+        let mut longest_batch = Duration::ZERO;
         while self.iterations < self.config.iterations {
+            let needed = longest_batch + self.slowest_simulation.get();
             if self
                 .config
                 .seconds
-                .is_some_and(|s| began.elapsed().as_secs_f64() >= s)
+                .is_some_and(|s| (began.elapsed() + needed).as_secs_f64() >= s)
             {
                 break;
             }
             let room = self.config.iterations - self.iterations;
+            let batch_began = Instant::now();
             self.batch(self.config.batch.max(1).min(room))?;
+            longest_batch = longest_batch.max(batch_began.elapsed());
             progress(Progress {
                 iterations: self.iterations,
                 best_us: self
@@ -411,8 +424,15 @@ impl<'a> Mcts<'a> {
         fresh.sort();
         fresh.dedup();
         let this = &*self;
-        let outcomes: Vec<Result<(Outcome, Option<Feedback>)>> =
-            fresh.par_iter().map(|c| this.simulate(c)).collect();
+        // Pipelines first, one leaf per task: a pipeline takes several times a plain strategy's
+        // simulation, and started last it would leave the other threads idle behind it. The
+        // outcomes do not depend on the order.
+        fresh.sort_by_key(|c| this.frame_of(c).is_none());
+        let outcomes: Vec<Result<(Outcome, Option<Feedback>)>> = fresh
+            .par_iter()
+            .with_max_len(1)
+            .map(|c| this.slowest_simulation.timed(|| this.simulate(c)))
+            .collect();
         for (c, o) in fresh.into_iter().zip(outcomes) {
             let (o, feedback) = o?;
             self.cache.insert(c.clone(), o);
