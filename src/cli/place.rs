@@ -3,6 +3,7 @@
 //! heuristic, `dp-subset` among them) and DP-NCCL.
 
 use std::path::PathBuf;
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
@@ -96,13 +97,17 @@ enum BatchSplitArg {
 }
 
 pub fn run(args: PlaceArgs) -> Result<()> {
+    let started = Instant::now();
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
     let inputs = Inputs::load(&args.model, args.batch, &args.cluster)?;
     let Inputs { graph, cluster, .. } = &inputs;
     let p = inputs.problem();
     let config = MctsConfig {
         iterations: args.budget,
-        seconds: args.time,
+        // The limit counts from the command's start: loading the policy and the inputs too.
+        seconds: args
+            .time
+            .map(|t| (t - started.elapsed().as_secs_f64()).max(0.0)),
         seed: args.seed,
         group_order: match args.group_order {
             GroupOrderArg::Compute => GroupOrder::Compute,

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::measure::outcome_of;
 use super::polish::Finish;
+use super::reserve::{kept_back, no_room_for};
 use super::result::SearchResult;
 use super::search::Mcts;
 use super::tree::Outcome;
@@ -31,16 +32,21 @@ impl Mcts<'_> {
             let (placement, e) = self.sfb_checked(Placement::plain(s, ""), e)?;
             (placement, e, Some(choice), best.fits, 0)
         } else {
+            // The polish ends in time for the result's compilation, which follows it.
             let deadline = self
                 .config
                 .seconds
                 .map(|s| started + Duration::from_secs_f64((s - seconds).max(0.0)));
-            let (finishes, n) = self.polished(deadline)?;
+            let (finishes, n) =
+                self.polished(kept_back(deadline, self.slowest_simulation.get()))?;
             // Every finish gets the check, side by side, and they are judged after it: sufficient
             // factors can save a fifth of an iteration (VGG19 on a random topology: a finish at
             // 151.9 ms became 126.5 ms, ahead of one at 127.1 ms). Past the time limit only the
             // fastest finish is compiled again, without the check.
-            let late = deadline.is_some_and(|d| Instant::now() >= d);
+            // Each thread compiles about ceil(finishes / threads) of them, one simulation each.
+            let per_thread = finishes.len().div_ceil(rayon::current_num_threads().max(1));
+            let checks = self.slowest_simulation.get() * per_thread as u32;
+            let late = no_room_for(deadline, checks);
             let checked: Vec<Checked> = finishes
                 .into_par_iter()
                 .take(if late { 1 } else { usize::MAX })

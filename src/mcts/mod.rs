@@ -38,6 +38,7 @@ pub mod measure;
 pub mod noise;
 pub mod pipelines;
 pub mod polish;
+pub mod reserve;
 pub mod result;
 pub mod search;
 pub mod seeds;

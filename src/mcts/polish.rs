@@ -22,6 +22,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::reserve::{Longest, no_room_for};
 use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel, variants};
@@ -162,12 +163,12 @@ impl Mcts<'_> {
                 )
             }
         };
-        let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
+        let out_of_time = |work: &Longest| no_room_for(deadline, work.get());
         let mut fixed = vec![dp];
         for (start, known) in &self.starts {
             let outcome = match known {
                 Some(o) => *o,
-                None if out_of_time() => continue,
+                None if out_of_time(&self.slowest_simulation) => continue,
                 None => {
                     simulated += 1;
                     self.outcome_of_placement(start)?
@@ -245,7 +246,7 @@ impl Mcts<'_> {
                     a
                 }
             })
-            .filter(|_| !out_of_time())
+            .filter(|_| !out_of_time(&self.slowest_round))
             .cloned();
         if let Some(fastest) = fastest {
             walks.push(self.shares_refined(fastest)?);
@@ -361,7 +362,8 @@ impl Mcts<'_> {
             give_up_above,
             give_up_after,
         } = walk;
-        let out_of_time = || deadline.is_some_and(|d| Instant::now() >= d);
+        // No round of moves starts that the time left cannot hold.
+        let out_of_time = || no_room_for(deadline, self.slowest_round.get());
         let mut tried = HashSet::new();
         tried.insert(at.key());
         let mut look = vec![true; self.groups];
@@ -398,7 +400,9 @@ impl Mcts<'_> {
                 .take(budget.saturating_sub(used))
                 .collect();
             used += knobs.len();
-            let knobs_improved = self.improved(at.clone(), knobs)?;
+            let knobs_improved = self
+                .slowest_round
+                .timed(|| self.improved(at.clone(), knobs))?;
             if knobs_improved.outcome.better_than(&at.outcome) {
                 look.fill(true);
             }
@@ -420,7 +424,9 @@ impl Mcts<'_> {
                     .take(budget - used)
                     .collect();
                 used += moves.len();
-                let next = self.improved(at.clone(), moves)?;
+                let next = self
+                    .slowest_round
+                    .timed(|| self.improved(at.clone(), moves))?;
                 if next.outcome.better_than(&at.outcome) {
                     for &h in &self.group_neighbours[g] {
                         look[h] = true;

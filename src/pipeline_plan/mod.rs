@@ -38,7 +38,7 @@
 //!   instead of over the slowest link); micro-batch counts that divide the batch, up to
 //!   [`MAX_MICRO_BATCHES`], and both schedules. The balanced cut of each is estimated, and the
 //!   [`SIMULATED`] best are simulated (half of each schedule: the estimates rank plans of one
-//!   schedule better than across the two), a round of one per thread at a time until a deadline.
+//!   schedule better than across the two), [`SIMULATED_PER_ROUND`] at a time until a deadline.
 //! - Folded twins: each wrapped plan among them is simulated a second time with its first and
 //!   last stages both on the whole device group (a V-shaped pipeline: the two end stages share
 //!   its GPUs and fill each other's bubbles, the tied weight never leaves them). The cut stays
