@@ -76,7 +76,8 @@ enum Command {
     /// The simulator against published measurements (single-GPU and data-parallel training
     /// throughput, NCCL bus bandwidth); --calibrate fits the kernel efficiencies.
     Fidelity(fidelity::FidelityArgs),
-    /// Benchmarks that print a table: `bench scale` (cost as the cluster grows to 1,024 GPUs).
+    /// Benchmarks that print a table: `bench scale` (cost as the cluster grows to 1,024 GPUs),
+    /// `bench place` (wall time of `place` per instance, repeated).
     Bench {
         #[command(subcommand)]
         command: bench::BenchCommand,

@@ -689,6 +689,8 @@ fn impossible_numbers_are_refused_at_the_flag() {
             "--time-limit",
         ),
         ([&solve[..], &["--gap=-1"]].concat(), "--gap"),
+        (vec!["bench", "place", "--repeat", "0"], "--repeat"),
+        (vec!["bench", "place", "--limit=-1"], "--limit"),
         ([&solve[..], &["--threads", "0"]].concat(), "--threads"),
         ([&experiment[..], &["--seeds", "0"]].concat(), "--seeds"),
         (
@@ -896,4 +898,46 @@ fn replicas_with_less_than_one_sample_are_warned_about() {
     ]);
     let stderr = String::from_utf8_lossy(&whole.stderr);
     assert!(!stderr.contains("warning:"), "{stderr}");
+}
+
+/// `bench place` runs `place` as a user does and reports what it found on every run: the same
+/// result and strategy count as `place` itself, one wall time per run, the median among them,
+/// and the limit judged.
+#[test]
+fn bench_place_reports_what_place_finds() {
+    let instance = ["--model", "mlp", "--cluster", "tag-testbed"];
+    let rows = json_of(&[
+        "bench",
+        "place",
+        "--models",
+        "mlp",
+        "--clusters",
+        "tag-testbed",
+        "--repeat",
+        "2",
+        "--limit",
+        "1000",
+        "--json",
+    ]);
+    let place = json_of(&[&["place"], &instance[..], &["--json"]].concat());
+    let rows = rows.as_array().expect("one row per instance");
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row["simulated"], place["simulated"]);
+    let bench_us = row["iteration_ms"].as_f64().unwrap() * 1000.0;
+    let place_us = place["iteration_us"].as_f64().unwrap();
+    assert!(
+        (bench_us - place_us).abs() <= 1e-9 * place_us,
+        "{bench_us} vs {place_us}"
+    );
+    let walls: Vec<f64> = row["wall_s"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_f64().unwrap())
+        .collect();
+    assert_eq!(walls.len(), 2);
+    let median = row["median_s"].as_f64().unwrap();
+    assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12);
+    assert_eq!(row["within_limit"], true);
 }

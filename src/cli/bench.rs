@@ -27,6 +27,9 @@ pub enum BenchCommand {
     /// budget on clusters of 8-GPU machines, half A100 and half V100, with the growth exponent
     /// between sizes.
     Scale(ScaleArgs),
+    /// Wall seconds of `place` per instance, each run a process of its own, repeated; every
+    /// run's result must agree, and `--limit` judges the slowest run.
+    Place(super::bench_place::PlaceBenchArgs),
     /// One size of `scale`, measured in this process; prints JSON (what `scale` runs).
     #[command(hide = true)]
     ScaleOne(OneArgs),
@@ -98,6 +101,7 @@ pub struct ScaleReport {
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Scale(args) => scale(args),
+        BenchCommand::Place(args) => super::bench_place::run(args),
         BenchCommand::ScaleOne(args) => {
             let m = measure_one(&args)?;
             println!(

@@ -3,6 +3,7 @@
 //! exit.
 
 pub mod bench;
+pub mod bench_place;
 pub mod cluster;
 pub mod common;
 pub mod compare;

@@ -1,0 +1,197 @@
+//! `topoplace bench place`: the wall time of `place` on given instances, each run in a child
+//! process of its own as a user runs it (start-up, the policy and the inputs loaded, the output
+//! written), repeated, with the result of every run: a time limit (`--limit`) is judged on the
+//! slowest run, and runs of one instance that disagree (same seed, same result) are an error.
+
+use std::process::Command;
+use std::time::Instant;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::common::{print_either, progress_bar};
+use topoplace::error::{Error, Result};
+
+#[derive(Args)]
+pub struct PlaceBenchArgs {
+    /// Zoo names or graph JSON files.
+    #[arg(long, value_delimiter = ',', default_value = "bert-large,gpt")]
+    models: Vec<String>,
+    /// Cluster configs: files or names in configs/.
+    #[arg(long, value_delimiter = ',', default_value = "tag-cloud,tag-testbed")]
+    clusters: Vec<String>,
+    /// Batch size (each model's own when absent; the #22 instances are at 32).
+    #[arg(long)]
+    batch: Option<u32>,
+    /// Runs of each instance (the machine is shared and noisy: read the median and the spread).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    repeat: u64,
+    /// Pass `--time` to `place`.
+    #[arg(long, value_parser = super::common::seconds)]
+    time: Option<f64>,
+    /// Judge each instance's slowest run against this many seconds (`place`'s promise).
+    #[arg(long, value_parser = super::common::seconds)]
+    limit: Option<f64>,
+    #[arg(long)]
+    json: bool,
+}
+
+/// One instance's runs.
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    model: String,
+    cluster: String,
+    iteration_ms: f64,
+    simulated: u64,
+    /// Wall seconds of each run, in run order.
+    wall_s: Vec<f64>,
+    median_s: f64,
+    /// Whether the slowest run kept `--limit` (none without one).
+    within_limit: Option<bool>,
+}
+
+/// What one `place --json` run printed that the table shows.
+#[derive(Debug, Clone, PartialEq)]
+struct Outcome {
+    iteration_us: f64,
+    simulated: u64,
+}
+
+pub fn run(args: PlaceBenchArgs) -> Result<()> {
+    let instances: Vec<(&String, &String)> = args
+        .models
+        .iter()
+        .flat_map(|m| args.clusters.iter().map(move |c| (m, c)))
+        .collect();
+    let runs = instances.len() as u64 * args.repeat;
+    let bar = progress_bar(runs, "{bar:30} {pos}/{len} place runs {elapsed}")?;
+    let mut rows = Vec::new();
+    for (model, cluster) in instances {
+        let mut outcome: Option<Outcome> = None;
+        let mut wall_s = Vec::new();
+        for _ in 0..args.repeat {
+            let (o, seconds) = place_once(&args, model, cluster)?;
+            if outcome.as_ref().is_some_and(|first| *first != o) {
+                return Err(bench(format!(
+                    "{model} on {cluster}: two runs disagree ({outcome:?} then {o:?})"
+                )));
+            }
+            outcome = Some(o);
+            wall_s.push(seconds);
+            bar.inc(1);
+        }
+        let o = outcome.expect("at least one run");
+        let slowest = wall_s.iter().copied().fold(0.0, f64::max);
+        rows.push(Row {
+            model: model.clone(),
+            cluster: cluster.clone(),
+            iteration_ms: o.iteration_us / 1000.0,
+            simulated: o.simulated,
+            median_s: median(&wall_s),
+            wall_s,
+            within_limit: args.limit.map(|l| slowest <= l),
+        });
+    }
+    bar.finish_and_clear();
+    print_either(args.json, &rows, |rows| render(rows, args.limit))
+}
+
+/// One `place --json` run in a child process: what it found and its wall seconds.
+fn place_once(args: &PlaceBenchArgs, model: &str, cluster: &str) -> Result<(Outcome, f64)> {
+    let exe = std::env::current_exe().map_err(|e| Error::Io {
+        path: "the topoplace executable".into(),
+        source: e,
+    })?;
+    let mut command = Command::new(exe);
+    command.args(["place", "--model", model, "--cluster", cluster, "--json"]);
+    if let Some(batch) = args.batch {
+        command.args(["--batch", &batch.to_string()]);
+    }
+    if let Some(time) = args.time {
+        command.args(["--time", &time.to_string()]);
+    }
+    let began = Instant::now();
+    let out = command.output().map_err(|e| Error::Io {
+        path: "topoplace place".into(),
+        source: e,
+    })?;
+    let seconds = began.elapsed().as_secs_f64();
+    if !out.status.success() {
+        return Err(bench(format!(
+            "{model} on {cluster}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| bench(format!("{model} on {cluster}: {e}")))?;
+    let field = |key: &str| {
+        found
+            .get(key)
+            .ok_or_else(|| bench(format!("{model} on {cluster}: no `{key}` in place's JSON")))
+    };
+    let outcome = Outcome {
+        iteration_us: field("iteration_us")?.as_f64().unwrap_or(f64::NAN),
+        simulated: field("simulated")?.as_u64().unwrap_or(0),
+    };
+    Ok((outcome, seconds))
+}
+
+/// The median of `xs` (the mean of the middle two for an even count).
+fn median(xs: &[f64]) -> f64 {
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+fn render(rows: &[Row], limit: Option<f64>) -> String {
+    let mut s = "`place`, each run a process of its own, wall seconds in run order\n\n".to_string();
+    s += "| model | cluster | iteration ms | simulated | median s | runs s |";
+    s += if limit.is_some() {
+        " within limit |\n"
+    } else {
+        "\n"
+    };
+    s += "|---|---|---|---|---|---|";
+    s += if limit.is_some() { "---|\n" } else { "\n" };
+    for r in rows {
+        let runs: Vec<String> = r.wall_s.iter().map(|w| format!("{w:.2}")).collect();
+        s += &format!(
+            "| {} | {} | {:.2} | {} | {:.2} | {} |",
+            r.model,
+            r.cluster,
+            r.iteration_ms,
+            r.simulated,
+            r.median_s,
+            runs.join(", ")
+        );
+        s += &match r.within_limit {
+            Some(ok) => format!(" {} |\n", if ok { "yes" } else { "no" }),
+            None => "\n".to_string(),
+        };
+    }
+    if let Some(l) = limit {
+        s += &format!("\nwithin limit: the slowest run took at most {l} s\n");
+    }
+    s
+}
+
+fn bench(message: String) -> Error {
+    Error::Bench(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.5]), 7.5);
+    }
+}
