@@ -923,13 +923,15 @@ fn bench_place_reports_what_place_finds() {
     let rows = rows.as_array().expect("one row per instance");
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
-    assert_eq!(row["simulated"], place["simulated"]);
-    let bench_us = row["iteration_ms"].as_f64().unwrap() * 1000.0;
     let place_us = place["iteration_us"].as_f64().unwrap();
-    assert!(
-        (bench_us - place_us).abs() <= 1e-9 * place_us,
-        "{bench_us} vs {place_us}"
-    );
+    for run in 0..2 {
+        assert_eq!(row["simulated"][run], place["simulated"]);
+        let bench_us = row["iteration_ms"][run].as_f64().unwrap() * 1000.0;
+        assert!(
+            (bench_us - place_us).abs() <= 1e-9 * place_us,
+            "{bench_us} vs {place_us}"
+        );
+    }
     let walls: Vec<f64> = row["wall_s"]
         .as_array()
         .unwrap()

@@ -1,7 +1,8 @@
 //! `topoplace bench place`: the wall time of `place` on given instances, each run in a child
 //! process of its own as a user runs it (start-up, the policy and the inputs loaded, the output
 //! written), repeated, with the result of every run: a time limit (`--limit`) is judged on the
-//! slowest run, and runs of one instance that disagree (same seed, same result) are an error.
+//! slowest run, and without `--time` runs of one instance that disagree are an error (same
+//! seed, same result; under `--time` how far a run gets depends on the machine's speed).
 
 use std::process::Command;
 use std::time::Instant;
@@ -41,8 +42,9 @@ pub struct PlaceBenchArgs {
 struct Row {
     model: String,
     cluster: String,
-    iteration_ms: f64,
-    simulated: u64,
+    /// Each run's result and strategies simulated, in run order (all equal without `--time`).
+    iteration_ms: Vec<f64>,
+    simulated: Vec<u64>,
     /// Wall seconds of each run, in run order.
     wall_s: Vec<f64>,
     median_s: f64,
@@ -67,26 +69,26 @@ pub fn run(args: PlaceBenchArgs) -> Result<()> {
     let bar = progress_bar(runs, "{bar:30} {pos}/{len} place runs {elapsed}")?;
     let mut rows = Vec::new();
     for (model, cluster) in instances {
-        let mut outcome: Option<Outcome> = None;
+        let mut outcomes: Vec<Outcome> = Vec::new();
         let mut wall_s = Vec::new();
         for _ in 0..args.repeat {
             let (o, seconds) = place_once(&args, model, cluster)?;
-            if outcome.as_ref().is_some_and(|first| *first != o) {
+            if args.time.is_none() && outcomes.first().is_some_and(|first| *first != o) {
                 return Err(bench(format!(
-                    "{model} on {cluster}: two runs disagree ({outcome:?} then {o:?})"
+                    "{model} on {cluster}: two runs disagree ({:?} then {o:?})",
+                    outcomes[0]
                 )));
             }
-            outcome = Some(o);
+            outcomes.push(o);
             wall_s.push(seconds);
             bar.inc(1);
         }
-        let o = outcome.expect("at least one run");
         let slowest = wall_s.iter().copied().fold(0.0, f64::max);
         rows.push(Row {
             model: model.clone(),
             cluster: cluster.clone(),
-            iteration_ms: o.iteration_us / 1000.0,
-            simulated: o.simulated,
+            iteration_ms: outcomes.iter().map(|o| o.iteration_us / 1000.0).collect(),
+            simulated: outcomes.iter().map(|o| o.simulated).collect(),
             median_s: median(&wall_s),
             wall_s,
             within_limit: args.limit.map(|l| slowest <= l),
@@ -160,12 +162,14 @@ fn render(rows: &[Row], limit: Option<f64>) -> String {
     s += if limit.is_some() { "---|\n" } else { "\n" };
     for r in rows {
         let runs: Vec<String> = r.wall_s.iter().map(|w| format!("{w:.2}")).collect();
+        let iteration: Vec<String> = r.iteration_ms.iter().map(|t| format!("{t:.2}")).collect();
+        let simulated: Vec<String> = r.simulated.iter().map(u64::to_string).collect();
         s += &format!(
-            "| {} | {} | {:.2} | {} | {:.2} | {} |",
+            "| {} | {} | {} | {} | {:.2} | {} |",
             r.model,
             r.cluster,
-            r.iteration_ms,
-            r.simulated,
+            distinct(&iteration),
+            distinct(&simulated),
             r.median_s,
             runs.join(", ")
         );
@@ -178,6 +182,17 @@ fn render(rows: &[Row], limit: Option<f64>) -> String {
         s += &format!("\nwithin limit: the slowest run took at most {l} s\n");
     }
     s
+}
+
+/// The values, each once, in first-seen order (one value when every run agreed).
+fn distinct(values: &[String]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for v in values {
+        if !seen.contains(&v.as_str()) {
+            seen.push(v);
+        }
+    }
+    seen.join(", ")
 }
 
 fn bench(message: String) -> Error {
@@ -193,5 +208,12 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(&[7.5]), 7.5);
+    }
+
+    #[test]
+    fn distinct_values_keep_their_first_order() {
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(distinct(&v(&["1.50", "1.50"])), "1.50");
+        assert_eq!(distinct(&v(&["2", "1", "2", "3"])), "2, 1, 3");
     }
 }

@@ -43,10 +43,7 @@ impl Mcts<'_> {
             // factors can save a fifth of an iteration (VGG19 on a random topology: a finish at
             // 151.9 ms became 126.5 ms, ahead of one at 127.1 ms). Past the time limit only the
             // fastest finish is compiled again, without the check.
-            // Each thread compiles about ceil(finishes / threads) of them, one simulation each.
-            let per_thread = finishes.len().div_ceil(rayon::current_num_threads().max(1));
-            let checks = self.slowest_simulation.get() * per_thread as u32;
-            let late = no_room_for(deadline, checks);
+            let late = no_room_for(deadline, self.time_for(finishes.len()));
             let checked: Vec<Checked> = finishes
                 .into_par_iter()
                 .take(if late { 1 } else { usize::MAX })

@@ -246,10 +246,9 @@ impl Mcts<'_> {
                     a
                 }
             })
-            .filter(|_| !out_of_time(&self.slowest_round))
             .cloned();
         if let Some(fastest) = fastest {
-            walks.push(self.shares_refined(fastest)?);
+            walks.push(self.shares_refined(fastest, deadline)?);
         }
         let mut finishes = Vec::new();
         for (point, used) in walks {
@@ -452,11 +451,15 @@ impl Mcts<'_> {
     /// are not moves of the walks: tried from a walk's start they steer it elsewhere (VGG19 on
     /// TAG's testbed to a slower optimum), after a flip every action move is a fresh simulation,
     /// and refining every walk's end took BERT-large on TAG's cloud past 10 s.
-    fn shares_refined(&self, at: Point) -> Result<(Point, usize)> {
+    /// Not started when the time left cannot hold its simulations (one per flip, side by side).
+    fn shares_refined(&self, at: Point, deadline: Option<Instant>) -> Result<(Point, usize)> {
         let (groups, flips): (Vec<usize>, Vec<Point>) = (0..self.groups)
             .filter(|&g| self.shares_matter(at.choice[g]))
             .map(|g| (g, at.split_flipped(g)))
             .unzip();
+        if no_room_for(deadline, self.time_for(flips.len() + 1)) {
+            return Ok((at, 0));
+        }
         let mut used = flips.len();
         let scored = self.scored(flips, &at.outcome)?;
         let improving: Vec<usize> = groups

@@ -32,6 +32,12 @@ impl Longest {
     }
 }
 
+/// How many rounds `simulations` run side by side take on this machine's threads.
+pub fn rounds_of(simulations: usize) -> u32 {
+    let threads = rayon::current_num_threads().max(1);
+    u32::try_from(simulations.div_ceil(threads)).unwrap_or(u32::MAX)
+}
+
 /// Whether work taking `needed` and started now would end past `deadline` (never, without one).
 pub fn no_room_for(deadline: Option<Instant>, needed: Duration) -> bool {
     deadline.is_some_and(|d| Instant::now() + needed >= d)

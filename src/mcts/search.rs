@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::actions::{actions, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
-use super::reserve::Longest;
+use super::reserve::{Longest, rounds_of};
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome};
 use crate::cluster::RouteTable;
@@ -405,6 +405,11 @@ impl<'a> Mcts<'a> {
             });
         }
         Ok(began.elapsed().as_secs_f64())
+    }
+
+    /// About how long `simulations` take side by side, judged by the slowest leaf simulation.
+    pub(super) fn time_for(&self, simulations: usize) -> Duration {
+        self.slowest_simulation.get() * rounds_of(simulations)
     }
 
     /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
