@@ -932,12 +932,7 @@ fn bench_place_reports_what_place_finds() {
             "{bench_us} vs {place_us}"
         );
     }
-    let walls: Vec<f64> = row["wall_s"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w.as_f64().unwrap())
-        .collect();
+    let walls = common::f64s(&row["wall_s"]);
     assert_eq!(walls.len(), 2);
     let median = row["median_s"].as_f64().unwrap();
     assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12);

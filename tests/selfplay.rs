@@ -454,12 +454,7 @@ fn warm_start_imitates_the_teacher_and_resumes() {
         serde_json::from_slice(&read(&whole.join("checkpoints/step-3/state.json"))).unwrap();
     let warm = &state["warm_start"];
     assert_eq!(warm["games"], 3);
-    let losses: Vec<f64> = warm["losses"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_f64().unwrap())
-        .collect();
+    let losses = common::f64s(&warm["losses"]);
     assert_eq!(losses.len(), 40);
     let first: f64 = losses[..5].iter().sum();
     let last: f64 = losses[35..].iter().sum();

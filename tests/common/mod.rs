@@ -99,6 +99,15 @@ pub const TORCH_ZOO_TWINS: [(&str, &str); 9] = [
     ("datasets/torch/gpt2_b8_s1024.json.gz", "gpt"),
 ];
 
+/// A JSON array of numbers (a command's `--json` output) as f64s.
+pub fn f64s(array: &serde_json::Value) -> Vec<f64> {
+    let items = array.as_array().expect("a JSON array");
+    items
+        .iter()
+        .map(|x| x.as_f64().expect("a number"))
+        .collect()
+}
+
 /// The stdout of a finished command that must have succeeded (its stderr in the failure).
 pub fn stdout_of_success(out: std::process::Output) -> Vec<u8> {
     assert!(
