@@ -40,7 +40,18 @@ pub fn rounds_of(simulations: usize) -> u32 {
 
 /// Whether work taking `needed` and started now would end past `deadline` (never, without one).
 pub fn no_room_for(deadline: Option<Instant>, needed: Duration) -> bool {
-    deadline.is_some_and(|d| Instant::now() + needed >= d)
+    deadline.is_some_and(|d| {
+        Instant::now()
+            .checked_add(needed)
+            .is_none_or(|end| end >= d)
+    })
+}
+
+/// `per_round` times the rounds `simulations` take side by side ([`rounds_of`]), saturating.
+pub fn time_for(per_round: Duration, simulations: usize) -> Duration {
+    per_round
+        .checked_mul(rounds_of(simulations))
+        .unwrap_or(Duration::MAX)
 }
 
 /// `deadline` brought forward by `kept_back` (what must still run after the work it bounds).
@@ -67,7 +78,11 @@ mod tests {
         let deadline = Some(now + Duration::from_secs(60));
         assert!(!no_room_for(deadline, Duration::from_secs(1)));
         assert!(no_room_for(deadline, Duration::from_secs(61)));
-        assert!(!no_room_for(None, Duration::MAX / 2));
+        assert!(!no_room_for(None, Duration::MAX));
+        // Work too long to add to an instant never fits.
+        assert!(no_room_for(deadline, Duration::MAX));
+        assert_eq!(time_for(Duration::MAX, 10_000), Duration::MAX);
+        assert_eq!(time_for(Duration::ZERO, 7), Duration::ZERO);
         let earlier = kept_back(deadline, Duration::from_secs(59)).unwrap();
         assert!(no_room_for(Some(earlier), Duration::from_secs(2)));
     }

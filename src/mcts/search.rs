@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::actions::{actions, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
-use super::reserve::{Longest, rounds_of};
+use super::reserve::{Longest, time_for};
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome};
 use crate::cluster::RouteTable;
@@ -382,11 +382,11 @@ impl<'a> Mcts<'a> {
         // far), and the result's compilation is kept time for.
         let mut longest_batch = Duration::ZERO;
         while self.iterations < self.config.iterations {
-            let needed = longest_batch + self.slowest_simulation.get();
+            let needed = longest_batch.saturating_add(self.slowest_simulation.get());
             if self
                 .config
                 .seconds
-                .is_some_and(|s| (began.elapsed() + needed).as_secs_f64() >= s)
+                .is_some_and(|s| began.elapsed().saturating_add(needed).as_secs_f64() >= s)
             {
                 break;
             }
@@ -409,7 +409,7 @@ impl<'a> Mcts<'a> {
 
     /// About how long `simulations` take side by side, judged by the slowest leaf simulation.
     pub(super) fn time_for(&self, simulations: usize) -> Duration {
-        self.slowest_simulation.get() * rounds_of(simulations)
+        time_for(self.slowest_simulation.get(), simulations)
     }
 
     /// Select `n` leaves with virtual loss, evaluate the new ones in parallel, back up in order.
