@@ -27,8 +27,8 @@ pub enum BenchCommand {
     /// budget on clusters of 8-GPU machines, half A100 and half V100, with the growth exponent
     /// between sizes.
     Scale(ScaleArgs),
-    /// Wall seconds of `place` per instance, each run a process of its own, repeated; every
-    /// run's result must agree, and `--limit` judges the slowest run.
+    /// Wall seconds of `place` per instance, each run a process of its own, repeated; without
+    /// `--time` every run's result must agree, and `--limit` judges the slowest run.
     Place(super::bench_place::PlaceBenchArgs),
     /// One size of `scale`, measured in this process; prints JSON (what `scale` runs).
     #[command(hide = true)]
@@ -166,13 +166,33 @@ enum Mode {
     Place,
 }
 
-/// Run `bench scale-one` for one size in a child process and read its JSON.
-fn child(model: &str, gpus: usize, mode: Mode, budget: usize) -> Result<Measured> {
+/// A command running this executable (benchmarks measure it in child processes).
+pub(super) fn this_executable() -> Result<Command> {
     let exe = std::env::current_exe().map_err(|e| Error::Io {
         path: "the topoplace executable".into(),
         source: e,
     })?;
-    let mut command = Command::new(exe);
+    Ok(Command::new(exe))
+}
+
+/// Run `command` to its end; its stdout, or its stderr as an error naming `what`.
+pub(super) fn stdout_of(mut command: Command, what: &str) -> Result<Vec<u8>> {
+    let out = command.output().map_err(|e| Error::Io {
+        path: what.into(),
+        source: e,
+    })?;
+    if !out.status.success() {
+        return Err(bench(format!(
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// Run `bench scale-one` for one size in a child process and read its JSON.
+fn child(model: &str, gpus: usize, mode: Mode, budget: usize) -> Result<Measured> {
+    let mut command = this_executable()?;
     command.args(["bench", "scale-one", "--model", model]);
     command.args(["--gpus", &gpus.to_string(), "--budget", &budget.to_string()]);
     match mode {
@@ -184,17 +204,8 @@ fn child(model: &str, gpus: usize, mode: Mode, budget: usize) -> Result<Measured
             command.arg("--place");
         }
     }
-    let out = command.output().map_err(|e| Error::Io {
-        path: "bench scale-one".into(),
-        source: e,
-    })?;
-    if !out.status.success() {
-        return Err(bench(format!(
-            "{gpus} GPUs: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    serde_json::from_slice(&out.stdout).map_err(|e| bench(format!("{gpus} GPUs: {e}")))
+    let stdout = stdout_of(command, &format!("{gpus} GPUs"))?;
+    serde_json::from_slice(&stdout).map_err(|e| bench(format!("{gpus} GPUs: {e}")))
 }
 
 fn measure_one(args: &OneArgs) -> Result<Measured> {
@@ -260,7 +271,7 @@ fn two_type_cluster(gpus: usize) -> Result<Cluster> {
     Ok(parse_cluster(&text, &format!("bench scale ({gpus} GPUs)"))?)
 }
 
-fn bench(message: String) -> Error {
+pub(super) fn bench(message: String) -> Error {
     Error::Bench(message)
 }
 

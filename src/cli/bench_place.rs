@@ -4,14 +4,14 @@
 //! slowest run, and without `--time` runs of one instance that disagree are an error (same
 //! seed, same result; under `--time` how far a run gets depends on the machine's speed).
 
-use std::process::Command;
 use std::time::Instant;
 
 use clap::Args;
 use serde::Serialize;
 
+use super::bench::{bench, stdout_of, this_executable};
 use super::common::{print_either, progress_bar};
-use topoplace::error::{Error, Result};
+use topoplace::error::Result;
 
 #[derive(Args)]
 pub struct PlaceBenchArgs {
@@ -100,11 +100,7 @@ pub fn run(args: PlaceBenchArgs) -> Result<()> {
 
 /// One `place --json` run in a child process: what it found and its wall seconds.
 fn place_once(args: &PlaceBenchArgs, model: &str, cluster: &str) -> Result<(Outcome, f64)> {
-    let exe = std::env::current_exe().map_err(|e| Error::Io {
-        path: "the topoplace executable".into(),
-        source: e,
-    })?;
-    let mut command = Command::new(exe);
+    let mut command = this_executable()?;
     command.args(["place", "--model", model, "--cluster", cluster, "--json"]);
     if let Some(batch) = args.batch {
         command.args(["--batch", &batch.to_string()]);
@@ -113,19 +109,10 @@ fn place_once(args: &PlaceBenchArgs, model: &str, cluster: &str) -> Result<(Outc
         command.args(["--time", &time.to_string()]);
     }
     let began = Instant::now();
-    let out = command.output().map_err(|e| Error::Io {
-        path: "topoplace place".into(),
-        source: e,
-    })?;
+    let stdout = stdout_of(command, &format!("{model} on {cluster}"))?;
     let seconds = began.elapsed().as_secs_f64();
-    if !out.status.success() {
-        return Err(bench(format!(
-            "{model} on {cluster}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    let found: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| bench(format!("{model} on {cluster}: {e}")))?;
+    let found: serde_json::Value =
+        serde_json::from_slice(&stdout).map_err(|e| bench(format!("{model} on {cluster}: {e}")))?;
     let field = |key: &str| {
         found
             .get(key)
@@ -193,10 +180,6 @@ fn distinct(values: &[String]) -> String {
         }
     }
     seen.join(", ")
-}
-
-fn bench(message: String) -> Error {
-    Error::Bench(message)
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::reserve::{Longest, no_room_for};
+use super::reserve::no_room_for;
 use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel, variants};
@@ -163,12 +163,11 @@ impl Mcts<'_> {
                 )
             }
         };
-        let out_of_time = |work: &Longest| no_room_for(deadline, work.get());
         let mut fixed = vec![dp];
         for (start, known) in &self.starts {
             let outcome = match known {
                 Some(o) => *o,
-                None if out_of_time(&self.slowest_simulation) => continue,
+                None if no_room_for(deadline, self.slowest_simulation.get()) => continue,
                 None => {
                     simulated += 1;
                     self.outcome_of_placement(start)?

@@ -33,7 +33,7 @@ impl Longest {
 }
 
 /// How many rounds `simulations` run side by side take on this machine's threads.
-pub fn rounds_of(simulations: usize) -> u32 {
+fn rounds_of(simulations: usize) -> u32 {
     let threads = rayon::current_num_threads().max(1);
     u32::try_from(simulations.div_ceil(threads)).unwrap_or(u32::MAX)
 }
