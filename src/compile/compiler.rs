@@ -137,6 +137,8 @@ fn compile_layouts(
     for link in &cluster.links {
         exec.set_link_lanes(link.index, link.lanes);
     }
+    let tasks = expected_tasks(&layouts);
+    exec.reserve(tasks, tasks);
     let mut c = Compiler {
         graph,
         cluster,
@@ -145,7 +147,7 @@ fn compile_layouts(
         cost,
         layouts,
         exec,
-        roles: Vec::new(),
+        roles: Vec::with_capacity(tasks),
         first_task: vec![TaskId::MAX; graph.len()],
         whole_on: FxHashMap::default(),
         slice_on: FxHashMap::default(),
@@ -190,6 +192,13 @@ fn compile_layouts(
         pipeline: None,
     };
     Some(compiled)
+}
+
+/// About how many tasks a compilation with `layouts` adds: one per replica of each op, and a
+/// quarter more for the transfers and collectives that wire them (most tasks take one resource).
+fn expected_tasks(layouts: &[Rc<Layout>]) -> usize {
+    let replicas: usize = layouts.iter().map(|l| l.devices.len()).sum();
+    replicas + replicas / 4
 }
 
 pub(super) struct Compiler<'a> {

@@ -15,7 +15,11 @@
 //! - k is clamped to the number of ops; METIS may leave parts empty, so the result can have fewer
 //!   than k groups;
 //! - METIS is seeded, so the same input gives the same grouping; calls are serialised because
-//!   METIS keeps its random generator in process-wide state.
+//!   METIS keeps its random generator in process-wide state, and remembered (a search compiles
+//!   the same model-parallel group on the same GPUs many times).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use metis::Idx;
 
@@ -28,7 +32,7 @@ pub const DEFAULT_K: usize = 60;
 /// TAG's balance factor: the heaviest group may weigh up to twice the mean.
 pub const BALANCE_FACTOR: f64 = 2.0;
 /// Held while METIS runs (see [`metis_partition`]).
-static METIS_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static METIS_LOCK: Mutex<()> = Mutex::new(());
 /// Scaled totals of vertex and edge weights (see the module docs).
 const WEIGHT_SCALE_TOTAL: f64 = 1e8;
 
@@ -226,6 +230,14 @@ pub fn metis_partition(
             k,
         ));
     }
+    let input = MetisInput {
+        k,
+        seed,
+        csr: [xadj, adjncy, vwgt, adjwgt].map(<[Idx]>::to_vec),
+    };
+    if let Some(part) = remembered(&input) {
+        return Ok(part);
+    }
     let mut part: Vec<Idx> = vec![0; n];
     if k > 1 {
         // METIS draws from one process-wide random generator, so two partitions running at
@@ -243,7 +255,39 @@ pub fn metis_partition(
             .part_kway(&mut part)
             .map_err(|e| MetisError::Failed(format!("{e:?}")))?;
     }
-    Ok(part.into_iter().map(|p| p as u32).collect())
+    let part: Vec<u32> = part.into_iter().map(|p| p as u32).collect();
+    remember(input, &part);
+    Ok(part)
+}
+
+/// Everything a METIS partition depends on: seeded, it is a function of this.
+#[derive(PartialEq, Eq, Hash)]
+struct MetisInput {
+    k: usize,
+    seed: u64,
+    /// `xadj`, `adjncy`, `vwgt`, `adjwgt`.
+    csr: [Vec<Idx>; 4],
+}
+
+/// Partitions already found, by input. A search compiles the same model-parallel group on the
+/// same GPUs again and again (GPT on TAG's testbed: METIS was 6% of `place`'s time), and the
+/// calls are serialised besides. Cleared when full; a partition found again is the same.
+static METIS_MEMO: Mutex<Option<HashMap<MetisInput, Vec<u32>>>> = Mutex::new(None);
+/// Partitions [`METIS_MEMO`] holds at most.
+const METIS_MEMO_ENTRIES: usize = 256;
+
+fn remembered(input: &MetisInput) -> Option<Vec<u32>> {
+    let memo = METIS_MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    memo.as_ref()?.get(input).cloned()
+}
+
+fn remember(input: MetisInput, part: &[u32]) {
+    let mut memo = METIS_MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    let memo = memo.get_or_insert_with(HashMap::new);
+    if memo.len() >= METIS_MEMO_ENTRIES {
+        memo.clear();
+    }
+    memo.insert(input, part.to_vec());
 }
 
 /// While alive, the process's standard output goes to /dev/null. METIS reports some conditions

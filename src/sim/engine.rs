@@ -15,6 +15,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
+use super::bound::MakespanBound;
 use super::completions::Completions;
 use super::exec::{ExecGraph, TaskId};
 
@@ -89,6 +90,7 @@ pub struct Simulator {
     completions: Completions,
     memory: Vec<f64>,
     result: SimResult,
+    bound: MakespanBound,
 }
 
 /// Order-preserving map of a finite f64 onto u64 (so keys compare as integers).
@@ -129,7 +131,8 @@ impl Simulator {
 
     /// [`Self::run_sealed`], given up (`None`) as soon as a task ends after `limit_us`: the
     /// makespan is then past the limit too, and a caller asking only "faster than this?" has its
-    /// answer without simulating the rest.
+    /// answer without simulating the rest. Where a lower bound on the makespan already passes the
+    /// limit ([`super::bound`]), the answer comes without simulating at all.
     pub fn run_sealed_within(
         &mut self,
         g: &ExecGraph,
@@ -140,6 +143,9 @@ impl Simulator {
             g.is_sealed(),
             "seal the execution graph before simulating it"
         );
+        if self.bound.exceeds(g, limit_us) {
+            return Ok(None);
+        }
         self.reset(g);
         for t in 0..g.len() as TaskId {
             if self.waiting_inputs[t as usize] == 0 {

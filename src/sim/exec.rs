@@ -123,6 +123,21 @@ impl ExecGraph {
         &self.capacity
     }
 
+    /// Room for `tasks` more tasks holding `resources` resources in all: a compiler that knows
+    /// about how many it will add then fills arrays allocated once, not grown and copied step by
+    /// step (several per simulated strategy, of up to 10⁵ tasks).
+    pub fn reserve(&mut self, tasks: usize, resources: usize) {
+        self.kind.reserve(tasks);
+        self.duration.reserve(tasks);
+        self.res_start.reserve(tasks);
+        self.out_device.reserve(tasks);
+        self.out_bytes.reserve(tasks);
+        self.priority.reserve(tasks);
+        self.label.reserve(tasks);
+        self.resources.reserve(resources);
+        self.lanes.reserve(resources);
+    }
+
     /// A task taking one lane of each of its resources.
     pub fn add_task(&mut self, spec: TaskSpec<'_>) -> TaskId {
         let n = spec.resources.len();

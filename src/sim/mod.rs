@@ -5,11 +5,13 @@
 //! compiler ([`crate::compile`]) builds its [`ExecGraph`]; [`crate::evaluate`] runs it and turns
 //! the result into a report.
 
+mod bound;
 mod completions;
 pub mod engine;
 pub mod exec;
 pub mod trace;
 
+pub use bound::MakespanBound;
 pub use engine::{Oom, Order, SimError, SimResult, Simulator};
 pub use exec::{ExecGraph, TaskId, TaskKind, TaskSpec};
 pub use trace::{ChromeTrace, TraceEvent, chrome_trace};
