@@ -3,10 +3,13 @@
 //! past a limit where only "faster than this?" is asked.
 
 use super::actions::{PACKINGS, Shares, build_strategy};
+use super::polish::Point;
 use super::search::Mcts;
 use super::tree::Outcome;
 use crate::error::Result;
-use crate::evaluate::{Evaluation, Placement, evaluate, evaluate_within, limit_to_beat};
+use crate::evaluate::{
+    Evaluation, Placement, evaluate, evaluate_within, limit_to_beat, timing_within,
+};
 use crate::gnn::Feedback;
 use crate::strategy::{AllReducePacking, BatchSplit, Strategy};
 
@@ -84,6 +87,17 @@ impl Mcts<'_> {
         let (o, e) = best.expect("at least one packing");
         let feedback = self.policy.as_ref().map(|p| p.feedback(&e));
         Ok((o, feedback))
+    }
+
+    /// A polish point's outcome, or `None` once its simulation passes `limit_us`.
+    pub(super) fn timed_within(&self, p: &Point, limit_us: f64) -> Result<Option<Outcome>> {
+        let placement = self.placement_of(&p.choice, p.packing, p.split, &p.other_split)?;
+        let within = timing_within(&self.problem, &self.routes, &placement, limit_us)?;
+        Ok(within.map(|t| Outcome {
+            time_us: t.iteration_us,
+            fits: t.fits,
+            packing: p.packing,
+        }))
     }
 
     pub(super) fn outcome(&self, choice: &[u16], packing: AllReducePacking) -> Result<Outcome> {

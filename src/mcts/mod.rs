@@ -34,6 +34,7 @@ pub mod config;
 pub mod expert;
 pub mod finish;
 pub mod grouping;
+mod known;
 pub mod measure;
 pub mod noise;
 pub mod pipelines;

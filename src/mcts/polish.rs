@@ -22,12 +22,13 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::known::PointKey;
 use super::reserve::no_room_for;
 use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel, variants};
 use crate::error::Result;
-use crate::evaluate::{Placement, evaluate, limit_to_beat, timing_within};
+use crate::evaluate::{Placement, evaluate, limit_to_beat};
 use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption};
 
 /// A complete strategy in the search's terms, with the knobs the search leaves global.
@@ -41,10 +42,8 @@ pub(super) struct Point {
     pub(super) outcome: Outcome,
 }
 
-type Key = (Vec<u16>, BatchSplit, Vec<usize>, AllReducePacking);
-
 impl Point {
-    fn key(&self) -> Key {
+    fn key(&self) -> PointKey {
         (
             self.choice.clone(),
             self.split,
@@ -530,26 +529,24 @@ impl Mcts<'_> {
     /// `points` with their outcomes, simulated in parallel. Only whether each beats `beat` (and,
     /// if so, by how much) is wanted: the polish keeps a point only when it is strictly faster
     /// than the one it moves from. So a simulation past a fitting `beat`'s time is given up and
-    /// its point marked slower than anything that fits.
+    /// its point marked slower than anything that fits. A point whose answer is already known
+    /// ([`super::known`]) is not simulated again.
     fn scored(&self, points: Vec<Point>, beat: &Outcome) -> Result<Vec<Point>> {
         let limit_us = limit_to_beat(beat.time_us, beat.fits);
         points
             .into_par_iter()
             .map(|mut p| {
-                let placement = self.placement_of(&p.choice, p.packing, p.split, &p.other_split)?;
-                let within = timing_within(&self.problem, &self.routes, &placement, limit_us)?;
-                p.outcome = match within {
-                    Some(t) => Outcome {
-                        time_us: t.iteration_us,
-                        fits: t.fits,
-                        packing: p.packing,
-                    },
-                    None => Outcome {
-                        time_us: f64::INFINITY,
-                        fits: false,
-                        packing: p.packing,
-                    },
+                let key = p.key();
+                let found = match self.known.answer(&key, limit_us) {
+                    Some(found) => found,
+                    None => self.timed_within(&p, limit_us)?,
                 };
+                self.known.note(key, limit_us, found);
+                p.outcome = found.unwrap_or(Outcome {
+                    time_us: f64::INFINITY,
+                    fits: false,
+                    packing: p.packing,
+                });
                 Ok(p)
             })
             .collect()

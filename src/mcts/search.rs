@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use super::actions::{actions, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
+use super::known::Known;
 use super::reserve::{Longest, time_for};
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome};
@@ -70,6 +71,8 @@ pub struct Mcts<'a> {
     pub(super) slowest_simulation: Longest,
     /// The longest round of the polish's moves (simulated side by side).
     pub(super) slowest_round: Longest,
+    /// What the polish's simulations told of the points they ran ([`super::known`]).
+    pub(super) known: Known,
 }
 
 impl<'a> Mcts<'a> {
@@ -119,6 +122,7 @@ impl<'a> Mcts<'a> {
             pipelines_known: 0,
             slowest_simulation: Longest::default(),
             slowest_round: Longest::default(),
+            known: Known::default(),
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
