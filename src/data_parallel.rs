@@ -8,14 +8,16 @@
 //! prefixes of the device groups sorted fastest first, and each machine on its own. Candidates
 //! are tried in order of a lower bound on their iteration time (compute spread perfectly over the
 //! subset's GPUs, and the AllReduce's bandwidth term, since a subset's collectives serialise on
-//! its ports and NICs); the enumeration stops once the bound reaches the best time found, so the
-//! answer is the exact best over the candidates with far fewer simulations.
+//! its ports and NICs); the enumeration stops once the bound reaches the best time found, and a
+//! variant's simulation is given up once past the best so far (often before it starts, at the
+//! simulator's own makespan bound), so the answer is the exact best over the candidates with far
+//! fewer simulations.
 
 use rayon::prelude::*;
 
 use crate::cluster::{Cluster, RouteTable};
 use crate::error::Result;
-use crate::evaluate::{Placement, Problem, beats, evaluate};
+use crate::evaluate::{Placement, Problem, beats, evaluate_within, limit_to_beat};
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, Reference,
     ReplicationOption, Strategy,
@@ -53,7 +55,8 @@ struct Candidate {
 /// The best of data parallelism over the candidate subsets (see the module docs).
 pub fn best_data_parallel(p: &Problem, routes: &RouteTable) -> Result<BestDataParallel> {
     let single = Reference::Single.strategy(p.graph, p.cluster);
-    let mut best = score(p, routes, single, "single fastest GPU".to_string())?;
+    let note = "single fastest GPU".to_string();
+    let mut best = score(p, routes, single, note, f64::INFINITY)?.expect("no limit");
     let mut simulated = 1;
     let mut candidates = candidates(p, routes);
     candidates.sort_by(|a, b| a.bound_us.total_cmp(&b.bound_us));
@@ -61,18 +64,20 @@ pub fn best_data_parallel(p: &Problem, routes: &RouteTable) -> Result<BestDataPa
         if best.fits && c.bound_us >= best.time_us {
             break;
         }
+        // Only a variant strictly faster than the best so far is kept: one past its time is
+        // given up (often before simulating: the makespan bound, `sim::bound`).
+        let limit_us = limit_to_beat(best.time_us, best.fits);
         let variants = variants(p.cluster, &c.devices);
-        let scored: Vec<Result<BestDataParallel>> = variants
+        let scored: Vec<Result<Option<BestDataParallel>>> = variants
             .into_par_iter()
             .map(|(split, packing)| {
                 let s = strategy(p, &c.devices, split, packing);
-                score(p, routes, s, describe(&c.label, split, packing))
+                score(p, routes, s, describe(&c.label, split, packing), limit_us)
             })
             .collect();
         for s in scored {
-            let s = s?;
             simulated += 1;
-            if better(&s, &best) {
+            if let Some(s) = s?.filter(|s| better(s, &best)) {
                 best = s;
             }
         }
@@ -85,15 +90,23 @@ fn better(a: &BestDataParallel, b: &BestDataParallel) -> bool {
     beats(a.time_us, a.fits, b.time_us, b.fits)
 }
 
-fn score(p: &Problem, routes: &RouteTable, s: Strategy, note: String) -> Result<BestDataParallel> {
-    let e = evaluate(p, routes, &Placement::plain(s.clone(), ""))?;
-    Ok(BestDataParallel {
+/// `s` simulated, or `None` once its iteration passes `limit_us`.
+fn score(
+    p: &Problem,
+    routes: &RouteTable,
+    s: Strategy,
+    note: String,
+    limit_us: f64,
+) -> Result<Option<BestDataParallel>> {
+    let placement = Placement::plain(s.clone(), "");
+    let within = evaluate_within(p, routes, &placement, limit_us)?;
+    Ok(within.map(|e| BestDataParallel {
         strategy: s,
         time_us: e.report.iteration_us,
         fits: !e.report.is_oom(),
         note,
         simulated: 1,
-    })
+    }))
 }
 
 fn describe(label: &str, split: BatchSplit, packing: AllReducePacking) -> String {
