@@ -113,14 +113,18 @@ fn place_once(args: &PlaceBenchArgs, model: &str, cluster: &str) -> Result<(Outc
     let seconds = began.elapsed().as_secs_f64();
     let found: serde_json::Value =
         serde_json::from_slice(&stdout).map_err(|e| bench(format!("{model} on {cluster}: {e}")))?;
-    let field = |key: &str| {
-        found
-            .get(key)
-            .ok_or_else(|| bench(format!("{model} on {cluster}: no `{key}` in place's JSON")))
+    let missing = |key: &str| {
+        bench(format!(
+            "{model} on {cluster}: no number `{key}` in place's JSON"
+        ))
     };
     let outcome = Outcome {
-        iteration_us: field("iteration_us")?.as_f64().unwrap_or(f64::NAN),
-        simulated: field("simulated")?.as_u64().unwrap_or(0),
+        iteration_us: found["iteration_us"]
+            .as_f64()
+            .ok_or_else(|| missing("iteration_us"))?,
+        simulated: found["simulated"]
+            .as_u64()
+            .ok_or_else(|| missing("simulated"))?,
     };
     Ok((outcome, seconds))
 }

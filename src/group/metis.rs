@@ -19,7 +19,7 @@
 //!   the same model-parallel group on the same GPUs many times).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
 use metis::Idx;
 
@@ -272,18 +272,17 @@ struct MetisInput {
 /// Partitions already found, by input. A search compiles the same model-parallel group on the
 /// same GPUs again and again (GPT on TAG's testbed: METIS was 6% of `place`'s time), and the
 /// calls are serialised besides. Cleared when full; a partition found again is the same.
-static METIS_MEMO: Mutex<Option<HashMap<MetisInput, Vec<u32>>>> = Mutex::new(None);
+static METIS_MEMO: LazyLock<Mutex<HashMap<MetisInput, Vec<u32>>>> = LazyLock::new(Default::default);
 /// Partitions [`METIS_MEMO`] holds at most.
 const METIS_MEMO_ENTRIES: usize = 256;
 
 fn remembered(input: &MetisInput) -> Option<Vec<u32>> {
     let memo = METIS_MEMO.lock().unwrap_or_else(|e| e.into_inner());
-    memo.as_ref()?.get(input).cloned()
+    memo.get(input).cloned()
 }
 
 fn remember(input: MetisInput, part: &[u32]) {
     let mut memo = METIS_MEMO.lock().unwrap_or_else(|e| e.into_inner());
-    let memo = memo.get_or_insert_with(HashMap::new);
     if memo.len() >= METIS_MEMO_ENTRIES {
         memo.clear();
     }

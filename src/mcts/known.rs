@@ -45,15 +45,16 @@ impl Known {
         }
     }
 
-    /// Note what a simulation of `key` limited to `limit_us` returned (`None`: given up).
+    /// Note what a simulation of `key` limited to `limit_us` returned (`None`: given up). What is
+    /// known only grows: an exact outcome stays, and "past" keeps the loosest limit given up at.
     pub(super) fn note(&self, key: PointKey, limit_us: f64, found: Option<Outcome>) {
         let mut told = self.told.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = told.entry(key).or_insert(Told::Past(f64::NEG_INFINITY));
-        *entry = match (found, *entry) {
-            (Some(o), _) => Told::Exact(o),
-            (None, Told::Exact(o)) => Told::Exact(o),
-            (None, Told::Past(past)) => Told::Past(past.max(limit_us)),
+        let now = match (found, told.get(&key).copied()) {
+            (Some(o), _) | (None, Some(Told::Exact(o))) => Told::Exact(o),
+            (None, Some(Told::Past(past))) => Told::Past(past.max(limit_us)),
+            (None, None) => Told::Past(limit_us),
         };
+        told.insert(key, now);
     }
 }
 

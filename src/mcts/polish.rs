@@ -539,9 +539,12 @@ impl Mcts<'_> {
                 let key = p.key();
                 let found = match self.known.answer(&key, limit_us) {
                     Some(found) => found,
-                    None => self.timed_within(&p, limit_us)?,
+                    None => {
+                        let found = self.timed_within(&p, limit_us)?;
+                        self.known.note(key, limit_us, found);
+                        found
+                    }
                 };
-                self.known.note(key, limit_us, found);
                 p.outcome = found.unwrap_or(Outcome {
                     time_us: f64::INFINITY,
                     fits: false,
