@@ -1,9 +1,15 @@
 //! The makespan lower bound (`sim::MakespanBound`) against closed forms and against the event
 //! loop: never above a simulated makespan, on the closed forms equal to it, and what
-//! `run_sealed_within` gives up by.
+//! `run_sealed_within` gives up by; and the compiler's bound from the layouts alone
+//! (`compile_within`) on a closed form.
 
 use proptest::prelude::*;
+use topoplace::cluster::{RouteTable, load_cluster};
+use topoplace::compile::{Replicas, compile_within};
+use topoplace::cost::CostModel;
 use topoplace::sim::{ExecGraph, MakespanBound, Order, Simulator, TaskId, TaskKind, TaskSpec};
+use topoplace::strategy::Reference;
+use topoplace::zoo::{ZooOptions, build};
 
 /// A task of `duration` µs taking `lanes[i]` lanes of `resources[i]`, its output on device 0.
 fn task(g: &mut ExecGraph, resources: &[u32], lanes: &[u32], duration: f64) -> TaskId {
@@ -196,5 +202,37 @@ proptest! {
             let finished = limited.run_sealed_within(&g, order, limit).unwrap().is_some();
             prop_assert_eq!(finished, full <= limit);
         }
+    }
+}
+
+/// On one GPU the iteration is its op compute and nothing else, so the compiler's bound from the
+/// layouts alone (`compile::compute_bound`) is the iteration: a limit a hair below it is refused
+/// before the execution graph is built, one a hair above is compiled.
+#[test]
+fn one_gpu_is_refused_before_compiling_just_below_its_compute() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cluster = load_cluster(root.join("configs/tag-testbed.toml")).unwrap();
+    let routes = RouteTable::new(&cluster);
+    let cost = CostModel::default();
+    let opts = ZooOptions {
+        batch_size: Some(32),
+        ..ZooOptions::default()
+    };
+    for model in ["alexnet", "transformer"] {
+        let graph = build(model, &opts).unwrap();
+        let strategy = Reference::Single.strategy(&graph, &cluster);
+        let how = (None, Replicas::ByClass);
+        let within =
+            |limit| compile_within(&graph, &cluster, &routes, &strategy, &cost, how, limit);
+        let mut compiled = within(f64::INFINITY).expect("no limit");
+        let exec = &mut compiled.exec;
+        let compute: f64 = (0..exec.len() as TaskId)
+            .filter(|&t| exec.kind(t) == TaskKind::Compute)
+            .map(|t| exec.duration(t))
+            .sum();
+        let makespan = Simulator::new().run(exec, Order::Fifo).unwrap().makespan;
+        assert!((makespan - compute).abs() <= 1e-9 * compute, "{model}");
+        assert!(within(compute * (1.0 - 1e-6)).is_none(), "{model}");
+        assert!(within(compute * (1.0 + 1e-6)).is_some(), "{model}");
     }
 }

@@ -314,4 +314,35 @@ proptest! {
         let (by_class, every) = both(&p, &Placement::plain(s, ""));
         prop_assert!(agree(&by_class, &every).is_ok(), "{:?}", agree(&by_class, &every));
     }
+
+    /// Within a limit, any strategy (by class or in full, with the compiler's bound from the
+    /// layouts and the simulator's) is simulated to its time when the limit is at least that,
+    /// and given up when below.
+    #[test]
+    fn any_strategy_within_a_limit_is_its_time_or_nothing(
+        model_pick in 0usize..3,
+        machines in (1usize..3, 1usize..3),
+        mask in 1u8..16,
+        option in 0usize..4,
+        second in proptest::option::weighted(0.5, (0usize..4, 1u8..16)),
+        proportional in any::<bool>(),
+        ratio in 0.3f64..1.5,
+    ) {
+        let cost = CostModel::default();
+        let c = two_type_cluster(machines.0, machines.1, None);
+        let g = model(["mlp", "alexnet", "transformer"][model_pick], Some(64));
+        let p = Problem { graph: &g, cluster: &c, cost: &cost };
+        let routes = RouteTable::new(&c);
+        let second = second.map(|(o, m)| (ReplicationOption::ALL[o], m));
+        let mut s = strategy(&g, &c, mask, ReplicationOption::ALL[option], second);
+        if proportional {
+            s.batch_split = BatchSplit::Proportional;
+        }
+        let placement = Placement::plain(s, "");
+        let time = evaluate(&p, &routes, &placement).unwrap().report.iteration_us;
+        for limit in [time, time * (1.0 + 1e-9), time * ratio] {
+            let within = timing_within(&p, &routes, &placement, limit).unwrap();
+            prop_assert_eq!(within.is_some(), limit >= time, "limit {} time {}", limit, time);
+        }
+    }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::compiled::{Compiled, PipelineOps, TaskRole};
+use super::compute_bound::{compute_exceeds, replica_durations};
 use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
 use super::pipeline::expand;
 use super::symmetry::DeviceClasses;
@@ -38,27 +39,40 @@ pub fn compile(
     priority: Option<&[f64]>,
     replicas: Replicas,
 ) -> Compiled {
+    let how = (priority, replicas);
+    compile_within(graph, cluster, routes, strategy, cost, how, f64::INFINITY)
+        .expect("no compilation is past an infinite limit")
+}
+
+/// [`compile`], or `None` when a bound from the layouts alone shows every schedule past
+/// `limit_us` ([`super::compute_bound`]): a caller asking only "faster than this?" has its answer
+/// before the execution graph is built.
+pub fn compile_within(
+    graph: &Graph,
+    cluster: &Cluster,
+    routes: &RouteTable,
+    strategy: &Strategy,
+    cost: &CostModel,
+    (priority, replicas): (Option<&[f64]>, Replicas),
+    limit_us: f64,
+) -> Option<Compiled> {
     if strategy.pipeline.is_some() {
         // The expansion has no pipeline: this recursion runs once.
         let x = expand(graph, strategy, priority);
-        let priority = x.priority.as_deref();
-        let mut compiled = compile(
-            &x.graph,
-            cluster,
-            routes,
-            &x.strategy,
-            cost,
-            priority,
-            replicas,
-        );
+        let how = (x.priority.as_deref(), replicas);
+        let mut compiled =
+            compile_within(&x.graph, cluster, routes, &x.strategy, cost, how, limit_us)?;
         add_schedule(&mut compiled, &x.order);
         compiled.pipeline = Some(PipelineOps {
             graph: x.graph,
             origin: x.origin,
         });
-        return compiled;
+        return Some(compiled);
     }
     let layouts = layouts(graph, cluster, strategy, cost);
+    if compute_exceeds(graph, cluster, cost, &layouts, limit_us) {
+        return None;
+    }
     let inputs = Inputs {
         graph,
         cluster,
@@ -83,7 +97,7 @@ pub fn compile(
     if replicas == Replicas::ByClass {
         compiled.link_stand_in = Some(compiled.exec.merge_alike_links());
     }
-    compiled
+    Some(compiled)
 }
 
 /// The schedule's order between the expanded ops as order dependencies between their tasks:
@@ -331,21 +345,7 @@ impl<'a> Compiler<'a> {
         let o = self.graph.op(op);
         let layout = Rc::clone(&self.layouts[op]);
         let first = self.exec.len() as TaskId;
-        // Replicas on GPUs of one type with one share take the same time: cost it once.
-        let mut last: Option<(&str, f64, f64)> = None;
-        for (i, &d) in layout.devices.iter().enumerate() {
-            let share = if layout.kind == LayoutKind::Full {
-                1.0
-            } else {
-                layout.shares[i]
-            };
-            let gpu = self.gpu(d);
-            let duration = match last {
-                // Catalog names are static: equal types share the pointer (no string compare).
-                Some((name, s, t)) if std::ptr::eq(name, gpu.name) && s == share => t,
-                _ => self.cost.compute_time_us(o, gpu, share),
-            };
-            last = Some((gpu.name, share, duration));
+        for (d, share, duration) in replica_durations(self.cluster, self.cost, o, &layout) {
             let out_bytes = match (o.phase, layout.kind) {
                 // A parameter's tensor is the resident variable itself.
                 (Phase::Parameter, _) => 0.0,

@@ -26,6 +26,7 @@
 pub mod collective;
 pub mod compiled;
 pub mod compiler;
+mod compute_bound;
 pub mod layout;
 mod pipeline;
 pub mod symmetry;
@@ -33,5 +34,5 @@ pub mod sync;
 
 pub use collective::{RingPlan, ring_plan};
 pub use compiled::{Compiled, PipelineOps, TaskRole};
-pub use compiler::{Replicas, compile};
+pub use compiler::{Replicas, compile, compile_within};
 pub use symmetry::DeviceClasses;

@@ -3,7 +3,7 @@
 use super::problem::{Placement, Problem};
 use super::report::SimReport;
 use crate::cluster::RouteTable;
-use crate::compile::{Compiled, Replicas, compile};
+use crate::compile::{Compiled, Replicas, compile_within};
 use crate::error::{Error, Result};
 use crate::sim::{Order, SimResult, Simulator};
 use crate::strategy::Strategy;
@@ -195,9 +195,12 @@ fn run_within<T>(
     limit_us: f64,
     read: impl FnOnce(Compiled, &SimResult) -> T,
 ) -> Result<Option<T>> {
-    let mut compiled = compile(
-        p.graph, p.cluster, routes, strategy, p.cost, priority, replicas,
-    );
+    let how = (priority, replicas);
+    let Some(mut compiled) =
+        compile_within(p.graph, p.cluster, routes, strategy, p.cost, how, limit_us)
+    else {
+        return Ok(None);
+    };
     compiled.exec.seal();
     let mut simulator = Simulator::new();
     let within = simulator.run_sealed_within(&compiled.exec, order, limit_us)?;

@@ -60,8 +60,14 @@ impl MakespanBound {
         let Some(chain) = self.longest_chain(g) else {
             return false;
         };
-        let past = |bound: f64| bound * (1.0 - ROUNDING) > limit_us;
+        let past = |bound: f64| MakespanBound::load_exceeds(bound, limit_us);
         chain > limit_us || past(self.busiest_resource(g)) || past(self.framed_resource(g))
+    }
+
+    /// Whether `load_us` of work on one lane of a resource ends past `limit_us` in every
+    /// schedule, however the sums were ordered (the margin of [`ROUNDING`]).
+    pub fn load_exceeds(load_us: f64, limit_us: f64) -> bool {
+        load_us * (1.0 - ROUNDING) > limit_us
     }
 
     /// The most work any one resource holds per lane, µs (the loads kept).

@@ -223,6 +223,12 @@ impl Simulator {
             Order::Priority => sort_key(g.priority(t)),
         };
         self.key[t as usize] = key;
+        if self.free_for(g, t) {
+            // Queued and popped again at once otherwise: nothing else moves in between.
+            self.take_lanes(g, t);
+            self.start(g, t, now);
+            return;
+        }
         for &r in resources {
             if g.resource_lanes(r) == 1 {
                 self.queues[r as usize].push(Reverse((key, t)));
@@ -231,6 +237,24 @@ impl Simulator {
             }
         }
         self.try_start(g, t, now);
+    }
+
+    /// Whether every resource `t` needs has its lanes free and, where single-lane, nobody
+    /// queued: `t` would head each queue it joined and start at once.
+    fn free_for(&self, g: &ExecGraph, t: TaskId) -> bool {
+        let lanes = g.task_lanes(t);
+        g.task_resources(t).iter().zip(lanes).all(|(&q, &k)| {
+            let lanes_of = g.resource_lanes(q);
+            let q = q as usize;
+            self.in_use[q] + k <= lanes_of && (lanes_of > 1 || self.queues[q].is_empty())
+        })
+    }
+
+    /// `t`'s lanes taken at each of its resources.
+    fn take_lanes(&mut self, g: &ExecGraph, t: TaskId) {
+        for (&q, &k) in g.task_resources(t).iter().zip(g.task_lanes(t)) {
+            self.in_use[q as usize] += k;
+        }
     }
 
     /// Start `t` if it heads the queue of each single-lane resource it needs and finds the lanes

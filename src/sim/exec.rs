@@ -296,22 +296,39 @@ impl ExecGraph {
     /// where it checked a thousand, with the same schedule. Returns, for each link, the link
     /// standing for it (whose busy time is its own).
     pub fn merge_alike_links(&mut self) -> Vec<u32> {
-        let mut users: Vec<Vec<(TaskId, u32)>> = vec![Vec::new(); self.links];
+        // Each link's users, in task order, as one array sliced by link (no list per link).
+        let link_of = |r: u32| (r as usize).checked_sub(self.devices);
+        let user_start = starts(
+            self.links,
+            self.resources
+                .iter()
+                .filter_map(|&r| link_of(r))
+                .map(|l| l as TaskId),
+        );
+        let mut users = vec![(0, 0); *user_start.last().expect("n + 1 starts") as usize];
+        let mut next: Vec<u32> = user_start[..self.links].to_vec();
         for t in 0..self.len() as TaskId {
             for (&r, &k) in self.task_resources(t).iter().zip(self.task_lanes(t)) {
-                if let Some(l) = (r as usize).checked_sub(self.devices) {
-                    users[l].push((t, k));
+                if let Some(l) = link_of(r) {
+                    users[next[l] as usize] = (t, k);
+                    next[l] += 1;
                 }
             }
         }
+        let used_by = |l: usize| &users[user_start[l] as usize..user_start[l + 1] as usize];
         let mut first: std::collections::HashMap<LinkUse<'_>, u32> = Default::default();
         let stand_in: Vec<u32> = (0..self.links)
             .map(|l| {
-                let key = (self.lanes_of[self.devices + l], users[l].as_slice());
+                let key = (self.lanes_of[self.devices + l], used_by(l));
                 *first.entry(key).or_insert(l as u32)
             })
             .collect();
-        if stand_in.iter().enumerate().all(|(l, &s)| s as usize == l) {
+        // Links no task uses may stand for each other: no task's resources change then.
+        if stand_in
+            .iter()
+            .enumerate()
+            .all(|(l, &s)| s as usize == l || used_by(l).is_empty())
+        {
             return stand_in;
         }
         let (mut resources, mut lanes, mut res_start) = (Vec::new(), Vec::new(), vec![0u32]);
