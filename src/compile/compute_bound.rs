@@ -4,8 +4,8 @@
 //! ([`crate::sim::MakespanBound`]) over the GPUs, without the wiring. A search asking only "is
 //! this faster than my best?" then learns "no" without building, sealing and bounding the
 //! execution graph, which cost about a third of `place`'s time. (The chain of ops at their
-//! fastest replicas was tried too: on the #22 instances it settled 4 of 2,600 candidates, the
-//! transfers between ops making the compiled chain far longer.)
+//! fastest replicas was tried too: on the #22 instances it settled 4 of about 3,700 candidates,
+//! the transfers between ops making the compiled chain far longer.)
 
 use std::rc::Rc;
 
