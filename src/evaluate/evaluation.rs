@@ -202,7 +202,15 @@ fn run_within<T>(
         return Ok(None);
     };
     compiled.exec.seal();
-    let mut simulator = Simulator::new();
-    let within = simulator.run_sealed_within(&compiled.exec, order, limit_us)?;
-    Ok(within.map(|r| read(compiled, r)))
+    SIMULATOR.with_borrow_mut(|simulator| {
+        let within = simulator.run_sealed_within(&compiled.exec, order, limit_us)?;
+        Ok(within.map(|r| read(compiled, r)))
+    })
+}
+
+thread_local! {
+    /// Each thread's simulator: its buffers (a few arrays per task, megabytes for a pipeline's
+    /// 10⁵ tasks) serve every simulation the thread runs instead of being allocated, faulted in
+    /// and zeroed again for each.
+    static SIMULATOR: std::cell::RefCell<Simulator> = std::cell::RefCell::new(Simulator::new());
 }

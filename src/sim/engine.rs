@@ -72,25 +72,35 @@ pub enum SimError {
 /// once warmed up (the result vectors are reused too).
 #[derive(Debug, Default)]
 pub struct Simulator {
-    waiting_inputs: Vec<u32>,
-    consumers_left: Vec<u32>,
+    /// What the loop keeps per task, side by side: a completion touches its successors' and
+    /// predecessors' counters, scattered over 10⁵ tasks, and one cache line then serves them.
+    task: Vec<TaskState>,
     /// Lanes in use per resource.
     in_use: Vec<u32>,
     /// Queues of single-lane resources.
     queues: Vec<BinaryHeap<Reverse<(u64, TaskId)>>>,
     /// Tasks waiting at each multi-lane resource, in key order.
     waiting: Vec<BTreeSet<(u64, TaskId)>>,
-    /// Each ready task's key.
-    key: Vec<u64>,
-    /// The completion (epoch) at which each task was last tried and could not start: starting
-    /// tasks only takes resources away, so within one completion a failed try stays failed and
-    /// is not repeated (a collective heads hundreds of queues it would otherwise be tried at).
-    failed_at: Vec<u32>,
     epoch: u32,
     completions: Completions,
     memory: Vec<f64>,
     result: SimResult,
     bound: MakespanBound,
+}
+
+/// The event loop's counters of one task.
+#[derive(Debug, Clone, Copy)]
+struct TaskState {
+    /// Its key once ready.
+    key: u64,
+    /// Inputs (data and order) not yet done.
+    waiting_inputs: u32,
+    /// Data consumers not yet done: its output is freed when none is left.
+    consumers_left: u32,
+    /// The completion (epoch) at which it was last tried and could not start: starting tasks
+    /// only takes resources away, so within one completion a failed try stays failed and is not
+    /// repeated (a collective heads hundreds of queues it would otherwise be tried at).
+    failed_at: u32,
 }
 
 /// Order-preserving map of a finite f64 onto u64 (so keys compare as integers).
@@ -148,7 +158,7 @@ impl Simulator {
         }
         self.reset(g);
         for t in 0..g.len() as TaskId {
-            if self.waiting_inputs[t as usize] == 0 {
+            if self.task[t as usize].waiting_inputs == 0 {
                 self.make_ready(g, order, t, 0.0);
             }
         }
@@ -177,22 +187,19 @@ impl Simulator {
 
     fn reset(&mut self, g: &ExecGraph) {
         let n = g.len();
-        self.waiting_inputs.clear();
-        self.waiting_inputs
-            .extend((0..n as TaskId).map(|t| g.wait_count(t)));
-        self.consumers_left.clear();
-        self.consumers_left
-            .extend((0..n as TaskId).map(|t| g.successors(t).len() as u32));
+        self.task.clear();
+        self.task.extend((0..n as TaskId).map(|t| TaskState {
+            key: 0,
+            waiting_inputs: g.wait_count(t),
+            consumers_left: g.successors(t).len() as u32,
+            failed_at: u32::MAX,
+        }));
         self.in_use.clear();
         self.in_use.resize(g.resource_count(), 0);
         self.queues.resize_with(g.resource_count(), BinaryHeap::new);
         self.queues.iter_mut().for_each(BinaryHeap::clear);
         self.waiting.resize_with(g.resource_count(), BTreeSet::new);
         self.waiting.iter_mut().for_each(BTreeSet::clear);
-        self.key.clear();
-        self.key.resize(n, 0);
-        self.failed_at.clear();
-        self.failed_at.resize(n, u32::MAX);
         self.epoch = 0;
         self.completions.clear();
         self.memory.clear();
@@ -222,7 +229,7 @@ impl Simulator {
             Order::Fifo => sort_key(now),
             Order::Priority => sort_key(g.priority(t)),
         };
-        self.key[t as usize] = key;
+        self.task[t as usize].key = key;
         if self.free_for(g, t) {
             // Queued and popped again at once otherwise: nothing else moves in between.
             self.take_lanes(g, t);
@@ -271,7 +278,7 @@ impl Simulator {
         if !startable {
             return false;
         }
-        let key = self.key[t as usize];
+        let key = self.task[t as usize].key;
         for (&q, &k) in resources.iter().zip(lanes) {
             let q = q as usize;
             if g.resource_lanes(q as u32) == 1 {
@@ -312,11 +319,11 @@ impl Simulator {
 
     /// [`Self::try_start`] unless `t` already failed to start in this completion.
     fn try_again(&mut self, g: &ExecGraph, t: TaskId, now: f64) {
-        if self.failed_at[t as usize] == self.epoch {
+        if self.task[t as usize].failed_at == self.epoch {
             return;
         }
         if !self.try_start(g, t, now) {
-            self.failed_at[t as usize] = self.epoch;
+            self.task[t as usize].failed_at = self.epoch;
         }
     }
 
@@ -347,8 +354,8 @@ impl Simulator {
         }
         for &p in g.predecessors(t) {
             let p = p as usize;
-            self.consumers_left[p] -= 1;
-            if self.consumers_left[p] == 0 {
+            self.task[p].consumers_left -= 1;
+            if self.task[p].consumers_left == 0 {
                 self.memory[g.out_device(p as TaskId) as usize] -= g.out_bytes(p as TaskId);
             }
         }
@@ -356,8 +363,8 @@ impl Simulator {
             self.memory[g.out_device(t) as usize] -= g.out_bytes(t);
         }
         for &s in g.successors(t).iter().chain(g.order_successors(t)) {
-            self.waiting_inputs[s as usize] -= 1;
-            if self.waiting_inputs[s as usize] == 0 {
+            self.task[s as usize].waiting_inputs -= 1;
+            if self.task[s as usize].waiting_inputs == 0 {
                 self.make_ready(g, order, s, now);
             }
         }
