@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use topoplace::cluster::{RouteTable, load_cluster};
-use topoplace::compile::{Replicas, compile_within};
+use topoplace::compile::{Replicas, TaskRole, compile_within};
 use topoplace::cost::CostModel;
 use topoplace::sim::{ExecGraph, MakespanBound, Order, Simulator, TaskId, TaskKind, TaskSpec};
 use topoplace::strategy::Reference;
@@ -235,4 +235,32 @@ fn one_gpu_is_refused_before_compiling_just_below_its_compute() {
         assert!(within(compute * (1.0 - 1e-6)).is_none(), "{model}");
         assert!(within(compute * (1.0 + 1e-6)).is_some(), "{model}");
     }
+}
+
+/// Data parallelism over every GPU is compiled one GPU per class, and the compiler's bound sums
+/// the representatives' compute: it is the busiest GPU's op compute of the full compilation.
+#[test]
+fn data_parallelism_is_refused_by_its_busiest_gpu_from_the_representatives() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cluster = load_cluster(root.join("configs/tag-cloud.toml")).unwrap();
+    let routes = RouteTable::new(&cluster);
+    let cost = CostModel::default();
+    let graph = build("transformer", &ZooOptions::default()).unwrap();
+    let strategy = Reference::Dp.strategy(&graph, &cluster);
+    let compile = |replicas, limit| {
+        let how = (None, replicas);
+        compile_within(&graph, &cluster, &routes, &strategy, &cost, how, limit)
+    };
+    let every = compile(Replicas::Every, f64::INFINITY).expect("no limit");
+    let exec = &every.exec;
+    let mut load = vec![0.0; exec.devices()];
+    // Op replicas only: the compute NCCL's kernels take from a GPU comes with the wiring.
+    for t in (0..exec.len() as TaskId).filter(|&t| every.roles[t as usize] == TaskRole::Op) {
+        load[exec.task_resources(t)[0] as usize] += exec.duration(t);
+    }
+    let busiest = load.iter().copied().fold(0.0, f64::max);
+    let by_class = compile(Replicas::ByClass, f64::INFINITY).expect("no limit");
+    assert!(by_class.classes.is_some(), "compiled one GPU per class");
+    assert!(compile(Replicas::ByClass, busiest * (1.0 - 1e-6)).is_none());
+    assert!(compile(Replicas::ByClass, busiest * (1.0 + 1e-6)).is_some());
 }

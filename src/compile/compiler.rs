@@ -70,7 +70,15 @@ pub fn compile_within(
         return Some(compiled);
     }
     let layouts = layouts(graph, cluster, strategy, cost);
-    if compute_exceeds(graph, cluster, cost, &layouts, limit_us) {
+    let classes = match replicas {
+        Replicas::ByClass => DeviceClasses::of(cluster, strategy, &layouts),
+        Replicas::Every => None,
+    };
+    let restricted = classes.as_ref().map(|c| c.restrict(&layouts));
+    // A class's members run its representative's ops on the same shares, so the
+    // representatives' compute bounds theirs (data parallelism over 1,024 GPUs: two GPUs summed).
+    let bounded = restricted.as_deref().unwrap_or(&layouts);
+    if compute_exceeds(graph, cluster, cost, bounded, limit_us) {
         return None;
     }
     let inputs = Inputs {
@@ -81,14 +89,9 @@ pub fn compile_within(
         cost,
         priority,
     };
-    let classes = match replicas {
-        Replicas::ByClass => DeviceClasses::of(cluster, strategy, &layouts),
-        Replicas::Every => None,
-    };
-    let by_class = classes.and_then(|classes| {
-        let restricted = classes.restrict(&layouts);
-        compile_layouts(&inputs, restricted, Some(classes))
-    });
+    let by_class = classes
+        .zip(restricted)
+        .and_then(|(classes, restricted)| compile_layouts(&inputs, restricted, Some(classes)));
     let mut compiled = match by_class {
         Some(compiled) => compiled,
         None => compile_layouts(&inputs, layouts, None)
