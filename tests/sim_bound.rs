@@ -4,7 +4,7 @@
 //! (`compile_within`) on a closed form.
 
 use proptest::prelude::*;
-use topoplace::cluster::{RouteTable, load_cluster};
+use topoplace::cluster::{Cluster, RouteTable, load_cluster};
 use topoplace::compile::{Replicas, TaskRole, compile_within};
 use topoplace::cost::CostModel;
 use topoplace::sim::{ExecGraph, MakespanBound, Order, Simulator, TaskId, TaskKind, TaskSpec};
@@ -205,15 +205,20 @@ proptest! {
     }
 }
 
+/// A cluster of `configs/`, its routes, and the default cost model.
+fn shipped(config: &str) -> (Cluster, RouteTable, CostModel) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cluster = load_cluster(root.join(format!("configs/{config}.toml"))).unwrap();
+    let routes = RouteTable::new(&cluster);
+    (cluster, routes, CostModel::default())
+}
+
 /// On one GPU the iteration is its op compute and nothing else, so the compiler's bound from the
 /// layouts alone (`compile::compute_bound`) is the iteration: a limit a hair below it is refused
 /// before the execution graph is built, one a hair above is compiled.
 #[test]
 fn one_gpu_is_refused_before_compiling_just_below_its_compute() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cluster = load_cluster(root.join("configs/tag-testbed.toml")).unwrap();
-    let routes = RouteTable::new(&cluster);
-    let cost = CostModel::default();
+    let (cluster, routes, cost) = shipped("tag-testbed");
     let opts = ZooOptions {
         batch_size: Some(32),
         ..ZooOptions::default()
@@ -241,10 +246,7 @@ fn one_gpu_is_refused_before_compiling_just_below_its_compute() {
 /// the representatives' compute: it is the busiest GPU's op compute of the full compilation.
 #[test]
 fn data_parallelism_is_refused_by_its_busiest_gpu_from_the_representatives() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cluster = load_cluster(root.join("configs/tag-cloud.toml")).unwrap();
-    let routes = RouteTable::new(&cluster);
-    let cost = CostModel::default();
+    let (cluster, routes, cost) = shipped("tag-cloud");
     let graph = build("transformer", &ZooOptions::default()).unwrap();
     let strategy = Reference::Dp.strategy(&graph, &cluster);
     let compile = |replicas, limit| {

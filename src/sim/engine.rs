@@ -249,11 +249,22 @@ impl Simulator {
     /// Whether every resource `t` needs has its lanes free and, where single-lane, nobody
     /// queued: `t` would head each queue it joined and start at once.
     fn free_for(&self, g: &ExecGraph, t: TaskId) -> bool {
+        self.lanes_free(g, t, |queue| queue.is_empty())
+    }
+
+    /// Whether `t` finds the lanes it takes free at each of its resources, and each single-lane
+    /// resource's queue passes `heads`.
+    fn lanes_free(
+        &self,
+        g: &ExecGraph,
+        t: TaskId,
+        heads: impl Fn(&BinaryHeap<Reverse<(u64, TaskId)>>) -> bool,
+    ) -> bool {
         let lanes = g.task_lanes(t);
         g.task_resources(t).iter().zip(lanes).all(|(&q, &k)| {
             let lanes_of = g.resource_lanes(q);
             let q = q as usize;
-            self.in_use[q] + k <= lanes_of && (lanes_of > 1 || self.queues[q].is_empty())
+            self.in_use[q] + k <= lanes_of && (lanes_of > 1 || heads(&self.queues[q]))
         })
     }
 
@@ -267,27 +278,18 @@ impl Simulator {
     /// Start `t` if it heads the queue of each single-lane resource it needs and finds the lanes
     /// it takes free everywhere.
     fn try_start(&mut self, g: &ExecGraph, t: TaskId, now: f64) -> bool {
-        let resources = g.task_resources(t);
-        let lanes = g.task_lanes(t);
-        let startable = resources.iter().zip(lanes).all(|(&q, &k)| {
-            let q = q as usize;
-            self.in_use[q] + k <= g.resource_lanes(q as u32)
-                && (g.resource_lanes(q as u32) > 1
-                    || self.queues[q].peek().map(|h| h.0.1) == Some(t))
-        });
-        if !startable {
+        if !self.lanes_free(g, t, |queue| queue.peek().map(|h| h.0.1) == Some(t)) {
             return false;
         }
         let key = self.task[t as usize].key;
-        for (&q, &k) in resources.iter().zip(lanes) {
-            let q = q as usize;
-            if g.resource_lanes(q as u32) == 1 {
-                self.queues[q].pop();
+        for &q in g.task_resources(t) {
+            if g.resource_lanes(q) == 1 {
+                self.queues[q as usize].pop();
             } else {
-                self.waiting[q].remove(&(key, t));
+                self.waiting[q as usize].remove(&(key, t));
             }
-            self.in_use[q] += k;
         }
+        self.take_lanes(g, t);
         self.start(g, t, now);
         true
     }
