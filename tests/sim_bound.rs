@@ -104,6 +104,35 @@ fn lanes_divide_a_resources_work() {
     assert_eq!(makespan, 20.0);
 }
 
+/// The bound kept as the loop runs: a long task on GPU 1 makes `b` wait 9 µs for it, idle time
+/// the bound before the run cannot see (11 µs: GPU 1's work) but the run can. When `b` ends at
+/// 11 µs, the chain after it (three 1 µs tasks) reaches 14 µs, past a 13.5 µs limit: the run is
+/// given up there, three task ends before the first of them would end past the limit.
+#[test]
+fn the_running_bound_gives_up_when_a_tail_passes_the_limit() {
+    let mut g = ExecGraph::new(vec![f64::INFINITY; 2], 0);
+    let a = task(&mut g, &[0], &[1], 1.0);
+    task(&mut g, &[1], &[1], 10.0);
+    let b = task(&mut g, &[1], &[1], 1.0);
+    g.add_dep(a, b);
+    let mut previous = b;
+    for _ in 0..3 {
+        let next = task(&mut g, &[0], &[1], 1.0);
+        g.add_dep(previous, next);
+        previous = next;
+    }
+    let (bound, makespan) = bound_and_makespan(&mut g);
+    assert_eq!(makespan, 14.0);
+    assert!(bound <= 11.0 + 1e-7, "{bound}");
+    let limit = 13.5;
+    assert!(!MakespanBound::new().exceeds(&g, limit));
+    let mut simulator = Simulator::new();
+    let within = simulator.run_sealed_within(&g, Order::Fifo, limit).unwrap();
+    assert!(within.is_none());
+    // Started: a, the long task, b and the first of the chain; ended: a, the long task and b.
+    assert_eq!(simulator.result().events, 4 + 3);
+}
+
 #[test]
 fn a_cycle_has_no_bound_and_is_never_given_up_for_one() {
     let mut g = ExecGraph::new(vec![f64::INFINITY], 0);

@@ -10,7 +10,10 @@
 //! A search that asks only "is this faster than what I have?"
 //! ([`super::Simulator::run_sealed_within`]) can answer "no" from the bound, at a fraction of the
 //! event loop's cost: passes over the tasks with no queue per resource. The answer is the one the
-//! simulation would give, so nothing a search decides changes.
+//! simulation would give, so nothing a search decides changes. The event loop keeps the chain and
+//! the one-machine bounds as it runs, counted from each task's end ([`MakespanBound::tails`],
+//! [`MakespanBound::resource_frames`]), and gives up as soon as idle time has pushed them past
+//! the limit.
 
 use super::exec::{ExecGraph, TaskId};
 
@@ -68,6 +71,19 @@ impl MakespanBound {
     /// schedule, however the sums were ordered (the margin of [`ROUNDING`]).
     pub fn load_exceeds(load_us: f64, limit_us: f64) -> bool {
         load_us * (1.0 - ROUNDING) > limit_us
+    }
+
+    /// Per resource, its work per lane and the shortest tail among its tasks, µs, as the last
+    /// [`Self::exceeds`] that answered "no" found them: what the event loop needs to keep the
+    /// one-machine bound as it runs ([`super::Simulator::run_sealed_within`]).
+    pub(super) fn resource_frames(&self) -> (&[f64], &[f64]) {
+        (&self.load, &self.last_tail)
+    }
+
+    /// Each task's tail (the longest chain of durations after it ends), as the last
+    /// [`Self::exceeds`] that answered "no" found them.
+    pub(super) fn tails(&self) -> &[f64] {
+        &self.tail
     }
 
     /// The most work any one resource holds per lane, µs (the loads kept).

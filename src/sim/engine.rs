@@ -86,6 +86,9 @@ pub struct Simulator {
     memory: Vec<f64>,
     result: SimResult,
     bound: MakespanBound,
+    /// Per resource, the work per lane of its tasks not yet started (kept under a finite limit).
+    unstarted_load: Vec<f64>,
+    limit_us: f64,
 }
 
 /// The event loop's counters of one task.
@@ -142,7 +145,8 @@ impl Simulator {
     /// [`Self::run_sealed`], given up (`None`) as soon as a task ends after `limit_us`: the
     /// makespan is then past the limit too, and a caller asking only "faster than this?" has its
     /// answer without simulating the rest. Where a lower bound on the makespan already passes the
-    /// limit ([`super::bound`]), the answer comes without simulating at all.
+    /// limit ([`super::bound`]), the answer comes without simulating at all, and where it passes
+    /// it part way, counted from a task's end, it comes there ([`Self::bound_passes_limit`]).
     pub fn run_sealed_within(
         &mut self,
         g: &ExecGraph,
@@ -157,6 +161,11 @@ impl Simulator {
             return Ok(None);
         }
         self.reset(g);
+        self.limit_us = limit_us;
+        if limit_us.is_finite() {
+            self.unstarted_load
+                .extend_from_slice(self.bound.resource_frames().0);
+        }
         for t in 0..g.len() as TaskId {
             if self.task[t as usize].waiting_inputs == 0 {
                 self.make_ready(g, order, t, 0.0);
@@ -170,6 +179,9 @@ impl Simulator {
             }
             self.complete(g, order, t, now);
             finished += 1;
+            if self.bound_passes_limit(g, t, now) {
+                return Ok(None);
+            }
         }
         if finished < g.len() {
             return Err(SimError::Stuck {
@@ -201,6 +213,7 @@ impl Simulator {
         self.waiting.resize_with(g.resource_count(), BTreeSet::new);
         self.waiting.iter_mut().for_each(BTreeSet::clear);
         self.epoch = 0;
+        self.unstarted_load.clear();
         self.completions.clear();
         self.memory.clear();
         self.memory.extend_from_slice(g.resident());
@@ -331,6 +344,13 @@ impl Simulator {
 
     fn start(&mut self, g: &ExecGraph, t: TaskId, now: f64) {
         let ti = t as usize;
+        if !self.unstarted_load.is_empty() {
+            let d = g.duration(t);
+            for (&r, &k) in g.task_resources(t).iter().zip(g.task_lanes(t)) {
+                self.unstarted_load[r as usize] -=
+                    d * f64::from(k) / f64::from(g.resource_lanes(r));
+            }
+        }
         self.result.start[ti] = now;
         self.result.events += 1;
         let d = g.out_device(t) as usize;
@@ -374,6 +394,27 @@ impl Simulator {
         for &r in g.task_resources(t) {
             self.retry(g, r, now);
         }
+    }
+
+    /// Whether, as `t` ends at `now`, the iteration surely ends past the limit: the chain of
+    /// durations after `t` starts now, and at each of `t`'s resources the unstarted tasks start
+    /// no sooner and run at most its lanes at a time, after the last of which at least the
+    /// shortest tail of its tasks remains (the bound's one-machine frame, moved to now). Idle
+    /// time the bound before the run could not see (a pipeline's bubble, a bucket's wait) is
+    /// in `now`: the simulation is given up here, not at its end, with the answer it would give.
+    fn bound_passes_limit(&self, g: &ExecGraph, t: TaskId, now: f64) -> bool {
+        if self.unstarted_load.is_empty() {
+            return false;
+        }
+        let past = |bound: f64| MakespanBound::load_exceeds(bound, self.limit_us);
+        if past(now + self.bound.tails()[t as usize]) {
+            return true;
+        }
+        let last_tail = self.bound.resource_frames().1;
+        g.task_resources(t).iter().any(|&r| {
+            let r = r as usize;
+            past(now + self.unstarted_load[r] + last_tail[r])
+        })
     }
 
     fn finish(&mut self, g: &ExecGraph) {
