@@ -72,9 +72,10 @@ pub enum SimError {
 /// once warmed up (the result vectors are reused too).
 #[derive(Debug, Default)]
 pub struct Simulator {
-    /// What the loop keeps per task, side by side: a completion touches its successors' and
-    /// predecessors' counters, scattered over 10⁵ tasks, and one cache line then serves them.
+    /// The counters of every task ([`TaskState`]).
     task: Vec<TaskState>,
+    /// Keys and failed tries of the tasks that queued ([`Queued`]).
+    queued: Vec<Queued>,
     /// Lanes in use per resource.
     in_use: Vec<u32>,
     /// Queues of single-lane resources.
@@ -91,15 +92,23 @@ pub struct Simulator {
     limit_us: f64,
 }
 
-/// The event loop's counters of one task.
+/// The event loop's counters of one task: every completion touches its successors' and
+/// predecessors', scattered over 10⁵ tasks, so they are kept apart from what only a queued task
+/// needs ([`Queued`]) and eight tasks share a cache line.
 #[derive(Debug, Clone, Copy)]
 struct TaskState {
-    /// Its key once ready.
-    key: u64,
     /// Inputs (data and order) not yet done.
     waiting_inputs: u32,
     /// Data consumers not yet done: its output is freed when none is left.
     consumers_left: u32,
+}
+
+/// What the loop keeps of a task that had to queue (one that starts as it becomes ready never
+/// touches it); written when it queues, so never reset between runs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Queued {
+    /// Its key in the queues.
+    key: u64,
     /// The completion (epoch) at which it was last tried and could not start: starting tasks
     /// only takes resources away, so within one completion a failed try stays failed and is not
     /// repeated (a collective heads hundreds of queues it would otherwise be tried at).
@@ -201,11 +210,12 @@ impl Simulator {
         let n = g.len();
         self.task.clear();
         self.task.extend((0..n as TaskId).map(|t| TaskState {
-            key: 0,
             waiting_inputs: g.wait_count(t),
             consumers_left: g.successors(t).len() as u32,
-            failed_at: u32::MAX,
         }));
+        if self.queued.len() < n {
+            self.queued.resize(n, Queued::default());
+        }
         self.in_use.clear();
         self.in_use.resize(g.resource_count(), 0);
         self.queues.resize_with(g.resource_count(), BinaryHeap::new);
@@ -242,13 +252,16 @@ impl Simulator {
             Order::Fifo => sort_key(now),
             Order::Priority => sort_key(g.priority(t)),
         };
-        self.task[t as usize].key = key;
         if self.free_for(g, t) {
             // Queued and popped again at once otherwise: nothing else moves in between.
             self.take_lanes(g, t);
             self.start(g, t, now);
             return;
         }
+        self.queued[t as usize] = Queued {
+            key,
+            failed_at: u32::MAX,
+        };
         for &r in resources {
             if g.resource_lanes(r) == 1 {
                 self.queues[r as usize].push(Reverse((key, t)));
@@ -294,7 +307,7 @@ impl Simulator {
         if !self.lanes_free(g, t, |queue| queue.peek().map(|h| h.0.1) == Some(t)) {
             return false;
         }
-        let key = self.task[t as usize].key;
+        let key = self.queued[t as usize].key;
         for &q in g.task_resources(t) {
             if g.resource_lanes(q) == 1 {
                 self.queues[q as usize].pop();
@@ -334,11 +347,11 @@ impl Simulator {
 
     /// [`Self::try_start`] unless `t` already failed to start in this completion.
     fn try_again(&mut self, g: &ExecGraph, t: TaskId, now: f64) {
-        if self.task[t as usize].failed_at == self.epoch {
+        if self.queued[t as usize].failed_at == self.epoch {
             return;
         }
         if !self.try_start(g, t, now) {
-            self.task[t as usize].failed_at = self.epoch;
+            self.queued[t as usize].failed_at = self.epoch;
         }
     }
 
