@@ -2,6 +2,7 @@
 //! Every command parses, calls the library, prints; errors are one line on stderr and a non-zero
 //! exit.
 
+pub mod allocator;
 pub mod bench;
 pub mod bench_place;
 pub mod cluster;
