@@ -93,7 +93,7 @@ impl MakespanBound {
         for t in 0..g.len() as TaskId {
             let d = g.duration(t);
             for (&r, &k) in g.task_resources(t).iter().zip(g.task_lanes(t)) {
-                self.load[r as usize] += d * f64::from(k) / f64::from(g.resource_lanes(r));
+                self.load[r as usize] += g.work_per_lane(d, r, k);
             }
         }
         self.load.iter().copied().fold(0.0, f64::max)

@@ -360,8 +360,7 @@ impl Simulator {
         if !self.unstarted_load.is_empty() {
             let d = g.duration(t);
             for (&r, &k) in g.task_resources(t).iter().zip(g.task_lanes(t)) {
-                self.unstarted_load[r as usize] -=
-                    d * f64::from(k) / f64::from(g.resource_lanes(r));
+                self.unstarted_load[r as usize] -= g.work_per_lane(d, r, k);
             }
         }
         self.result.start[ti] = now;
@@ -384,8 +383,7 @@ impl Simulator {
         let duration = g.duration(t);
         for (&r, &k) in g.task_resources(t).iter().zip(g.task_lanes(t)) {
             self.in_use[r as usize] -= k;
-            self.result.busy[r as usize] +=
-                duration * f64::from(k) / f64::from(g.resource_lanes(r));
+            self.result.busy[r as usize] += g.work_per_lane(duration, r, k);
         }
         for &p in g.predecessors(t) {
             let p = p as usize;

@@ -111,6 +111,12 @@ impl ExecGraph {
         self.lanes_of[r as usize]
     }
 
+    /// The work per lane of resource `r` that a task of `duration` µs taking `k` of its lanes
+    /// does: what its busy time and the bounds count.
+    pub fn work_per_lane(&self, duration: f64, r: u32, k: u32) -> f64 {
+        duration * f64::from(k) / f64::from(self.resource_lanes(r))
+    }
+
     pub fn add_resident(&mut self, device: usize, bytes: f64) {
         self.resident[device] += bytes;
     }
@@ -305,16 +311,11 @@ impl ExecGraph {
                 .filter_map(|&r| link_of(r))
                 .map(|l| l as TaskId),
         );
-        let mut users = vec![(0, 0); *user_start.last().expect("n + 1 starts") as usize];
-        let mut next: Vec<u32> = user_start[..self.links].to_vec();
-        for t in 0..self.len() as TaskId {
-            for (&r, &k) in self.task_resources(t).iter().zip(self.task_lanes(t)) {
-                if let Some(l) = link_of(r) {
-                    users[next[l] as usize] = (t, k);
-                    next[l] += 1;
-                }
-            }
-        }
+        let uses = (0..self.len() as TaskId).flat_map(|t| {
+            let on = self.task_resources(t).iter().zip(self.task_lanes(t));
+            on.filter_map(move |(&r, &k)| link_of(r).map(|l| (l as u32, (t, k))))
+        });
+        let users: Vec<(TaskId, u32)> = fill(&user_start, uses);
         let used_by = |l: usize| &users[user_start[l] as usize..user_start[l + 1] as usize];
         let mut first: std::collections::HashMap<LinkUse<'_>, u32> = Default::default();
         let stand_in: Vec<u32> = (0..self.links)
@@ -335,7 +336,7 @@ impl ExecGraph {
         for t in 0..self.len() as TaskId {
             let begin = resources.len();
             for (&r, &k) in self.task_resources(t).iter().zip(self.task_lanes(t)) {
-                let r = match (r as usize).checked_sub(self.devices) {
+                let r = match link_of(r) {
                     Some(l) => (self.devices as u32) + stand_in[l],
                     None => r,
                 };
@@ -364,9 +365,11 @@ fn starts(n: usize, keys: impl Iterator<Item = TaskId>) -> Vec<u32> {
     start
 }
 
-fn fill(start: &[u32], pairs: impl Iterator<Item = (TaskId, TaskId)>) -> Vec<TaskId> {
+/// `pairs` of (key, value) as one array sliced by key (`start` from [`starts`] over the keys),
+/// each key's values in the order given.
+fn fill<T: Copy + Default>(start: &[u32], pairs: impl Iterator<Item = (u32, T)>) -> Vec<T> {
     let mut next: Vec<u32> = start[..start.len() - 1].to_vec();
-    let mut out = vec![0; *start.last().unwrap() as usize];
+    let mut out = vec![T::default(); *start.last().unwrap() as usize];
     for (key, value) in pairs {
         out[next[key as usize] as usize] = value;
         next[key as usize] += 1;
