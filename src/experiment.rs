@@ -504,6 +504,7 @@ pub fn holdout_models(
                 run_dir: run_dir.clone(),
                 resume: true,
                 samples: None,
+                gnn_device: "cpu".into(),
             },
             |_| {},
         )?;

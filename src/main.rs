@@ -71,7 +71,8 @@ enum Command {
     /// throughput, NCCL bus bandwidth); --calibrate fits the kernel efficiencies.
     Fidelity(fidelity::FidelityArgs),
     /// Benchmarks that print a table: `bench scale` (cost as the cluster grows to 1,024 GPUs),
-    /// `bench place` (wall time of `place` per instance, repeated).
+    /// `bench place` (wall time of `place` per instance, repeated), `bench gnn` (the GNN's
+    /// forward pass and training step on a device).
     Bench {
         #[command(subcommand)]
         command: bench::BenchCommand,

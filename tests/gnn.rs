@@ -414,6 +414,36 @@ fn same_seed_same_priors_and_files_round_trip() {
     let loaded = GnnPolicy::load(&file).unwrap();
     assert_eq!(loaded.config, small());
     assert_eq!(pa, loaded.priors(&g, 4, &slices));
+    // Copied across devices (as the trainer hands a GPU's weights to the CPU searches): exact,
+    // whether the copy can take gradients or not.
+    let cpu = topoplace::gnn::cpu();
+    assert_eq!(pa, a.copied_to(&cpu).unwrap().priors(&g, 4, &slices));
+    let trainable = a.copied_to(&cpu.clone().autodiff()).unwrap();
+    assert_eq!(
+        pa,
+        trainable.copied_to(&cpu).unwrap().priors(&g, 4, &slices)
+    );
+}
+
+/// `bench gnn` times the graph the search scores its root from: the same priors as the root's.
+#[test]
+fn the_benchmarked_start_graph_is_the_search_roots() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let policy = GnnPolicy::init(small(), 3).unwrap();
+    let start = topoplace::mcts::start_graph(&p, 8, &policy).unwrap();
+    let search = Mcts::new(p, metis_groups(&p, 8, 0).unwrap(), MctsConfig::default())
+        .unwrap()
+        .with_policy(&policy)
+        .unwrap();
+    assert_eq!(start.next_group, 0);
+    assert_eq!(start.slices.len(), search.actions().len());
+    let priors: Vec<f64> = policy
+        .priors(&start.graph, start.next_group, &start.slices)
+        .into_iter()
+        .map(f64::from)
+        .collect();
+    assert_eq!(Some(priors.as_slice()), search.root_priors());
 }
 
 /// Relabel op groups by `perm` (old i → new perm[i]).
@@ -574,6 +604,40 @@ fn the_wgpu_device_needs_the_feature() {
         .unwrap();
     assert_eq!(run.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&run.stderr).contains("--features wgpu"));
+    // Training and the GNN benchmark refuse it the same way, before anything is written.
+    let dir = scratch("wgpu-train");
+    let out = dir.join("run");
+    let train = topoplace()
+        .args([
+            "train",
+            "--config",
+            "training/smoke.toml",
+            "--gnn-device",
+            "wgpu",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let bench = topoplace()
+        .args([
+            "bench",
+            "gnn",
+            "--models",
+            "mlp",
+            "--clusters",
+            "tag-testbed",
+        ])
+        .args(["--gnn-device", "wgpu"])
+        .output()
+        .unwrap();
+    for run in [train, bench] {
+        assert_eq!(run.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(stderr.contains("--features wgpu"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    assert!(!out.exists());
 }
 
 #[test]

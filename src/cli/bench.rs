@@ -30,6 +30,9 @@ pub enum BenchCommand {
     /// Wall seconds of `place` per instance, each run a process of its own, repeated; without
     /// `--time` every run's result must agree, and `--limit` judges the slowest run.
     Place(super::bench_place::PlaceBenchArgs),
+    /// Milliseconds of the GNN's forward pass and of one training step per instance, on the
+    /// CPU or (builds with `--features wgpu`) the GPU.
+    Gnn(super::bench_gnn::GnnBenchArgs),
     /// One size of `scale`, measured in this process; prints JSON (what `scale` runs).
     #[command(hide = true)]
     ScaleOne(OneArgs),
@@ -102,6 +105,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Scale(args) => scale(args),
         BenchCommand::Place(args) => super::bench_place::run(args),
+        BenchCommand::Gnn(args) => super::bench_gnn::run(args),
         BenchCommand::ScaleOne(args) => {
             let m = measure_one(&args)?;
             println!(

@@ -130,7 +130,7 @@ fn place_once(args: &PlaceBenchArgs, model: &str, cluster: &str) -> Result<(Outc
 }
 
 /// The median of `xs` (the mean of the middle two for an even count).
-fn median(xs: &[f64]) -> f64 {
+pub(super) fn median(xs: &[f64]) -> f64 {
     let mut sorted = xs.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();

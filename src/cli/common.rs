@@ -27,6 +27,25 @@ pub fn progress_bar(len: u64, template: &str) -> Result<indicatif::ProgressBar> 
     Ok(bar)
 }
 
+/// Where the GNN runs: `--gnn-device` of `place`, `train` and `bench gnn`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum GnnDeviceArg {
+    /// burn's flex CPU backend.
+    Cpu,
+    /// burn's wgpu backend (builds with `--features wgpu`).
+    Wgpu,
+}
+
+impl GnnDeviceArg {
+    /// The name `topoplace::gnn::device_named` knows it by.
+    pub fn name(self) -> &'static str {
+        match self {
+            GnnDeviceArg::Cpu => "cpu",
+            GnnDeviceArg::Wgpu => "wgpu",
+        }
+    }
+}
+
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::serialise("output", e))?;
     println!("{text}");

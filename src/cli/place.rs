@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
-use super::common::Inputs;
 use super::common::{BAR, print_either, progress_bar, write_trace};
+use super::common::{GnnDeviceArg, Inputs};
 use topoplace::assets::SHIPPED_POLICY;
 use topoplace::baselines::heuristics::best_heuristic;
 use topoplace::baselines::tag::tag_search;
@@ -38,8 +38,8 @@ pub struct PlaceArgs {
     #[arg(long, default_value = "shipped")]
     policy: String,
     /// Where the GNN runs (`wgpu` in builds with `--features wgpu`).
-    #[arg(long, value_enum, default_value_t = DeviceArg::Cpu)]
-    gnn_device: DeviceArg,
+    #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
+    gnn_device: GnnDeviceArg,
     /// MCTS iterations (leaf evaluations).
     #[arg(long, default_value_t = 300, value_parser = super::common::at_least_one)]
     budget: usize,
@@ -70,14 +70,6 @@ pub struct PlaceArgs {
     trace: Option<PathBuf>,
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum DeviceArg {
-    /// burn's flex CPU backend.
-    Cpu,
-    /// burn's wgpu backend (builds with `--features wgpu`).
-    Wgpu,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -173,11 +165,8 @@ pub fn run(args: PlaceArgs) -> Result<()> {
 /// The policy `--policy` names and how the summary shows it: `none` (uniform priors), `shipped`
 /// (the policy embedded in the binary) or a file. Read before any search starts, so a bad file
 /// fails fast and names itself.
-fn load_policy(policy: &str, device: DeviceArg) -> Result<(Option<GnnPolicy>, String)> {
-    let device = gnn::device_named(match device {
-        DeviceArg::Cpu => "cpu",
-        DeviceArg::Wgpu => "wgpu",
-    })?;
+fn load_policy(policy: &str, device: GnnDeviceArg) -> Result<(Option<GnnPolicy>, String)> {
+    let device = gnn::device_named(device.name())?;
     match policy {
         "none" => Ok((None, "none".into())),
         "shipped" => Ok((

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde::Serialize;
 
-use super::common::{print_json, progress_bar};
+use super::common::{GnnDeviceArg, print_json, progress_bar};
 use topoplace::error::Result;
 use topoplace::train::trainer::{self, Event, TrainOptions};
 use topoplace::train::{Recipe, TrainOutcome};
@@ -27,6 +27,10 @@ pub struct TrainArgs {
     /// stops (after a checkpoint) at the first generation whose games are missing.
     #[arg(long)]
     samples: Option<PathBuf>,
+    /// Where the Adam steps run (`wgpu` in builds with `--features wgpu`); the self-play games'
+    /// searches read their priors on the CPU either way.
+    #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
+    gnn_device: GnnDeviceArg,
     /// Testing aid: die (abort, as a kill would) right after this step, before its checkpoint.
     #[arg(long, hide = true)]
     abort_after_step: Option<u64>,
@@ -59,6 +63,7 @@ pub fn run(args: TrainArgs) -> Result<()> {
         run_dir: run.clone(),
         resume: args.resume,
         samples: args.samples.clone(),
+        gnn_device: args.gnn_device.name().to_string(),
     };
     let steps = progress_bar(recipe.steps, "{bar:30} step {pos}/{len} {elapsed} {msg}")?;
     let (mut last_loss, mut eval) = (None, (None, None));

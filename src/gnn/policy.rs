@@ -111,18 +111,48 @@ impl GnnPolicy {
         let config: GnnConfig =
             serde_json::from_slice(config).map_err(|e| bad(format!("config: {e}")))?;
         config.check().map_err(|e| bad(format!("config: {e}")))?;
-        let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(record.to_vec()))
-            .map_err(|e| bad(format!("weights: {e}")))?;
-        let model = GnnModel::new(&config, 0, device)
-            .try_load_record(record)
-            .map_err(|e| bad(format!("weights: {e}")))?;
+        let model =
+            model_from_record(&config, record, device).map_err(|e| bad(format!("weights: {e}")))?;
         Ok(GnnPolicy { config, model })
+    }
+
+    /// The same weights on `device`, through their serialised record: exact, and it crosses
+    /// backends (the trainer's wgpu weights become the CPU policy its searches read).
+    pub fn copied_to(&self, device: &Device) -> Result<GnnPolicy> {
+        let failed = |message: String| GnnError::Save {
+            path: "(the policy in memory)".into(),
+            message,
+        };
+        let record = self
+            .model
+            .clone()
+            .into_record()
+            .into_bytes()
+            .map_err(|e| failed(format!("serialising the GNN: {e}")))?;
+        let model = model_from_record(&self.config, &record, device).map_err(failed)?;
+        Ok(GnnPolicy {
+            config: self.config,
+            model,
+        })
     }
 
     /// Priors over `slices` for op group `group` of graph `g`.
     pub fn priors(&self, g: &HeteroGraph, group: usize, slices: &[Slice]) -> Vec<f32> {
         self.model.priors(g, group, slices)
     }
+}
+
+/// A model of `config` on `device` holding the weights of a serialised record.
+fn model_from_record(
+    config: &GnnConfig,
+    record: &[u8],
+    device: &Device,
+) -> std::result::Result<GnnModel, String> {
+    let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(record.to_vec()))
+        .map_err(|e| e.to_string())?;
+    GnnModel::new(config, 0, device)
+        .try_load_record(record)
+        .map_err(|e| e.to_string())
 }
 
 /// The file's bytes: header, checksum of the rest, config line, record.

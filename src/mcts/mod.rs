@@ -43,6 +43,7 @@ pub mod reserve;
 pub mod result;
 pub mod search;
 pub mod seeds;
+pub mod start_graph;
 pub mod tree;
 
 pub use actions::{PACKINGS, Shares, actions, build_strategy, device_group_sets};
@@ -55,3 +56,4 @@ pub use noise::RootNoise;
 pub use result::{Progress, SearchResult, VertexTarget};
 pub use search::{KnownPlacement, Mcts, Starts, search, search_from, search_with};
 pub use seeds::lift_priors;
+pub use start_graph::{StartGraph, start_graph};

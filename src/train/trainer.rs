@@ -60,6 +60,8 @@ pub struct TrainOptions {
     /// Read every game from this directory (written by `topoplace selfplay` shards) instead of
     /// playing it; training stops at the first generation whose games are not all there.
     pub samples: Option<PathBuf>,
+    /// The device the Adam steps run on, by `gnn::device_named`'s names (`cpu`, `wgpu`).
+    pub gnn_device: String,
 }
 
 /// What happens during training, for progress display.
@@ -181,7 +183,7 @@ impl<'r> Trainer<'r> {
     fn open(recipe: &'r Recipe, opts: &'r TrainOptions) -> Result<Trainer<'r>> {
         let config = recipe.model.gnn_config();
         config.check().map_err(GnnError::Config)?;
-        let device = gnn::cpu().autodiff();
+        let device = gnn::device_named(&opts.gnn_device)?.autodiff();
         let checkpoints = Checkpoints::new(&opts.run_dir);
         let latest = checkpoints.latest()?;
         if latest.is_some() && !opts.resume {
@@ -261,7 +263,7 @@ impl<'r> Trainer<'r> {
         }
         // The run's working copies (curves, newest weights) are rewritten from the checkpoint,
         // so they never run ahead of it.
-        self.policy().save(&self.opts.run_dir.join("policy.gnn"))?;
+        self.policy()?.save(&self.opts.run_dir.join("policy.gnn"))?;
         write_metrics(&self.opts.run_dir, &self.state.metrics)
     }
 
@@ -270,17 +272,22 @@ impl<'r> Trainer<'r> {
     fn snapshot(&self, generation: u64) -> Result<GnnPolicy> {
         let path = snapshot_path(&self.opts.run_dir, generation);
         if self.state.step == generation * self.recipe.search.generation {
-            self.policy().save(&path)?;
+            self.policy()?.save(&path)?;
         }
         GnnPolicy::load(&path)
     }
 
-    /// The current weights as a CPU policy.
-    fn policy(&self) -> GnnPolicy {
-        GnnPolicy {
+    /// The current weights as a CPU policy (copied there when the steps run on a GPU: the
+    /// searches that read it run on the CPU's threads).
+    fn policy(&self) -> Result<GnnPolicy> {
+        let policy = GnnPolicy {
             config: self.config,
             model: self.model.valid(),
+        };
+        if self.opts.gnn_device == "cpu" {
+            return Ok(policy);
         }
+        policy.copied_to(&gnn::cpu())
     }
 
     /// The games of `steps` (all of generation `generation` from the current step on), by step
@@ -349,7 +356,7 @@ impl<'r> Trainer<'r> {
             .iter()
             .map(|&i| imitation::draw(self.recipe, i as u64))
             .collect();
-        let policy = self.policy();
+        let policy = self.policy()?;
         let play = |setup: &selfplay::GameSetup| {
             imitation::play(self.recipe, setup, &self.models, &policy, warm.passes)
         };
@@ -441,7 +448,7 @@ impl<'r> Trainer<'r> {
                 None => evaluate(self.recipe, &self.models, None)?,
             };
             self.state.eval_uniform = Some(uniform);
-            metrics.eval_policy = Some(evaluate(self.recipe, &self.models, Some(&self.policy()))?);
+            metrics.eval_policy = Some(evaluate(self.recipe, &self.models, Some(&self.policy()?))?);
             metrics.eval_uniform = Some(uniform);
         }
         self.state.metrics.push(metrics.clone());
@@ -475,7 +482,7 @@ impl<'r> Trainer<'r> {
 
     /// Write a checkpoint of the current step and the newest weights as `<run>/policy.gnn`.
     fn checkpoint(&self, on_event: &mut impl FnMut(Event)) -> Result<()> {
-        let policy = self.policy();
+        let policy = self.policy()?;
         self.checkpoints.save(self.state.step, |dir| {
             policy.save(&dir.join("policy.gnn"))?;
             let bytes = self
