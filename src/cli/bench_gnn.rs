@@ -11,7 +11,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::bench_place::median;
-use super::common::{GnnDeviceArg, Inputs, print_either, progress_bar};
+use super::common::{BenchInstances, GnnDeviceArg, Inputs, print_either, progress_bar};
 use topoplace::error::Result;
 use topoplace::gnn::{self, GnnPolicy, adam_step, cross_entropy};
 use topoplace::mcts::{DEFAULT_GROUPS, StartGraph, start_graph};
@@ -21,12 +21,8 @@ const WARM_UP: usize = 3;
 
 #[derive(Args)]
 pub struct GnnBenchArgs {
-    /// Zoo names or graph JSON files.
-    #[arg(long, value_delimiter = ',', default_value = "bert-large,gpt")]
-    models: Vec<String>,
-    /// Cluster configs: files or names in configs/.
-    #[arg(long, value_delimiter = ',', default_value = "tag-cloud,tag-testbed")]
-    clusters: Vec<String>,
+    #[command(flatten)]
+    instances: BenchInstances,
     /// Where the GNN runs (`wgpu` in builds with `--features wgpu`).
     #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
     gnn_device: GnnDeviceArg,
@@ -57,25 +53,26 @@ pub fn run(args: GnnBenchArgs) -> Result<()> {
     let device = gnn::device_named(args.gnn_device.name())?;
     let policy = GnnPolicy::shipped_on(&device)?;
     let trained = GnnPolicy::shipped_on(&device.clone().autodiff())?;
-    let runs = (args.models.len() * args.clusters.len()) as u64;
-    let bar = progress_bar(runs, "{bar:30} {pos}/{len} instances {elapsed}")?;
+    let instances = args.instances.pairs();
+    let bar = progress_bar(
+        instances.len() as u64,
+        "{bar:30} {pos}/{len} instances {elapsed}",
+    )?;
     let mut rows = Vec::new();
-    for model in &args.models {
-        for cluster in &args.clusters {
-            let inputs = Inputs::load(model, None, cluster)?;
-            let start = start_graph(&inputs.problem(), DEFAULT_GROUPS, &policy)?;
-            rows.push(Row {
-                model: model.clone(),
-                cluster: cluster.clone(),
-                op_groups: start.graph.ops(),
-                device_groups: start.graph.devs(),
-                actions: start.slices.len(),
-                device: args.gnn_device.name(),
-                forward_ms: timed(args.repeat, || forward(&policy, &start)),
-                train_step_ms: timed(args.repeat, || train_step(&trained, &start, args.samples)),
-            });
-            bar.inc(1);
-        }
+    for (model, cluster) in instances {
+        let inputs = Inputs::load(model, None, cluster)?;
+        let start = start_graph(&inputs.problem(), DEFAULT_GROUPS, &policy)?;
+        rows.push(Row {
+            model: model.clone(),
+            cluster: cluster.clone(),
+            op_groups: start.graph.ops(),
+            device_groups: start.graph.devs(),
+            actions: start.slices.len(),
+            device: args.gnn_device.name(),
+            forward_ms: timed(args.repeat, || forward(&policy, &start)),
+            train_step_ms: timed(args.repeat, || train_step(&trained, &start, args.samples)),
+        });
+        bar.inc(1);
     }
     bar.finish_and_clear();
     print_either(args.json, &rows, |rows| render(rows))

@@ -10,17 +10,13 @@ use clap::Args;
 use serde::Serialize;
 
 use super::bench::{bench, stdout_of, this_executable};
-use super::common::{print_either, progress_bar};
+use super::common::{BenchInstances, print_either, progress_bar};
 use topoplace::error::Result;
 
 #[derive(Args)]
 pub struct PlaceBenchArgs {
-    /// Zoo names or graph JSON files.
-    #[arg(long, value_delimiter = ',', default_value = "bert-large,gpt")]
-    models: Vec<String>,
-    /// Cluster configs: files or names in configs/.
-    #[arg(long, value_delimiter = ',', default_value = "tag-cloud,tag-testbed")]
-    clusters: Vec<String>,
+    #[command(flatten)]
+    instances: BenchInstances,
     /// Batch size (each model's own when absent; the #22 instances are at 32).
     #[arg(long)]
     batch: Option<u32>,
@@ -60,11 +56,7 @@ struct Outcome {
 }
 
 pub fn run(args: PlaceBenchArgs) -> Result<()> {
-    let instances: Vec<(&String, &String)> = args
-        .models
-        .iter()
-        .flat_map(|m| args.clusters.iter().map(move |c| (m, c)))
-        .collect();
+    let instances = args.instances.pairs();
     let runs = instances.len() as u64 * args.repeat;
     let bar = progress_bar(runs, "{bar:30} {pos}/{len} place runs {elapsed}")?;
     let mut rows = Vec::new();

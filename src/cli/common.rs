@@ -27,6 +27,28 @@ pub fn progress_bar(len: u64, template: &str) -> Result<indicatif::ProgressBar> 
     Ok(bar)
 }
 
+/// The model × cluster instances a benchmark runs (`bench place`, `bench gnn`): the #22 four by
+/// default.
+#[derive(clap::Args)]
+pub struct BenchInstances {
+    /// Zoo names or graph JSON files.
+    #[arg(long, value_delimiter = ',', default_value = "bert-large,gpt")]
+    pub models: Vec<String>,
+    /// Cluster configs: files or names in configs/.
+    #[arg(long, value_delimiter = ',', default_value = "tag-cloud,tag-testbed")]
+    pub clusters: Vec<String>,
+}
+
+impl BenchInstances {
+    /// Every model on every cluster, models outermost.
+    pub fn pairs(&self) -> Vec<(&String, &String)> {
+        self.models
+            .iter()
+            .flat_map(|m| self.clusters.iter().map(move |c| (m, c)))
+            .collect()
+    }
+}
+
 /// Where the GNN runs: `--gnn-device` of `place`, `train` and `bench gnn`.
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum GnnDeviceArg {
