@@ -2,7 +2,7 @@
 
 use burn::prelude::*;
 
-use crate::error::{Error, GnnError, Result};
+use crate::error::{Error, Result};
 
 /// The CPU device the GNN runs on by default: burn's pure-Rust flex backend.
 pub fn cpu() -> Device {
@@ -22,7 +22,7 @@ pub fn device_named(name: &str) -> Result<Device> {
         #[cfg(feature = "wgpu")]
         "wgpu" => Ok(gpu()),
         #[cfg(not(feature = "wgpu"))]
-        "wgpu" => Err(GnnError::NoWgpu.into()),
+        "wgpu" => Err(crate::error::GnnError::NoWgpu.into()),
         other => Err(Error::Unknown {
             kind: "GNN device",
             name: other.to_string(),
