@@ -423,6 +423,14 @@ fn same_seed_same_priors_and_files_round_trip() {
         pa,
         trainable.copied_to(&cpu).unwrap().priors(&g, 4, &slices)
     );
+    // And the file written from a copy is the original's, byte for byte (the trainer writes its
+    // checkpoints from one).
+    let copied = dir.join("copied.gnn");
+    trainable.copied_to(&cpu).unwrap().save(&copied).unwrap();
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        std::fs::read(&copied).unwrap()
+    );
 }
 
 /// `bench gnn` times the graph the search scores its root from: the same priors as the root's.
@@ -597,42 +605,29 @@ fn place_with_a_policy_file_is_deterministic() {
 #[cfg(not(feature = "wgpu"))]
 #[test]
 fn the_wgpu_device_needs_the_feature() {
-    let run = topoplace()
-        .args(["place", "--model", "mlp", "--cluster", "tag-testbed"])
-        .args(["--gnn-device", "wgpu"])
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&run.stderr).contains("--features wgpu"));
-    // Training and the GNN benchmark refuse it the same way, before anything is written.
+    // `place`, training and the GNN benchmark refuse it alike, before anything is written.
     let dir = scratch("wgpu-train");
     let out = dir.join("run");
-    let train = topoplace()
-        .args([
-            "train",
-            "--config",
-            "training/smoke.toml",
-            "--gnn-device",
-            "wgpu",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let bench = topoplace()
-        .args([
+    let runs: [&[&str]; 3] = [
+        &["place", "--model", "mlp", "--cluster", "tag-testbed"],
+        &["train", "--config", "training/smoke.toml", "--out"],
+        &[
             "bench",
             "gnn",
             "--models",
             "mlp",
             "--clusters",
             "tag-testbed",
-        ])
-        .args(["--gnn-device", "wgpu"])
-        .output()
-        .unwrap();
-    for run in [train, bench] {
-        assert_eq!(run.status.code(), Some(1));
+        ],
+    ];
+    for args in runs {
+        let mut command = topoplace();
+        command.args(args);
+        if args[0] == "train" {
+            command.arg(&out);
+        }
+        let run = command.args(["--gnn-device", "wgpu"]).output().unwrap();
+        assert_eq!(run.status.code(), Some(1), "{args:?}");
         let stderr = String::from_utf8_lossy(&run.stderr);
         assert!(stderr.contains("--features wgpu"), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");

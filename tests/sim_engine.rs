@@ -188,8 +188,8 @@ fn oom_names_the_device_and_the_excess() {
     assert!(close(r.oom[0].excess_bytes(), 50.0));
 }
 
-#[test]
-fn a_cycle_is_an_error_not_a_hang() {
+/// Three 1 µs tasks on one GPU: the first, then two that wait on each other.
+fn one_task_then_a_cycle() -> ExecGraph {
     let mut g = ExecGraph::new(vec![f64::INFINITY], 0);
     let a = compute(&mut g, 0, 1.0, 0.0);
     let b = compute(&mut g, 0, 1.0, 0.0);
@@ -197,7 +197,39 @@ fn a_cycle_is_an_error_not_a_hang() {
     g.add_dep(a, b);
     g.add_dep(b, c);
     g.add_dep(c, b);
+    g
+}
+
+#[test]
+fn a_cycle_is_an_error_not_a_hang() {
+    let mut g = one_task_then_a_cycle();
     let err = Simulator::new().run(&mut g, Order::Fifo).unwrap_err();
+    assert_eq!(
+        err,
+        SimError::Stuck {
+            finished: 1,
+            total: 3
+        }
+    );
+}
+
+/// Under a limit too: a simulator that last ran another graph within a limit does not carry that
+/// graph's bound into the cycle (the bound has none to give on a cycle).
+#[test]
+fn a_cycle_under_a_limit_is_an_error_after_another_graph() {
+    let mut simulator = Simulator::new();
+    let mut one = ExecGraph::new(vec![f64::INFINITY], 0);
+    compute(&mut one, 0, 50.0, 0.0);
+    one.seal();
+    let ran = simulator
+        .run_sealed_within(&one, Order::Fifo, 100.0)
+        .unwrap();
+    assert_eq!(ran.map(|r| r.makespan), Some(50.0));
+    let mut g = one_task_then_a_cycle();
+    g.seal();
+    let err = simulator
+        .run_sealed_within(&g, Order::Fifo, 30.0)
+        .unwrap_err();
     assert_eq!(
         err,
         SimError::Stuck {

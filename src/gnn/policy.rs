@@ -45,15 +45,10 @@ impl GnnPolicy {
             path: shown.clone(),
             message: e.to_string(),
         })?;
-        let record = self
-            .model
-            .clone()
-            .into_record()
-            .into_bytes()
-            .map_err(|e| GnnError::Save {
-                path: shown.clone(),
-                message: format!("serialising the GNN: {e}"),
-            })?;
+        let record = self.record_bytes().map_err(|message| GnnError::Save {
+            path: shown.clone(),
+            message,
+        })?;
         write_atomic(path, &encode(&config, &record))
     }
 
@@ -123,17 +118,18 @@ impl GnnPolicy {
             path: "(the policy in memory)".into(),
             message,
         };
-        let record = self
-            .model
-            .clone()
-            .into_record()
-            .into_bytes()
-            .map_err(|e| failed(format!("serialising the GNN: {e}")))?;
+        let record = self.record_bytes().map_err(failed)?;
         let model = model_from_record(&self.config, &record, device).map_err(failed)?;
         Ok(GnnPolicy {
             config: self.config,
             model,
         })
+    }
+
+    /// The weights as burn's burnpack record: what a policy file holds after its header.
+    fn record_bytes(&self) -> std::result::Result<Bytes, String> {
+        let bytes = self.model.clone().into_record().into_bytes();
+        bytes.map_err(|e| format!("serialising the GNN: {e}"))
     }
 
     /// Priors over `slices` for op group `group` of graph `g`.

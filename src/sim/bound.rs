@@ -11,9 +11,8 @@
 //! ([`super::Simulator::run_sealed_within`]) can answer "no" from the bound, at a fraction of the
 //! event loop's cost: passes over the tasks with no queue per resource. The answer is the one the
 //! simulation would give, so nothing a search decides changes. The event loop keeps the chain and
-//! the one-machine bounds as it runs, counted from each task's end ([`MakespanBound::tails`],
-//! [`MakespanBound::resource_frames`]), and gives up as soon as idle time has pushed them past
-//! the limit.
+//! the one-machine bounds as it runs, counted from each task's end ([`MakespanBound::frames`]),
+//! and gives up as soon as idle time has pushed them past the limit.
 
 use super::exec::{ExecGraph, TaskId};
 
@@ -38,6 +37,17 @@ pub struct MakespanBound {
     load: Vec<f64>,
     first_head: Vec<f64>,
     last_tail: Vec<f64>,
+    /// Whether the tails, loads and last tails are all of the graph last bounded (not when a
+    /// cycle or an infinite limit stopped the bounding short, or a first pass already decided).
+    framed: bool,
+}
+
+/// What the event loop needs to keep the bound as it runs: each task's tail, and per resource
+/// its work per lane and the shortest tail among its tasks, µs.
+pub(super) struct Frames<'a> {
+    pub tail: &'a [f64],
+    pub load: &'a [f64],
+    pub last_tail: &'a [f64],
 }
 
 impl MakespanBound {
@@ -48,8 +58,10 @@ impl MakespanBound {
     /// A time no simulation of the sealed graph `g` ends before, µs; `None` on a dependency
     /// cycle (the simulation reports that).
     pub fn of(&mut self, g: &ExecGraph) -> Option<f64> {
+        self.framed = false;
         let chain = self.longest_chain(g)?;
         let resources = self.busiest_resource(g).max(self.framed_resource(g));
+        self.framed = true;
         Some(chain.max(resources * (1.0 - ROUNDING)))
     }
 
@@ -57,6 +69,7 @@ impl MakespanBound {
     /// (`of(g) > limit_us`), from the first bound that shows it. Never on a cycle: the
     /// simulation then reports the cycle or gives up as it runs, and the bound leaves it that.
     pub fn exceeds(&mut self, g: &ExecGraph, limit_us: f64) -> bool {
+        self.framed = false;
         if !limit_us.is_finite() {
             return false;
         }
@@ -64,7 +77,11 @@ impl MakespanBound {
             return false;
         };
         let past = |bound: f64| MakespanBound::load_exceeds(bound, limit_us);
-        chain > limit_us || past(self.busiest_resource(g)) || past(self.framed_resource(g))
+        let exceeds =
+            chain > limit_us || past(self.busiest_resource(g)) || past(self.framed_resource(g));
+        // A "no" has computed all three.
+        self.framed = !exceeds;
+        exceeds
     }
 
     /// Whether `load_us` of work on one lane of a resource ends past `limit_us` in every
@@ -73,17 +90,15 @@ impl MakespanBound {
         load_us * (1.0 - ROUNDING) > limit_us
     }
 
-    /// Per resource, its work per lane and the shortest tail among its tasks, µs, as the last
-    /// [`Self::exceeds`] that answered "no" found them: what the event loop needs to keep the
-    /// one-machine bound as it runs ([`super::Simulator::run_sealed_within`]).
-    pub(super) fn resource_frames(&self) -> (&[f64], &[f64]) {
-        (&self.load, &self.last_tail)
-    }
-
-    /// Each task's tail (the longest chain of durations after it ends), as the last
-    /// [`Self::exceeds`] that answered "no" found them.
-    pub(super) fn tails(&self) -> &[f64] {
-        &self.tail
+    /// The tails and per-resource frames of the graph last bounded, when that bounding computed
+    /// them all: after an [`Self::exceeds`] that answered "no" under a finite limit, or an
+    /// [`Self::of`] of an acyclic graph.
+    pub(super) fn frames(&self) -> Option<Frames<'_>> {
+        self.framed.then_some(Frames {
+            tail: &self.tail,
+            load: &self.load,
+            last_tail: &self.last_tail,
+        })
     }
 
     /// The most work any one resource holds per lane, µs (the loads kept).

@@ -87,7 +87,8 @@ pub struct Simulator {
     memory: Vec<f64>,
     result: SimResult,
     bound: MakespanBound,
-    /// Per resource, the work per lane of its tasks not yet started (kept under a finite limit).
+    /// Per resource, the work per lane of its tasks not yet started; kept while the bound has the
+    /// frames of the graph running (a finite limit the bound did not already decide).
     unstarted_load: Vec<f64>,
     limit_us: f64,
 }
@@ -171,9 +172,8 @@ impl Simulator {
         }
         self.reset(g);
         self.limit_us = limit_us;
-        if limit_us.is_finite() {
-            self.unstarted_load
-                .extend_from_slice(self.bound.resource_frames().0);
+        if let Some(frames) = self.bound.frames() {
+            self.unstarted_load.extend_from_slice(frames.load);
         }
         for t in 0..g.len() as TaskId {
             if self.task[t as usize].waiting_inputs == 0 {
@@ -414,17 +414,16 @@ impl Simulator {
     /// time the bound before the run could not see (a pipeline's bubble, a bucket's wait) is
     /// in `now`: the simulation is given up here, not at its end, with the answer it would give.
     fn bound_passes_limit(&self, g: &ExecGraph, t: TaskId, now: f64) -> bool {
-        if self.unstarted_load.is_empty() {
+        let Some(frames) = self.bound.frames() else {
             return false;
-        }
+        };
         let past = |bound: f64| MakespanBound::load_exceeds(bound, self.limit_us);
-        if past(now + self.bound.tails()[t as usize]) {
+        if past(now + frames.tail[t as usize]) {
             return true;
         }
-        let last_tail = self.bound.resource_frames().1;
         g.task_resources(t).iter().any(|&r| {
             let r = r as usize;
-            past(now + self.unstarted_load[r] + last_tail[r])
+            past(now + self.unstarted_load[r] + frames.last_tail[r])
         })
     }
 

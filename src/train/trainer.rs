@@ -277,16 +277,13 @@ impl<'r> Trainer<'r> {
         GnnPolicy::load(&path)
     }
 
-    /// The current weights as a CPU policy (copied there when the steps run on a GPU: the
-    /// searches that read it run on the CPU's threads).
+    /// The current weights as a CPU policy, wherever the steps run: the searches that read it
+    /// run on the CPU's threads (an exact copy, through the weights' record).
     fn policy(&self) -> Result<GnnPolicy> {
         let policy = GnnPolicy {
             config: self.config,
             model: self.model.valid(),
         };
-        if self.opts.gnn_device == "cpu" {
-            return Ok(policy);
-        }
         policy.copied_to(&gnn::cpu())
     }
 
