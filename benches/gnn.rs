@@ -6,14 +6,14 @@
 use std::time::Instant;
 
 use criterion::Criterion;
-use topoplace::cluster::RouteTable;
 use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Placement, Problem, evaluate};
+use topoplace::evaluate::{Placement, evaluate};
 use topoplace::gnn::{GnnConfig, GnnPolicy, VertexPriors};
 use topoplace::mcts::{
     DEFAULT_GROUPS, MctsConfig, Shares, actions, build_strategy, metis_groups, search_with,
 };
+use topoplace::problem::Problem;
 use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
 
@@ -31,7 +31,6 @@ fn start_graph(model: &str, policy: &GnnPolicy) {
     let op_group = metis_groups(&p, DEFAULT_GROUPS, 0).unwrap();
     let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
     let acts = actions(&cluster);
-    let routes = RouteTable::new(&cluster);
     let dp_choice = vec![0u16; groups];
     let dp = build_strategy(
         &op_group,
@@ -42,8 +41,8 @@ fn start_graph(model: &str, policy: &GnnPolicy) {
         cluster.devices.len(),
     )
     .unwrap();
-    let e = evaluate(&p, &routes, &Placement::plain(dp, "")).unwrap();
-    let vp = VertexPriors::new(policy, &p, &routes, &op_group, &acts, e.report.iteration_us);
+    let e = evaluate(&p, &Placement::plain(dp, "")).unwrap();
+    let vp = VertexPriors::new(policy, &p, &op_group, &acts, e.report.iteration_us);
     let feedback = vp.feedback(&e);
     let g = vp.graph(&dp_choice, 1, &feedback);
     let slices = topoplace::gnn::features::slices(&cluster, &acts);

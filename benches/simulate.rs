@@ -4,10 +4,10 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::path::Path;
-use topoplace::cluster::RouteTable;
 use topoplace::cluster::load_cluster;
-use topoplace::compile::{Replicas, compile};
+use topoplace::compile::{CompileOptions, compile};
 use topoplace::cost::CostModel;
+use topoplace::problem::Problem;
 use topoplace::sim::{Order, Simulator};
 use topoplace::strategy::Reference;
 use topoplace::zoo::{ZooOptions, build};
@@ -23,20 +23,12 @@ fn compile_and_simulate(c: &mut Criterion) {
     ] {
         let graph = build(model, &ZooOptions::default()).unwrap();
         let cluster = load_cluster(root.join(config)).unwrap();
-        let routes = RouteTable::new(&cluster);
         let strategy = Reference::Dp.strategy(&graph, &cluster);
         let mut sim = Simulator::new();
         group.bench_function(format!("{model} on {}", cluster.name), |b| {
             b.iter(|| {
-                let mut compiled = compile(
-                    &graph,
-                    &cluster,
-                    &routes,
-                    &strategy,
-                    &cost,
-                    None,
-                    Replicas::ByClass,
-                );
+                let p = Problem::new(&graph, &cluster, &cost);
+                let mut compiled = compile(&p, &strategy, CompileOptions::FIFO_BY_CLASS);
                 sim.run(&mut compiled.exec, Order::Fifo).unwrap().makespan
             })
         });

@@ -7,7 +7,7 @@
 
 use topoplace::cluster::load_cluster;
 use topoplace::cost::CostModel;
-use topoplace::evaluate::Problem;
+use topoplace::problem::Problem;
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
 use topoplace::zoo::{ZooOptions, build};
 

@@ -39,7 +39,7 @@ pub const SHIPPED_POLICY: &str = "models/tag-default.gnn";
 pub const SHIPPED_POLICY_BYTES: &[u8] = include_bytes!("../models/tag-default.gnn");
 
 /// The TOML text of the shipped config called `name`.
-pub fn config(name: &str) -> Option<&'static str> {
+pub(crate) fn config(name: &str) -> Option<&'static str> {
     CONFIGS
         .iter()
         .find(|(shipped, _)| *shipped == name)
@@ -47,6 +47,6 @@ pub fn config(name: &str) -> Option<&'static str> {
 }
 
 /// The names of the shipped configs.
-pub fn config_names() -> Vec<&'static str> {
+pub(crate) fn config_names() -> Vec<&'static str> {
     CONFIGS.iter().map(|&(name, _)| name).collect()
 }

@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 
 /// Lower-case hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -13,7 +13,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// A manifest line per file: `<sha256>  <name>`, lines sorted (the format of `sha256sum`, so
 /// `sha256sum -c MANIFEST` checks it too).
-pub fn manifest(files: &[(String, Vec<u8>)]) -> String {
+pub(crate) fn manifest(files: &[(String, Vec<u8>)]) -> String {
     let mut lines: Vec<String> = files
         .iter()
         .map(|(name, bytes)| format!("{}  {name}\n", sha256_hex(bytes)))
@@ -23,7 +23,7 @@ pub fn manifest(files: &[(String, Vec<u8>)]) -> String {
 }
 
 /// Parse a manifest into (name, hex) pairs; `None` for a malformed line.
-pub fn parse_manifest(text: &str) -> Option<Vec<(String, String)>> {
+pub(crate) fn parse_manifest(text: &str) -> Option<Vec<(String, String)>> {
     text.lines()
         .map(|l| {
             let (hex, name) = l.split_once("  ")?;

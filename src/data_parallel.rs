@@ -15,16 +15,17 @@
 
 use rayon::prelude::*;
 
-use crate::cluster::{Cluster, RouteTable};
+use crate::cluster::Cluster;
 use crate::error::Result;
-use crate::evaluate::{Placement, Problem, beats, evaluate_within, limit_to_beat};
+use crate::evaluate::{Placement, beats, evaluate_within, limit_to_beat};
+use crate::problem::Problem;
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, Reference,
     ReplicationOption, Strategy,
 };
 
 /// Every subset of device groups is a candidate up to this many device groups.
-pub const ENUMERATE_UP_TO: usize = 10;
+pub(crate) const ENUMERATE_UP_TO: usize = 10;
 
 /// The packings tried for each subset.
 pub const PACKINGS: [AllReducePacking; 3] = [
@@ -53,12 +54,12 @@ struct Candidate {
 }
 
 /// The best of data parallelism over the candidate subsets (see the module docs).
-pub fn best_data_parallel(p: &Problem, routes: &RouteTable) -> Result<BestDataParallel> {
+pub fn best_data_parallel(p: &Problem) -> Result<BestDataParallel> {
     let single = Reference::Single.strategy(p.graph, p.cluster);
     let note = "single fastest GPU".to_string();
-    let mut best = score(p, routes, single, note, f64::INFINITY)?.expect("no limit");
+    let mut best = score(p, single, note, f64::INFINITY)?.expect("no limit");
     let mut simulated = 1;
-    let mut candidates = candidates(p, routes);
+    let mut candidates = candidates(p);
     candidates.sort_by(|a, b| a.bound_us.total_cmp(&b.bound_us));
     for c in candidates {
         if best.fits && c.bound_us >= best.time_us {
@@ -72,7 +73,7 @@ pub fn best_data_parallel(p: &Problem, routes: &RouteTable) -> Result<BestDataPa
             .into_par_iter()
             .map(|(split, packing)| {
                 let s = strategy(p, &c.devices, split, packing);
-                score(p, routes, s, describe(&c.label, split, packing), limit_us)
+                score(p, s, describe(&c.label, split, packing), limit_us)
             })
             .collect();
         for s in scored {
@@ -93,13 +94,12 @@ fn better(a: &BestDataParallel, b: &BestDataParallel) -> bool {
 /// `s` simulated, or `None` once its iteration passes `limit_us`.
 fn score(
     p: &Problem,
-    routes: &RouteTable,
     s: Strategy,
     note: String,
     limit_us: f64,
 ) -> Result<Option<BestDataParallel>> {
     let placement = Placement::plain(s.clone(), "");
-    let within = evaluate_within(p, routes, &placement, limit_us)?;
+    let within = evaluate_within(p, &placement, limit_us)?;
     Ok(within.map(|e| BestDataParallel {
         strategy: s,
         time_us: e.report.iteration_us,
@@ -139,7 +139,10 @@ fn strategy(
 }
 
 /// Shares × packings for a subset: proportional shares only where its GPUs differ.
-pub fn variants(cluster: &Cluster, devices: &[usize]) -> Vec<(BatchSplit, AllReducePacking)> {
+pub(crate) fn variants(
+    cluster: &Cluster,
+    devices: &[usize],
+) -> Vec<(BatchSplit, AllReducePacking)> {
     let mixed = devices
         .iter()
         .any(|&d| cluster.devices[d].gpu.name != cluster.devices[devices[0]].gpu.name);
@@ -155,7 +158,7 @@ pub fn variants(cluster: &Cluster, devices: &[usize]) -> Vec<(BatchSplit, AllRed
 }
 
 /// The candidate subsets with their bounds.
-fn candidates(p: &Problem, routes: &RouteTable) -> Vec<Candidate> {
+fn candidates(p: &Problem) -> Vec<Candidate> {
     let c = p.cluster;
     let g = c.groups.len();
     let sets: Vec<Vec<usize>> = if g <= ENUMERATE_UP_TO {
@@ -185,7 +188,7 @@ fn candidates(p: &Problem, routes: &RouteTable) -> Vec<Candidate> {
             devices.sort_unstable();
             let names: Vec<&str> = set.iter().map(|&i| c.groups[i].name.as_str()).collect();
             Candidate {
-                bound_us: work.bound_us(p, routes, &devices),
+                bound_us: work.bound_us(p, &devices),
                 label: format!("{} ({} GPUs)", names.join("+"), devices.len()),
                 devices,
             }
@@ -223,7 +226,7 @@ impl Work {
     /// A lower bound on data parallelism over `devices`: the proportional part of the compute
     /// spread perfectly over the GPUs, every replica's fixed part, and the AllReduce's bandwidth
     /// term over the slowest ring hop (every bucket's collective holds the same ring).
-    fn bound_us(&self, p: &Problem, routes: &RouteTable, devices: &[usize]) -> f64 {
+    fn bound_us(&self, p: &Problem, devices: &[usize]) -> f64 {
         let mut rate = 0.0;
         let mut fixed: f64 = 0.0;
         for &d in devices {
@@ -236,7 +239,7 @@ impl Work {
             return compute;
         }
         let ring: Vec<u32> = devices.iter().map(|&d| d as u32).collect();
-        let plan = crate::compile::ring_plan(p.cluster, routes, &ring);
+        let plan = crate::compile::ring_plan(p.cluster, &ring);
         let n = devices.len() as f64;
         let comm = 2.0 * (n - 1.0) / n * self.gradient_bytes
             / (plan.bandwidth * p.cost.comm.nccl_efficiency);

@@ -13,7 +13,7 @@
 //! - `holdout-models` (TAG Table 8): train without one model, place it; against the policy
 //!   trained with it and uniform priors.
 //! - `overhead` (TAG Fig. 8): the wall time to produce a strategy on an unseen topology.
-//! - `reference-best` (beyond TAG, [`crate::headroom`]): `place`'s default against the fastest of
+//! - `reference-best` (beyond TAG, [`crate::reference_best`]): `place`'s default against the fastest of
 //!   long searches (ten times the budget, several seeds) and the best heuristic.
 //!
 //! Every search here skips the SFB double check: it is the same post-processing for both
@@ -29,12 +29,13 @@ use serde::Serialize;
 
 use crate::cluster::{Cluster, TopologyDistribution, random_cluster_within};
 use crate::cost::CostModel;
-use crate::error::{Result, TrainError, write_atomic};
-use crate::evaluate::Problem;
+use crate::error::{Result, TrainError};
 use crate::gnn::GnnPolicy;
 use crate::graph::Graph;
+use crate::io::write_atomic;
 use crate::mcts::{Mcts, MctsConfig, search_with};
-use crate::report::{Table, bar_chart, csv, mean};
+use crate::problem::Problem;
+use crate::render::{Table, bar_chart, csv, mean};
 use crate::train::imitation::descend;
 use crate::train::{Recipe, TrainOptions, train};
 

@@ -8,7 +8,7 @@ use crate::cluster::Cluster;
 use crate::cost::CostModel;
 use crate::error::Result;
 use crate::graph::{Graph, GraphSummary, Phase, SimplifyStats};
-use crate::report::{Table, bytes, count, millis};
+use crate::render::{Table, bytes, count, millis};
 use crate::zoo::{self, ModelCard};
 
 /// Everything `info` prints; the JSON keys are the field names.

@@ -49,7 +49,7 @@ pub struct SolveOptions {
 }
 
 /// Default model memory limit: 4 GiB.
-pub const DEFAULT_MEMORY_LIMIT_BYTES: f64 = 4.0 * 1024.0 * 1024.0 * 1024.0;
+pub(crate) const DEFAULT_MEMORY_LIMIT_BYTES: f64 = 4.0 * 1024.0 * 1024.0 * 1024.0;
 
 impl Default for SolveOptions {
     fn default() -> SolveOptions {
@@ -99,7 +99,7 @@ impl SolveStatus {
 
 /// A variable of a [`Milp`] (its column index).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Var(pub usize);
+pub(crate) struct Var(pub usize);
 
 /// What one solve returned.
 #[derive(Debug, Clone)]
@@ -117,7 +117,7 @@ pub struct MilpOutcome {
 }
 
 impl MilpOutcome {
-    pub fn value(&self, v: Var) -> f64 {
+    pub(crate) fn value(&self, v: Var) -> f64 {
         self.values[v.0]
     }
 }
@@ -131,18 +131,18 @@ pub struct Milp {
 }
 
 impl Milp {
-    pub fn new() -> Milp {
+    pub(crate) fn new() -> Milp {
         Milp::default()
     }
 
     /// A 0/1 variable with objective coefficient `cost`.
-    pub fn binary(&mut self, cost: f64) -> Var {
+    pub(crate) fn binary(&mut self, cost: f64) -> Var {
         let col = self.problem.add_integer_column(cost, 0.0..=1.0);
         self.push(col)
     }
 
     /// A continuous variable in `[lo, hi]` with objective coefficient `cost`.
-    pub fn continuous(&mut self, lo: f64, hi: f64, cost: f64) -> Var {
+    pub(crate) fn continuous(&mut self, lo: f64, hi: f64, cost: f64) -> Var {
         let col = self.problem.add_column(cost, lo..=hi);
         self.push(col)
     }
@@ -155,7 +155,7 @@ impl Milp {
     /// `lo ≤ Σ coef·var ≤ hi`.
     /// A variable may appear several times (co-located nodes share columns): its coefficients
     /// are summed, as HiGHS accepts one entry per column.
-    pub fn row(&mut self, lo: f64, hi: f64, terms: &[(Var, f64)]) {
+    pub(crate) fn row(&mut self, lo: f64, hi: f64, terms: &[(Var, f64)]) {
         let mut merged: std::collections::BTreeMap<usize, f64> = Default::default();
         for &(v, c) in terms {
             *merged.entry(v.0).or_insert(0.0) += c;
@@ -169,19 +169,19 @@ impl Milp {
         self.rows += 1;
     }
 
-    pub fn le(&mut self, terms: &[(Var, f64)], rhs: f64) {
+    pub(crate) fn le(&mut self, terms: &[(Var, f64)], rhs: f64) {
         self.row(f64::NEG_INFINITY, rhs, terms);
     }
 
-    pub fn ge(&mut self, terms: &[(Var, f64)], rhs: f64) {
+    pub(crate) fn ge(&mut self, terms: &[(Var, f64)], rhs: f64) {
         self.row(rhs, f64::INFINITY, terms);
     }
 
-    pub fn eq(&mut self, terms: &[(Var, f64)], rhs: f64) {
+    pub(crate) fn eq(&mut self, terms: &[(Var, f64)], rhs: f64) {
         self.row(rhs, rhs, terms);
     }
 
-    pub fn num_vars(&self) -> usize {
+    pub(crate) fn num_vars(&self) -> usize {
         self.columns.len()
     }
 
@@ -191,7 +191,7 @@ impl Milp {
 
     /// Solve, starting from `warm` (a value per variable) when given. HiGHS checks the warm
     /// start and ignores it when infeasible, so a wrong one costs time, never correctness.
-    pub fn solve(self, opts: &SolveOptions, warm: Option<&[f64]>) -> Result<MilpOutcome> {
+    pub(crate) fn solve(self, opts: &SolveOptions, warm: Option<&[f64]>) -> Result<MilpOutcome> {
         self.solve_until(opts, warm, None)
     }
 
@@ -296,7 +296,7 @@ impl Milp {
 }
 
 /// (objective − bound) / |objective|, 0 when they agree (also at 0).
-pub fn relative_gap(objective: f64, bound: f64) -> f64 {
+pub(crate) fn relative_gap(objective: f64, bound: f64) -> f64 {
     let diff = (objective - bound).max(0.0);
     if diff <= 1e-9 * objective.abs().max(1.0) {
         0.0

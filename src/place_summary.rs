@@ -72,7 +72,8 @@ impl PlaceSummary {
         cluster: &Cluster,
         policy: &str,
         found: &SearchResult,
-        (heuristic, heuristic_us): (String, f64),
+        heuristic: String,
+        heuristic_us: f64,
     ) -> PlaceSummary {
         let t = found.iteration_us();
         PlaceSummary {

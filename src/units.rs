@@ -8,8 +8,6 @@
 //! (1 GiB = 2^30 bytes). A lowercase `b` means bits, an uppercase `B` bytes: 1 Gbps = 1e9 bit/s =
 //! 125 B/µs and 1 GB/s = 1000 B/µs.
 
-use crate::error::InputError;
-
 /// Bytes per microsecond in one gigabit per second.
 pub const GBPS: f64 = 125.0;
 /// Bytes per microsecond in one gigabyte (1e9 bytes) per second.
@@ -17,9 +15,9 @@ pub const GB_PER_S: f64 = 1000.0;
 /// Bytes in one gibibyte.
 pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Microseconds in one millisecond.
-pub const MS: f64 = 1000.0;
+pub(crate) const MS: f64 = 1000.0;
 /// Microseconds in one second.
-pub const SECOND: f64 = 1_000_000.0;
+pub(crate) const SECOND: f64 = 1_000_000.0;
 
 /// Bandwidth units understood by [`parse_bandwidth`], with their size in B/µs.
 const BANDWIDTH_UNITS: &[(&str, f64)] = &[
@@ -68,12 +66,12 @@ const SIZE_UNITS: &[(&str, f64)] = &[
 ///
 /// The prefix letter is case-insensitive ("gbps" works) but `b`/`B` keeps its meaning: bits or
 /// bytes. The error message lists the accepted units.
-pub fn parse_bandwidth(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_bandwidth(text: &str) -> Result<f64, String> {
     parse_with(text, BANDWIDTH_UNITS, "bandwidth")
 }
 
 /// Parse a duration such as "5 us", "1.5 ms" or "2 s" into microseconds.
-pub fn parse_time(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_time(text: &str) -> Result<f64, String> {
     parse_with(text, TIME_UNITS, "time")
 }
 
@@ -82,23 +80,8 @@ pub fn parse_size(text: &str) -> Result<f64, String> {
     parse_with(text, SIZE_UNITS, "size")
 }
 
-/// Like [`parse_bandwidth`], with the error naming the file and field it came from.
-pub fn bandwidth_field(file: &str, field: &str, text: &str) -> Result<f64, InputError> {
-    parse_bandwidth(text).map_err(|m| InputError::new(file, field, m))
-}
-
-/// Like [`parse_time`], with the error naming the file and field it came from.
-pub fn time_field(file: &str, field: &str, text: &str) -> Result<f64, InputError> {
-    parse_time(text).map_err(|m| InputError::new(file, field, m))
-}
-
-/// Like [`parse_size`], with the error naming the file and field it came from.
-pub fn size_field(file: &str, field: &str, text: &str) -> Result<f64, InputError> {
-    parse_size(text).map_err(|m| InputError::new(file, field, m))
-}
-
 /// Factor (in internal units) of a bandwidth unit name, e.g. `"Gbps"` → 125.
-pub fn bandwidth_unit(unit: &str) -> Result<f64, String> {
+pub(crate) fn bandwidth_unit(unit: &str) -> Result<f64, String> {
     lookup_unit(unit, BANDWIDTH_UNITS, "bandwidth")
 }
 
@@ -164,44 +147,19 @@ pub fn to_gbs(bandwidth: f64) -> f64 {
     bandwidth / GB_PER_S
 }
 
-/// Bytes per microsecond → Gbps.
-pub fn to_gbps(bandwidth: f64) -> f64 {
-    bandwidth / GBPS
-}
-
 /// Microseconds → milliseconds.
 pub fn to_ms(us: f64) -> f64 {
     us / MS
 }
 
 /// Bytes → GiB.
-pub fn to_gib(bytes: f64) -> f64 {
+pub(crate) fn to_gib(bytes: f64) -> f64 {
     bytes / GIB
-}
-
-/// "12.5 GB/s" for a report.
-pub fn fmt_gbs(bandwidth: f64) -> String {
-    format!("{} GB/s", round_for_report(to_gbs(bandwidth)))
-}
-
-/// "3.25 ms" for a report.
-pub fn fmt_ms(us: f64) -> String {
-    format!("{} ms", round_for_report(to_ms(us)))
-}
-
-/// "32 GiB" for a report.
-pub fn fmt_gib(bytes: f64) -> String {
-    format!("{} GiB", round_for_report(to_gib(bytes)))
-}
-
-/// Three decimals are plenty for a human and keep tables narrow.
-fn round_for_report(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// Write `value` (internal units) as "<v> <unit>" when that text parses back to exactly `value`,
 /// else in the internal unit, so that configs written by the tool round-trip bit for bit.
-pub fn exact_text(value: f64, factor: f64, unit: &str, base_unit: &str) -> String {
+pub(crate) fn exact_text(value: f64, factor: f64, unit: &str, base_unit: &str) -> String {
     let human = value / factor;
     if human * factor == value {
         format!("{human} {unit}")
@@ -212,7 +170,7 @@ pub fn exact_text(value: f64, factor: f64, unit: &str, base_unit: &str) -> Strin
 
 /// A bandwidth as config text: the shorter of its exact GB/s and Gbps spellings ("50 GB/s",
 /// "37.88 Gbps"), else B/µs.
-pub fn bandwidth_text(bandwidth: f64) -> String {
+pub(crate) fn bandwidth_text(bandwidth: f64) -> String {
     let candidates = [
         exact_text(bandwidth, GB_PER_S, "GB/s", "B/us"),
         exact_text(bandwidth, GBPS, "Gbps", "B/us"),
@@ -225,7 +183,7 @@ pub fn bandwidth_text(bandwidth: f64) -> String {
 
 /// `x` with the negative zero that rounding to `decimals` leaves turned into zero, so reports
 /// print "+0.0%" and "0.000 ms", never "-0.0%".
-pub fn no_negative_zero(x: f64, decimals: i32) -> f64 {
+pub(crate) fn no_negative_zero(x: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     if (x * scale).round() == 0.0 { 0.0 } else { x }
 }
@@ -259,9 +217,6 @@ mod tests {
 
     #[test]
     fn formatting() {
-        assert_eq!(fmt_gbs(12_500.0), "12.5 GB/s");
-        assert_eq!(fmt_ms(1500.0), "1.5 ms");
-        assert_eq!(fmt_gib(32.0 * GIB), "32 GiB");
         assert_eq!(exact_text(12_500.0, GBPS, "Gbps", "B/us"), "100 Gbps");
     }
 }

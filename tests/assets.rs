@@ -8,7 +8,7 @@ use std::process::Command;
 
 use topoplace::assets;
 use topoplace::gnn::GnnPolicy;
-use topoplace::inputs::load_named_cluster;
+use topoplace::resolve::load_named_cluster;
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -2,30 +2,7 @@
 //! field, a non-zero exit and no panic; `--json` output parses with its documented keys.
 
 mod common;
-use common::scratch;
-
-use std::process::Output;
-
-fn topoplace(args: &[&str]) -> Output {
-    common::binary().args(args).output().unwrap()
-}
-
-/// Run a command that must succeed; its output.
-fn succeeds(args: &[&str]) -> Output {
-    let out = topoplace(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// Run a command that must succeed and print JSON; its parsed output.
-fn json_of(args: &[&str]) -> serde_json::Value {
-    let out = succeeds(args);
-    serde_json::from_slice(&out.stdout).expect("--json prints JSON")
-}
+use common::{run, run_json, run_ok, scratch};
 
 /// Run with a file holding `text`; expect a clean failure whose message contains every `needle`.
 fn fails_naming(args_before_file: &[&str], file_name: &str, text: &str, needles: &[&str]) {
@@ -35,7 +12,7 @@ fn fails_naming(args_before_file: &[&str], file_name: &str, text: &str, needles:
     let mut args: Vec<&str> = args_before_file.to_vec();
     let p = path.to_str().unwrap();
     args.push(p);
-    let out = topoplace(&args);
+    let out = run(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{args:?} should fail");
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -59,7 +36,7 @@ fn good_graph_file_reports_its_ops() {
     let dir = scratch("good");
     let path = dir.join("g.json");
     std::fs::write(&path, GRAPH).unwrap();
-    let v = json_of(&["info", path.to_str().unwrap(), "--json"]);
+    let v = run_json(&["info", path.to_str().unwrap(), "--json"]);
     assert_eq!(v["ops"], 2);
     assert_eq!(v["flops"], 11.0);
     assert_eq!(v["per_phase"]["forward"]["ops"], 2);
@@ -125,7 +102,7 @@ fn good_cluster_prints_json() {
     let dir = scratch("cluster-good");
     let path = dir.join("c.toml");
     std::fs::write(&path, CLUSTER).unwrap();
-    let v = json_of(&["cluster", path.to_str().unwrap(), "--json"]);
+    let v = run_json(&["cluster", path.to_str().unwrap(), "--json"]);
     assert_eq!(v["devices"].as_array().unwrap().len(), 2);
     assert_eq!(v["groups"].as_array().unwrap().len(), 1);
     assert_eq!(v["bandwidth_gbs"][0][1], 150.0);
@@ -155,14 +132,14 @@ fn malformed_cluster_fails_cleanly() {
 
 #[test]
 fn unknown_model_and_missing_file_fail_cleanly() {
-    let out = topoplace(&["info", "resnet-9000"]);
+    let out = run(&["info", "resnet-9000"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr.contains("resnet-9000") && stderr.contains("resnet101"),
         "{stderr}"
     );
-    let out = topoplace(&["cluster", "configs/no-such-cluster.toml"]);
+    let out = run(&["cluster", "configs/no-such-cluster.toml"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr.contains("no-such-cluster.toml"), "{stderr}");
@@ -171,15 +148,15 @@ fn unknown_model_and_missing_file_fail_cleanly() {
 
 #[test]
 fn random_topology_is_deterministic_and_loads() {
-    let a = topoplace(&["topology", "random", "--seed", "7"]);
-    let b = topoplace(&["topology", "random", "--seed", "7"]);
-    let c = topoplace(&["topology", "random", "--seed", "8"]);
+    let a = run(&["topology", "random", "--seed", "7"]);
+    let b = run(&["topology", "random", "--seed", "7"]);
+    let c = run(&["topology", "random", "--seed", "8"]);
     assert!(a.status.success());
     assert_eq!(a.stdout, b.stdout);
     assert_ne!(a.stdout, c.stdout);
     let dir = scratch("random");
     let path = dir.join("r.toml");
-    let out = topoplace(&[
+    let out = run(&[
         "topology",
         "random",
         "--seed",
@@ -189,14 +166,14 @@ fn random_topology_is_deterministic_and_loads() {
     ]);
     assert!(out.status.success());
     assert_eq!(std::fs::read(&path).unwrap(), a.stdout);
-    succeeds(&["cluster", path.to_str().unwrap(), "--json"]);
+    run_ok(&["cluster", path.to_str().unwrap(), "--json"]);
 }
 
 /// `--nvlink` names the cluster apart and wires some V100-SXM2 machines with NVLink (seed 3 has
 /// two of them), which the written config keeps and `cluster` reads back as NVLink machines.
 #[test]
 fn random_topology_with_nvlink_machines() {
-    let out = topoplace(&["topology", "random", "--seed", "3", "--nvlink"]);
+    let out = run(&["topology", "random", "--seed", "3", "--nvlink"]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success());
     assert!(text.contains("name = \"random-3-nvlink\""), "{text}");
@@ -205,7 +182,7 @@ fn random_topology_with_nvlink_machines() {
         2,
         "{text}"
     );
-    let plain = topoplace(&["topology", "random", "--seed", "3"]);
+    let plain = run(&["topology", "random", "--seed", "3"]);
     let plain = String::from_utf8(plain.stdout).unwrap();
     assert!(!plain.contains("interconnect = \"nvlink\""), "{plain}");
     let dir = scratch("random-nvlink");
@@ -222,7 +199,7 @@ fn random_topology_with_nvlink_machines() {
 
 #[test]
 fn random_topology_takes_other_bandwidth_ranges() {
-    let out = topoplace(&[
+    let out = run(&[
         "topology",
         "random",
         "--seed",
@@ -255,7 +232,7 @@ fn random_topology_takes_other_bandwidth_ranges() {
         gbps.iter().all(|&g| (90.0..=400.0).contains(&g)),
         "{gbps:?}"
     );
-    let out = topoplace(&["topology", "random", "--inter-gbps", "50,20"]);
+    let out = run(&["topology", "random", "--inter-gbps", "50,20"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -267,7 +244,7 @@ fn random_topology_takes_other_bandwidth_ranges() {
 
 #[test]
 fn info_on_zoo_model_with_cluster() {
-    let v = json_of(&[
+    let v = run_json(&[
         "info",
         "vgg19",
         "--cluster",
@@ -291,7 +268,7 @@ fn info_on_zoo_model_with_cluster() {
 #[test]
 fn zoo_export_writes_loadable_files() {
     let dir = scratch("export");
-    let v = json_of(&[
+    let v = run_json(&[
         "zoo",
         "export",
         "--models",
@@ -303,11 +280,11 @@ fn zoo_export_writes_loadable_files() {
     assert_eq!(v.as_array().unwrap().len(), 2, "training and forward-only");
     for name in ["mlp.json", "mlp-inference.json"] {
         let path = dir.join(name);
-        succeeds(&["info", path.to_str().unwrap(), "--json"]);
+        run_ok(&["info", path.to_str().unwrap(), "--json"]);
     }
     // A bad name among good ones writes nothing.
     let dir2 = scratch("export-bad");
-    let out = topoplace(&[
+    let out = run(&[
         "zoo",
         "export",
         "--models",
@@ -323,7 +300,7 @@ fn zoo_export_writes_loadable_files() {
 fn simulate_reports_against_dp_and_writes_a_trace() {
     let dir = scratch("simulate");
     let trace = dir.join("trace.json");
-    let v = json_of(&[
+    let v = run_json(&[
         "simulate",
         "--model",
         "mlp",
@@ -405,7 +382,7 @@ fn strategy_file_errors_name_the_field() {
 fn import_converts_and_every_command_reads_the_result() {
     let dir = scratch("import");
     let out_path = dir.join("vgg.json");
-    let v = json_of(&[
+    let v = run_json(&[
         "import",
         "datasets/quickp/comp_graph_alexnet.json.gz",
         "--format",
@@ -421,7 +398,7 @@ fn import_converts_and_every_command_reads_the_result() {
         out_path.to_str().unwrap(),
         "datasets/quickp/comp_graph_alexnet.json.gz",
     ] {
-        let info = succeeds(&["info", model, "--json"]);
+        let info = run_ok(&["info", model, "--json"]);
         let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
         assert_eq!(v["ops"], 1695);
     }
@@ -437,7 +414,7 @@ fn import_of_a_malformed_file_fails_cleanly_and_writes_nothing() {
         r#"{"directed": true, "nodes": [{"id": "a"}], "links": []}"#,
     )
     .unwrap();
-    let out = topoplace(&[
+    let out = run(&[
         "import",
         bad.to_str().unwrap(),
         "--out",
@@ -450,7 +427,7 @@ fn import_of_a_malformed_file_fails_cleanly_and_writes_nothing() {
         "{stderr}"
     );
     assert!(!out_path.exists());
-    let out = topoplace(&[
+    let out = run(&[
         "import",
         bad.to_str().unwrap(),
         "--format",
@@ -472,7 +449,7 @@ fn import_of_a_malformed_file_fails_cleanly_and_writes_nothing() {
 fn group_prints_statistics_and_writes_dot() {
     let dir = scratch("group");
     let dot = dir.join("g.dot");
-    let v = json_of(&[
+    let v = run_json(&[
         "group",
         "--model",
         "resnet101",
@@ -493,14 +470,14 @@ fn group_prints_statistics_and_writes_dot() {
         "{}",
         &text[..40.min(text.len())]
     );
-    let out = topoplace(&["group", "--model", "mlp", "--method", "spectral"]);
+    let out = run(&["group", "--model", "mlp", "--method", "spectral"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("spectral") && stderr.contains("celeritas"),
         "{stderr}"
     );
-    let out = topoplace(&["group", "--model", "mlp", "--gpu", "Voodoo-5"]);
+    let out = run(&["group", "--model", "mlp", "--gpu", "Voodoo-5"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Voodoo-5"));
 }
@@ -517,7 +494,7 @@ fn info_uses_the_configs_memory_override() {
         ),
     )
     .unwrap();
-    let v = json_of(&[
+    let v = run_json(&[
         "info",
         "vgg19",
         "--cluster",
@@ -604,7 +581,7 @@ fn unknown_values_of_enumerated_flags_are_usage_errors() {
         ),
     ];
     for (args, valid) in cases {
-        let out = topoplace(args);
+        let out = run(args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         let bad = args.last().unwrap();
@@ -713,7 +690,7 @@ fn impossible_numbers_are_refused_at_the_flag() {
         ),
     ];
     for (args, flag) in cases {
-        let out = topoplace(&args);
+        let out = run(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
@@ -727,7 +704,7 @@ fn impossible_numbers_are_refused_at_the_flag() {
 fn strategies_for_another_model_or_cluster_are_refused() {
     let dir = scratch("strategy-mismatch");
     let file = dir.join("s.json");
-    succeeds(&[
+    run_ok(&[
         "place",
         "--model",
         "mlp",
@@ -738,7 +715,7 @@ fn strategies_for_another_model_or_cluster_are_refused() {
         "--out",
         file.to_str().unwrap(),
     ]);
-    succeeds(&[
+    run_ok(&[
         "simulate",
         "--model",
         "mlp",
@@ -753,7 +730,7 @@ fn strategies_for_another_model_or_cluster_are_refused() {
         ("cluster", "\"tag-testbed\"", "\"tag-cloud\""),
     ] {
         std::fs::write(&file, text.replacen(from, to, 1)).unwrap();
-        let out = topoplace(&[
+        let out = run(&[
             "simulate",
             "--model",
             "mlp",
@@ -773,7 +750,7 @@ fn strategies_for_another_model_or_cluster_are_refused() {
         &["cluster", "tag-testbed"][..],
         &["info", "mlp", "--cluster", "tag-testbed"],
     ] {
-        succeeds(args);
+        run_ok(args);
     }
 }
 
@@ -784,7 +761,7 @@ fn strategies_for_another_model_or_cluster_are_refused() {
 fn byte_order_marks_arrays_and_paths_under_files() {
     let dir = scratch("bom");
     let graph = dir.join("mlp.json");
-    let exported = topoplace(&[
+    let exported = run(&[
         "zoo",
         "export",
         "--models",
@@ -796,11 +773,11 @@ fn byte_order_marks_arrays_and_paths_under_files() {
     let mut bom = b"\xef\xbb\xbf".to_vec();
     bom.extend(std::fs::read(&graph).unwrap());
     std::fs::write(&graph, bom).unwrap();
-    succeeds(&["info", graph.to_str().unwrap()]);
+    run_ok(&["info", graph.to_str().unwrap()]);
 
     let array = dir.join("array.json");
     std::fs::write(&array, "[]").unwrap();
-    let out = topoplace(&[
+    let out = run(&[
         "simulate",
         "--model",
         "mlp",
@@ -819,7 +796,7 @@ fn byte_order_marks_arrays_and_paths_under_files() {
     let file = dir.join("a-file");
     std::fs::write(&file, "x").unwrap();
     let target = file.join("x.toml");
-    let out = topoplace(&["topology", "random", "--out", target.to_str().unwrap()]);
+    let out = run(&["topology", "random", "--out", target.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -833,7 +810,7 @@ fn byte_order_marks_arrays_and_paths_under_files() {
 /// multiple of 8 is refused, naming it.
 #[test]
 fn bench_scale_reports_the_growth_between_sizes() {
-    let v = json_of(&[
+    let v = run_json(&[
         "bench",
         "scale",
         "--model",
@@ -861,7 +838,7 @@ fn bench_scale_reports_the_growth_between_sizes() {
             "place runs only up to --place-up-to"
         );
     }
-    let out = topoplace(&["bench", "scale", "--gpus", "12"]);
+    let out = run(&["bench", "scale", "--gpus", "12"]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--gpus 12"), "{stderr}");
@@ -874,7 +851,7 @@ fn replicas_with_less_than_one_sample_are_warned_about() {
     std::fs::write(&path, GRAPH).unwrap();
     let graph = path.to_str().unwrap();
     // Batch 2 over TAG's 16-GPU testbed: 0.125 samples per replica.
-    let thin = succeeds(&[
+    let thin = run_ok(&[
         "simulate",
         "--model",
         graph,
@@ -887,7 +864,7 @@ fn replicas_with_less_than_one_sample_are_warned_about() {
     assert!(stderr.contains("warning:"), "{stderr}");
     assert!(stderr.contains("0.12 samples"), "{stderr}");
     // Batch 2 over two GPUs: one sample each, nothing to warn about.
-    let whole = succeeds(&[
+    let whole = run_ok(&[
         "simulate",
         "--model",
         graph,
@@ -906,7 +883,7 @@ fn replicas_with_less_than_one_sample_are_warned_about() {
 #[test]
 fn bench_place_reports_what_place_finds() {
     let instance = ["--model", "mlp", "--cluster", "tag-testbed"];
-    let rows = json_of(&[
+    let rows = run_json(&[
         "bench",
         "place",
         "--models",
@@ -919,7 +896,7 @@ fn bench_place_reports_what_place_finds() {
         "1000",
         "--json",
     ]);
-    let place = json_of(&[&["place"], &instance[..], &["--json"]].concat());
+    let place = run_json(&[&["place"], &instance[..], &["--json"]].concat());
     let rows = rows.as_array().expect("one row per instance");
     assert_eq!(rows.len(), 1);
     let row = &rows[0];

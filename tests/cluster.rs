@@ -1,4 +1,4 @@
-//! Cluster configs, routes, the random generator and input errors.
+//! Cluster configs, the random generator and input errors.
 
 use topoplace::cluster::{
     CATALOG, Cluster, LinkKind, TopologyDistribution, find_gpu, load_cluster, parse_cluster,

@@ -6,10 +6,11 @@ use std::collections::BTreeSet;
 
 use topoplace::cluster::find_gpu;
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Problem, evaluate_strategy};
+use topoplace::evaluate::evaluate_strategy;
 use topoplace::fidelity::{
     Metric, Role, calibrate, fidelity_table, measure, scenarios, single_gpu_us,
 };
+use topoplace::problem::Problem;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
 

@@ -11,9 +11,8 @@ use burn::optim::AdamConfig;
 use burn::prelude::*;
 
 use topoplace::cluster::Cluster;
-use topoplace::cluster::RouteTable;
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Placement, Problem, evaluate};
+use topoplace::evaluate::{Placement, evaluate};
 use topoplace::gnn::features::{DEV_FEATURES, EDGE_FEATURES, EdgeList, OP_FEATURES, OPTIONS};
 use topoplace::gnn::{
     GnnConfig, GnnModel, GnnPolicy, HeteroGraph, Slice, VertexPriors, adam_step, cross_entropy,
@@ -23,6 +22,7 @@ use topoplace::graph::Graph;
 use topoplace::mcts::{
     Mcts, MctsConfig, Shares, actions, build_strategy, lift_priors, metis_groups, search_with,
 };
+use topoplace::problem::Problem;
 use topoplace::strategy::AllReducePacking;
 use topoplace::zoo;
 
@@ -275,9 +275,8 @@ fn vertex_graphs_carry_table_1_features() {
     let op_group = metis_groups(&p, 8, 0).unwrap();
     let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
     let policy = GnnPolicy::init(small(), 0).unwrap();
-    let routes = RouteTable::new(&cluster);
     let acts = actions(&cluster);
-    let vp = VertexPriors::new(&policy, &p, &routes, &op_group, &acts, 1000.0);
+    let vp = VertexPriors::new(&policy, &p, &op_group, &acts, 1000.0);
     let dp = build_strategy(
         &op_group,
         &acts,
@@ -287,7 +286,7 @@ fn vertex_graphs_carry_table_1_features() {
         cluster.devices.len(),
     )
     .unwrap();
-    let e = evaluate(&p, &routes, &Placement::plain(dp, "")).unwrap();
+    let e = evaluate(&p, &Placement::plain(dp, "")).unwrap();
     let fb = vp.feedback(&e);
     let mut choice = vec![0u16; groups];
     choice[1] = (acts.len() - 1) as u16;

@@ -647,7 +647,7 @@ fn a_profile_for_an_unknown_gpu_is_named() {
         for f in ["edges.csv", "gradients.csv"] {
             std::fs::copy(repo(CSV_DIR).join(f), out.join(f)).unwrap();
         }
-        let loaded = topoplace::inputs::load_model(out.to_str().unwrap(), None);
+        let loaded = topoplace::resolve::load_model(out.to_str().unwrap(), None);
         match (loaded, ok) {
             (Ok(_), true) => {}
             (Err(e), false) => {

@@ -5,16 +5,16 @@ mod common;
 use common::binary as topoplace;
 use common::{action_over, best_uniform_choice, testbed};
 
-use topoplace::baselines::placer;
-use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Placement, Problem, evaluate};
+use topoplace::evaluate::{Placement, evaluate};
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, save_graph};
 use topoplace::mcts::{
     GroupOrder, Mcts, MctsConfig, PACKINGS, SearchResult, SearchSplit, Shares, actions,
     build_strategy, metis_groups, ordered_groups, search,
 };
+use topoplace::placers::placer;
+use topoplace::problem::Problem;
 use topoplace::strategy::Reference;
 use topoplace::zoo;
 
@@ -47,7 +47,6 @@ fn config(iterations: usize, seed: u64) -> MctsConfig {
 fn enumerate_best(p: &Problem, op_group: &[u32]) -> f64 {
     let acts = actions(p.cluster);
     let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
-    let routes = RouteTable::new(p.cluster);
     let mut choice = vec![0u16; groups];
     let mut best = f64::INFINITY;
     loop {
@@ -61,7 +60,7 @@ fn enumerate_best(p: &Problem, op_group: &[u32]) -> f64 {
                 p.cluster.devices.len(),
             )
             .unwrap();
-            let e = evaluate(p, &routes, &Placement::plain(s, "")).unwrap();
+            let e = evaluate(p, &Placement::plain(s, "")).unwrap();
             if e.result.oom.is_empty() {
                 best = best.min(e.report.iteration_us);
             }
@@ -251,7 +250,6 @@ fn same_seed_same_strategy() {
 fn never_worse_than_dp_nccl_when_it_fits() {
     let cost = CostModel::default();
     let c = testbed();
-    let routes = RouteTable::new(&c);
     for name in ["mlp", "vgg19", "transformer"] {
         let g = model(name);
         let p = Problem {
@@ -263,7 +261,7 @@ fn never_worse_than_dp_nccl_when_it_fits() {
             .unwrap()
             .place(&p, &Default::default())
             .unwrap();
-        let dp = evaluate(&p, &routes, &dp).unwrap();
+        let dp = evaluate(&p, &dp).unwrap();
         assert!(dp.result.oom.is_empty(), "{name}: DP-NCCL should fit");
         // A tiny budget: the incumbent must still be at least DP-NCCL.
         let found = search(&p, 60, config(8, 0), |_| {}).unwrap();
@@ -388,7 +386,6 @@ fn a_model_that_fits_nowhere_fails_cleanly() {
 fn auto_split_starts_from_the_faster_data_parallelism() {
     let cost = CostModel::default();
     let c = testbed();
-    let routes = RouteTable::new(&c);
     let g = model("bert-small");
     let p = Problem {
         graph: &g,
@@ -401,7 +398,7 @@ fn auto_split_starts_from_the_faster_data_parallelism() {
         .map(|&packing| {
             let mut s = dpp.clone();
             s.allreduce = packing;
-            evaluate(&p, &routes, &Placement::plain(s, ""))
+            evaluate(&p, &Placement::plain(s, ""))
                 .unwrap()
                 .report
                 .iteration_us

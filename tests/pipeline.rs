@@ -7,8 +7,9 @@ mod common;
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::compile::TaskRole;
 use topoplace::cost::{CommModel, CostModel};
-use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
+use topoplace::evaluate::{Evaluation, evaluate_strategy};
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase, Splittability};
+use topoplace::problem::Problem;
 use topoplace::sim::Order;
 use topoplace::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, Pipeline, ReplicationOption,
@@ -119,9 +120,9 @@ fn pipeline_dp(g: &Graph, c: &Cluster, cost: &CostModel) -> topoplace::evaluate:
         cluster: c,
         cost,
     };
-    topoplace::baselines::placer("pipeline-dp")
+    topoplace::placers::placer("pipeline-dp")
         .unwrap()
-        .place(&p, &topoplace::baselines::Budget::default())
+        .place(&p, &topoplace::placers::Budget::default())
         .unwrap()
 }
 
@@ -323,9 +324,8 @@ fn a_data_parallel_stage_synchronises_each_gradient_once_after_the_last_micro_ba
         cluster: &c,
         cost: &cost,
     };
-    let routes = topoplace::cluster::RouteTable::new(&c);
     let placement = topoplace::evaluate::Placement::plain(s, "test");
-    let e = topoplace::evaluate::evaluate_every_replica(&problem, &routes, &placement).unwrap();
+    let e = topoplace::evaluate::evaluate_every_replica(&problem, &placement).unwrap();
     let compiled = &e.compiled;
     let expanded = &compiled.pipeline.as_ref().unwrap().graph;
     let exec = &compiled.exec;
@@ -410,8 +410,7 @@ fn simulate_runs_a_pipeline_file_and_traces_each_micro_batch() {
         .arg("--json")
         .output()
         .unwrap();
-    let report: serde_json::Value =
-        serde_json::from_slice(&common::stdout_of_success(out)).unwrap();
+    let report: serde_json::Value = common::json_of(out);
     let (c, cost) = (cluster(2), CostModel::default());
     let p = Problem {
         graph: &g,

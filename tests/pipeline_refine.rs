@@ -2,11 +2,12 @@
 //! the dynamic programme's, it moves the cut where the estimate misprices it (BERT-large on TAG's
 //! cloud, whose folded first machine runs two stages), and it is deterministic.
 
-use topoplace::cluster::{Cluster, RouteTable, random_cluster};
+use topoplace::cluster::{Cluster, random_cluster};
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Problem, evaluate_strategy};
+use topoplace::evaluate::evaluate_strategy;
 use topoplace::graph::Graph;
 use topoplace::pipeline_plan::{BestPipeline, REFINE_SIMULATIONS, best_pipeline_refined_by};
+use topoplace::problem::Problem;
 use topoplace::sim::Order;
 
 mod common;
@@ -21,7 +22,7 @@ fn planned(g: &Graph, c: &Cluster, simulations: usize) -> Option<BestPipeline> {
         cluster: c,
         cost: &cost,
     };
-    best_pipeline_refined_by(&p, &RouteTable::new(c), None, simulations).unwrap()
+    best_pipeline_refined_by(&p, None, simulations).unwrap()
 }
 
 /// The strategy's iteration as `simulate` runs it (every replica, the file's own order).

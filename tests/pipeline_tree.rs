@@ -4,13 +4,13 @@
 
 use std::sync::Arc;
 
-use topoplace::cluster::RouteTable;
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Problem, evaluate_strategy};
+use topoplace::evaluate::evaluate_strategy;
 use topoplace::mcts::{MctsConfig, SearchResult, Starts, search_from};
 use topoplace::pipeline_plan::{
     BOUNDARY_MOVES, BestPipeline, PipelineFrames, REFINE_SIMULATIONS, best_pipeline_with_frames,
 };
+use topoplace::problem::Problem;
 use topoplace::sim::Order;
 
 mod common;
@@ -28,7 +28,7 @@ fn on_gpt_on_cloud(test: impl FnOnce(&Problem)) {
 }
 
 fn planned(p: &Problem) -> (BestPipeline, PipelineFrames) {
-    best_pipeline_with_frames(p, &RouteTable::new(p.cluster), None, REFINE_SIMULATIONS)
+    best_pipeline_with_frames(p, None, REFINE_SIMULATIONS)
         .unwrap()
         .expect("a pipeline")
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use topoplace::cost::CostModel;
-use topoplace::evaluate::Problem;
 use topoplace::mcts::{Mcts, MctsConfig, metis_groups};
+use topoplace::problem::Problem;
 use topoplace::train::Recipe;
 use topoplace::train::imitation;
 use topoplace::train::selfplay::{self, ClusterSource, Models};

@@ -160,7 +160,8 @@ fn replicated_zoo_model_reports_its_duplicated_op_types() {
 /// Compile DP-NCCL for the dense layer with and without the strategy's SFB flag.
 fn dp_with_and_without_sfb(batch: usize) -> (f64, f64, usize, usize) {
     use topoplace::compile::TaskRole;
-    use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
+    use topoplace::evaluate::{Evaluation, evaluate_strategy};
+    use topoplace::problem::Problem;
     use topoplace::sfb::duplicated_ops;
     use topoplace::sim::Order;
     let g = dense(batch, 1024, 1024);

@@ -2,12 +2,12 @@
 //! strategies, OOM, and the direction of TAG's published results on its testbed.
 
 use proptest::prelude::*;
-use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
-use topoplace::compile::{Replicas, TaskRole, compile};
+use topoplace::compile::{CompileOptions, TaskRole, compile};
 use topoplace::cost::{CommModel, CostModel, ring_allreduce_time_us, tree_allreduce_time_us};
-use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
+use topoplace::evaluate::{Evaluation, evaluate_strategy};
 use topoplace::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
+use topoplace::problem::Problem;
 use topoplace::sim::{Order, Simulator};
 use topoplace::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Reference, ReplicationOption, Strategy,
@@ -846,8 +846,10 @@ proptest! {
             s.allreduce = AllReducePacking::Packed;
         }
         let cost = CostModel::default();
-        let routes = RouteTable::new(&c);
-        let mut compiled = compile(&g, &c, &routes, &s, &cost, None, Replicas::Every);
+        // The compiler applies the model-parallel placement; it is decided above it.
+        let s = topoplace::model_parallel::decided(&g, &c, &s, &cost).into_owned();
+        let p = Problem::new(&g, &c, &cost);
+        let mut compiled = compile(&p, &s, CompileOptions::FIFO_EVERY_REPLICA);
         compiled.exec.seal();
         let r = Simulator::new().run_sealed(&compiled.exec, Order::Fifo).unwrap().clone();
         let exec = &compiled.exec;

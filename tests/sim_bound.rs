@@ -4,9 +4,10 @@
 //! (`compile_within`) on a closed form.
 
 use proptest::prelude::*;
-use topoplace::cluster::{Cluster, RouteTable, load_cluster};
-use topoplace::compile::{Replicas, TaskRole, compile_within};
+use topoplace::cluster::{Cluster, load_cluster};
+use topoplace::compile::{CompileOptions, Replicas, TaskRole, compile_within};
 use topoplace::cost::CostModel;
+use topoplace::problem::Problem;
 use topoplace::sim::{ExecGraph, MakespanBound, Order, Simulator, TaskId, TaskKind, TaskSpec};
 use topoplace::strategy::Reference;
 use topoplace::zoo::{ZooOptions, build};
@@ -234,12 +235,11 @@ proptest! {
     }
 }
 
-/// A cluster of `configs/`, its routes, and the default cost model.
-fn shipped(config: &str) -> (Cluster, RouteTable, CostModel) {
+/// A cluster of `configs/` and the default cost model.
+fn shipped(config: &str) -> (Cluster, CostModel) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let cluster = load_cluster(root.join(format!("configs/{config}.toml"))).unwrap();
-    let routes = RouteTable::new(&cluster);
-    (cluster, routes, CostModel::default())
+    (cluster, CostModel::default())
 }
 
 /// On one GPU the iteration is its op compute and nothing else, so the compiler's bound from the
@@ -247,7 +247,7 @@ fn shipped(config: &str) -> (Cluster, RouteTable, CostModel) {
 /// before the execution graph is built, one a hair above is compiled.
 #[test]
 fn one_gpu_is_refused_before_compiling_just_below_its_compute() {
-    let (cluster, routes, cost) = shipped("tag-testbed");
+    let (cluster, cost) = shipped("tag-testbed");
     let opts = ZooOptions {
         batch_size: Some(32),
         ..ZooOptions::default()
@@ -255,9 +255,15 @@ fn one_gpu_is_refused_before_compiling_just_below_its_compute() {
     for model in ["alexnet", "transformer"] {
         let graph = build(model, &opts).unwrap();
         let strategy = Reference::Single.strategy(&graph, &cluster);
-        let how = (None, Replicas::ByClass);
-        let within =
-            |limit| compile_within(&graph, &cluster, &routes, &strategy, &cost, how, limit);
+        let how = CompileOptions::FIFO_BY_CLASS;
+        let within = |limit| {
+            compile_within(
+                &Problem::new(&graph, &cluster, &cost),
+                &strategy,
+                how,
+                limit,
+            )
+        };
         let mut compiled = within(f64::INFINITY).expect("no limit");
         let exec = &mut compiled.exec;
         let compute: f64 = (0..exec.len() as TaskId)
@@ -275,12 +281,20 @@ fn one_gpu_is_refused_before_compiling_just_below_its_compute() {
 /// the representatives' compute: it is the busiest GPU's op compute of the full compilation.
 #[test]
 fn data_parallelism_is_refused_by_its_busiest_gpu_from_the_representatives() {
-    let (cluster, routes, cost) = shipped("tag-cloud");
+    let (cluster, cost) = shipped("tag-cloud");
     let graph = build("transformer", &ZooOptions::default()).unwrap();
     let strategy = Reference::Dp.strategy(&graph, &cluster);
     let compile = |replicas, limit| {
-        let how = (None, replicas);
-        compile_within(&graph, &cluster, &routes, &strategy, &cost, how, limit)
+        let how = CompileOptions {
+            priority: None,
+            replicas,
+        };
+        compile_within(
+            &Problem::new(&graph, &cluster, &cost),
+            &strategy,
+            how,
+            limit,
+        )
     };
     let every = compile(Replicas::Every, f64::INFINITY).expect("no limit");
     let exec = &every.exec;

@@ -8,12 +8,12 @@ use std::time::Instant;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use topoplace::baselines::{Budget, placer};
-use topoplace::cluster::RouteTable;
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Problem, evaluate};
+use topoplace::evaluate::evaluate;
 use topoplace::graph::{Graph, GraphBuilder, Op, Phase};
+use topoplace::placers::{Budget, placer};
+use topoplace::problem::Problem;
 use topoplace::solve::instance::{self, Instance};
 use topoplace::solve::{
     Coarsen, Formulation, SolveOptions, SolveStatus, align, brute, solve_instance, solve_problem,
@@ -317,7 +317,7 @@ fn p2_on_a_zoo_model_gives_a_placement_the_simulator_runs() {
     for set in &inst.colocate {
         assert!(set.iter().all(|&i| plan.device[i] == plan.device[set[0]]));
     }
-    let e = evaluate(&p, &RouteTable::new(&c), &placement).unwrap();
+    let e = evaluate(&p, &placement).unwrap();
     assert!(e.report.iteration_us.is_finite() && e.report.iteration_us > 0.0);
     assert!(e.result.oom.is_empty());
 }
@@ -361,7 +361,7 @@ fn milp_placers_are_registered_and_honour_the_budget() {
         let placement = m.place(&p, &budget).unwrap();
         assert!(started.elapsed().as_secs_f64() < 5.0 + 5.0);
         assert!(placement.note.contains(name), "{}", placement.note);
-        let e = evaluate(&p, &RouteTable::new(&c), &placement).unwrap();
+        let e = evaluate(&p, &placement).unwrap();
         assert!(e.report.iteration_us > 0.0);
     }
 }
@@ -507,7 +507,7 @@ fn milp_sizes_are_estimated_and_large_models_refused_before_building() {
 #[test]
 fn identical_gpus_are_interchangeable_and_breaking_their_symmetry_keeps_the_optimum() {
     use topoplace::solve::schedule::{Channels, greedy};
-    use topoplace::solve::symmetry::{canonical_devices, interchangeable_with_previous};
+    use topoplace::solve::symmetry_breaking::{canonical_devices, interchangeable_with_previous};
     for seed in 0..3u64 {
         let inst = tiny_instance(300 + seed, 5, 3, 1, 0.3);
         assert_eq!(interchangeable_with_previous(&inst), vec![1, 2]);
@@ -623,7 +623,7 @@ fn vgg16_inference_fits_the_milps_where_the_simulator_fits_it() {
     for formulation in [Formulation::Quickp, Formulation::Moirai] {
         let (_, _, _, placement) =
             solve_problem(&p, formulation, &Coarsen::Auto, 60, &opts).unwrap();
-        let e = evaluate(&p, &RouteTable::new(&c), &placement).unwrap();
+        let e = evaluate(&p, &placement).unwrap();
         assert!(
             e.result.oom.is_empty(),
             "{formulation:?}: {:?}",

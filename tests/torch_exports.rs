@@ -6,13 +6,14 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::{TORCH_ZOO_TWINS, binary, scratch, stdout_of_success, testbed};
+use common::{TORCH_ZOO_TWINS, binary, json_of, scratch, testbed};
 use topoplace::compile::TaskRole;
 use topoplace::cost::CostModel;
-use topoplace::evaluate::{Evaluation, Problem, evaluate_strategy};
+use topoplace::evaluate::{Evaluation, evaluate_strategy};
 use topoplace::graph::{Graph, Phase, Splittability, rebatch};
 use topoplace::import;
 use topoplace::inspect::ModelReport;
+use topoplace::problem::Problem;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
 use topoplace::zoo::{self, ZooOptions};
@@ -235,7 +236,7 @@ fn graph_files_take_batch_and_import_names_estimated_flops() {
             .arg(dir.join("g.json"))
             .output()
             .unwrap();
-        serde_json::from_slice::<serde_json::Value>(&stdout_of_success(out)).unwrap()
+        json_of(out)
     };
     let flops = |v: &serde_json::Value| v["flops"].as_f64().unwrap();
     let (four, twelve) = (info("4"), info("12"));

@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::common::print_either;
 use topoplace::error::Result;
-use topoplace::inputs::load_named_cluster;
+use topoplace::resolve::load_named_cluster;
 
 #[derive(Args)]
 pub struct ClusterArgs {

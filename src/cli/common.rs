@@ -7,10 +7,12 @@ use serde::Serialize;
 
 use topoplace::cluster::{Cluster, TopologyDistribution};
 use topoplace::cost::CostModel;
-use topoplace::error::{Error, InputError, Result, write_atomic};
-use topoplace::evaluate::{Evaluation, Problem, summary};
+use topoplace::error::{Error, InputError, Result};
+use topoplace::evaluate::{Evaluation, summary};
 use topoplace::graph::Graph;
-use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::io::write_atomic;
+use topoplace::problem::Problem;
+use topoplace::resolve::{load_model, load_named_cluster};
 use topoplace::sfb::{SfbOptions, duplicated_ops};
 use topoplace::sim::chrome_trace;
 use topoplace::strategy::{Reference, Strategy, load_strategy};
@@ -27,8 +29,8 @@ pub fn progress_bar(len: u64, template: &str) -> Result<indicatif::ProgressBar> 
     Ok(bar)
 }
 
-/// The model × cluster instances a benchmark runs (`bench place`, `bench gnn`): the #22 four by
-/// default.
+/// The model × cluster instances a benchmark runs (`bench place`, `bench gnn`): by default the
+/// pipeline instances, bert-large and gpt on both of TAG's clusters.
 #[derive(clap::Args)]
 pub struct BenchInstances {
     /// Zoo names or graph JSON files.
@@ -76,15 +78,15 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
 
 /// The model, cluster and cost model a command works on, loaded from `--model` (a zoo name or a
 /// file, at `batch` if given) and `--cluster` (a file or a shipped name).
-pub struct Inputs {
+pub struct Loaded {
     pub graph: Graph,
     pub cluster: Cluster,
     pub cost: CostModel,
 }
 
-impl Inputs {
-    pub fn load(model: &str, batch: Option<u32>, cluster: &str) -> Result<Inputs> {
-        Ok(Inputs {
+impl Loaded {
+    pub fn load(model: &str, batch: Option<u32>, cluster: &str) -> Result<Loaded> {
+        Ok(Loaded {
             graph: load_model(model, batch)?,
             cluster: load_named_cluster(cluster, "--cluster")?,
             cost: CostModel::default(),
@@ -207,7 +209,7 @@ pub fn gap(text: &str) -> std::result::Result<f64, String> {
 /// `--methods`: `all` or known method names, checked when the flags are parsed (an unknown name
 /// is a usage error, exit 2, listing the known ones).
 pub fn method_list(text: &str) -> std::result::Result<String, String> {
-    topoplace::baselines::compare::parse_methods(text)
+    topoplace::placers::compare::parse_methods(text)
         .map(|_| text.to_string())
         .map_err(|e| e.to_string())
 }

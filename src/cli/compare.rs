@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::common::{BAR, cluster_label, print_json, progress_bar};
-use topoplace::baselines::{Budget, compare};
 use topoplace::error::Result;
-use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::placers::{Budget, compare};
+use topoplace::resolve::{load_model, load_named_cluster};
 
 #[derive(Args)]
 pub struct CompareArgs {

@@ -10,7 +10,7 @@ use topoplace::assets::SHIPPED_POLICY;
 use topoplace::error::{Error, Result};
 use topoplace::experiment::{self, Setup};
 use topoplace::gnn::GnnPolicy;
-use topoplace::inputs::{load_model, load_named_cluster};
+use topoplace::resolve::{load_model, load_named_cluster};
 use topoplace::train::Recipe;
 
 #[derive(Args)]
@@ -110,7 +110,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         "search-efficiency" => experiment::search_efficiency(&setup),
         "unseen-topologies" => experiment::unseen_topologies(&setup),
         "overhead" => experiment::overhead(&setup),
-        "reference-best" => topoplace::headroom::reference_best(&setup),
+        "reference-best" => topoplace::reference_best::reference_best(&setup),
         "holdout-models" => {
             let recipe = Recipe::load(&args.recipe)?;
             experiment::holdout_models(&setup, &recipe, args.steps, &args.out, |m| {

@@ -6,9 +6,10 @@ use clap::{Args, ValueEnum};
 
 use super::common::print_json;
 use topoplace::cost::CostModel;
-use topoplace::error::{Result, write_atomic};
-use topoplace::inputs::load_model;
-use topoplace::report::bytes;
+use topoplace::error::Result;
+use topoplace::io::write_atomic;
+use topoplace::render::bytes;
+use topoplace::resolve::load_model;
 use topoplace::units::to_gbs;
 use topoplace::{cluster::catalog::lookup_gpu, group as grouping};
 

@@ -9,7 +9,7 @@ use super::common::print_json;
 use topoplace::error::Result;
 use topoplace::graph::save_graph;
 use topoplace::import::{self, Format, flops_estimated_warning, import_torch};
-use topoplace::inputs::import_model;
+use topoplace::resolve::import_model;
 
 #[derive(Args)]
 pub struct ImportArgs {

@@ -6,8 +6,8 @@ use super::common::print_either;
 use topoplace::cluster::Cluster;
 use topoplace::error::Result;
 use topoplace::graph::simplify;
-use topoplace::inputs::load_model;
-use topoplace::inputs::load_named_cluster;
+use topoplace::resolve::load_model;
+use topoplace::resolve::load_named_cluster;
 use topoplace::{inspect, zoo};
 
 #[derive(Args)]

@@ -4,8 +4,6 @@
 
 pub mod allocator;
 pub mod bench;
-pub mod bench_gnn;
-pub mod bench_place;
 pub mod cluster;
 pub mod common;
 pub mod compare;

@@ -8,16 +8,15 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 
 use super::common::{BAR, print_either, progress_bar, write_trace};
-use super::common::{GnnDeviceArg, Inputs};
+use super::common::{GnnDeviceArg, Loaded};
 use topoplace::assets::SHIPPED_POLICY;
-use topoplace::baselines::heuristics::best_heuristic;
-use topoplace::baselines::tag::tag_search;
-use topoplace::cluster::RouteTable;
 use topoplace::error::{Result, SearchError};
 use topoplace::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
 use topoplace::gnn::{self, GnnPolicy};
 use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
+use topoplace::placers::heuristics::best_heuristic;
+use topoplace::placers::tag::tag_search;
 use topoplace::strategy::save_strategy;
 use topoplace::units::to_ms;
 
@@ -96,8 +95,8 @@ const EXIT_MARGIN: f64 = 0.01;
 pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
-    let inputs = Inputs::load(&args.model, args.batch, &args.cluster)?;
-    let Inputs { graph, cluster, .. } = &inputs;
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster)?;
+    let Loaded { graph, cluster, .. } = &inputs;
     let p = inputs.problem();
     let config = MctsConfig {
         iterations: args.budget,
@@ -136,8 +135,15 @@ pub fn run(args: PlaceArgs) -> Result<()> {
         }
         .into());
     }
-    let heuristic = best_heuristic(&heuristics);
-    let summary = PlaceSummary::new(graph, cluster, &policy_shown, &found, heuristic);
+    let (heuristic, heuristic_us) = best_heuristic(&heuristics);
+    let summary = PlaceSummary::new(
+        graph,
+        cluster,
+        &policy_shown,
+        &found,
+        heuristic,
+        heuristic_us,
+    );
     if let Some(warning) = thin_batch_warning(graph, cluster, &found.strategy) {
         eprintln!("warning: {warning}");
     }
@@ -156,7 +162,7 @@ pub fn run(args: PlaceArgs) -> Result<()> {
             order: found.order.clone(),
             ..Placement::plain(found.strategy.clone(), "")
         };
-        let traced = evaluate_every_replica(&p, &RouteTable::new(cluster), &placement)?;
+        let traced = evaluate_every_replica(&p, &placement)?;
         write_trace(path, graph, cluster, &traced)?;
     }
     print_either(args.json, &summary, PlaceSummary::render_text)

@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use topoplace::error::{GnnError, Result, write_atomic};
+use topoplace::error::{GnnError, Result};
 use topoplace::gnn::{GnnConfig, GnnPolicy, policy::upgrade_v1};
+use topoplace::io::write_atomic;
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {

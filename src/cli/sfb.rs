@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use super::common::Inputs;
+use super::common::Loaded;
 use super::common::{print_either, strategy_named};
 use topoplace::error::Result;
 use topoplace::sfb::{SfbOptions, SfbReport, check_strategy};
@@ -29,8 +29,8 @@ pub struct SfbArgs {
 }
 
 pub fn run(args: SfbArgs) -> Result<()> {
-    let inputs = Inputs::load(&args.model, args.batch, &args.cluster)?;
-    let Inputs {
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster)?;
+    let Loaded {
         graph,
         cluster,
         cost,

@@ -4,9 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::common::Inputs;
+use super::common::Loaded;
 use super::common::{print_either, strategy_named, write_trace};
-use topoplace::cluster::RouteTable;
 use topoplace::compile::Replicas;
 use topoplace::error::Result;
 use topoplace::evaluate::{
@@ -59,8 +58,8 @@ impl From<OrderArg> for Order {
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
-    let inputs = Inputs::load(&args.model, args.batch, &args.cluster)?;
-    let Inputs {
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster)?;
+    let Loaded {
         graph,
         cluster,
         cost,
@@ -73,19 +72,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         Some(_) => Replicas::Every,
         None => Replicas::ByClass,
     };
-    let routes = RouteTable::new(cluster);
     let evaluation = match (priority, args.order) {
-        (Some(order), None | Some(OrderArg::Priority)) => simulate_strategy(
-            &p,
-            &routes,
-            &strategy,
-            Some(&order),
-            Order::Priority,
-            replicas,
-        )?,
+        (Some(order), None | Some(OrderArg::Priority)) => {
+            simulate_strategy(&p, &strategy, Some(&order), Order::Priority, replicas)?
+        }
         (_, order) => {
             let order = order.unwrap_or(OrderArg::Fifo).into();
-            simulate_strategy(&p, &routes, &strategy, None, order, replicas)?
+            simulate_strategy(&p, &strategy, None, order, replicas)?
         }
     };
     let dp_order = args.order.unwrap_or(OrderArg::Fifo).into();

@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 
-use super::common::Inputs;
+use super::common::Loaded;
 use super::common::print_either;
 use topoplace::error::Result;
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
@@ -54,7 +54,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
         FormulationArg::Quickp => Formulation::Quickp,
         FormulationArg::Moirai => Formulation::Moirai,
     };
-    let inputs = Inputs::load(&args.model, None, &args.cluster)?;
+    let inputs = Loaded::load(&args.model, None, &args.cluster)?;
     let p = inputs.problem();
     let opts = SolveOptions {
         time_limit_s: args.time_limit,

@@ -7,7 +7,8 @@ use clap::Subcommand;
 
 use super::common::{distribution, gbps_range, print_json};
 use topoplace::cluster::{lookup_gpu, parse_nvidia_smi_topo, random_cluster_within};
-use topoplace::error::{InputError, Result, write_atomic};
+use topoplace::error::{InputError, Result};
+use topoplace::io::write_atomic;
 
 #[derive(Subcommand)]
 pub enum TopologyCommand {

@@ -47,27 +47,27 @@ pub enum Arch {
 
 impl GpuSpec {
     /// Peak FP32 rate in FLOPs per microsecond.
-    pub fn fp32_flops_per_us(&self) -> f64 {
+    pub(crate) fn fp32_flops_per_us(&self) -> f64 {
         self.fp32_tflops * 1e6
     }
 
     /// Peak tensor-core rate in FLOPs per microsecond (0 without tensor cores).
-    pub fn tensor_flops_per_us(&self) -> f64 {
+    pub(crate) fn tensor_flops_per_us(&self) -> f64 {
         self.tensor_tflops * 1e6
     }
 
     /// Peak memory bandwidth in bytes per microsecond.
-    pub fn mem_bandwidth(&self) -> f64 {
+    pub(crate) fn mem_bandwidth(&self) -> f64 {
         self.mem_bandwidth_gbs * crate::units::GB_PER_S
     }
 
     /// Device memory in bytes.
-    pub fn memory_bytes(&self) -> f64 {
+    pub(crate) fn memory_bytes(&self) -> f64 {
         self.memory_gib * crate::units::GIB
     }
 
     /// Whether `name` is this GPU's name or one of its aliases, ignoring case, spaces, `-`, `_`.
-    pub fn matches(&self, name: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str) -> bool {
         let key = normalize(name);
         normalize(self.name) == key || self.aliases.iter().any(|a| normalize(a) == key)
     }
@@ -76,7 +76,7 @@ impl GpuSpec {
     /// or a family name its name or an alias begins with ("V100" for every V100, "A100" for
     /// every A100: one chip, and a profile rarely says which board it ran on). A family name has
     /// at least three characters and a digit, so "A" or "GTX" names none.
-    pub fn profiled_as(&self, key: &str) -> bool {
+    pub(crate) fn profiled_as(&self, key: &str) -> bool {
         let key = normalize(key);
         let family = key.len() >= 3 && key.chars().any(|c| c.is_ascii_digit());
         std::iter::once(self.name)
@@ -337,7 +337,7 @@ pub fn lookup_gpu(file: &str, field: &str, name: &str) -> Result<&'static GpuSpe
 }
 
 /// Canonical names of every catalog entry.
-pub fn known_names() -> Vec<&'static str> {
+pub(crate) fn known_names() -> Vec<&'static str> {
     CATALOG.iter().map(|g| g.name).collect()
 }
 

@@ -49,18 +49,18 @@ use crate::error::{InputError, check_non_negative, check_positive};
 use crate::units;
 
 /// Default latency of a transfer between two machines.
-pub const DEFAULT_INTER_LATENCY_US: f64 = 10.0;
+pub(crate) const DEFAULT_INTER_LATENCY_US: f64 = 10.0;
 /// Default latency of a transfer between two GPUs of one machine.
-pub const DEFAULT_INTRA_LATENCY_US: f64 = 5.0;
+pub(crate) const DEFAULT_INTRA_LATENCY_US: f64 = 5.0;
 /// Most GPUs one `[[machine]]` entry may have: links grow with the square of it, and a typo such
 /// as `gpus = 80000` should be refused rather than exhaust memory.
-pub const MAX_GPUS_PER_ENTRY: i64 = 256;
+pub(crate) const MAX_GPUS_PER_ENTRY: i64 = 256;
 /// Most identical machines one entry may expand to.
-pub const MAX_COUNT: i64 = 4096;
+pub(crate) const MAX_COUNT: i64 = 4096;
 /// Most GPUs in a whole cluster: what the tool is measured to handle (`simulate --strategy dp`
 /// of bert-large on 1,024 GPUs, two simulations, takes 5.7 s and 1.5 GB on 2 cores; the routes
 /// and reports are n×n). A 2,048-machine config is refused at once instead of hanging.
-pub const MAX_DEVICES: usize = 1_024;
+pub(crate) const MAX_DEVICES: usize = 1_024;
 
 /// A number with a unit as text, or a bare number in the field's documented unit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -150,7 +150,7 @@ pub(crate) struct MatrixEntry {
 
 /// Parse a cluster from TOML text; `source` names the file in errors.
 pub fn parse_cluster(text: &str, source: &str) -> Result<Cluster, InputError> {
-    let file: ClusterFile = crate::error::parse_toml(text, source)?;
+    let file: ClusterFile = crate::io::parse_toml(text, source)?;
     build(&file, source)
 }
 

@@ -31,7 +31,7 @@ pub enum Interconnect {
 
 impl Interconnect {
     /// What a GPU of this type sits on unless the config says otherwise.
-    pub fn default_for(gpu: &GpuSpec) -> Interconnect {
+    pub(crate) fn default_for(gpu: &GpuSpec) -> Interconnect {
         match (gpu.nvlink_gbs > 0.0, gpu.nvswitch) {
             (true, true) => Interconnect::Nvswitch,
             (true, false) => Interconnect::Nvlink,
@@ -39,7 +39,7 @@ impl Interconnect {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Interconnect::Pcie => "pcie",
             Interconnect::Nvlink => "nvlink",
@@ -49,7 +49,7 @@ impl Interconnect {
 
     /// The port capacity per direction, B/µs, when the config gives none: the pair bandwidth on
     /// PCIe and NVSwitch (one lane), the GPU's aggregate NVLink bandwidth on a mesh.
-    pub fn default_port_bandwidth(self, gpu: &GpuSpec, pair_bandwidth: f64) -> f64 {
+    pub(crate) fn default_port_bandwidth(self, gpu: &GpuSpec, pair_bandwidth: f64) -> f64 {
         match self {
             Interconnect::Nvlink if gpu.nvlink_gbs > 0.0 => {
                 (gpu.nvlink_gbs * crate::units::GB_PER_S).max(pair_bandwidth)
@@ -61,7 +61,7 @@ impl Interconnect {
 
 /// Lanes of a port of `port_bandwidth` whose transfers each run at `pair_bandwidth`: how many
 /// peers it serves at once (at least one; a port narrower than a pair still serves one).
-pub fn port_lanes(port_bandwidth: f64, pair_bandwidth: f64) -> u32 {
+pub(crate) fn port_lanes(port_bandwidth: f64, pair_bandwidth: f64) -> u32 {
     // The small tolerance keeps 150 / 25 at 6 when the GB/s figures were converted to B/µs.
     ((port_bandwidth / pair_bandwidth) * (1.0 + 1e-9))
         .floor()
@@ -145,7 +145,7 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
 
 /// PCIe 3.0 x16 as p2p copies measure it (of 15.75 GB/s): the pair bandwidth an imported PCIe
 /// machine gets; edit the entry for PCIe 4.0 (about 24 GB/s).
-pub const PCIE3_GBS: f64 = 12.0;
+pub(crate) const PCIE3_GBS: f64 = 12.0;
 
 impl TopoSummary {
     /// A `[[machine]]` entry for these GPUs of type `gpu`: NVLink bricks at the GPU's per-brick

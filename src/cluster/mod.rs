@@ -12,17 +12,27 @@
 //! Clusters come from TOML ([`config`]), or from the random generator ([`random`]).
 
 pub mod catalog;
-pub mod config;
-pub mod interconnect;
+pub(crate) mod config;
+pub(crate) mod interconnect;
 pub mod random;
-pub mod routes;
+pub(crate) mod routes;
 
-pub use catalog::Arch;
-pub use catalog::{CATALOG, GpuSpec, find_gpu, known_profile_key, lookup_gpu};
-pub use config::{load_cluster, parse_cluster};
-pub use interconnect::{Interconnect, TopoSummary, parse_nvidia_smi_topo, port_lanes};
-pub use random::{GpuMix, TopologyDistribution, random_cluster, random_cluster_within};
-pub use routes::{RouteLinks, RouteTable};
+pub(crate) use catalog::Arch;
+pub use catalog::CATALOG;
+pub use catalog::GpuSpec;
+pub use catalog::find_gpu;
+pub use catalog::known_profile_key;
+pub use catalog::lookup_gpu;
+pub use config::load_cluster;
+pub use config::parse_cluster;
+pub use interconnect::Interconnect;
+pub use interconnect::parse_nvidia_smi_topo;
+pub(crate) use interconnect::port_lanes;
+pub use random::GpuMix;
+pub use random::TopologyDistribution;
+pub use random::random_cluster;
+pub use random::random_cluster_within;
+pub(crate) use routes::RouteLinks;
 
 use serde::Serialize;
 
@@ -151,7 +161,7 @@ impl Cluster {
     /// `machines[..].groups/devices`, `groups[..].devices` and the devices' `machine`/`group` must
     /// agree; `nic_out`/`nic_in` are assigned here. Configs and the random generator go through
     /// this; other code should prefer [`parse_cluster`].
-    pub fn new(
+    pub(crate) fn new(
         name: String,
         description: String,
         inter_latency_us: f64,
@@ -269,7 +279,7 @@ impl Cluster {
 
     /// The links from `a` to `b`: the pair's link and both ports inside a machine, both NICs
     /// between machines, none to itself.
-    pub fn route_links(&self, a: usize, b: usize) -> RouteLinks {
+    pub(crate) fn route_links(&self, a: usize, b: usize) -> RouteLinks {
         if a == b {
             return RouteLinks::of(&[]);
         }
@@ -305,6 +315,15 @@ impl Cluster {
             .iter()
             .map(|&l| self.links[l as usize].latency_us)
             .sum()
+    }
+
+    /// Latency plus `bytes` over the bottleneck bandwidth from `a` to `b`, µs (0 to itself).
+    pub fn transfer_us(&self, a: usize, b: usize, bytes: f64) -> f64 {
+        if a == b {
+            0.0
+        } else {
+            self.latency(a, b) + bytes / self.bandwidth(a, b)
+        }
     }
 
     /// The serialisable overview used by `topoplace cluster`.

@@ -35,7 +35,7 @@ use super::{Cluster, Interconnect, find_gpu};
 pub const RANDOM_GPU_TYPES: [&str; 3] = ["V100-SXM2-16GB", "GTX-1080Ti", "P100-16GB"];
 /// TAG's three and the newer types users run today: the T4 of inference-and-training clouds,
 /// the A100 and the H100 (the catalog's entries).
-pub const WIDE_GPU_TYPES: [&str; 6] = [
+pub(crate) const WIDE_GPU_TYPES: [&str; 6] = [
     "V100-SXM2-16GB",
     "GTX-1080Ti",
     "P100-16GB",
@@ -64,12 +64,12 @@ impl GpuMix {
     }
 }
 /// Pair bandwidth of an NVLink-mesh machine (`nvlink`), Gbps: one to two V100 bricks.
-pub const NVLINK_PAIR_GBPS: [u32; 2] = [200, 400];
+pub(crate) const NVLINK_PAIR_GBPS: [u32; 2] = [200, 400];
 
 /// Machines per random cluster, inclusive.
-pub const MACHINES: (u32, u32) = (1, 6);
+pub(crate) const MACHINES: (u32, u32) = (1, 6);
 /// GPUs per machine, inclusive.
-pub const GPUS_PER_MACHINE: (u32, u32) = (1, 8);
+pub(crate) const GPUS_PER_MACHINE: (u32, u32) = (1, 8);
 /// What a random topology draws from: bandwidth ranges (whole Gbps, inclusive) and GPU types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -99,7 +99,7 @@ impl TopologyDistribution {
     /// The name of seed `seed`'s topology: `random-<seed>` for TAG's distribution, the ranges
     /// (and `-wide` for the wide GPU mix, `-nvlink` for NVLink machines) appended otherwise (two
     /// distributions never share a name).
-    pub fn cluster_name(&self, seed: u64) -> String {
+    pub(crate) fn cluster_name(&self, seed: u64) -> String {
         let gpus = match self.gpus {
             GpuMix::Tag => "",
             GpuMix::Wide => "-wide",
@@ -137,11 +137,6 @@ pub fn random_cluster_within(seed: u64, distribution: TopologyDistribution) -> C
     let name = distribution.cluster_name(seed);
     build(&random_file(seed, distribution, &name), &name)
         .expect("generated clusters are valid by construction")
-}
-
-/// The TOML text of [`random_cluster`]`(seed)`.
-pub fn random_cluster_toml(seed: u64) -> String {
-    random_cluster(seed).to_toml()
 }
 
 fn random_file(seed: u64, distribution: TopologyDistribution, name: &str) -> ClusterFile {

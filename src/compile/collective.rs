@@ -8,11 +8,11 @@
 //! crosses each NIC once per direction (NCCL's topology-aware ring). The time is
 //! [`crate::cost::CommModel::allreduce_us`]: the faster of ring and tree, plus a fixed cost.
 
-use crate::cluster::{Cluster, RouteTable};
+use crate::cluster::Cluster;
 
 /// Resources an AllReduce holds, with the lanes it takes of each, and its ring's figures.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RingPlan {
+pub(crate) struct RingPlan {
     /// Link indices (of the cluster) and lanes taken of each.
     pub links: Vec<(usize, u32)>,
     /// Rate of the slowest hop with all channels, B/µs (before NCCL's efficiency).
@@ -22,7 +22,7 @@ pub struct RingPlan {
 }
 
 /// The plan of a ring AllReduce among `ring` (device indices, in ring order, at least two).
-pub fn ring_plan(cluster: &Cluster, routes: &RouteTable, ring: &[u32]) -> RingPlan {
+pub(crate) fn ring_plan(cluster: &Cluster, ring: &[u32]) -> RingPlan {
     let n = ring.len();
     let channels = channels(cluster, ring);
     let mut links: Vec<(usize, u32)> = Vec::new();
@@ -32,9 +32,9 @@ pub fn ring_plan(cluster: &Cluster, routes: &RouteTable, ring: &[u32]) -> RingPl
         let (a, b) = (ring[k] as usize, ring[(k + 1) % n] as usize);
         let same_machine = cluster.devices[a].machine == cluster.devices[b].machine;
         let hop_channels = if same_machine { channels } else { 1 };
-        bandwidth = bandwidth.min(routes.bandwidth(a, b) * f64::from(hop_channels));
-        latency_us = latency_us.max(routes.latency(a, b));
-        for &l in routes.links(a, b).iter() {
+        bandwidth = bandwidth.min(cluster.bandwidth(a, b) * f64::from(hop_channels));
+        latency_us = latency_us.max(cluster.latency(a, b));
+        for &l in cluster.route_links(a, b).iter() {
             let l = l as usize;
             let lanes = cluster.links[l].lanes.min(hop_channels).max(1);
             links.push((l, lanes));

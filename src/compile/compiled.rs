@@ -2,32 +2,10 @@
 
 use std::sync::Arc;
 
-use super::symmetry::DeviceClasses;
+use super::device_classes::DeviceClasses;
+use super::task_role::TaskRole;
 use crate::graph::{Graph, OpIdx};
 use crate::sim::{ExecGraph, SimResult, TaskId};
-
-/// What a task of the compiled graph is, for reports and traces. The task's `label` in the
-/// [`ExecGraph`] is the original op it computes or whose tensor it carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskRole {
-    /// A replica (or the single copy) of an original op.
-    Op,
-    /// A tensor (or a slice of it) sent between devices.
-    Transfer,
-    /// Assembling a whole tensor from batch slices.
-    Concat,
-    /// Summing partial tensors on a parameter server.
-    AddN,
-    /// Ring AllReduce of partial sums among the replicas.
-    AllReduce,
-    /// The compute an AllReduce takes from one of its GPUs while it runs (NCCL's kernels share
-    /// the SMs and memory bandwidth with the training kernels).
-    Interference,
-    /// The AllReduce result held on one replica's device (zero time; keeps its memory counted).
-    Hold,
-    /// A parameter server sending an updated parameter back to a replica.
-    Pull,
-}
 
 /// The compiled graph and what each task stands for.
 #[derive(Debug, Clone)]
@@ -42,7 +20,7 @@ pub struct Compiled {
     pub op_devices: Vec<Arc<[u32]>>,
     /// Batch share of each replica (1 for whole-batch copies).
     pub op_shares: Vec<Arc<[f64]>>,
-    /// Set when only one device per class was compiled ([`super::symmetry`]): `op_devices`
+    /// Set when only one device per class was compiled ([`super::device_classes`]): `op_devices`
     /// holds the representatives, and a simulation's result needs [`DeviceClasses::expand`].
     pub classes: Option<DeviceClasses>,
     /// Set when alike links were merged ([`crate::sim::ExecGraph::merge_alike_links`]): the
@@ -64,7 +42,7 @@ pub struct PipelineOps {
 impl Compiled {
     /// A simulation of this graph made one of every replica and link: each device and link gets
     /// the busy time, memory and verdict of the one that stood for it.
-    pub fn expand(&self, result: &mut SimResult) {
+    pub(crate) fn expand(&self, result: &mut SimResult) {
         if let Some(classes) = &self.classes {
             classes.expand(result);
         }
@@ -78,7 +56,7 @@ impl Compiled {
 
     /// Each device's busy µs in a simulation of this graph (its representative's where one
     /// stood for its class): [`Self::expand`]'s busy times alone, without copying the result.
-    pub fn device_busy(&self, result: &SimResult) -> Vec<f64> {
+    pub(crate) fn device_busy(&self, result: &SimResult) -> Vec<f64> {
         let mut busy = result.busy[..self.exec.devices()].to_vec();
         if let Some(classes) = &self.classes {
             classes.copy_from_representatives(&mut busy);

@@ -5,42 +5,57 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::compiled::{Compiled, PipelineOps, TaskRole};
+use super::compiled::{Compiled, PipelineOps};
 use super::compute_bound::{compute_exceeds, replica_durations};
+use super::device_classes::DeviceClasses;
 use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
 use super::pipeline::expand;
-use super::symmetry::DeviceClasses;
-use crate::cluster::{Cluster, GpuSpec, RouteTable};
+use super::task_role::TaskRole;
+use crate::cluster::{Cluster, GpuSpec};
 use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase};
+use crate::problem::Problem;
 use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
 use crate::strategy::Strategy;
 
 /// Which replicas the compiler emits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replicas {
-    /// One per device class where that is exact ([`super::symmetry`]), with alike links merged.
+    /// One per device class where that is exact ([`super::device_classes`]), with alike links merged.
     ByClass,
     /// Every replica and every link: for traces, which show every GPU and link.
     Every,
 }
 
-/// Compile `strategy` for `graph` on `cluster` (whose `routes` the caller computed once: a search
-/// compiles many strategies per cluster). With an execution order, every task of op `u` (its
-/// replicas, and the transfers, concats and collectives of its tensor) gets dispatch priority
-/// `priority[u]`, which the simulator honours under [`crate::sim::Order::Priority`]; `None`
-/// leaves every priority at 0 (FIFO placements). Both kinds of `replicas` simulate alike.
-pub fn compile(
-    graph: &Graph,
-    cluster: &Cluster,
-    routes: &RouteTable,
-    strategy: &Strategy,
-    cost: &CostModel,
-    priority: Option<&[f64]>,
-    replicas: Replicas,
-) -> Compiled {
-    let how = (priority, replicas);
-    compile_within(graph, cluster, routes, strategy, cost, how, f64::INFINITY)
+/// How to compile: an execution order, if any, and which replicas to emit.
+#[derive(Debug, Clone, Copy)]
+pub struct CompileOptions<'a> {
+    /// With an execution order, every task of op `u` (its replicas, and the transfers, concats
+    /// and collectives of its tensor) gets dispatch priority `priority[u]`, which the simulator
+    /// honours under [`crate::sim::Order::Priority`]; `None` leaves every priority at 0 (FIFO
+    /// placements).
+    pub priority: Option<&'a [f64]>,
+    /// Both kinds of replicas simulate alike.
+    pub replicas: Replicas,
+}
+
+impl CompileOptions<'_> {
+    /// No execution order, one replica per device class.
+    pub const FIFO_BY_CLASS: CompileOptions<'static> = CompileOptions {
+        priority: None,
+        replicas: Replicas::ByClass,
+    };
+    /// No execution order, every replica and link (for traces).
+    pub const FIFO_EVERY_REPLICA: CompileOptions<'static> = CompileOptions {
+        priority: None,
+        replicas: Replicas::Every,
+    };
+}
+
+/// Compile `strategy` for the problem's graph on its cluster. Its model-parallel groups must be
+/// placed ([`crate::model_parallel::decided`]): the compiler applies decisions, it makes none.
+pub fn compile(p: &Problem, strategy: &Strategy, how: CompileOptions) -> Compiled {
+    compile_within(p, strategy, how, f64::INFINITY)
         .expect("no compilation is past an infinite limit")
 }
 
@@ -48,20 +63,23 @@ pub fn compile(
 /// `limit_us` ([`super::compute_bound`]): a caller asking only "faster than this?" has its answer
 /// before the execution graph is built.
 pub fn compile_within(
-    graph: &Graph,
-    cluster: &Cluster,
-    routes: &RouteTable,
+    p: &Problem,
     strategy: &Strategy,
-    cost: &CostModel,
-    (priority, replicas): (Option<&[f64]>, Replicas),
+    how: CompileOptions,
     limit_us: f64,
 ) -> Option<Compiled> {
     if strategy.pipeline.is_some() {
         // The expansion has no pipeline: this recursion runs once.
-        let x = expand(graph, strategy, priority);
-        let how = (x.priority.as_deref(), replicas);
-        let mut compiled =
-            compile_within(&x.graph, cluster, routes, &x.strategy, cost, how, limit_us)?;
+        let x = expand(p.graph, strategy, how.priority);
+        let expanded = Problem {
+            graph: &x.graph,
+            ..*p
+        };
+        let how = CompileOptions {
+            priority: x.priority.as_deref(),
+            ..how
+        };
+        let mut compiled = compile_within(&expanded, &x.strategy, how, limit_us)?;
         add_schedule(&mut compiled, &x.order);
         compiled.pipeline = Some(PipelineOps {
             graph: x.graph,
@@ -69,35 +87,32 @@ pub fn compile_within(
         });
         return Some(compiled);
     }
-    let layouts = layouts(graph, cluster, strategy, cost);
-    let classes = match replicas {
-        Replicas::ByClass => DeviceClasses::of(cluster, strategy, &layouts),
+    let layouts = layouts(p.graph, p.cluster, strategy);
+    let classes = match how.replicas {
+        Replicas::ByClass => DeviceClasses::of(p.cluster, strategy, &layouts),
         Replicas::Every => None,
     };
     let restricted = classes.as_ref().map(|c| c.restrict(&layouts));
     // A class's members run its representative's ops on the same shares, so the
     // representatives' compute bounds theirs (data parallelism over 1,024 GPUs: two GPUs summed).
     let bounded = restricted.as_deref().unwrap_or(&layouts);
-    if compute_exceeds(graph, cluster, cost, bounded, limit_us) {
+    if compute_exceeds(p.graph, p.cluster, p.cost, bounded, limit_us) {
         return None;
     }
-    let inputs = Inputs {
-        graph,
-        cluster,
-        routes,
+    let target = Target {
+        problem: p,
         strategy,
-        cost,
-        priority,
+        priority: how.priority,
     };
     let by_class = classes
         .zip(restricted)
-        .and_then(|(classes, restricted)| compile_layouts(&inputs, restricted, Some(classes)));
+        .and_then(|(classes, restricted)| compile_layouts(&target, restricted, Some(classes)));
     let mut compiled = match by_class {
         Some(compiled) => compiled,
-        None => compile_layouts(&inputs, layouts, None)
+        None => compile_layouts(&target, layouts, None)
             .expect("a compilation of every replica has no symmetry to break"),
     };
-    if replicas == Replicas::ByClass {
+    if how.replicas == Replicas::ByClass {
         compiled.link_stand_in = Some(compiled.exec.merge_alike_links());
     }
     Some(compiled)
@@ -122,12 +137,10 @@ fn add_schedule(compiled: &mut Compiled, order: &[(OpIdx, OpIdx)]) {
     }
 }
 
-struct Inputs<'a> {
-    graph: &'a Graph,
-    cluster: &'a Cluster,
-    routes: &'a RouteTable,
+/// What one compilation works on: the problem, the strategy and its execution order.
+struct Target<'a> {
+    problem: &'a Problem<'a>,
     strategy: &'a Strategy,
-    cost: &'a CostModel,
     priority: Option<&'a [f64]>,
 }
 
@@ -135,18 +148,20 @@ struct Inputs<'a> {
 /// soon as a task breaks the classes' symmetry, so the caller compiles every replica instead
 /// having wasted no more than the ops wired so far.
 fn compile_layouts(
-    inputs: &Inputs<'_>,
+    target: &Target<'_>,
     layouts: Vec<Rc<Layout>>,
     classes: Option<DeviceClasses>,
 ) -> Option<Compiled> {
-    let Inputs {
+    let Target {
+        problem,
+        strategy,
+        priority,
+    } = *target;
+    let Problem {
         graph,
         cluster,
-        routes,
-        strategy,
         cost,
-        priority,
-    } = *inputs;
+    } = *problem;
     let mut exec = ExecGraph::new(
         cluster.devices.iter().map(|d| d.memory_bytes).collect(),
         cluster.links.len(),
@@ -159,7 +174,6 @@ fn compile_layouts(
     let mut c = Compiler {
         graph,
         cluster,
-        routes,
         strategy,
         cost,
         layouts,
@@ -221,7 +235,6 @@ fn expected_tasks(layouts: &[Rc<Layout>]) -> usize {
 pub(super) struct Compiler<'a> {
     pub(super) graph: &'a Graph,
     pub(super) cluster: &'a Cluster,
-    pub(super) routes: &'a RouteTable,
     pub(super) strategy: &'a Strategy,
     pub(super) cost: &'a CostModel,
     /// Shared so a layout can be read while the compiler mutates itself.
@@ -251,7 +264,7 @@ pub(super) struct Compiler<'a> {
     pub(super) buckets: Vec<Vec<OpIdx>>,
     pub(super) bucket_of: FxHashMap<OpIdx, usize>,
     pub(super) bucket_holders: FxHashMap<usize, Vec<(u32, TaskId)>>,
-    /// Whether a task joins particular devices ([`DeviceClasses::keeps_symmetry`]) or a consumer
+    /// Whether a task joins particular devices ([`TaskRole::keeps_device_classes`]) or a consumer
     /// took batch slices by interval (intervals need every replica): a representative-only
     /// compilation that does is not exact.
     pub(super) asymmetric: bool,
@@ -278,7 +291,7 @@ impl<'a> Compiler<'a> {
         if let Some(p) = self.priority {
             spec.priority = p[spec.label as usize];
         }
-        self.asymmetric |= !DeviceClasses::keeps_symmetry(role);
+        self.asymmetric |= !role.keeps_device_classes();
         self.roles.push(role);
         match lanes {
             Some(lanes) => self.exec.add_task_with_lanes(spec, lanes),
@@ -321,12 +334,12 @@ impl<'a> Compiler<'a> {
     ) -> TaskId {
         let out_bytes = if role == TaskRole::Pull { 0.0 } else { bytes };
         let links: Vec<u32> = self
-            .routes
-            .links(from as usize, to as usize)
+            .cluster
+            .route_links(from as usize, to as usize)
             .iter()
             .map(|&l| self.exec.link_resource(l as usize))
             .collect();
-        let duration = self.routes.transfer_us(from as usize, to as usize, bytes);
+        let duration = self.cluster.transfer_us(from as usize, to as usize, bytes);
         let t = self.add(
             role,
             TaskSpec {
@@ -555,7 +568,7 @@ impl<'a> Compiler<'a> {
         let mut best = 0;
         let mut best_bw = f64::NEG_INFINITY;
         for (i, &c) in candidates.iter().enumerate() {
-            let bw = self.routes.bandwidth(c as usize, to as usize);
+            let bw = self.cluster.bandwidth(c as usize, to as usize);
             if bw > best_bw {
                 best = i;
                 best_bw = bw;

@@ -4,7 +4,7 @@
 //! ([`crate::sim::MakespanBound`]) over the GPUs, without the wiring. A search asking only "is
 //! this faster than my best?" then learns "no" without building, sealing and bounding the
 //! execution graph, which cost about a third of `place`'s time. (The chain of ops at their
-//! fastest replicas was tried too: on the #22 instances it settled 4 of about 3,700 candidates,
+//! fastest replicas was tried too: on the pipeline instances at batch 32 it settled 4 of about 3,700 candidates,
 //! the transfers between ops making the compiled chain far longer.)
 
 use std::rc::Rc;

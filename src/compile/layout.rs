@@ -6,10 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::cluster::Cluster;
-use crate::cost::CostModel;
-use crate::graph::{Graph, OpIdx, Phase, Splittability};
-use crate::group::chunks::balanced_chunks;
-use crate::group::metis::partition_ops_with_memory;
+use crate::graph::{Graph, Phase, Splittability};
 use crate::strategy::{ReplicationOption, Strategy};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,7 +24,7 @@ pub(super) struct Layout {
     pub(super) devices: Arc<[u32]>,
     pub(super) shares: Arc<[f64]>,
     /// Every device of the layout. Equal to `devices` except in a symmetric compilation
-    /// ([`super::symmetry`]), where `devices` keeps one representative per device class and
+    /// ([`super::device_classes`]), where `devices` keeps one representative per device class and
     /// this is the whole ring a collective runs over.
     pub(super) all_devices: Arc<[u32]>,
     /// Prefix sums of `shares` (`starts[i]` = start of replica i's interval), so intervals and
@@ -98,13 +95,16 @@ impl Layout {
 /// The layout of every op, from its group's decision. Ops with the same layout share one: a
 /// group's replicated ops, a group's copies, the ops on one device (BERT-large has thousands of
 /// ops in a handful of layouts).
-pub(super) fn layouts(
-    graph: &Graph,
-    cluster: &Cluster,
-    strategy: &Strategy,
-    cost: &CostModel,
-) -> Vec<Rc<Layout>> {
-    let mp_device = model_parallel_assignment(graph, cluster, strategy, cost);
+pub(super) fn layouts(graph: &Graph, cluster: &Cluster, strategy: &Strategy) -> Vec<Rc<Layout>> {
+    let mp_device = &strategy.model_parallel_devices;
+    assert!(
+        mp_device.len() == graph.len()
+            || strategy
+                .decisions()
+                .iter()
+                .all(|d| d.option != ReplicationOption::ModelParallel),
+        "a model-parallel group's ops are placed above the compiler (crate::model_parallel)"
+    );
     let mut optimizer_turn = vec![0usize; strategy.group_count()];
     let mut of_group: HashMap<(usize, LayoutKind), Rc<Layout>> = HashMap::new();
     let mut on_device: HashMap<u32, Rc<Layout>> = HashMap::new();
@@ -191,51 +191,4 @@ pub(super) fn gradient_producers(graph: &Graph) -> Vec<bool> {
         is[link.grad] = true;
     }
     is
-}
-
-/// For model-parallel groups: each op's device. TAG §4.2 divides the group with METIS; we
-/// balance compute (mean time over the group's devices) and memory (resident plus output bytes)
-/// as two METIS constraints, parts going to devices in order. Should METIS fail, the group's ops
-/// are cut in topological order into chunks of balanced compute.
-fn model_parallel_assignment(
-    graph: &Graph,
-    cluster: &Cluster,
-    strategy: &Strategy,
-    cost: &CostModel,
-) -> Vec<u32> {
-    let mut device = vec![0u32; graph.len()];
-    // Each group's ops in topological order, in one pass over the order.
-    let mut in_order: Vec<Vec<OpIdx>> = vec![Vec::new(); strategy.group_count()];
-    for op in graph.topological_order() {
-        in_order[strategy.group_of(op)].push(op);
-    }
-    for (group, decision) in strategy.decisions().iter().enumerate() {
-        if decision.option != ReplicationOption::ModelParallel {
-            continue;
-        }
-        let members = std::mem::take(&mut in_order[group]);
-        let parts = decision.devices.len();
-        let mut weights = vec![0.0; graph.len()];
-        let mut memory = vec![0.0; graph.len()];
-        for &op in &members {
-            let o = graph.op(op);
-            weights[op] = decision
-                .devices
-                .iter()
-                .map(|&d| cost.compute_time_us(o, &cluster.devices[d].gpu, 1.0))
-                .sum::<f64>()
-                / parts as f64;
-            memory[op] = o.resident_bytes + o.output_bytes;
-        }
-        let chunks = if parts > 1 {
-            partition_ops_with_memory(graph, &weights, &memory, &members, parts, 0).ok()
-        } else {
-            None
-        }
-        .unwrap_or_else(|| balanced_chunks(&members, &weights, parts));
-        for (&op, &part) in members.iter().zip(&chunks) {
-            device[op] = decision.devices[part as usize % parts] as u32;
-        }
-    }
-    device
 }

@@ -19,20 +19,24 @@
 //! With the PS option, optimizer ops run on the group's parameter servers (round-robin) and the
 //! updated parameters are pulled back by every other replica.
 //!
-//! Devices that run the same tasks are compiled once ([`symmetry`]) when that is exact. A
+//! Devices that run the same tasks are compiled once ([`device_classes`]) when that is exact. A
 //! pipeline is compiled as its expansion: one copy of each batch-dependent op per micro-batch,
 //! with the schedule as order dependencies (`pipeline`).
 
-pub mod collective;
-pub mod compiled;
-pub mod compiler;
+pub(crate) mod collective;
+pub(crate) mod compiled;
+pub(crate) mod compiler;
 mod compute_bound;
-pub mod layout;
+pub(crate) mod device_classes;
+pub(crate) mod layout;
 mod pipeline;
-pub mod symmetry;
-pub mod sync;
+pub(crate) mod sync;
+mod task_role;
 
-pub use collective::{RingPlan, ring_plan};
-pub use compiled::{Compiled, PipelineOps, TaskRole};
-pub use compiler::{Replicas, compile, compile_within};
-pub use symmetry::DeviceClasses;
+pub(crate) use collective::ring_plan;
+pub use compiled::Compiled;
+pub use compiler::CompileOptions;
+pub use compiler::Replicas;
+pub use compiler::compile;
+pub use compiler::compile_within;
+pub use task_role::TaskRole;

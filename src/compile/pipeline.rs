@@ -80,8 +80,14 @@ pub(super) fn expand(graph: &Graph, strategy: &Strategy, priority: Option<&[f64]
         .map(|&o| strategy.group_of(o) as u32)
         .collect();
     let sfb = expanded_ops(&strategy.sfb_duplicated, &c.copies, m);
+    let mut expanded = strategy.regrouped(op_group, sfb);
+    if !strategy.model_parallel_devices.is_empty() {
+        // Every copy of a model-parallel op runs where the op runs.
+        let devices = &strategy.model_parallel_devices;
+        expanded.model_parallel_devices = c.origin.iter().map(|&o| devices[o]).collect();
+    }
     Expansion {
-        strategy: strategy.regrouped(op_group, sfb),
+        strategy: expanded,
         priority: priority.map(|p| c.origin.iter().map(|&o| p[o]).collect()),
         graph: Arc::clone(&c.graph),
         origin: Arc::clone(&c.origin),

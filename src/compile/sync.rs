@@ -3,9 +3,9 @@
 
 use std::rc::Rc;
 
-use super::compiled::TaskRole;
 use super::compiler::Compiler;
 use super::layout::{Layout, LayoutKind};
+use super::task_role::TaskRole;
 use crate::graph::{OpIdx, Phase};
 use crate::sim::{TaskId, TaskKind, TaskSpec};
 use crate::strategy::{AllReducePacking, ReplicationOption};
@@ -137,7 +137,7 @@ impl Compiler<'_> {
         let ring: &[u32] = &layout.all_devices;
         let compiled: &[u32] = &layout.devices;
         let n = ring.len();
-        let plan = super::collective::ring_plan(self.cluster, self.routes, ring);
+        let plan = super::collective::ring_plan(self.cluster, ring);
         let (links, lanes): (Vec<u32>, Vec<u32>) = plan
             .links
             .iter()

@@ -51,7 +51,7 @@ impl LinearBatchModel {
 
 /// Ordinary least squares y = slope·x + intercept, centred for accuracy with sizes up to 1e9.
 /// `None` with fewer than two distinct x.
-pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+pub(crate) fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let n = points.len() as f64;
     if points.len() < 2 {
         return None;

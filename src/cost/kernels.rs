@@ -92,7 +92,7 @@ pub struct KernelEfficiency {
 impl KernelEfficiency {
     /// One set of figures for every class: `compute` of peak for GEMMs and convolutions, no fast
     /// algorithms.
-    pub fn uniform(compute: f64, memory: f64, launch_us: f64) -> KernelEfficiency {
+    pub(crate) fn uniform(compute: f64, memory: f64, launch_us: f64) -> KernelEfficiency {
         KernelEfficiency {
             gemm: compute,
             conv: compute,
@@ -104,7 +104,7 @@ impl KernelEfficiency {
     }
 
     /// Share of peak FLOPs for `class` and the factor its algorithm saves on nominal FLOPs.
-    pub fn compute(&self, class: KernelClass) -> (f64, f64) {
+    pub(crate) fn compute(&self, class: KernelClass) -> (f64, f64) {
         match class {
             KernelClass::Gemm => (self.gemm, 1.0),
             KernelClass::ConvWinograd => (self.conv, self.winograd_speedup),
@@ -132,7 +132,10 @@ impl KernelTable {
     }
 
     /// A table of `rows`, with `fallback` for the architectures it lacks.
-    pub fn new(rows: Vec<(Arch, KernelEfficiency)>, fallback: KernelEfficiency) -> KernelTable {
+    pub(crate) fn new(
+        rows: Vec<(Arch, KernelEfficiency)>,
+        fallback: KernelEfficiency,
+    ) -> KernelTable {
         KernelTable { rows, fallback }
     }
 
@@ -152,7 +155,7 @@ impl KernelTable {
     }
 
     /// The table shipped with the tool: see [`SHIPPED`].
-    pub fn shipped() -> KernelTable {
+    pub(crate) fn shipped() -> KernelTable {
         let rows = SHIPPED
             .iter()
             .map(|&(arch, gemm, conv)| (arch, shared(gemm, conv)))
@@ -169,7 +172,7 @@ impl Default for KernelTable {
 
 /// The figures fitted once for all architectures (`topoplace fidelity --calibrate`): the fast
 /// algorithms' speed-ups, the memory-bound share of peak bandwidth and the fixed cost per op.
-pub const SHARED: SharedFit = SharedFit {
+pub(crate) const SHARED: SharedFit = SharedFit {
     winograd_speedup: 2.4678,
     fft_speedup: 3.1533,
     memory: 1.0,
@@ -178,7 +181,7 @@ pub const SHARED: SharedFit = SharedFit {
 
 /// The shared part of the fit.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SharedFit {
+pub(crate) struct SharedFit {
     pub winograd_speedup: f64,
     pub fft_speedup: f64,
     pub memory: f64,
@@ -192,7 +195,7 @@ pub struct SharedFit {
 /// while the share is taken of the 19.5 TFLOPS FP32 peak. Memory-bound kernels fit at the full
 /// datasheet bandwidth (the bound of the fit): the graphs' byte counts do not know which
 /// elementwise ops frameworks fuse.
-pub const SHIPPED: &[(Arch, f64, f64)] = &[
+pub(crate) const SHIPPED: &[(Arch, f64, f64)] = &[
     (Arch::Kepler, 0.5462, 0.3005),
     (Arch::Pascal, 0.6405, 0.5067),
     (Arch::Volta, 0.6607, 0.7479),
@@ -202,7 +205,7 @@ pub const SHIPPED: &[(Arch, f64, f64)] = &[
 
 /// GEMM and convolution shares for architectures without measurements (consumer Ampere, Hopper):
 /// the mean of the fitted rows.
-pub const FALLBACK: (f64, f64) = (0.6675, 0.7254);
+pub(crate) const FALLBACK: (f64, f64) = (0.6675, 0.7254);
 
 fn shared(gemm: f64, conv: f64) -> KernelEfficiency {
     KernelEfficiency {

@@ -2,15 +2,23 @@
 //! efficiencies in [`kernels`]), transfer time between devices, the closed forms of gradient
 //! synchronisation ([`collective`]) and the fits that calibrate them ([`fit`]).
 
-pub mod collective;
-pub mod fit;
-pub mod kernels;
-pub mod model;
+pub(crate) mod collective;
+pub(crate) mod fit;
+pub(crate) mod kernels;
+pub(crate) mod model;
 
-pub use collective::{
-    CommModel, ps_sync_us, ps_time_us, ring_allreduce_time_us, ring_allreduce_us,
-    tree_allreduce_time_us,
-};
-pub use fit::{LinearBatchModel, SegmentedLinear, fit_segmented, least_squares, profile_sizes};
-pub use kernels::{KernelClass, KernelEfficiency, KernelTable};
-pub use model::{CostModel, profiled_us, transfer_time_us, transfer_us};
+pub use collective::CommModel;
+pub use collective::ps_sync_us;
+pub use collective::ps_time_us;
+pub use collective::ring_allreduce_time_us;
+pub use collective::ring_allreduce_us;
+pub use collective::tree_allreduce_time_us;
+pub use fit::LinearBatchModel;
+pub use fit::fit_segmented;
+pub use fit::profile_sizes;
+pub use kernels::KernelClass;
+pub use kernels::KernelEfficiency;
+pub use kernels::KernelTable;
+pub use model::CostModel;
+pub use model::transfer_time_us;
+pub use model::transfer_us;

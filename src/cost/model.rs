@@ -78,7 +78,7 @@ impl CostModel {
 
     /// Roofline time of one memory-bound kernel doing `flops` with `bytes` of memory traffic: what
     /// the compiler charges for the Concat and AddN ops it inserts.
-    pub fn kernel_us(&self, gpu: &GpuSpec, flops: f64, bytes: f64) -> f64 {
+    pub(crate) fn kernel_us(&self, gpu: &GpuSpec, flops: f64, bytes: f64) -> f64 {
         let e = self.efficiency(gpu);
         let compute = flops / (self.peak_flops_per_us(gpu) * e.conv);
         let memory = bytes / (gpu.mem_bandwidth() * e.memory);
@@ -86,7 +86,7 @@ impl CostModel {
     }
 
     /// Peak FLOPs per µs the roofline uses on `gpu`.
-    pub fn peak_flops_per_us(&self, gpu: &GpuSpec) -> f64 {
+    pub(crate) fn peak_flops_per_us(&self, gpu: &GpuSpec) -> f64 {
         if self.use_tensor_cores && gpu.tensor_tflops > 0.0 {
             gpu.tensor_flops_per_us()
         } else {
@@ -102,7 +102,7 @@ impl CostModel {
 
 /// The op's profiled full-batch time on `gpu`: under its name or an alias, else under its family's
 /// name ("V100", see [`GpuSpec::profiled_as`]).
-pub fn profiled_us(op: &Op, gpu: &GpuSpec) -> Option<f64> {
+pub(crate) fn profiled_us(op: &Op, gpu: &GpuSpec) -> Option<f64> {
     // Called for every replica of every op in every simulation; zoo ops have no profile.
     if op.profiled_us.is_empty() {
         return None;

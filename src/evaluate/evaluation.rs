@@ -1,10 +1,11 @@
 //! Compile + simulate + report: the one way a placement is measured.
 
-use super::problem::{Placement, Problem};
-use super::report::SimReport;
-use crate::cluster::RouteTable;
-use crate::compile::{Compiled, Replicas, compile_within};
+use super::placement::Placement;
+use super::sim_report::SimReport;
+use crate::compile::{CompileOptions, Compiled, Replicas, compile_within};
 use crate::error::{Error, Result};
+use crate::model_parallel;
+use crate::problem::Problem;
 use crate::sim::{Order, SimResult, Simulator};
 use crate::strategy::Strategy;
 
@@ -18,28 +19,23 @@ pub struct Evaluation {
 
 /// Compile and simulate a placement. The placement's order, if any, becomes task priorities
 /// simulated with [`Order::Priority`]; otherwise tasks run FIFO.
-pub fn evaluate(p: &Problem, routes: &RouteTable, placement: &Placement) -> Result<Evaluation> {
-    evaluate_placement(p, routes, placement, Replicas::ByClass)
+pub fn evaluate(p: &Problem, placement: &Placement) -> Result<Evaluation> {
+    evaluate_placement(p, placement, Replicas::ByClass)
 }
 
 /// [`evaluate`] with a task for every replica on every GPU, never one per device class: the same
 /// result, for traces, which show every GPU.
-pub fn evaluate_every_replica(
-    p: &Problem,
-    routes: &RouteTable,
-    placement: &Placement,
-) -> Result<Evaluation> {
-    evaluate_placement(p, routes, placement, Replicas::Every)
+pub fn evaluate_every_replica(p: &Problem, placement: &Placement) -> Result<Evaluation> {
+    evaluate_placement(p, placement, Replicas::Every)
 }
 
 fn evaluate_placement(
     p: &Problem,
-    routes: &RouteTable,
     placement: &Placement,
     replicas: Replicas,
 ) -> Result<Evaluation> {
     let (priority, order) = priority_and_order(p, placement)?;
-    simulate_strategy(p, routes, &placement.strategy, priority, order, replicas)
+    simulate_strategy(p, &placement.strategy, priority, order, replicas)
 }
 
 /// The placement's execution order as task priorities simulated with [`Order::Priority`], or
@@ -58,33 +54,23 @@ fn priority_and_order<'a>(
     }
 }
 
-/// [`evaluate`] a strategy without priorities under `order`, with the cluster's routes computed
-/// here: for one-off evaluations (the command line, tests); searches keep one [`RouteTable`]
-/// per cluster.
+/// [`evaluate`] a strategy without priorities under `order`.
 pub fn evaluate_strategy(p: &Problem, strategy: &Strategy, order: Order) -> Result<Evaluation> {
-    simulate_strategy(
-        p,
-        &RouteTable::new(p.cluster),
-        strategy,
-        None,
-        order,
-        Replicas::ByClass,
-    )
+    simulate_strategy(p, strategy, None, order, Replicas::ByClass)
 }
 
 /// Compile `strategy` (with per-op `priority`, if any) and simulate it under `order`: what
 /// every other entry point here calls.
 pub fn simulate_strategy(
     p: &Problem,
-    routes: &RouteTable,
     strategy: &Strategy,
     priority: Option<&[f64]>,
     order: Order,
     replicas: Replicas,
 ) -> Result<Evaluation> {
-    let how = (priority, order);
+    let how = CompileOptions { priority, replicas };
     let read = evaluation_of(p, strategy);
-    let within = run_within(p, routes, strategy, how, replicas, f64::INFINITY, read)?;
+    let within = run_within(p, strategy, how, order, f64::INFINITY, read)?;
     Ok(within.expect("no simulation is past an infinite limit"))
 }
 
@@ -97,14 +83,14 @@ pub struct Timing {
 
 /// Whether a result of `time_us` (`fits`) beats one of `other_us` (`other_fits`): one that fits
 /// in memory beats one that does not, and between two alike the faster wins.
-pub fn beats(time_us: f64, fits: bool, other_us: f64, other_fits: bool) -> bool {
+pub(crate) fn beats(time_us: f64, fits: bool, other_us: f64, other_fits: bool) -> bool {
     (fits, -time_us) > (other_fits, -other_us)
 }
 
 /// The limit past which a candidate cannot beat a result of `time_us` (`fits`) ([`beats`]): any
 /// time at all when the result ran out of memory, since a candidate that fits beats it however
 /// slow.
-pub fn limit_to_beat(time_us: f64, fits: bool) -> f64 {
+pub(crate) fn limit_to_beat(time_us: f64, fits: bool) -> f64 {
     if fits { time_us } else { f64::INFINITY }
 }
 
@@ -113,24 +99,18 @@ pub fn limit_to_beat(time_us: f64, fits: bool) -> f64 {
 /// costs its compilation and its iteration up to the limit, not the rest.
 pub fn evaluate_within(
     p: &Problem,
-    routes: &RouteTable,
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<Evaluation>> {
     let read = evaluation_of(p, &placement.strategy);
-    placement_within(p, routes, placement, limit_us, read)
+    placement_within(p, placement, limit_us, read)
 }
 
 /// [`evaluate_within`] read for its [`Timing`] alone (no report, no copy of each task's times):
 /// what the polish's moves and the pipeline planner's candidates are judged by.
-pub fn timing_within(
-    p: &Problem,
-    routes: &RouteTable,
-    placement: &Placement,
-    limit_us: f64,
-) -> Result<Option<Timing>> {
+pub fn timing_within(p: &Problem, placement: &Placement, limit_us: f64) -> Result<Option<Timing>> {
     let read = |_: Compiled, r: &SimResult| timing_of(r);
-    placement_within(p, routes, placement, limit_us, read)
+    placement_within(p, placement, limit_us, read)
 }
 
 /// A simulation's iteration time and memory verdict (a representative's OOM stands for its
@@ -146,12 +126,11 @@ fn timing_of(r: &SimResult) -> Timing {
 /// what the pipeline planner's refinement finds the slowest stage by.
 pub fn busy_within(
     p: &Problem,
-    routes: &RouteTable,
     placement: &Placement,
     limit_us: f64,
 ) -> Result<Option<(Timing, Vec<f64>)>> {
     let read = |compiled: Compiled, r: &SimResult| (timing_of(r), compiled.device_busy(r));
-    placement_within(p, routes, placement, limit_us, read)
+    placement_within(p, placement, limit_us, read)
 }
 
 /// The full evaluation of `strategy` from its compilation and its representatives' simulation.
@@ -174,31 +153,30 @@ fn evaluation_of<'a>(
 /// [`run_within`] for a placement: its execution order, if any, as priorities, by class.
 fn placement_within<T>(
     p: &Problem,
-    routes: &RouteTable,
     placement: &Placement,
     limit_us: f64,
     read: impl FnOnce(Compiled, &SimResult) -> T,
 ) -> Result<Option<T>> {
-    let how = priority_and_order(p, placement)?;
-    let s = &placement.strategy;
-    run_within(p, routes, s, how, Replicas::ByClass, limit_us, read)
+    let (priority, order) = priority_and_order(p, placement)?;
+    let how = CompileOptions {
+        priority,
+        replicas: Replicas::ByClass,
+    };
+    run_within(p, &placement.strategy, how, order, limit_us, read)
 }
 
 /// `strategy` compiled and simulated, the result read by `read`; `None` once the iteration is
 /// past `limit_us`.
 fn run_within<T>(
     p: &Problem,
-    routes: &RouteTable,
     strategy: &Strategy,
-    (priority, order): (Option<&[f64]>, Order),
-    replicas: Replicas,
+    how: CompileOptions,
+    order: Order,
     limit_us: f64,
     read: impl FnOnce(Compiled, &SimResult) -> T,
 ) -> Result<Option<T>> {
-    let how = (priority, replicas);
-    let Some(mut compiled) =
-        compile_within(p.graph, p.cluster, routes, strategy, p.cost, how, limit_us)
-    else {
+    let strategy = model_parallel::decided(p.graph, p.cluster, strategy, p.cost);
+    let Some(mut compiled) = compile_within(p, &strategy, how, limit_us) else {
         return Ok(None);
     };
     compiled.exec.seal();

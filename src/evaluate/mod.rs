@@ -2,17 +2,24 @@
 //! Every placer, the search and the command line measure strategies through [`evaluate`], so
 //! every method is judged the same way.
 
-pub mod evaluation;
-pub mod problem;
-pub mod report;
+pub(crate) mod evaluation;
+pub(crate) mod placement;
+pub(crate) mod sim_report;
 pub mod summary;
-pub mod thin_batch;
+pub(crate) mod thin_batch;
 
-pub use evaluation::{
-    Evaluation, Timing, beats, busy_within, evaluate, evaluate_every_replica, evaluate_strategy,
-    evaluate_within, limit_to_beat, simulate_strategy, timing_within,
-};
-pub use problem::{Placement, Problem};
-pub use report::{DeviceGroupFeedback, OpGroupFeedback, SimReport};
+pub use evaluation::Evaluation;
+pub use evaluation::Timing;
+pub(crate) use evaluation::beats;
+pub use evaluation::busy_within;
+pub use evaluation::evaluate;
+pub use evaluation::evaluate_every_replica;
+pub use evaluation::evaluate_strategy;
+pub use evaluation::evaluate_within;
+pub(crate) use evaluation::limit_to_beat;
+pub use evaluation::simulate_strategy;
+pub use evaluation::timing_within;
+pub use placement::Placement;
+pub(crate) use sim_report::{DeviceGroupFeedback, OpGroupFeedback};
 pub use summary::SimulationSummary;
 pub use thin_batch::thin_batch_warning;

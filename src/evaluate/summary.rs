@@ -4,11 +4,11 @@
 use serde::Serialize;
 
 use super::Evaluation;
-use super::report::{DeviceGroupFeedback, DeviceReport, OomReport, OpGroupFeedback};
+use super::sim_report::{DeviceGroupFeedback, DeviceReport, OomReport, OpGroupFeedback};
 use crate::cluster::Cluster;
 use crate::compile::{Compiled, TaskRole};
 use crate::graph::Graph;
-use crate::report::{Table, bytes, millis};
+use crate::render::{Table, bytes, millis};
 use crate::sim::ExecGraph;
 
 /// The JSON keys of `simulate --json` are these field names.

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::graph::Graph;
 
 /// Weight of the prior against one scenario's squared log error.
-pub const PRIOR_WEIGHT: f64 = 0.02;
+pub(crate) const PRIOR_WEIGHT: f64 = 0.02;
 
 /// The fitted table and how well it fits.
 #[derive(Debug, Clone, PartialEq)]

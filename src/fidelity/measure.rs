@@ -1,17 +1,18 @@
 //! Simulating a scenario the way it was measured.
 
 use super::scenarios::{Metric, Scenario};
-use crate::cluster::{Cluster, RouteTable, parse_cluster};
+use crate::cluster::{Cluster, parse_cluster};
 use crate::cost::CostModel;
 use crate::error::Result;
-use crate::evaluate::{Problem, evaluate_strategy};
+use crate::evaluate::evaluate_strategy;
 use crate::graph::Graph;
+use crate::problem::Problem;
 use crate::sim::Order;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
 
 /// What the simulator says of a scenario.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// In the scenario's metric.
     pub value: f64,
     /// Whether the simulated memory peak exceeds a GPU's memory.
@@ -33,7 +34,7 @@ pub fn graph(s: &Scenario) -> Result<Graph> {
 }
 
 /// Simulate `s` under `cost`.
-pub fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
+pub(crate) fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
     let c = cluster(s)?;
     match s.metric {
         Metric::ImagesPerSecond => images_per_second(s, &c, cost),
@@ -71,10 +72,10 @@ fn images_per_second(s: &Scenario, c: &Cluster, cost: &CostModel) -> Result<Outc
 
 /// nccl-tests' bus bandwidth of one AllReduce of `bytes` over every GPU of `c`, GB/s:
 /// S / t · 2(n−1)/n.
-pub fn bus_bandwidth_gbs(c: &Cluster, cost: &CostModel, bytes: f64) -> f64 {
+pub(crate) fn bus_bandwidth_gbs(c: &Cluster, cost: &CostModel, bytes: f64) -> f64 {
     let n = c.devices.len();
     let ring: Vec<u32> = (0..n as u32).collect();
-    let plan = crate::compile::ring_plan(c, &RouteTable::new(c), &ring);
+    let plan = crate::compile::ring_plan(c, &ring);
     let t = cost
         .comm
         .allreduce_us(bytes, n, plan.bandwidth, plan.latency_us);

@@ -4,9 +4,13 @@
 pub mod calibrate;
 pub mod measure;
 pub mod scenarios;
-pub mod table;
+pub(crate) mod table;
 
-pub use calibrate::{Calibration, calibrate, single_gpu_us};
-pub use measure::{Outcome, bus_bandwidth_gbs, simulate};
-pub use scenarios::{Metric, Role, Scenario, scenarios};
-pub use table::{FidelityRow, fidelity_table, render_markdown};
+pub use calibrate::calibrate;
+pub use calibrate::single_gpu_us;
+pub use scenarios::Metric;
+pub use scenarios::Role;
+pub use scenarios::Scenario;
+pub use scenarios::scenarios;
+pub use table::fidelity_table;
+pub use table::render_markdown;

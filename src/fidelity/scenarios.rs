@@ -58,7 +58,7 @@ impl Scenario {
     }
 
     /// A short label: "8x V100-SXM2-32GB vgg16 b192".
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let what = match self.metric {
             Metric::ImagesPerSecond => format!("{} b{}", self.model, self.per_gpu),
             Metric::BusBandwidth => format!("allreduce {} MiB", self.per_gpu >> 20),
@@ -72,7 +72,7 @@ impl Scenario {
     }
 
     /// The cluster the scenario ran on, as a config.
-    pub fn cluster_toml(&self) -> String {
+    pub(crate) fn cluster_toml(&self) -> String {
         format!(
             "name = \"fidelity\"\n[[machine]]\nname = \"m\"\ngpu = \"{}\"\ngpus = {}\ncount = {}\n{}\n",
             self.gpu, self.gpus_per_machine, self.machines, self.fabric

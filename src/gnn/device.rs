@@ -11,7 +11,7 @@ pub fn cpu() -> Device {
 
 /// The GPU device (burn wgpu), with the `wgpu` feature.
 #[cfg(feature = "wgpu")]
-pub fn gpu() -> Device {
+pub(crate) fn gpu() -> Device {
     Device::wgpu(Default::default())
 }
 

@@ -34,11 +34,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::Cluster;
-use crate::cluster::RouteTable;
-use crate::evaluate::Problem;
-use crate::evaluate::report::op_group_feedback_by;
+use crate::evaluate::sim_report::op_group_feedback_by;
 use crate::evaluate::{DeviceGroupFeedback, Evaluation, OpGroupFeedback};
 use crate::group::{op_weights, reference_gpu};
+use crate::problem::Problem;
 use crate::strategy::{GroupDecision, ReplicationOption};
 
 /// Features per op-group node, in order: compute time, parameter share, parameter bytes / GPU
@@ -137,7 +136,7 @@ fn option_index(o: ReplicationOption) -> usize {
 }
 
 /// `1 + log10(x) / 6` clamped to `[0, 1]`: six decades below the reference map to 0.
-pub fn log_unit(x: f64) -> f32 {
+pub(crate) fn log_unit(x: f64) -> f32 {
     if x.is_nan() || x <= 0.0 {
         return 0.0;
     }
@@ -168,7 +167,7 @@ pub struct Feedback {
 
 impl Feedback {
     /// Read the feedback off an evaluation; `op_group` maps ops to `groups` METIS groups.
-    pub fn new(op_group: &[u32], groups: usize, e: &Evaluation) -> Feedback {
+    pub(crate) fn new(op_group: &[u32], groups: usize, e: &Evaluation) -> Feedback {
         Feedback {
             op_groups: op_group_feedback_by(
                 groups,
@@ -186,7 +185,7 @@ impl Feedback {
 
 /// What does not change during a search: the raw features and the normalisers.
 #[derive(Debug, Clone)]
-pub struct StaticFeatures {
+pub(crate) struct StaticFeatures {
     groups: usize,
     /// Per op group: `[ln(1 + compute / T_DP), parameter share, ln(1 + param bytes / memory)]`.
     op_raw: Vec<[f32; 3]>,
@@ -208,9 +207,8 @@ pub struct StaticFeatures {
 impl StaticFeatures {
     /// `op_group` maps each op to its METIS group (dense ids); `dp_us` is DP-NCCL's iteration
     /// time, the time unit of every time feature.
-    pub fn new(
+    pub(crate) fn new(
         p: &Problem,
-        routes: &RouteTable,
         op_group: &[u32],
         actions: &[GroupDecision],
         dp_us: f64,
@@ -222,13 +220,13 @@ impl StaticFeatures {
         } else {
             1.0
         };
-        let max_bw = max_bandwidth(cluster, routes);
+        let max_bw = max_bandwidth(cluster);
         StaticFeatures {
             groups,
             op_raw: op_raw(p, op_group, groups, dp_us),
             dev_raw: dev_raw(cluster, max_bw),
             op_edges: op_edges(p, op_group, max_bw, dp_us),
-            dev_edges: dev_edges(cluster, routes, max_bw),
+            dev_edges: dev_edges(cluster, max_bw),
             slices: slices(cluster, actions),
             action_share: actions
                 .iter()
@@ -239,14 +237,14 @@ impl StaticFeatures {
         }
     }
 
-    pub fn groups(&self) -> usize {
+    pub(crate) fn groups(&self) -> usize {
         self.groups
     }
 
     /// The graph of a vertex: `choice` is the completed strategy (an action per op group),
     /// `decided` how many groups the vertex has decided (the next one is `decided`, if any),
     /// `feedback` the simulation of `choice`.
-    pub fn graph(&self, choice: &[u16], decided: usize, feedback: &Feedback) -> HeteroGraph {
+    pub(crate) fn graph(&self, choice: &[u16], decided: usize, feedback: &Feedback) -> HeteroGraph {
         HeteroGraph {
             op_features: self.op_nodes(choice, decided, feedback),
             dev_features: self.dev_nodes(feedback),
@@ -333,7 +331,7 @@ fn finite_or(x: f64, default: f64) -> f64 {
 }
 
 /// The fastest bandwidth between two GPUs of the cluster (intra or inter machine), B/µs.
-fn max_bandwidth(cluster: &Cluster, routes: &RouteTable) -> f64 {
+fn max_bandwidth(cluster: &Cluster) -> f64 {
     let mut best = 0.0f64;
     for g in &cluster.groups {
         if g.devices.len() > 1 && g.intra_bandwidth.is_finite() {
@@ -343,7 +341,7 @@ fn max_bandwidth(cluster: &Cluster, routes: &RouteTable) -> f64 {
     for a in &cluster.groups {
         for b in &cluster.groups {
             if a.index != b.index {
-                let bw = routes.bandwidth(a.devices[0], b.devices[0]);
+                let bw = cluster.bandwidth(a.devices[0], b.devices[0]);
                 if bw.is_finite() {
                     best = best.max(bw);
                 }
@@ -443,11 +441,7 @@ fn op_edges(
         .collect()
 }
 
-fn dev_edges(
-    cluster: &Cluster,
-    routes: &RouteTable,
-    max_bw: f64,
-) -> Vec<(usize, usize, [f32; 2], Vec<u32>)> {
+fn dev_edges(cluster: &Cluster, max_bw: f64) -> Vec<(usize, usize, [f32; 2], Vec<u32>)> {
     let mut out = Vec::new();
     for a in &cluster.groups {
         for b in &cluster.groups {
@@ -455,12 +449,12 @@ fn dev_edges(
                 continue;
             }
             let (da, db) = (a.devices[0], b.devices[0]);
-            let bw = finite_or(routes.bandwidth(da, db) / max_bw, 1.0);
+            let bw = finite_or(cluster.bandwidth(da, db) / max_bw, 1.0);
             out.push((
                 a.index,
                 b.index,
                 [bw.min(1.0) as f32, log_unit(bw)],
-                routes.links(da, db).to_vec(),
+                cluster.route_links(da, db).to_vec(),
             ));
         }
     }

@@ -10,18 +10,24 @@
 //! - [`cross_entropy`] and [`adam_step`]: one training step; the training loop is
 //!   [`crate::train`].
 
-pub mod device;
+pub(crate) mod device;
 pub mod features;
-pub mod model;
+pub(crate) mod model;
 pub mod policy;
-pub mod priors;
-pub mod training;
+pub(crate) mod priors;
+pub(crate) mod training;
 
+pub use device::cpu;
+pub use device::device_named;
 #[cfg(feature = "wgpu")]
 pub use device::gpu;
-pub use device::{cpu, device_named};
-pub use features::{Feedback, HeteroGraph, Slice, StaticFeatures};
-pub use model::{GnnConfig, GnnModel, to_vec};
+pub use features::Feedback;
+pub use features::HeteroGraph;
+pub use features::Slice;
+pub use model::GnnConfig;
+pub use model::GnnModel;
+pub use model::to_vec;
 pub use policy::GnnPolicy;
 pub use priors::VertexPriors;
-pub use training::{adam_step, cross_entropy};
+pub use training::adam_step;
+pub use training::cross_entropy;

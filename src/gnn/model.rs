@@ -57,7 +57,7 @@ impl Default for GnnConfig {
 
 impl GnnConfig {
     /// Why the configuration cannot build a model, if it cannot.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if self.width == 0 || self.heads == 0 || self.layers == 0 {
             return Err(format!(
                 "width, heads and layers must be positive: {self:?}"
@@ -75,7 +75,7 @@ impl GnnConfig {
 
 /// One relation's weights in one layer.
 #[derive(Module, Debug)]
-pub struct RelationConv {
+pub(crate) struct RelationConv {
     /// `[h_src ∘ e] (2f) → f`.
     message: Linear,
     /// `[m ∘ h_dst] (2f) → heads`.
@@ -84,7 +84,7 @@ pub struct RelationConv {
 
 /// One heterogeneous attention layer.
 #[derive(Module, Debug)]
-pub struct HeteroLayer {
+pub(crate) struct HeteroLayer {
     relations: Vec<RelationConv>,
     self_op: Linear,
     self_dev: Linear,
@@ -143,7 +143,7 @@ struct Relation {
 }
 
 /// A [`HeteroGraph`] as tensors. Relations without edges are `None`.
-pub struct GraphTensors {
+pub(crate) struct GraphTensors {
     op_x: Tensor<2>,
     dev_x: Tensor<2>,
     relations: Vec<Option<Relation>>,
@@ -154,7 +154,7 @@ fn matrix(v: &[f32], cols: usize, dev: &Device) -> Tensor<2> {
 }
 
 impl GraphTensors {
-    pub fn new(g: &HeteroGraph, dev: &Device) -> GraphTensors {
+    pub(crate) fn new(g: &HeteroGraph, dev: &Device) -> GraphTensors {
         let edges = |src: &[u32], dst: &[u32], f: &[f32]| {
             if src.is_empty() {
                 None
@@ -300,12 +300,12 @@ impl GnnModel {
     }
 
     /// The device the parameters live on.
-    pub fn device(&self) -> Device {
+    pub(crate) fn device(&self) -> Device {
         self.op_in.weight.val().device()
     }
 
     /// Op-group and device-group embeddings `(E_op [N, f], E_dev [M, f])`.
-    pub fn embed(&self, g: &GraphTensors) -> (Tensor<2>, Tensor<2>) {
+    pub(crate) fn embed(&self, g: &GraphTensors) -> (Tensor<2>, Tensor<2>) {
         let relations: Vec<Option<Relation>> = g
             .relations
             .iter()
@@ -326,7 +326,7 @@ impl GnnModel {
     }
 
     /// Log-probabilities `[A]` of the slices of op group `group`.
-    pub fn log_priors(
+    pub(crate) fn log_priors(
         &self,
         e_op: Tensor<2>,
         e_dev: Tensor<2>,
@@ -357,14 +357,14 @@ impl GnnModel {
     }
 
     /// Log-priors of `group`'s slices for a graph: embed, then decode.
-    pub fn forward(&self, g: &HeteroGraph, group: usize, slices: &[Slice]) -> Tensor<1> {
+    pub(crate) fn forward(&self, g: &HeteroGraph, group: usize, slices: &[Slice]) -> Tensor<1> {
         let t = GraphTensors::new(g, &self.device());
         let (e_op, e_dev) = self.embed(&t);
         self.log_priors(e_op, e_dev, group, slices)
     }
 
     /// The priors (probabilities) of `group`'s slices.
-    pub fn priors(&self, g: &HeteroGraph, group: usize, slices: &[Slice]) -> Vec<f32> {
+    pub(crate) fn priors(&self, g: &HeteroGraph, group: usize, slices: &[Slice]) -> Vec<f32> {
         let log = self.forward(g, group, slices);
         to_vec(log.exp())
     }

@@ -14,7 +14,8 @@ use super::features::{HeteroGraph, Slice};
 use super::model::{GnnConfig, GnnModel};
 use crate::assets;
 use crate::checksum::sha256_hex;
-use crate::error::{GnnError, Result, write_atomic};
+use crate::error::{GnnError, Result};
+use crate::io::write_atomic;
 
 /// First line of a policy file.
 const MAGIC: &str = "topoplace-gnn 2";
@@ -78,7 +79,7 @@ impl GnnPolicy {
     }
 
     /// A policy from the bytes of a policy file; `shown` names the file in errors.
-    pub fn from_bytes(bytes: &[u8], shown: &str, device: &Device) -> Result<GnnPolicy> {
+    pub(crate) fn from_bytes(bytes: &[u8], shown: &str, device: &Device) -> Result<GnnPolicy> {
         let bad = |why: String| GnnError::NotAPolicy {
             path: shown.to_string(),
             why,

@@ -2,8 +2,8 @@
 
 use super::features::{Feedback, HeteroGraph, StaticFeatures};
 use super::policy::GnnPolicy;
-use crate::cluster::RouteTable;
-use crate::evaluate::{Evaluation, Problem};
+use crate::evaluate::Evaluation;
+use crate::problem::Problem;
 use crate::strategy::GroupDecision;
 
 /// The search's view of a policy: the static part of the features for one problem and the
@@ -18,14 +18,13 @@ impl<'a> VertexPriors<'a> {
     pub fn new(
         policy: &'a GnnPolicy,
         p: &Problem,
-        routes: &RouteTable,
         op_group: &[u32],
         actions: &[GroupDecision],
         dp_us: f64,
     ) -> VertexPriors<'a> {
         VertexPriors {
             policy,
-            features: StaticFeatures::new(p, routes, op_group, actions, dp_us),
+            features: StaticFeatures::new(p, op_group, actions, dp_us),
             op_group: op_group.to_vec(),
         }
     }

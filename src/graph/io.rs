@@ -7,11 +7,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{Edge, GradientLink, Graph, Op};
-use crate::error::{Error, InputError, Result, write_atomic};
+use crate::error::{Error, InputError, Result};
+use crate::io::write_atomic;
 
 /// Marks a file as a topoplace graph.
-pub const GRAPH_FORMAT: &str = "topoplace-graph";
-pub const GRAPH_VERSION: u32 = 1;
+pub(crate) const GRAPH_FORMAT: &str = "topoplace-graph";
+pub(crate) const GRAPH_VERSION: u32 = 1;
 
 /// The file layout (see docs/file-formats.md, "Graph JSON").
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -84,7 +85,7 @@ impl GraphFile {
     }
 
     /// Resolve ids and validate. `source` names the file in errors.
-    pub fn into_graph(self, source: &str) -> Result<Graph, InputError> {
+    pub(crate) fn into_graph(self, source: &str) -> Result<Graph, InputError> {
         if self.format != GRAPH_FORMAT {
             return Err(InputError::new(
                 source,
@@ -158,7 +159,7 @@ pub fn parse_graph(text: &str, source: &str) -> Result<Graph, InputError> {
 
 pub fn load_graph(path: &Path) -> Result<Graph> {
     let source = path.display().to_string();
-    let text = crate::error::read_text_file(path)?;
+    let text = crate::io::read_text_file(path)?;
     Ok(parse_graph(&text, &source)?)
 }
 

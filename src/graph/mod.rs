@@ -9,10 +9,13 @@
 mod io;
 mod rebatch;
 mod simplify;
-pub mod topo;
+pub(crate) mod topo;
 mod validate;
 
-pub use io::{GraphFile, load_graph, parse_graph, save_graph};
+pub use io::GraphFile;
+pub use io::load_graph;
+pub use io::parse_graph;
+pub use io::save_graph;
 pub use rebatch::rebatch;
 pub use simplify::{SimplifyStats, simplify};
 
@@ -40,7 +43,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 5] = [
+    pub(crate) const ALL: [Phase; 5] = [
         Phase::Input,
         Phase::Parameter,
         Phase::Forward,
@@ -59,7 +62,7 @@ impl Phase {
     }
 
     /// Whether an op of this phase does work proportional to the batch unless told otherwise.
-    pub fn scales_with_batch_by_default(self) -> bool {
+    pub(crate) fn scales_with_batch_by_default(self) -> bool {
         matches!(self, Phase::Input | Phase::Forward | Phase::Backward)
     }
 }
@@ -127,7 +130,7 @@ pub struct ConvWindow {
 impl ConvWindow {
     /// Whether cuDNN can run the convolution with Winograd's minimal filtering: 3x3 kernels at
     /// stride 1 (cuDNN's WINOGRAD and WINOGRAD_NONFUSED algorithms, forward and both gradients).
-    pub fn winograd_eligible(&self) -> bool {
+    pub(crate) fn winograd_eligible(&self) -> bool {
         self.kernel == [3, 3] && self.stride == [1, 1]
     }
 }
@@ -164,7 +167,7 @@ impl Op {
 
     /// Whether the output has a batch dimension (an input, an activation, its gradient): a
     /// batch-split consumer takes a slice of it, a pipeline sends it per micro-batch.
-    pub fn carries_batch(&self) -> bool {
+    pub(crate) fn carries_batch(&self) -> bool {
         self.scales_with_batch() && self.split == Splittability::Concat
     }
 }
@@ -283,7 +286,7 @@ impl Graph {
 
     /// This graph's identity: no other graph built in this process has it (its clones do). Its
     /// ops and edges never change, so a cache keyed by it (and the batch size) is never stale.
-    pub fn identity(&self) -> u64 {
+    pub(crate) fn identity(&self) -> u64 {
         self.identity
     }
 
@@ -304,7 +307,7 @@ impl Graph {
     }
 
     /// Indices (into [`Graph::edges`]) of the edges leaving op `i`.
-    pub fn out_edges(&self, i: OpIdx) -> &[usize] {
+    pub(crate) fn out_edges(&self, i: OpIdx) -> &[usize] {
         let a = &self.adjacency;
         &a.out_edges[a.out_start[i]..a.out_start[i + 1]]
     }

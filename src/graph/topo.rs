@@ -19,7 +19,7 @@ fn digraph(n: usize, edges: impl IntoIterator<Item = (usize, usize)>) -> DiGraph
 
 /// The graph is not acyclic: `node` lies on a directed cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cycle {
+pub(crate) struct Cycle {
     pub node: usize,
 }
 
@@ -27,7 +27,7 @@ pub struct Cycle {
 /// lower to a higher index (every model the zoo builds and the exporters write: ops come in
 /// execution order) the order is the index order itself, so orders do not depend on how a
 /// sort breaks ties; otherwise petgraph's depth-first order.
-pub fn topological_order<E>(n: usize, edges: E) -> Result<Vec<usize>, Cycle>
+pub(crate) fn topological_order<E>(n: usize, edges: E) -> Result<Vec<usize>, Cycle>
 where
     E: IntoIterator<Item = (usize, usize)> + Clone,
 {
@@ -42,7 +42,7 @@ where
 }
 
 /// Whether the graph has no directed cycle.
-pub fn is_acyclic<E>(n: usize, edges: E) -> bool
+pub(crate) fn is_acyclic<E>(n: usize, edges: E) -> bool
 where
     E: IntoIterator<Item = (usize, usize)> + Clone,
 {
@@ -51,7 +51,7 @@ where
 
 /// A directed cycle through `node` (first and last element `node`), if there is one: the
 /// shortest way back from one of its successors, found by A* with unit edge costs.
-pub fn cycle_through(
+pub(crate) fn cycle_through(
     n: usize,
     edges: impl IntoIterator<Item = (usize, usize)>,
     node: usize,
@@ -70,7 +70,7 @@ pub fn cycle_through(
 
 /// `reach[i][j]`: a path of one or more edges leads from `i` to `j` in the acyclic graph whose
 /// topological order is `order` (the transitive closure, by petgraph's `tred`).
-pub fn reachability(
+pub(crate) fn reachability(
     n: usize,
     edges: impl IntoIterator<Item = (usize, usize)>,
     order: &[usize],

@@ -20,7 +20,7 @@ pub fn contiguous_chunks(graph: &Graph, weights: &[f64], k: usize) -> Result<Gro
 /// `ops` (in topological order) cut into at most `parts` consecutive chunks of balanced
 /// `weights` (indexed by op; missing weights count as zero); `result[i]` is the chunk of
 /// `ops[i]`. Without any weight, the op counts are balanced instead.
-pub fn balanced_chunks(ops: &[OpIdx], weights: &[f64], parts: usize) -> Vec<u32> {
+pub(crate) fn balanced_chunks(ops: &[OpIdx], weights: &[f64], parts: usize) -> Vec<u32> {
     let parts = parts.clamp(1, ops.len().max(1));
     let weight = |op: OpIdx| weights.get(op).copied().unwrap_or(0.0);
     let total: f64 = ops.iter().map(|&op| weight(op)).sum();

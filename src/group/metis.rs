@@ -27,8 +27,6 @@ use super::Grouping;
 use crate::error::{MetisError, Result};
 use crate::graph::{Graph, OpIdx};
 
-/// TAG's default number of groups.
-pub const DEFAULT_K: usize = 60;
 /// TAG's balance factor: the heaviest group may weigh up to twice the mean.
 pub const BALANCE_FACTOR: f64 = 2.0;
 /// Held while METIS runs (see [`metis_partition`]).
@@ -38,14 +36,14 @@ const WEIGHT_SCALE_TOTAL: f64 = 1e8;
 
 /// An undirected graph in METIS's compressed form (CSR), with integer weights.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct MetisGraph {
+pub(crate) struct MetisGraph {
     pub xadj: Vec<Idx>,
     pub adjncy: Vec<Idx>,
     pub vwgt: Vec<Idx>,
     pub adjwgt: Vec<Idx>,
 }
 
-/// TAG grouping: METIS k-way on the whole graph. `k` defaults to [`DEFAULT_K`] at the CLI.
+/// TAG grouping: METIS k-way on the whole graph. TAG uses 60 groups (the search's `DEFAULT_GROUPS`).
 pub fn metis(graph: &Graph, weights: &[f64], k: usize, seed: u64) -> Result<Grouping> {
     let all: Vec<OpIdx> = (0..graph.len()).collect();
     let parts = partition_ops(graph, weights, &all, balanced_group_limit(weights, k), seed)?;
@@ -56,7 +54,7 @@ pub fn metis(graph: &Graph, weights: &[f64], k: usize, seed: u64) -> Result<Grou
 /// heaviest op weighs at least that op, so when it exceeds the factor times the mean of `k`
 /// groups (a vocabulary projection, a large convolution) no `k`-way split is balanced; fewer
 /// groups are: the most groups whose mean is at least the heaviest op over the factor.
-pub fn balanced_group_limit(weights: &[f64], k: usize) -> usize {
+pub(crate) fn balanced_group_limit(weights: &[f64], k: usize) -> usize {
     let total: f64 = weights.iter().sum();
     let heaviest = weights.iter().copied().fold(0.0, f64::max);
     if heaviest <= 0.0 {
@@ -90,7 +88,7 @@ pub fn partition_ops(
 /// Like [`partition_ops`], balancing memory (`memory[op]` bytes) as a second constraint beside
 /// compute: model parallelism splits a group across devices to fit memory (TAG §4.2), so both
 /// must be balanced.
-pub fn partition_ops_with_memory(
+pub(crate) fn partition_ops_with_memory(
     graph: &Graph,
     weights: &[f64],
     memory: &[f64],
@@ -128,7 +126,7 @@ fn partition_csr(mg: &MetisGraph, n: usize, k: usize, seed: u64) -> Result<Vec<u
 }
 
 /// Build the METIS input for the ops in `ops` (local index = position in `ops`).
-pub fn undirected_csr(graph: &Graph, weights: &[f64], ops: &[OpIdx]) -> MetisGraph {
+pub(crate) fn undirected_csr(graph: &Graph, weights: &[f64], ops: &[OpIdx]) -> MetisGraph {
     let mut local = vec![usize::MAX; graph.len()];
     for (i, &op) in ops.iter().enumerate() {
         local[op] = i;
@@ -193,7 +191,7 @@ fn to_idx(value: f64, scale: f64) -> Idx {
 
 /// METIS k-way with TAG's balance factor on a CSR graph of `n` vertices; returns the part of
 /// each vertex (raw METIS part ids, possibly with empty parts). `k` is clamped to `1..=n`.
-pub fn metis_partition(
+pub(crate) fn metis_partition(
     n: usize,
     xadj: &[Idx],
     adjncy: &[Idx],

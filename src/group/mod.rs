@@ -37,17 +37,23 @@
 //! - METIS: weights are scaled to integers; METIS calls are serialised for reproducibility.
 
 pub mod celeritas;
-pub mod chunks;
+pub(crate) mod chunks;
 mod coarse;
 pub mod metis;
 pub mod moirai;
 pub mod quickp;
 
-pub use celeritas::{CeleritasOptions, celeritas};
+pub use celeritas::CeleritasOptions;
+pub use celeritas::celeritas;
 pub use chunks::contiguous_chunks;
-pub use metis::{metis, metis_partition};
-pub use moirai::{FusionRule, MoiraiOptions, default_rules, moirai, moirai_with};
-pub use quickp::{QuickpOptions, QuickpResult, quickp};
+pub use metis::metis;
+pub use moirai::FusionRule;
+pub use moirai::MoiraiOptions;
+pub use moirai::default_rules;
+pub use moirai::moirai;
+pub use moirai::moirai_with;
+pub use quickp::QuickpOptions;
+pub use quickp::quickp;
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -158,7 +164,7 @@ impl Grouping {
     }
 
     /// [`Grouping::from_assignment`] with an explicit bandwidth (bytes/µs) for the CCR figures.
-    pub fn from_assignment_with_bandwidth(
+    pub(crate) fn from_assignment_with_bandwidth(
         graph: &Graph,
         weights: &[f64],
         method: &str,

@@ -51,7 +51,7 @@ pub struct FusionRule {
 }
 
 impl FusionRule {
-    pub fn new(pattern: &[&str]) -> FusionRule {
+    pub(crate) fn new(pattern: &[&str]) -> FusionRule {
         FusionRule {
             pattern: pattern.iter().map(|s| s.to_string()).collect(),
         }

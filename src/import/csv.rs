@@ -13,7 +13,7 @@ use crate::error::{InputError, Result, check_non_negative};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
 /// Prefix of the per-device measured-time columns of ops.csv.
-pub const TIME_PREFIX: &str = "time_us:";
+pub(crate) const TIME_PREFIX: &str = "time_us:";
 
 const OPS_REQUIRED: &[&str] = &["id", "name", "op_type", "phase"];
 const OPS_OPTIONAL: &[&str] = &[
@@ -28,7 +28,7 @@ const OPS_OPTIONAL: &[&str] = &[
 
 /// Read the CSV layout from a directory, or from the path of one of its files (`ops.csv` or a
 /// sibling: `edges.csv`/`gradients.csv` mean the `ops.csv` next to them).
-pub fn import_csv(path: &Path) -> Result<Graph> {
+pub(crate) fn import_csv(path: &Path) -> Result<Graph> {
     let (dir, ops_path) = locate(path);
     let ops_file = Table::read(&ops_path)?;
     let edges_file = Table::read(&dir.join("edges.csv"))?;
@@ -103,7 +103,7 @@ struct Table {
 impl Table {
     fn read(path: &Path) -> Result<Table> {
         let source = path.display().to_string();
-        Ok(Table::parse(&crate::error::read_text_file(path)?, &source)?)
+        Ok(Table::parse(&crate::io::read_text_file(path)?, &source)?)
     }
 
     /// `# key=value` lines before the header are directives; other `#` lines and blank lines

@@ -15,15 +15,21 @@ mod csv;
 mod quickp;
 mod torch;
 
-pub use quickp::{QUICKP_DEVICE, import_quickp, parse_quickp};
-pub use torch::{TorchExport, TorchMeta, flops_estimated_warning, import_torch, parse_torch};
+pub use quickp::QUICKP_DEVICE;
+pub(crate) use quickp::import_quickp;
+pub use quickp::parse_quickp;
+pub use torch::TorchExport;
+pub use torch::flops_estimated_warning;
+pub use torch::import_torch;
+pub use torch::parse_torch;
 
-pub use self::csv::import_csv;
+pub(crate) use self::csv::import_csv;
 
 use std::path::Path;
 
-use crate::error::{InputError, Result, read_text_file};
+use crate::error::{InputError, Result};
 use crate::graph::{Graph, parse_graph};
+use crate::io::read_text_file;
 
 /// Which reader a file needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

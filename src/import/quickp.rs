@@ -147,11 +147,11 @@ struct Link {
 }
 
 /// Read a QuickP node-link file (optionally gzipped).
-pub fn import_quickp(path: &Path) -> Result<Graph> {
+pub(crate) fn import_quickp(path: &Path) -> Result<Graph> {
     let source = path.display().to_string();
     let name = graph_name(path);
     Ok(parse_quickp(
-        &crate::error::read_text_file(path)?,
+        &crate::io::read_text_file(path)?,
         &source,
         &name,
     )?)

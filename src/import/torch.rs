@@ -40,7 +40,7 @@ pub struct TorchExport {
 /// Read a torch export (optionally gzipped).
 pub fn import_torch(path: &Path) -> Result<TorchExport> {
     let source = path.display().to_string();
-    Ok(parse_torch(&crate::error::read_text_file(path)?, &source)?)
+    Ok(parse_torch(&crate::io::read_text_file(path)?, &source)?)
 }
 
 /// Parse a torch export; `source` names it in errors.

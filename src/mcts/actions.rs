@@ -9,7 +9,7 @@ use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOp
 /// Sets of device groups an action may use. Up to [`FULL_SUBSETS_UP_TO`] device groups: every
 /// non-empty subset. Beyond, the (2^M − 1) subsets are too many, so the search is restricted to
 /// one or two device groups, each machine's device groups, and all of them.
-pub fn device_group_sets(cluster: &Cluster) -> Vec<Vec<usize>> {
+pub(crate) fn device_group_sets(cluster: &Cluster) -> Vec<Vec<usize>> {
     let m = cluster.groups.len();
     if m <= FULL_SUBSETS_UP_TO {
         return (1u32..(1 << m))

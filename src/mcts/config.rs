@@ -5,7 +5,7 @@ use super::noise::RootNoise;
 /// TAG's default number of op groups.
 pub const DEFAULT_GROUPS: usize = 60;
 /// Clusters with at most this many device groups get every subset as an action.
-pub const FULL_SUBSETS_UP_TO: usize = 8;
+pub(crate) const FULL_SUBSETS_UP_TO: usize = 8;
 
 /// Simulations the polishing local search may make from each start by default: enough for it to
 /// reach a local optimum on most TAG instances (measured: 130–1,850 from dp-subset), bounded so

@@ -17,7 +17,7 @@ impl Mcts<'_> {
     /// search's actions; a start with one decision for the whole model (data parallelism over
     /// the best subset) is that action in every group. A start the space does not express (a
     /// list scheduler's per-op placement) has none.
-    pub fn result_path(&self, found: &SearchResult) -> Option<Vec<u16>> {
+    pub(crate) fn result_path(&self, found: &SearchResult) -> Option<Vec<u16>> {
         let action = |d| self.actions().iter().position(|a| a == d).map(|a| a as u16);
         match found.decisions.len() {
             n if n == self.groups() => found.decisions.iter().map(action).collect(),
@@ -28,7 +28,7 @@ impl Mcts<'_> {
 
     /// A one-hot target at each vertex on `path` (the vertex `path[..i]` takes action
     /// `path[i]`), with the GNN input the search would score that vertex from. Needs a policy.
-    pub fn path_targets(&self, path: &[u16]) -> Result<Vec<VertexTarget>> {
+    pub(crate) fn path_targets(&self, path: &[u16]) -> Result<Vec<VertexTarget>> {
         (0..path.len())
             .into_par_iter()
             .map(|depth| self.vertex_target(&path[..depth], vec![(path[depth], 1)]))

@@ -95,7 +95,7 @@ impl Mcts<'_> {
                 (Placement::plain(s, ""), e, Some(p.choice))
             }
             Finish::Fixed(placement, _) => {
-                let e = evaluate(&self.problem, &self.routes, &placement)?;
+                let e = evaluate(&self.problem, &placement)?;
                 (placement, e, None)
             }
         };
@@ -156,7 +156,7 @@ impl Mcts<'_> {
         }
         let mut sfb = placement.clone();
         sfb.strategy.sfb_duplicated = duplicated;
-        let e = evaluate(p, &self.routes, &sfb)?;
+        let e = evaluate(p, &sfb)?;
         let before = outcome_of(&evaluation, strategy.allreduce);
         if outcome_of(&e, strategy.allreduce).better_than(&before) {
             Ok((sfb, e))

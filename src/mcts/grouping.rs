@@ -3,8 +3,8 @@
 
 use super::config::GroupOrder;
 use crate::error::Result;
-use crate::evaluate::Problem;
 use crate::group::{metis::metis, op_weights, reference_gpu};
+use crate::problem::Problem;
 
 /// METIS op groups (at most `k`, fewer on small graphs), renumbered by descending compute.
 pub fn metis_groups(p: &Problem, k: usize, seed: u64) -> Result<Vec<u32>> {
@@ -37,7 +37,7 @@ fn impact_weights(p: &Problem, mut weights: Vec<f64>) -> Vec<f64> {
 }
 
 /// Renumber groups so group 0 has the most compute (ties: lower old id first).
-pub fn order_by_compute(op_group: &[u32], weights: &[f64]) -> Vec<u32> {
+pub(crate) fn order_by_compute(op_group: &[u32], weights: &[f64]) -> Vec<u32> {
     let n = op_group.iter().map(|&g| g as usize + 1).max().unwrap_or(0);
     let mut compute = vec![0.0; n];
     for (op, &g) in op_group.iter().enumerate() {

@@ -32,7 +32,7 @@ impl Mcts<'_> {
         other_split: &[usize],
     ) -> Result<(Strategy, Evaluation)> {
         let placement = self.placement_of(choice, packing, split, other_split)?;
-        let e = evaluate(&self.problem, &self.routes, &placement)?;
+        let e = evaluate(&self.problem, &placement)?;
         Ok((placement.strategy, e))
     }
 
@@ -77,7 +77,7 @@ impl Mcts<'_> {
                 .as_ref()
                 .map_or(f64::INFINITY, |(b, _)| limit_to_beat(b.time_us, b.fits));
             placement.strategy.allreduce = packing;
-            let within = evaluate_within(&self.problem, &self.routes, &placement, limit_us)?;
+            let within = evaluate_within(&self.problem, &placement, limit_us)?;
             let Some(e) = within else { continue };
             let o = outcome_of(&e, packing);
             if best.as_ref().is_none_or(|(b, _)| o.better_than(b)) {
@@ -92,7 +92,7 @@ impl Mcts<'_> {
     /// A polish point's outcome, or `None` once its simulation passes `limit_us`.
     pub(super) fn timed_within(&self, p: &Point, limit_us: f64) -> Result<Option<Outcome>> {
         let placement = self.placement_of(&p.choice, p.packing, p.split, &p.other_split)?;
-        let within = timing_within(&self.problem, &self.routes, &placement, limit_us)?;
+        let within = timing_within(&self.problem, &placement, limit_us)?;
         Ok(within.map(|t| Outcome {
             time_us: t.iteration_us,
             fits: t.fits,

@@ -30,30 +30,42 @@
 //!   machine.
 
 pub mod actions;
-pub mod config;
-pub mod expert;
-pub mod finish;
-pub mod grouping;
+pub(crate) mod config;
+pub(crate) mod expert;
+pub(crate) mod finish;
+pub(crate) mod grouping;
 mod known;
-pub mod measure;
+pub(crate) mod measure;
 pub mod noise;
-pub mod pipelines;
-pub mod polish;
-pub mod reserve;
-pub mod result;
+pub(crate) mod pipelines;
+pub(crate) mod polish;
+pub(crate) mod reserve;
+pub(crate) mod result;
 pub mod search;
-pub mod seeds;
+pub(crate) mod seeds;
 pub mod start_graph;
-pub mod tree;
+pub(crate) mod tree;
 
-pub use actions::{PACKINGS, Shares, actions, build_strategy, device_group_sets};
-pub use config::{
-    DEFAULT_GROUPS, DEFAULT_POLISH, FULL_SUBSETS_UP_TO, GroupOrder, MctsConfig, PIPELINE_LEAVES,
-    SearchSplit,
-};
-pub use grouping::{metis_groups, order_by_compute, ordered_groups};
+pub use actions::PACKINGS;
+pub use actions::Shares;
+pub use actions::actions;
+pub use actions::build_strategy;
+pub use config::DEFAULT_GROUPS;
+pub use config::DEFAULT_POLISH;
+pub use config::GroupOrder;
+pub use config::MctsConfig;
+pub use config::PIPELINE_LEAVES;
+pub use config::SearchSplit;
+pub use grouping::metis_groups;
+pub use grouping::ordered_groups;
 pub use noise::RootNoise;
-pub use result::{Progress, SearchResult, VertexTarget};
-pub use search::{KnownPlacement, Mcts, Starts, search, search_from, search_with};
+pub(crate) use result::Progress;
+pub use result::SearchResult;
+pub use search::Mcts;
+pub use search::Starts;
+pub use search::search;
+pub use search::search_from;
+pub use search::search_with;
 pub use seeds::lift_priors;
-pub use start_graph::{StartGraph, start_graph};
+pub use start_graph::StartGraph;
+pub use start_graph::start_graph;

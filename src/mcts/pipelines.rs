@@ -28,7 +28,7 @@ use crate::pipeline_plan::PipelineFrames;
 use crate::strategy::AllReducePacking;
 
 /// A pipeline leaf past this many times the fastest fitting frame is given up.
-pub const GIVE_UP_PAST: f64 = 1.5;
+pub(crate) const GIVE_UP_PAST: f64 = 1.5;
 
 impl Mcts<'_> {
     /// Search `frames` too, up to `config.pipeline_leaves` new pipeline leaves: one more root
@@ -38,7 +38,7 @@ impl Mcts<'_> {
             return;
         }
         let edges = self.actions.len() + frames.len();
-        self.nodes[0].edges.resize(edges, Edge::default());
+        self.tree.nodes[0].edges.resize(edges, Edge::default());
         self.frames = Some(frames);
     }
 
@@ -133,7 +133,7 @@ impl Mcts<'_> {
             .filter(|&(_, fits)| fits)
             .map(|(t, _)| GIVE_UP_PAST * t)
             .fold(f64::INFINITY, f64::min);
-        let timing = timing_within(&self.problem, &self.routes, &placement, limit_us)?;
+        let timing = timing_within(&self.problem, &placement, limit_us)?;
         Ok(match timing {
             Some(t) => Outcome {
                 time_us: t.iteration_us,
@@ -189,7 +189,7 @@ impl Mcts<'_> {
             })
             .map(|path| path[0])
             .collect();
-        if let Some(priors) = self.nodes[0].priors.as_mut() {
+        if let Some(priors) = self.tree.nodes[0].priors.as_mut() {
             super::lift_priors(priors, &faster);
         }
         Ok(())

@@ -150,7 +150,7 @@ impl Mcts<'_> {
         let (dp, mut simulated) = match &self.data_parallel {
             Some(known) => (known.clone(), 0),
             None => {
-                let dp = best_data_parallel(&self.problem, &self.routes)?;
+                let dp = best_data_parallel(&self.problem)?;
                 let outcome = Outcome {
                     time_us: dp.time_us,
                     fits: dp.fits,
@@ -314,7 +314,7 @@ impl Mcts<'_> {
     }
 
     fn outcome_of_placement(&self, placement: &Placement) -> Result<Outcome> {
-        let e = evaluate(&self.problem, &self.routes, placement)?;
+        let e = evaluate(&self.problem, placement)?;
         Ok(Outcome {
             time_us: e.report.iteration_us,
             fits: e.result.oom.is_empty(),

@@ -11,23 +11,23 @@ use std::time::{Duration, Instant};
 
 /// The longest of the durations recorded so far (shared between threads).
 #[derive(Debug, Default)]
-pub struct Longest(AtomicU64);
+pub(crate) struct Longest(AtomicU64);
 
 impl Longest {
-    pub fn record(&self, d: Duration) {
+    pub(crate) fn record(&self, d: Duration) {
         let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         self.0.fetch_max(nanos, Ordering::Relaxed);
     }
 
     /// Run `work` and record how long it took.
-    pub fn timed<T>(&self, work: impl FnOnce() -> T) -> T {
+    pub(crate) fn timed<T>(&self, work: impl FnOnce() -> T) -> T {
         let started = Instant::now();
         let out = work();
         self.record(started.elapsed());
         out
     }
 
-    pub fn get(&self) -> Duration {
+    pub(crate) fn get(&self) -> Duration {
         Duration::from_nanos(self.0.load(Ordering::Relaxed))
     }
 }
@@ -39,7 +39,7 @@ fn rounds_of(simulations: usize) -> u32 {
 }
 
 /// Whether work taking `needed` and started now would end past `deadline` (never, without one).
-pub fn no_room_for(deadline: Option<Instant>, needed: Duration) -> bool {
+pub(crate) fn no_room_for(deadline: Option<Instant>, needed: Duration) -> bool {
     deadline.is_some_and(|d| {
         Instant::now()
             .checked_add(needed)
@@ -48,14 +48,14 @@ pub fn no_room_for(deadline: Option<Instant>, needed: Duration) -> bool {
 }
 
 /// `per_round` times the rounds `simulations` take side by side ([`rounds_of`]), saturating.
-pub fn time_for(per_round: Duration, simulations: usize) -> Duration {
+pub(crate) fn time_for(per_round: Duration, simulations: usize) -> Duration {
     per_round
         .checked_mul(rounds_of(simulations))
         .unwrap_or(Duration::MAX)
 }
 
 /// `deadline` brought forward by `kept_back` (what must still run after the work it bounds).
-pub fn kept_back(deadline: Option<Instant>, kept_back: Duration) -> Option<Instant> {
+pub(crate) fn kept_back(deadline: Option<Instant>, kept_back: Duration) -> Option<Instant> {
     deadline.map(|d| d.checked_sub(kept_back).unwrap_or(d))
 }
 

@@ -46,7 +46,7 @@ impl SearchResult {
     }
 
     /// `T_DP / T − 1` over DP-NCCL; −1 when the strategy does not fit (the search's reward).
-    pub fn speedup_over_dp(&self) -> f64 {
+    pub(crate) fn speedup_over_dp(&self) -> f64 {
         if self.fits {
             self.dp_us / self.iteration_us() - 1.0
         } else {
@@ -54,7 +54,7 @@ impl SearchResult {
         }
     }
 
-    pub fn iterations_per_second(&self) -> f64 {
+    pub(crate) fn iterations_per_second(&self) -> f64 {
         self.iterations as f64 / self.seconds.max(1e-9)
     }
 }

@@ -15,23 +15,22 @@ use super::grouping::{group_neighbours, ordered_groups};
 use super::known::Known;
 use super::reserve::{Longest, time_for};
 use super::result::{Progress, SearchResult, VertexTarget};
-use super::tree::{NO_CHILD, Node, Outcome};
-use crate::cluster::RouteTable;
+use super::tree::{NO_CHILD, Node, Outcome, Tree};
 use crate::error::{Result, SearchError};
-use crate::evaluate::{Placement, Problem};
+use crate::evaluate::Placement;
 use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
 use crate::pipeline_plan::PipelineFrames;
+use crate::problem::Problem;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption};
 
 /// The search state: tree, evaluation cache and best strategy so far.
 pub struct Mcts<'a> {
     pub(super) problem: Problem<'a>,
-    pub(super) routes: RouteTable,
     pub(super) op_group: Vec<u32>,
     pub(super) groups: usize,
     pub(super) actions: Vec<GroupDecision>,
     pub(super) config: MctsConfig,
-    pub(super) nodes: Vec<Node>,
+    pub(super) tree: Tree,
     pub(super) cache: HashMap<Vec<u16>, Outcome>,
     pub(super) rng: StdRng,
     pub(super) dp: Outcome,
@@ -39,8 +38,6 @@ pub struct Mcts<'a> {
     pub(super) best: Option<(Vec<u16>, Outcome)>,
     pub(super) beat_dp_at: Option<usize>,
     pub(super) iterations: usize,
-    /// Lowest and highest reward backed up (DP-NCCL's 0 included).
-    pub(super) reward_range: (f64, f64),
     /// The GNN that gives new vertices their priors, if any.
     pub(super) policy: Option<VertexPriors<'a>>,
     /// Runtime feedback of each simulated complete choice (only with a policy).
@@ -90,11 +87,10 @@ impl<'a> Mcts<'a> {
         let single_group_allreduce =
             single_group_actions(problem.cluster, &actions, ReplicationOption::AllReduce);
         let mut search = Mcts {
-            routes: RouteTable::new(problem.cluster),
             problem,
             op_group,
             groups,
-            nodes: vec![Node::new(actions.len())],
+            tree: Tree::new(actions.len()),
             actions,
             cache: HashMap::new(),
             rng: StdRng::seed_from_u64(config.seed),
@@ -107,7 +103,6 @@ impl<'a> Mcts<'a> {
             best: None,
             beat_dp_at: None,
             iterations: 0,
-            reward_range: (0.0, 0.0),
             policy: None,
             feedback: HashMap::new(),
             pending: Vec::new(),
@@ -138,17 +133,21 @@ impl<'a> Mcts<'a> {
         search.cache.insert(dp_choice.clone(), start);
         search.record(&dp_choice, start);
         let reward = search.reward(start);
-        search.reward_range = (reward.min(0.0), reward.max(0.0));
-        search.nodes[0].edges[0].virtual_visits = 1;
-        search.nodes[0].edges[0].child = 1;
-        search.nodes.push(Node::new(search.actions.len()));
-        search.backup(&[0], reward);
+        search.tree.note_reward(reward);
+        search.tree.nodes[0].edges[0].virtual_visits = 1;
+        search.tree.nodes[0].edges[0].child = 1;
+        search.tree.nodes.push(Node::new(search.actions.len()));
+        search.tree.backup(&[0], reward);
         Ok(search)
     }
 
     /// A search over `groups` METIS op groups of `problem`, numbered in `config`'s group order
     /// (METIS seeded by `config.seed`): the grouping every search of the crate starts from.
-    pub fn grouped(problem: Problem<'a>, groups: usize, config: MctsConfig) -> Result<Mcts<'a>> {
+    pub(crate) fn grouped(
+        problem: Problem<'a>,
+        groups: usize,
+        config: MctsConfig,
+    ) -> Result<Mcts<'a>> {
         let began = Instant::now();
         let op_group = ordered_groups(&problem, groups, config.seed, config.group_order)?;
         let mut search = Mcts::new(problem, op_group, config)?;
@@ -178,7 +177,7 @@ impl<'a> Mcts<'a> {
 
     /// Also polish from `starts` after the tree (the cheap heuristics' placements, say), and
     /// return one of them when nothing found is faster: the search then never loses to them.
-    pub fn with_starts(mut self, starts: Starts) -> Mcts<'a> {
+    pub(crate) fn with_starts(mut self, starts: Starts) -> Mcts<'a> {
         let known = starts.known.into_iter().map(|(placement, time_us, fits)| {
             let packing = placement.strategy.allreduce;
             let outcome = Outcome {
@@ -202,7 +201,7 @@ impl<'a> Mcts<'a> {
 
     /// `dp-subset`'s placement with its simulated time and fit, when the caller has run it, so the
     /// polish need not search the device-group subsets again.
-    pub fn with_data_parallel(
+    pub(crate) fn with_data_parallel(
         mut self,
         placement: Placement,
         time_us: f64,
@@ -226,7 +225,6 @@ impl<'a> Mcts<'a> {
         self.policy = Some(VertexPriors::new(
             policy,
             &self.problem,
-            &self.routes,
             &self.op_group,
             &self.actions,
             self.dp.time_us,
@@ -241,7 +239,7 @@ impl<'a> Mcts<'a> {
     }
 
     /// DP-NCCL's simulated iteration time, µs: the reward's reference.
-    pub fn dp_us(&self) -> f64 {
+    pub(crate) fn dp_us(&self) -> f64 {
         self.dp.time_us
     }
 
@@ -261,7 +259,11 @@ impl<'a> Mcts<'a> {
     /// A training target for the vertex `path` from outside the tree (a teacher's decision):
     /// the GNN input the search would score that vertex from (its completion, simulated for
     /// the runtime feedback) and `visits` as its distribution. Needs a policy.
-    pub fn vertex_target(&self, path: &[u16], visits: Vec<(u16, u32)>) -> Result<VertexTarget> {
+    pub(crate) fn vertex_target(
+        &self,
+        path: &[u16],
+        visits: Vec<(u16, u32)>,
+    ) -> Result<VertexTarget> {
         let Some(policy) = self.policy.as_ref() else {
             return Err(SearchError::TargetsNeedPolicy.into());
         };
@@ -276,7 +278,7 @@ impl<'a> Mcts<'a> {
 
     /// The priors of the root's actions (`None`: uniform).
     pub fn root_priors(&self) -> Option<&[f64]> {
-        self.nodes[0].priors.as_deref()
+        self.tree.nodes[0].priors.as_deref()
     }
 
     /// Give every pending vertex the policy's priors for its next op group (in parallel).
@@ -299,8 +301,8 @@ impl<'a> Mcts<'a> {
                 Some(noise) if node == 0 => noise.apply(&p, &mut self.rng),
                 _ => p,
             };
-            let p = with_uniform_tail(p, self.nodes[node].edges.len());
-            self.nodes[node].priors = Some(p);
+            let p = with_uniform_tail(p, self.tree.nodes[node].edges.len());
+            self.tree.nodes[node].priors = Some(p);
         }
     }
 
@@ -342,7 +344,7 @@ impl<'a> Mcts<'a> {
         let mut out = Vec::new();
         let mut stack = vec![(0usize, Vec::<u16>::new())];
         while let Some((node, path)) = stack.pop() {
-            let edges = &self.nodes[node].edges;
+            let edges = &self.tree.nodes[node].edges;
             let total: u32 = edges.iter().map(|e| e.visits).sum();
             if total < min_visits || path.len() >= self.groups || self.frame_of(&path).is_some() {
                 continue;
@@ -455,13 +457,71 @@ impl<'a> Mcts<'a> {
             self.iterations += 1;
             self.record(c, outcome);
             let reward = self.reward(outcome);
-            self.reward_range = (
-                self.reward_range.0.min(reward),
-                self.reward_range.1.max(reward),
-            );
-            self.backup(path, reward);
+            self.tree.note_reward(reward);
+            self.tree.backup(path, reward);
         }
         Ok(())
+    }
+
+    /// Walk down by PUCT, adding virtual visits, until an edge with no child (expanded here)
+    /// or a complete strategy (a pipeline's leaf spends one of the pipeline leaves left).
+    pub(super) fn select(&mut self) -> Vec<u16> {
+        let path = self.walk_down();
+        self.spend_pipeline_leaf(&path);
+        path
+    }
+
+    fn walk_down(&mut self) -> Vec<u16> {
+        let mut path = Vec::new();
+        let mut node = 0usize;
+        let mut parent_q = self.tree.root_q();
+        while path.is_empty() || path.len() < self.depth_of(&path) {
+            let a = self.pick(node, parent_q);
+            path.push(a as u16);
+            let Some(child) = self.enter(node, &path) else {
+                break;
+            };
+            let edge = &self.tree.nodes[node].edges[a];
+            if edge.visits > 0 {
+                parent_q = edge.total / edge.visits as f64;
+            }
+            node = child;
+        }
+        path
+    }
+
+    /// The PUCT argmax at `node` ([`Tree::pick`]); the root's pipeline frames are closed once
+    /// no pipeline leaf is left.
+    pub(super) fn pick(&mut self, node: usize, parent_q: f64) -> usize {
+        let open = if node == 0 && !self.pipelines_open() {
+            self.actions.len()
+        } else {
+            self.tree.nodes[node].edges.len()
+        };
+        let exploration = self.config.exploration;
+        self.tree
+            .pick(node, parent_q, open, exploration, &mut self.rng)
+    }
+
+    /// Take the edge of `path`'s last action out of `node` (one virtual visit); its child when it
+    /// had one, else `None` after creating it (a new vertex, waiting for priors).
+    pub(super) fn enter(&mut self, node: usize, path: &[u16]) -> Option<usize> {
+        let a = *path.last().expect("a path of at least one action") as usize;
+        let edge = &mut self.tree.nodes[node].edges[a];
+        edge.virtual_visits += 1;
+        if edge.child != NO_CHILD {
+            return Some(edge.child as usize);
+        }
+        let child = self.tree.nodes.len() as u32;
+        self.tree.nodes[node].edges[a].child = child;
+        let mut vertex = Node::new(self.edges_below(path));
+        vertex.priors = self.pipeline_priors(path);
+        vertex.first_by_prior = vertex.priors.is_some();
+        self.tree.nodes.push(vertex);
+        if self.policy.is_some() {
+            self.pending.push((child as usize, path.to_vec()));
+        }
+        None
     }
 
     /// Undecided groups take the first group's decision (TAG footnote 2); a pipeline's
@@ -516,7 +576,7 @@ pub fn search_with(
 }
 
 /// A placement with its simulated time (µs) and fit.
-pub type KnownPlacement = (Placement, f64, bool);
+pub(crate) type KnownPlacement = (Placement, f64, bool);
 
 /// The placements a search polishes from besides the tree's best ([`Mcts::with_starts`]).
 #[derive(Default)]

@@ -48,7 +48,7 @@ impl Mcts<'_> {
                 seed.fits && seed.better_than(&start)
             })
             .collect();
-        if let Some(priors) = self.nodes[0].priors.as_mut() {
+        if let Some(priors) = self.tree.nodes[0].priors.as_mut() {
             lift_priors(priors, &faster);
         }
         Ok(())

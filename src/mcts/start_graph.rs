@@ -6,8 +6,8 @@ use super::config::MctsConfig;
 use super::grouping::metis_groups;
 use super::search::Mcts;
 use crate::error::Result;
-use crate::evaluate::Problem;
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
+use crate::problem::Problem;
 
 /// The root's graph with the slices of the cluster's actions.
 pub struct StartGraph {

@@ -1,8 +1,9 @@
-//! The search tree: vertices, their action edges, and the outcome of a simulated leaf.
+//! The search tree: vertices, their action edges and statistics, PUCT selection at a vertex,
+//! the backup of a reward, and the outcome of a simulated leaf.
 
 use rand::RngExt;
+use rand::rngs::StdRng;
 
-use super::search::Mcts;
 use crate::evaluate::beats;
 use crate::strategy::AllReducePacking;
 
@@ -67,54 +68,28 @@ impl Outcome {
     }
 }
 
-/// PUCT selection with virtual loss, and the backup of a leaf's reward.
-impl Mcts<'_> {
-    /// Walk down by PUCT, adding virtual visits, until an edge with no child (expanded here)
-    /// or a complete strategy (a pipeline's leaf spends one of the pipeline leaves left).
-    pub(super) fn select(&mut self) -> Vec<u16> {
-        let path = self.walk_down();
-        self.spend_pipeline_leaf(&path);
-        path
+/// The vertices (the root first) and the range of the rewards backed up through them.
+pub(super) struct Tree {
+    pub(super) nodes: Vec<Node>,
+    /// Lowest and highest reward backed up (DP-NCCL's 0 included).
+    pub(super) reward_range: (f64, f64),
+}
+
+impl Tree {
+    /// A root with `actions` edges and nothing backed up.
+    pub(super) fn new(actions: usize) -> Tree {
+        Tree {
+            nodes: vec![Node::new(actions)],
+            reward_range: (0.0, 0.0),
+        }
     }
 
-    fn walk_down(&mut self) -> Vec<u16> {
-        let mut path = Vec::new();
-        let mut node = 0usize;
-        let mut parent_q = self.root_q();
-        while path.is_empty() || path.len() < self.depth_of(&path) {
-            let a = self.pick(node, parent_q);
-            path.push(a as u16);
-            let Some(child) = self.enter(node, &path) else {
-                break;
-            };
-            let edge = &self.nodes[node].edges[a];
-            if edge.visits > 0 {
-                parent_q = edge.total / edge.visits as f64;
-            }
-            node = child;
-        }
-        path
-    }
-
-    /// Take the edge of `path`'s last action out of `node` (one virtual visit); its child when it
-    /// had one, else `None` after creating it (a new vertex, waiting for priors).
-    pub(super) fn enter(&mut self, node: usize, path: &[u16]) -> Option<usize> {
-        let a = *path.last().expect("a path of at least one action") as usize;
-        let edge = &mut self.nodes[node].edges[a];
-        edge.virtual_visits += 1;
-        if edge.child != NO_CHILD {
-            return Some(edge.child as usize);
-        }
-        let child = self.nodes.len() as u32;
-        self.nodes[node].edges[a].child = child;
-        let mut vertex = Node::new(self.edges_below(path));
-        vertex.priors = self.pipeline_priors(path);
-        vertex.first_by_prior = vertex.priors.is_some();
-        self.nodes.push(vertex);
-        if self.policy.is_some() {
-            self.pending.push((child as usize, path.to_vec()));
-        }
-        None
+    /// Widen the reward range to hold `reward`.
+    pub(super) fn note_reward(&mut self, reward: f64) {
+        self.reward_range = (
+            self.reward_range.0.min(reward),
+            self.reward_range.1.max(reward),
+        );
     }
 
     /// Mean reward of every backed-up iteration (0, DP-NCCL's, before any).
@@ -126,10 +101,17 @@ impl Mcts<'_> {
         if n == 0 { 0.0 } else { total / n as f64 }
     }
 
-    /// The PUCT argmax at `node`, ties broken uniformly at random. `parent_q` is the mean reward
-    /// through `node`, the first-play value of its unvisited actions. The root's pipeline frames
-    /// are closed once no pipeline leaf is left.
-    pub(super) fn pick(&mut self, node: usize, parent_q: f64) -> usize {
+    /// The PUCT argmax over the first `open` edges of `node`, ties broken uniformly at random.
+    /// `parent_q` is the mean reward through `node`, the first-play value of its unvisited
+    /// actions.
+    pub(super) fn pick(
+        &self,
+        node: usize,
+        parent_q: f64,
+        open: usize,
+        exploration: f64,
+        rng: &mut StdRng,
+    ) -> usize {
         let edges = &self.nodes[node].edges;
         let priors = self.nodes[node].priors.as_deref();
         let uniform = 1.0 / edges.len() as f64;
@@ -147,11 +129,6 @@ impl Mcts<'_> {
             }
         };
         let first_play = scale(parent_q);
-        let open = if node == 0 && !self.pipelines_open() {
-            self.actions.len()
-        } else {
-            edges.len()
-        };
         let (mut best, mut best_u, mut ties) = (0, f64::NEG_INFINITY, 0u32);
         for (a, e) in edges.iter().enumerate().take(open) {
             let n = e.visits + e.virtual_visits;
@@ -163,13 +140,13 @@ impl Mcts<'_> {
                 scale((e.total + low * e.virtual_visits as f64) / n as f64)
             };
             let prior = priors.map_or(uniform, |p| p[a]);
-            let u = q + self.config.exploration * prior * sqrt_total / (1.0 + n as f64);
+            let u = q + exploration * prior * sqrt_total / (1.0 + n as f64);
             if u > best_u {
                 (best, best_u, ties) = (a, u, 1);
             } else if u == best_u {
                 // Reservoir sampling over the tied actions.
                 ties += 1;
-                if self.rng.random_range(0..ties) == 0 {
+                if rng.random_range(0..ties) == 0 {
                     best = a;
                 }
             }

@@ -4,16 +4,16 @@
 
 use crate::cluster::GpuSpec;
 use crate::error::Result;
-use crate::evaluate::Problem;
 use crate::graph::{Graph, OpIdx, Phase, rebatch};
+use crate::problem::Problem;
 
 /// Most chunks the forward order is cut into before stages are made of them.
-pub const CHUNKS: usize = 96;
+pub(crate) const CHUNKS: usize = 96;
 
 /// How far (in equal shares of work) a chunk's end may move to where the fewest bytes cross: two
 /// shares either side span half a GPT-2 layer at [`CHUNKS`] chunks, which holds one residual
 /// point (after the attention block or after the MLP).
-pub const CUT_WINDOW: f64 = 2.0;
+pub(crate) const CUT_WINDOW: f64 = 2.0;
 
 /// Per chunk, what stages are costed from.
 pub(super) struct Chunks {

@@ -11,11 +11,11 @@ use std::fmt;
 use super::chunks::Chunks;
 use super::plan::{Plan, Tried, micro_batch_counts};
 use super::simulated_plan::strategy;
-use crate::evaluate::Problem;
+use crate::problem::Problem;
 use crate::strategy::{AllReducePacking, Strategy};
 
 /// Most frames: the fastest plan (refined) and the fastest of other stage placements.
-pub const FRAMES: usize = 4;
+pub(crate) const FRAMES: usize = 4;
 
 /// The moves of one stage boundary an action makes, in chunks (action `i` moves it by
 /// `BOUNDARY_MOVES[i]`; 0 keeps the frame's). A boundary is clamped so that every stage keeps at
@@ -73,7 +73,7 @@ impl PipelineFrames {
     }
 
     /// Actions of the decision at `depth` below any frame (0: the micro-batch count).
-    pub fn actions_at(&self, depth: usize) -> usize {
+    pub(crate) fn actions_at(&self, depth: usize) -> usize {
         if depth == 0 {
             self.counts.len()
         } else {
@@ -82,7 +82,7 @@ impl PipelineFrames {
     }
 
     /// How frame `f`'s stages pack their gradients.
-    pub fn packing(&self, f: usize) -> AllReducePacking {
+    pub(crate) fn packing(&self, f: usize) -> AllReducePacking {
         self.frames[f].packing
     }
 
@@ -117,7 +117,7 @@ impl PipelineFrames {
 
     /// How far action `a` of the decision at `depth` below frame `f` moves from the frame: steps
     /// from its micro-batch count, or chunks a boundary moves.
-    pub fn distance(&self, f: usize, depth: usize, a: usize) -> usize {
+    pub(crate) fn distance(&self, f: usize, depth: usize, a: usize) -> usize {
         if depth == 0 {
             a.abs_diff(self.own_count(f))
         } else {

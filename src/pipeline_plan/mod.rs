@@ -55,16 +55,18 @@
 //!   either way), the fastest strictly faster one kept, within [`REFINE_SIMULATIONS`]
 //!   simulations: the estimate prices each stage alone, the simulator the whole pipeline.
 
+mod best;
+mod candidates;
 mod chunks;
 mod frames;
 mod plan;
 mod refine;
 mod simulated_plan;
 
-pub use chunks::{CHUNKS, CUT_WINDOW};
-pub use frames::{BOUNDARY_MOVES, FRAMES, PipelineFrames};
-pub use plan::{
-    BestPipeline, MAX_MICRO_BATCHES, MAX_STAGES, SIMULATED, best_pipeline,
-    best_pipeline_refined_by, best_pipeline_with_frames,
-};
+pub(crate) use best::best_pipeline;
+pub use best::best_pipeline_refined_by;
+pub use best::best_pipeline_with_frames;
+pub use frames::BOUNDARY_MOVES;
+pub use frames::PipelineFrames;
+pub use plan::BestPipeline;
 pub use refine::REFINE_SIMULATIONS;

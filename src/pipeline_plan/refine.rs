@@ -8,9 +8,9 @@ use std::time::Instant;
 use super::chunks::Chunks;
 use super::plan::{Plan, Tried, micro_batch_counts};
 use super::simulated_plan::{Simulated, fastest_noting, stage_busy};
-use crate::cluster::RouteTable;
 use crate::error::Result;
-use crate::evaluate::{Problem, limit_to_beat};
+use crate::evaluate::limit_to_beat;
+use crate::problem::Problem;
 
 /// Most simulations the refinement runs (of its moves: the plan it starts from was simulated
 /// before). Counted, not timed, so a plan is refined the same on any machine; a round that would
@@ -33,9 +33,11 @@ struct Looked {
 /// time, a lower bound: TAG's tree takes them as known and does not simulate them again).
 pub(super) fn refined(
     p: &Problem,
-    (routes, chunks): (&RouteTable, &Chunks),
-    (mut best, mut plan): (Simulated, Plan),
-    (simulations, deadline): (usize, Option<Instant>),
+    chunks: &Chunks,
+    mut best: Simulated,
+    mut plan: Plan,
+    simulations: usize,
+    deadline: Option<Instant>,
 ) -> Result<(Simulated, Plan, usize, Vec<Tried>)> {
     let packing = best.pipeline.strategy.allreduce;
     let stages = plan.ends.len();
@@ -55,7 +57,7 @@ pub(super) fn refined(
         let candidates: Vec<_> = moves.iter().map(|m| (m, packing)).collect();
         let mut finished = Vec::new();
         let to_beat = Some(&best.pipeline);
-        let faster = fastest_noting(p, (routes, chunks), &candidates, to_beat, &mut finished)?;
+        let faster = fastest_noting(p, chunks, &candidates, to_beat, &mut finished)?;
         let limit_us = limit_to_beat(best.pipeline.time_us, best.pipeline.fits);
         for (i, plan) in moves.iter().enumerate() {
             let (time_us, fits) = finished

@@ -5,9 +5,9 @@ use rayon::prelude::*;
 
 use super::chunks::Chunks;
 use super::plan::{BestPipeline, Plan, stage_of_chunk};
-use crate::cluster::RouteTable;
 use crate::error::Result;
-use crate::evaluate::{Placement, Problem, beats, busy_within, limit_to_beat};
+use crate::evaluate::{Placement, beats, busy_within, limit_to_beat};
+use crate::problem::Problem;
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Strategy,
 };
@@ -23,14 +23,14 @@ pub(super) struct Simulated {
 /// iteration is past `limit_us`.
 fn score(
     p: &Problem,
-    routes: &RouteTable,
     c: &Chunks,
-    (plan, packing): (&Plan, AllReducePacking),
+    plan: &Plan,
+    packing: AllReducePacking,
     limit_us: f64,
 ) -> Result<Option<Simulated>> {
     let strategy = strategy(p, c, plan, packing);
     let placement = Placement::plain(strategy.clone(), "");
-    let Some((timing, busy)) = busy_within(p, routes, &placement, limit_us)? else {
+    let Some((timing, busy)) = busy_within(p, &placement, limit_us)? else {
         return Ok(None);
     };
     let stages: Vec<String> = plan.units.iter().map(|u| u.label.clone()).collect();
@@ -54,18 +54,18 @@ fn score(
 /// A candidate's simulation is given up once past `best`'s time ([`limit_to_beat`]).
 pub(super) fn fastest(
     p: &Problem,
-    (routes, chunks): (&RouteTable, &Chunks),
+    chunks: &Chunks,
     candidates: &[(&Plan, AllReducePacking)],
     best: Option<&BestPipeline>,
 ) -> Result<Option<(usize, Simulated)>> {
-    fastest_noting(p, (routes, chunks), candidates, best, &mut Vec::new())
+    fastest_noting(p, chunks, candidates, best, &mut Vec::new())
 }
 
 /// [`fastest`], also noting each candidate simulated to its end in `finished`: its index, time
 /// (µs) and fit (the frames the tree searches are the fastest of them, [`super::frames`]).
 pub(super) fn fastest_noting(
     p: &Problem,
-    (routes, chunks): (&RouteTable, &Chunks),
+    chunks: &Chunks,
     candidates: &[(&Plan, AllReducePacking)],
     best: Option<&BestPipeline>,
     finished: &mut Vec<(usize, f64, bool)>,
@@ -73,7 +73,7 @@ pub(super) fn fastest_noting(
     let limit_us = best.map_or(f64::INFINITY, |b| limit_to_beat(b.time_us, b.fits));
     let scored: Vec<Result<Option<Simulated>>> = candidates
         .par_iter()
-        .map(|&candidate| score(p, routes, chunks, candidate, limit_us))
+        .map(|&(plan, packing)| score(p, chunks, plan, packing, limit_us))
         .collect();
     let mut out: Option<(usize, Simulated)> = None;
     for (i, s) in scored.into_iter().enumerate() {

@@ -86,7 +86,7 @@ impl MakespanBound {
 
     /// Whether `load_us` of work on one lane of a resource ends past `limit_us` in every
     /// schedule, however the sums were ordered (the margin of [`ROUNDING`]).
-    pub fn load_exceeds(load_us: f64, limit_us: f64) -> bool {
+    pub(crate) fn load_exceeds(load_us: f64, limit_us: f64) -> bool {
         load_us * (1.0 - ROUNDING) > limit_us
     }
 

@@ -88,7 +88,7 @@ impl ExecGraph {
         self.devices
     }
 
-    pub fn links(&self) -> usize {
+    pub(crate) fn links(&self) -> usize {
         self.links
     }
 
@@ -113,7 +113,7 @@ impl ExecGraph {
 
     /// The work per lane of resource `r` that a task of `duration` µs taking `k` of its lanes
     /// does: what its busy time and the bounds count.
-    pub fn work_per_lane(&self, duration: f64, r: u32, k: u32) -> f64 {
+    pub(crate) fn work_per_lane(&self, duration: f64, r: u32, k: u32) -> f64 {
         duration * f64::from(k) / f64::from(self.resource_lanes(r))
     }
 
@@ -125,14 +125,14 @@ impl ExecGraph {
         &self.resident
     }
 
-    pub fn capacity(&self) -> &[f64] {
+    pub(crate) fn capacity(&self) -> &[f64] {
         &self.capacity
     }
 
     /// Room for `tasks` more tasks holding `resources` resources in all: a compiler that knows
     /// about how many it will add then fills arrays allocated once, not grown and copied step by
     /// step (several per simulated strategy, of up to 10⁵ tasks).
-    pub fn reserve(&mut self, tasks: usize, resources: usize) {
+    pub(crate) fn reserve(&mut self, tasks: usize, resources: usize) {
         self.kind.reserve(tasks);
         self.duration.reserve(tasks);
         self.res_start.reserve(tasks);
@@ -216,7 +216,7 @@ impl ExecGraph {
         self.sealed = true;
     }
 
-    pub fn is_sealed(&self) -> bool {
+    pub(crate) fn is_sealed(&self) -> bool {
         self.sealed
     }
 
@@ -242,12 +242,12 @@ impl ExecGraph {
     }
 
     /// Lanes task `t` takes of each of its resources, parallel to [`Self::task_resources`].
-    pub fn task_lanes(&self, t: TaskId) -> &[u32] {
+    pub(crate) fn task_lanes(&self, t: TaskId) -> &[u32] {
         let t = t as usize;
         &self.lanes[self.res_start[t] as usize..self.res_start[t + 1] as usize]
     }
 
-    pub fn out_device(&self, t: TaskId) -> u32 {
+    pub(crate) fn out_device(&self, t: TaskId) -> u32 {
         self.out_device[t as usize]
     }
 
@@ -255,7 +255,7 @@ impl ExecGraph {
         self.out_bytes[t as usize]
     }
 
-    pub fn priority(&self, t: TaskId) -> f64 {
+    pub(crate) fn priority(&self, t: TaskId) -> f64 {
         self.priority[t as usize]
     }
 
@@ -278,14 +278,14 @@ impl ExecGraph {
     }
 
     /// Tasks that wait for `t` by an order dependency ([`Self::add_order_dep`]); sealed graph.
-    pub fn order_successors(&self, t: TaskId) -> &[TaskId] {
+    pub(crate) fn order_successors(&self, t: TaskId) -> &[TaskId] {
         debug_assert!(self.sealed);
         let t = t as usize;
         &self.order_succ[self.order_succ_start[t] as usize..self.order_succ_start[t + 1] as usize]
     }
 
     /// Everything `t` waits for: its data and its order predecessors; sealed graph.
-    pub fn wait_count(&self, t: TaskId) -> u32 {
+    pub(crate) fn wait_count(&self, t: TaskId) -> u32 {
         debug_assert!(self.sealed);
         self.predecessors(t).len() as u32 + self.order_pred_count[t as usize]
     }
@@ -301,7 +301,7 @@ impl ExecGraph {
     /// links, all alike when nothing else uses them: the simulator then checks and frees one
     /// where it checked a thousand, with the same schedule. Returns, for each link, the link
     /// standing for it (whose busy time is its own).
-    pub fn merge_alike_links(&mut self) -> Vec<u32> {
+    pub(crate) fn merge_alike_links(&mut self) -> Vec<u32> {
         // Each link's users, in task order, as one array sliced by link (no list per link).
         let link_of = |r: u32| (r as usize).checked_sub(self.devices);
         let user_start = starts(

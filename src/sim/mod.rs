@@ -7,11 +7,18 @@
 
 mod bound;
 mod completions;
-pub mod engine;
-pub mod exec;
-pub mod trace;
+pub(crate) mod engine;
+pub(crate) mod exec;
+pub(crate) mod trace;
 
 pub use bound::MakespanBound;
-pub use engine::{Oom, Order, SimError, SimResult, Simulator};
-pub use exec::{ExecGraph, TaskId, TaskKind, TaskSpec};
-pub use trace::{ChromeTrace, TraceEvent, chrome_trace};
+pub(crate) use engine::Oom;
+pub use engine::Order;
+pub use engine::SimError;
+pub use engine::SimResult;
+pub use engine::Simulator;
+pub use exec::ExecGraph;
+pub use exec::TaskId;
+pub use exec::TaskKind;
+pub use exec::TaskSpec;
+pub use trace::chrome_trace;

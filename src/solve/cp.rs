@@ -16,7 +16,7 @@
 //! incumbent is always a real schedule of the formulation.
 //!
 //! - `x[i][d]`: node i on device d (exactly one; co-located nodes share their leader's; the
-//!   interchangeable-GPU rule of [`super::symmetry`]; memory per device as a linear constraint).
+//!   interchangeable-GPU rule of [`super::symmetry_breaking`]; memory per device as a linear constraint).
 //! - `x[i][d] → F_i ≥ S_i + p_i(d)`; `F_i ≤ C`; a cumulative over all nodes at their fastest
 //!   times with as many units as GPUs (redundant, for propagation).
 //! - Edge e: `T_e ≥ F_src`, `A_e ≥ T_e`, `S_dst ≥ A_e`, and for each ordered device pair
@@ -47,11 +47,11 @@ type View = AffineView<DomainId>;
 use super::instance::Instance;
 use super::optional_disjunctive::{OptionalTask, post_both_directions};
 use super::schedule::{Channels, Plan, semi_active};
-use super::symmetry;
+use super::symmetry_breaking;
 
 /// The most clauses the pairwise ordering constraints may take: beyond this the model is too
 /// large to prove within a solve's time limit, and the MILP alone runs.
-pub const MAX_ORDERING_CLAUSES: f64 = 2e6;
+pub(crate) const MAX_ORDERING_CLAUSES: f64 = 2e6;
 
 /// The serial horizon in integer units: fine enough that rounding every duration down loses
 /// well under the default relative gap (10⁻⁴) along any path, and small enough that a start plus
@@ -520,7 +520,7 @@ fn placement_literals(
         own[i] = Some(one_of(solver, tag, d));
     }
     let row = |j: usize| own[j].as_ref().expect("a leader's row");
-    for (i, k, earlier) in symmetry::rule(inst, &leader) {
+    for (i, k, earlier) in symmetry_breaking::rule(inst, &leader) {
         let mut clause = vec![(!row(i)[k]).get_true_predicate()];
         clause.extend(earlier.iter().map(|&j| row(j)[k - 1].get_true_predicate()));
         solver.add_clause(clause, tag);

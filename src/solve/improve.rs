@@ -26,7 +26,7 @@ pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instan
 
 /// [`improve`] starting from `order` (a linear extension that times to `plan`); `None`: `plan`'s
 /// own start order.
-pub fn improve_from(
+pub(crate) fn improve_from(
     inst: &Instance,
     channels: Channels,
     plan: Plan,
@@ -85,7 +85,7 @@ pub fn improve_from(
 
 /// The nodes in `plan`'s start order, each preceded by the transfers of its inputs (ignored
 /// where an edge stays on one device).
-pub fn sequence(plan: &Plan, ins: &[Vec<usize>], rank: &[usize]) -> Vec<Task> {
+pub(crate) fn sequence(plan: &Plan, ins: &[Vec<usize>], rank: &[usize]) -> Vec<Task> {
     let mut nodes: Vec<usize> = (0..plan.start.len()).collect();
     // Start times order a consumer after its producer; equal starts (zero-time producers) are
     // broken by topological rank, so the order stays a linear extension.

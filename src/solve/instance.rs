@@ -6,9 +6,9 @@
 
 use super::memory;
 use crate::error::{GroupingError, Result};
-use crate::evaluate::Problem;
 use crate::graph::{OpIdx, topo};
 use crate::group::Grouping;
+use crate::problem::Problem;
 
 /// A schedulable unit: one op, or a group of ops placed and run together.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +58,7 @@ impl Instance {
     }
 
     /// Time to move edge `e`'s bytes from device `k` to device `l` (0 on one device).
-    pub fn comm(&self, e: usize, k: usize, l: usize) -> f64 {
+    pub(crate) fn comm(&self, e: usize, k: usize, l: usize) -> f64 {
         if k == l {
             0.0
         } else {
@@ -67,7 +67,7 @@ impl Instance {
     }
 
     /// Node `i`'s compute time on its fastest device.
-    pub fn fastest(&self, i: usize) -> f64 {
+    pub(crate) fn fastest(&self, i: usize) -> f64 {
         self.nodes[i]
             .compute
             .iter()
@@ -76,7 +76,7 @@ impl Instance {
     }
 
     /// The slowest transfer of edge `e` over any device pair.
-    pub fn max_comm(&self, e: usize) -> f64 {
+    pub(crate) fn max_comm(&self, e: usize) -> f64 {
         let d = self.devices();
         (0..d)
             .flat_map(|k| (0..d).map(move |l| (k, l)))
@@ -97,7 +97,7 @@ impl Instance {
     }
 
     /// `reach[i][j]`: a path of edges leads from node i to node j (i ≠ j).
-    pub fn reachability(&self) -> Vec<Vec<bool>> {
+    pub(crate) fn reachability(&self) -> Vec<Vec<bool>> {
         let order = self.topological_order();
         topo::reachability(
             self.len(),
@@ -120,7 +120,7 @@ impl Instance {
     /// Pairs of edges (e < f) whose transfers could overlap in time: neither's consumer precedes
     /// the other's producer. Only these need an ordering decision on a channel (MOIRAI's
     /// congestion pairs).
-    pub fn overlapping_transfers(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+    pub(crate) fn overlapping_transfers(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let reach = self.reachability();
         let ne = self.edges.len();
         (0..ne)
@@ -133,13 +133,13 @@ impl Instance {
     }
 
     /// A topological order of the nodes (the instance is acyclic by construction).
-    pub fn topological_order(&self) -> Vec<usize> {
+    pub(crate) fn topological_order(&self) -> Vec<usize> {
         topo::topological_order(self.len(), self.edges.iter().map(|e| (e.src, e.dst)))
             .expect("an instance is acyclic by construction")
     }
 
     /// The critical-path bound: the longest path at fastest times with free transfers.
-    pub fn critical_path(&self) -> f64 {
+    pub(crate) fn critical_path(&self) -> f64 {
         let through = self.longest_through();
         (0..self.len()).map(through).fold(0.0, f64::max)
     }
@@ -162,7 +162,7 @@ impl Instance {
 
     /// Longest paths of fastest compute times (transfers free) ending before each node (head)
     /// and starting after it (tail): lower bounds on its start and on what follows its finish.
-    pub fn heads_and_tails(&self) -> (Vec<f64>, Vec<f64>) {
+    pub(crate) fn heads_and_tails(&self) -> (Vec<f64>, Vec<f64>) {
         let n = self.len();
         let fastest: Vec<f64> = (0..n).map(|i| self.fastest(i)).collect();
         let order = self.topological_order();
@@ -191,7 +191,7 @@ impl Instance {
 
     /// The device each node is forced onto with the others of its co-location set: a map from
     /// node to the set's first node (itself when free).
-    pub fn colocation_leader(&self) -> Vec<usize> {
+    pub(crate) fn colocation_leader(&self) -> Vec<usize> {
         let mut leader: Vec<usize> = (0..self.len()).collect();
         for set in &self.colocate {
             for &i in set {
@@ -249,7 +249,6 @@ pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
         .map(|((src, dst), bytes)| NodeEdge { src, dst, bytes })
         .collect();
     let reserve = memory::transient_reserve(p)?;
-    let routes = crate::cluster::RouteTable::new(p.cluster);
     let table = |f: &dyn Fn(usize, usize) -> f64| -> Vec<Vec<f64>> {
         (0..devices)
             .map(|a| (0..devices).map(|b| f(a, b)).collect())
@@ -264,14 +263,14 @@ pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
             .iter()
             .map(|d| d.memory_bytes - reserve)
             .collect(),
-        latency: table(&|a, b| routes.latency(a, b)),
-        bandwidth: table(&|a, b| routes.bandwidth(a, b)),
+        latency: table(&|a, b| p.cluster.latency(a, b)),
+        bandwidth: table(&|a, b| p.cluster.bandwidth(a, b)),
         colocate: Vec::new(),
     })
 }
 
 /// QuickP P2's instance: the fused graph's nodes, tied by the co-location groups.
-pub fn build_p2(p: &Problem, fused: &Grouping, colocated: &Grouping) -> Result<Instance> {
+pub(crate) fn build_p2(p: &Problem, fused: &Grouping, colocated: &Grouping) -> Result<Instance> {
     let mut inst = build(p, Some(fused))?;
     let mut sets: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     for (i, node) in inst.nodes.iter().enumerate() {

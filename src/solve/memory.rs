@@ -18,8 +18,9 @@
 //! where data parallelism fits.
 
 use crate::error::Result;
-use crate::evaluate::{Problem, evaluate_strategy};
+use crate::evaluate::evaluate_strategy;
 use crate::graph::{Graph, OpIdx, Phase};
+use crate::problem::Problem;
 use crate::sim::Order;
 use crate::strategy::Reference;
 

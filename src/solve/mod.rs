@@ -25,28 +25,31 @@ pub mod instance;
 pub mod iterated;
 pub mod memory;
 pub mod memory_watch;
-pub mod model;
+pub(crate) mod model;
 pub mod moirai;
 pub mod optional_disjunctive;
-pub mod quickp;
+pub(crate) mod quickp;
 pub mod schedule;
 pub mod size;
 pub mod summary;
-pub mod symmetry;
+pub mod symmetry_breaking;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-pub use crate::milp::{SolveOptions, SolveStatus};
-pub use instance::Instance;
-pub use schedule::{Channels, Plan};
+pub use crate::milp::SolveOptions;
+pub use crate::milp::SolveStatus;
+pub(crate) use instance::Instance;
+pub use schedule::Channels;
+pub(crate) use schedule::Plan;
 
-use crate::error::{Error, Result, SolverError};
-use crate::evaluate::{Placement, Problem};
+use crate::error::{Result, SolverError};
+use crate::evaluate::Placement;
 use crate::group::{self as grouping, QuickpOptions, default_rules, group_by_name, op_weights};
 use crate::milp;
+use crate::problem::Problem;
 use crate::strategy::Strategy;
 
 /// Which MILP.
@@ -58,18 +61,6 @@ pub enum Formulation {
 }
 
 impl Formulation {
-    pub fn parse(name: &str) -> Result<Formulation> {
-        match name {
-            "quickp" => Ok(Formulation::Quickp),
-            "moirai" => Ok(Formulation::Moirai),
-            other => Err(Error::Unknown {
-                kind: "formulation",
-                name: other.to_string(),
-                expected: "expected quickp or moirai".into(),
-            }),
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             Formulation::Quickp => "quickp",
@@ -123,7 +114,7 @@ pub enum Prover {
 }
 
 impl Prover {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Prover::Milp => "HiGHS on the MILP",
             Prover::Cp => "pumpkin on the CP model",
@@ -132,10 +123,10 @@ impl Prover {
 }
 
 /// Share of the time limit the warm start's local search ([`improve`]) may take.
-pub const IMPROVE_SHARE: f64 = 0.05;
+pub(crate) const IMPROVE_SHARE: f64 = 0.05;
 
 /// Share of the time limit the iterated local search ([`iterated`]) may take after it.
-pub const ITERATED_SHARE: f64 = 0.1;
+pub(crate) const ITERATED_SHARE: f64 = 0.1;
 
 /// Solve `inst` with `formulation`, warm-started from the greedy schedule. On a MOIRAI instance
 /// small enough for it, the CP proof ([`cp`]) runs beside HiGHS on a second thread until the time
@@ -181,7 +172,7 @@ pub fn solve_instance(
         kick_until,
     );
     // The warm start must obey the symmetry-breaking rows; relabelling keeps its schedule.
-    heuristic.device = symmetry::canonical_devices(inst, &heuristic.device);
+    heuristic.device = symmetry_breaking::canonical_devices(inst, &heuristic.device);
     let admissible = heuristic.admissible(inst);
     if obviously_infeasible(inst) {
         return Ok(without_milp(
@@ -401,7 +392,11 @@ fn warm_start(inst: &Instance, channels: Channels, deadline: Instant) -> Plan {
 
 /// Refuse an instance whose model would exceed the memory limit, before building it; else the
 /// model's estimated bytes.
-pub fn check_size(inst: &Instance, formulation: Formulation, opts: &SolveOptions) -> Result<f64> {
+pub(crate) fn check_size(
+    inst: &Instance,
+    formulation: Formulation,
+    opts: &SolveOptions,
+) -> Result<f64> {
     let size = size::estimate(inst, formulation);
     if size.bytes() <= opts.memory_limit_bytes {
         return Ok(size.bytes());
@@ -483,7 +478,12 @@ pub fn instance_for(
 /// The placement a plan stands for: one model-parallel group per used GPU, every op of a node
 /// on the node's GPU, and op priorities that follow the plan's node order (members of a node in
 /// topological order).
-pub fn to_placement(p: &Problem, inst: &Instance, plan: &Plan, note: String) -> Result<Placement> {
+pub(crate) fn to_placement(
+    p: &Problem,
+    inst: &Instance,
+    plan: &Plan,
+    note: String,
+) -> Result<Placement> {
     let n_ops = p.graph.len();
     let mut op_device = vec![usize::MAX; n_ops];
     let mut priority = vec![0.0; n_ops];

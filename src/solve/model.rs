@@ -23,14 +23,14 @@
 
 use super::instance::Instance;
 use super::schedule::Plan;
-use super::symmetry::symmetry_rows;
+use super::symmetry_breaking::symmetry_rows;
 use crate::milp::{Milp, MilpOutcome, Var};
 
 /// The largest instance that gets the energetic cuts (their non-zeros grow as n²).
-pub const ENERGY_CUT_MAX_NODES: usize = 256;
+pub(crate) const ENERGY_CUT_MAX_NODES: usize = 256;
 
 /// Handles of the shared variables.
-pub struct Core {
+pub(crate) struct Core {
     pub x: Vec<Vec<Var>>,
     pub s: Vec<Var>,
     pub c: Var,
@@ -38,14 +38,13 @@ pub struct Core {
     pub z: Vec<Vec<(usize, usize, Var)>>,
     /// Per parallelizable pair: `(i, j, o_ij, same_ij)`.
     pub pairs: Vec<(usize, usize, Var, Var)>,
-    pub horizon: f64,
     /// Earliest start of each node and the latest finish no optimal schedule exceeds.
     pub earliest_start: Vec<f64>,
     pub latest_finish: Vec<f64>,
 }
 
 impl Core {
-    pub fn build(m: &mut Milp, inst: &Instance, horizon: f64) -> Core {
+    pub(crate) fn build(m: &mut Milp, inst: &Instance, horizon: f64) -> Core {
         let n = inst.len();
         let d = inst.devices();
         let c = m.continuous(0.0, horizon, 1.0);
@@ -79,7 +78,6 @@ impl Core {
             c,
             z: core_z,
             pairs: Vec::new(),
-            horizon,
             earliest_start,
             latest_finish,
         };
@@ -122,7 +120,7 @@ impl Core {
 
     /// The largest `F_i − S_j` any schedule within the horizon has: the big-M that switches
     /// off "j after i" (tighter than the horizon, which is what lets the LP see the rows).
-    pub fn big_m(&self, i: usize, j: usize) -> f64 {
+    pub(crate) fn big_m(&self, i: usize, j: usize) -> f64 {
         (self.latest_finish[i] - self.earliest_start[j]).max(0.0)
     }
 
@@ -186,7 +184,7 @@ impl Core {
     }
 
     /// `F_i` as terms: `S_i + Σ_k p_ik x_ik`.
-    pub fn finish_terms(&self, inst: &Instance, i: usize) -> Vec<(Var, f64)> {
+    pub(crate) fn finish_terms(&self, inst: &Instance, i: usize) -> Vec<(Var, f64)> {
         let mut t = vec![(self.s[i], 1.0)];
         t.extend(
             self.x[i]
@@ -197,7 +195,7 @@ impl Core {
         t
     }
 
-    pub fn neg_finish_terms(&self, inst: &Instance, i: usize) -> Vec<(Var, f64)> {
+    pub(crate) fn neg_finish_terms(&self, inst: &Instance, i: usize) -> Vec<(Var, f64)> {
         self.finish_terms(inst, i)
             .into_iter()
             .map(|(v, c)| (v, -c))
@@ -205,7 +203,7 @@ impl Core {
     }
 
     /// Transfer time of edge e as terms: `Σ c_e(k,l) z[e][k,l]`.
-    pub fn comm_terms(&self, inst: &Instance, e: usize) -> Vec<(Var, f64)> {
+    pub(crate) fn comm_terms(&self, inst: &Instance, e: usize) -> Vec<(Var, f64)> {
         self.z[e]
             .iter()
             .map(|&(k, l, v)| (v, inst.comm(e, k, l)))
@@ -213,7 +211,7 @@ impl Core {
     }
 
     /// The shared variables' values for a plan (the warm start).
-    pub fn warm(&self, inst: &Instance, plan: &Plan, values: &mut [f64]) {
+    pub(crate) fn warm(&self, inst: &Instance, plan: &Plan, values: &mut [f64]) {
         values[self.c.0] = plan.makespan;
         for i in 0..inst.len() {
             for (k, v) in self.x[i].iter().enumerate() {
@@ -235,7 +233,7 @@ impl Core {
     }
 
     /// The device of every node in a solution.
-    pub fn devices(&self, out: &MilpOutcome) -> Vec<usize> {
+    pub(crate) fn devices(&self, out: &MilpOutcome) -> Vec<usize> {
         self.x
             .iter()
             .map(|row| {
@@ -246,7 +244,7 @@ impl Core {
             .collect()
     }
 
-    pub fn starts(&self, out: &MilpOutcome) -> Vec<f64> {
+    pub(crate) fn starts(&self, out: &MilpOutcome) -> Vec<f64> {
         self.s.iter().map(|&v| out.value(v).max(0.0)).collect()
     }
 }
@@ -274,6 +272,6 @@ fn edge_indicators(m: &mut Milp, inst: &Instance, x: &[Vec<Var>]) -> Vec<Vec<(us
 }
 
 /// A value vector of the right length to fill with a warm start.
-pub fn blank(m: &Milp) -> Vec<f64> {
+pub(crate) fn blank(m: &Milp) -> Vec<f64> {
     vec![0.0; m.num_vars()]
 }

@@ -61,7 +61,7 @@ impl MoiraiMilp {
         }
     }
 
-    pub fn warm(&self, inst: &Instance, plan: &Plan) -> Vec<f64> {
+    pub(crate) fn warm(&self, inst: &Instance, plan: &Plan) -> Vec<f64> {
         let mut values = blank(&self.milp);
         self.core.warm(inst, plan, &mut values);
         let start = |e: usize| {
@@ -84,7 +84,7 @@ impl MoiraiMilp {
     }
 
     /// Placement, node order and transfer order of a solution, re-timed by the shared rule.
-    pub fn plan(&self, inst: &Instance, out: &MilpOutcome) -> Plan {
+    pub(crate) fn plan(&self, inst: &Instance, out: &MilpOutcome) -> Plan {
         let device = self.core.devices(out);
         let raw = Plan {
             device: device.clone(),
@@ -102,12 +102,8 @@ impl MoiraiMilp {
         semi_active(inst, Channels::PerPair, &device, &raw.sequence(inst))
     }
 
-    pub fn core(&self) -> &Core {
-        &self.core
-    }
-
     /// The program, and what reads a plan out of its solution.
-    pub fn split(self) -> (Milp, MoiraiMilp) {
+    pub(crate) fn split(self) -> (Milp, MoiraiMilp) {
         let MoiraiMilp {
             milp,
             core,
@@ -174,10 +170,10 @@ fn congestion_rows(
 }
 
 /// The most non-zeros the channel energetic cuts may add (they grow as nodes × channels × edges).
-pub const CHANNEL_CUT_MAX_NONZEROS: f64 = 2e6;
+pub(crate) const CHANNEL_CUT_MAX_NONZEROS: f64 = 2e6;
 
 /// Whether `inst` gets [`channel_energy_rows`]: small enough for their non-zeros.
-pub fn channel_cuts_fit(inst: &Instance) -> bool {
+pub(crate) fn channel_cuts_fit(inst: &Instance) -> bool {
     let d = inst.devices() as f64;
     let nonzeros = 2.0 * inst.len() as f64 * d * (d - 1.0) * (inst.edges.len() as f64 + 2.0);
     inst.len() <= super::model::ENERGY_CUT_MAX_NODES && nonzeros <= CHANNEL_CUT_MAX_NONZEROS
@@ -226,7 +222,7 @@ fn channel_energy_rows(m: &mut Milp, inst: &Instance, core: &Core) {
 }
 
 /// Per node i: the edges leaving i or a node after it, and the edges into i or a node before it.
-pub fn edges_around(inst: &Instance) -> Vec<(Vec<usize>, Vec<usize>)> {
+pub(crate) fn edges_around(inst: &Instance) -> Vec<(Vec<usize>, Vec<usize>)> {
     let reach = inst.reachability();
     let edges = &inst.edges;
     (0..inst.len())

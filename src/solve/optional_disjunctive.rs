@@ -45,14 +45,14 @@ pub struct OptionalTask<Var> {
 
 /// Posts the propagator (one time direction; see the module note).
 #[derive(Debug)]
-pub struct OptionalDisjunctive<Var> {
+pub(crate) struct OptionalDisjunctive<Var> {
     tasks: Vec<OptionalTask<Var>>,
     tag: ConstraintTag,
 }
 
 impl<Var> OptionalDisjunctive<Var> {
     /// Tasks of zero duration occupy nothing and are left out.
-    pub fn new(tasks: Vec<OptionalTask<Var>>, tag: ConstraintTag) -> Self {
+    pub(crate) fn new(tasks: Vec<OptionalTask<Var>>, tag: ConstraintTag) -> Self {
         let tasks = tasks.into_iter().filter(|t| t.duration > 0).collect();
         OptionalDisjunctive { tasks, tag }
     }
@@ -100,7 +100,7 @@ impl<Var: IntegerVariable + 'static> PropagatorConstructor for OptionalDisjuncti
 }
 
 #[derive(Debug, Clone)]
-pub struct OptionalDisjunctivePropagator<Var> {
+pub(crate) struct OptionalDisjunctivePropagator<Var> {
     tasks: Vec<OptionalTask<Var>>,
     code: InferenceCode,
 }

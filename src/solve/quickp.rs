@@ -9,13 +9,13 @@ use super::model::{Core, blank};
 use super::schedule::{Channels, Plan, Task, semi_active};
 use crate::milp::{Milp, MilpOutcome};
 
-pub struct QuickpMilp {
+pub(crate) struct QuickpMilp {
     pub milp: Milp,
     pub core: Core,
 }
 
 impl QuickpMilp {
-    pub fn build(inst: &Instance, horizon: f64) -> QuickpMilp {
+    pub(crate) fn build(inst: &Instance, horizon: f64) -> QuickpMilp {
         let mut milp = Milp::new();
         let core = Core::build(&mut milp, inst, horizon);
         for (e, edge) in inst.edges.iter().enumerate() {
@@ -29,25 +29,16 @@ impl QuickpMilp {
     }
 
     /// Variable values reproducing `plan` (a warm start).
-    pub fn warm(&self, inst: &Instance, plan: &Plan) -> Vec<f64> {
+    pub(crate) fn warm(&self, inst: &Instance, plan: &Plan) -> Vec<f64> {
         let mut values = blank(&self.milp);
         self.core.warm(inst, plan, &mut values);
         values
-    }
-
-    /// Placement and node order of a solution.
-    pub fn plan(&self, inst: &Instance, out: &MilpOutcome) -> Plan {
-        plan_of(&self.core, inst, out)
-    }
-
-    pub fn core(&self) -> &Core {
-        &self.core
     }
 }
 
 /// Placement and node order of a solution, re-timed by the shared rule (never later than the
 /// MILP's own times).
-pub fn plan_of(core: &Core, inst: &Instance, out: &MilpOutcome) -> Plan {
+pub(crate) fn plan_of(core: &Core, inst: &Instance, out: &MilpOutcome) -> Plan {
     let device = core.devices(out);
     let raw = Plan {
         transfer_start: vec![None; inst.edges.len()],

@@ -42,7 +42,7 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn finish(&self, inst: &Instance, i: usize) -> f64 {
+    pub(crate) fn finish(&self, inst: &Instance, i: usize) -> f64 {
         self.start[i] + inst.nodes[i].compute[self.device[i]]
     }
 
@@ -64,7 +64,7 @@ impl Plan {
     }
 
     /// Bytes each device holds by this placement.
-    pub fn memory(&self, inst: &Instance) -> Vec<f64> {
+    pub(crate) fn memory(&self, inst: &Instance) -> Vec<f64> {
         let mut used = vec![0.0; inst.devices()];
         for (i, &d) in self.device.iter().enumerate() {
             used[d] += inst.nodes[i].memory;
@@ -85,7 +85,7 @@ impl Plan {
 }
 
 /// Position of each node in the instance's topological order.
-pub fn topo_rank(inst: &Instance) -> Vec<usize> {
+pub(crate) fn topo_rank(inst: &Instance) -> Vec<usize> {
     let mut rank = vec![0; inst.len()];
     for (r, i) in inst.topological_order().into_iter().enumerate() {
         rank[i] = r;
@@ -95,7 +95,7 @@ pub fn topo_rank(inst: &Instance) -> Vec<usize> {
 
 /// Incremental timing state, shared by [`semi_active`], the heuristic and the enumerator.
 #[derive(Debug, Clone)]
-pub struct Timer<'a> {
+pub(crate) struct Timer<'a> {
     inst: &'a Instance,
     channels: Channels,
     pub device: Vec<usize>,
@@ -111,7 +111,7 @@ pub struct Timer<'a> {
 }
 
 /// `in_edges[i]`: the edges into node i.
-pub fn in_edges(inst: &Instance) -> Vec<Vec<usize>> {
+pub(crate) fn in_edges(inst: &Instance) -> Vec<Vec<usize>> {
     let mut v = vec![Vec::new(); inst.len()];
     for (e, edge) in inst.edges.iter().enumerate() {
         v[edge.dst].push(e);
@@ -120,7 +120,7 @@ pub fn in_edges(inst: &Instance) -> Vec<Vec<usize>> {
 }
 
 impl<'a> Timer<'a> {
-    pub fn new(
+    pub(crate) fn new(
         inst: &'a Instance,
         channels: Channels,
         device: Vec<usize>,
@@ -143,13 +143,13 @@ impl<'a> Timer<'a> {
     }
 
     /// Whether edge `e` needs a transfer task of its own (a congested channel).
-    pub fn is_transfer_task(&self, e: usize) -> bool {
+    pub(crate) fn is_transfer_task(&self, e: usize) -> bool {
         let edge = self.inst.edges[e];
         self.channels == Channels::PerPair && self.device[edge.src] != self.device[edge.dst]
     }
 
     /// Run `task` as early as its inputs and resources allow (its predecessors must have run).
-    pub fn run(&mut self, task: Task) {
+    pub(crate) fn run(&mut self, task: Task) {
         match task {
             Task::Node(i) => self.run_node(i),
             Task::Transfer(e) => self.run_transfer(e),
@@ -192,7 +192,7 @@ impl<'a> Timer<'a> {
         self.makespan = self.makespan.max(end);
     }
 
-    pub fn into_plan(self) -> Plan {
+    pub(crate) fn into_plan(self) -> Plan {
         Plan {
             device: self.device,
             start: self.start,

@@ -26,7 +26,7 @@ pub struct ModelSize {
 
 impl ModelSize {
     /// Bytes HiGHS needs for the model, roughly.
-    pub fn bytes(&self) -> f64 {
+    pub(crate) fn bytes(&self) -> f64 {
         80.0 * self.nonzeros + 200.0 * (self.rows + self.columns)
     }
 }
@@ -79,7 +79,7 @@ fn add_cut_rows(inst: &Instance, size: &mut ModelSize) {
     }
     let leaders = inst.colocation_leader();
     let l = (0..inst.len()).filter(|&i| leaders[i] == i).count() as f64;
-    let linked = super::symmetry::interchangeable_with_previous(inst).len() as f64;
+    let linked = super::symmetry_breaking::interchangeable_with_previous(inst).len() as f64;
     size.rows += linked * l;
     size.nonzeros += linked * (l + l * (l - 1.0) / 2.0);
 }

@@ -5,9 +5,9 @@
 use serde::Serialize;
 
 use super::{Coarsen, Formulation, SolveOptions, align, solve_problem};
-use crate::cluster::RouteTable;
 use crate::error::Result;
-use crate::evaluate::{Problem, evaluate};
+use crate::evaluate::evaluate;
+use crate::problem::Problem;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct SolveSummary {
@@ -52,7 +52,7 @@ pub fn run(
     let (inst, label, result, placement) = solve_problem(p, formulation, coarsen, k, opts)?;
     let plan = result.plan.as_ref().expect("solve_problem returns a plan");
     let aligned_us = align::simulated_makespan(&inst, plan, formulation.channels());
-    let eval = evaluate(p, &RouteTable::new(p.cluster), &placement)?;
+    let eval = evaluate(p, &placement)?;
     let mut used = plan.device.clone();
     used.sort_unstable();
     used.dedup();

@@ -1,6 +1,8 @@
 //! What a strategy decides: each op group's devices and replication option (TAG §4.2), the
 //! batch shares of its replicas and how AllReduce gradients are packed.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::Cluster;
@@ -60,7 +62,7 @@ pub enum BatchSplit {
 
 impl BatchSplit {
     /// Each of `devices`' share of the batch (summing to one), in their order.
-    pub fn shares(self, cluster: &Cluster, devices: &[usize]) -> Vec<f64> {
+    pub(crate) fn shares(self, cluster: &Cluster, devices: &[usize]) -> Vec<f64> {
         match self {
             BatchSplit::Even => vec![1.0 / devices.len() as f64; devices.len()],
             BatchSplit::Proportional => {
@@ -74,7 +76,7 @@ impl BatchSplit {
         }
     }
 
-    pub fn other(self) -> BatchSplit {
+    pub(crate) fn other(self) -> BatchSplit {
         match self {
             BatchSplit::Even => BatchSplit::Proportional,
             BatchSplit::Proportional => BatchSplit::Even,
@@ -130,6 +132,9 @@ pub struct Strategy {
     /// sorted: the compiler runs them whole on every device of their group, broadcasting their
     /// inputs (the sufficient factors) instead of synchronising the gradient. Empty: no SFB.
     pub sfb_duplicated: Vec<OpIdx>,
+    /// The device of each op, for the ops of model-parallel groups (entries of other ops
+    /// unused): decided above the compiler ([`crate::model_parallel`]); empty until then.
+    pub model_parallel_devices: Arc<[u32]>,
     /// Stages, micro-batches and schedule when the groups run as a pipeline ([`Pipeline`]).
     pub pipeline: Option<Pipeline>,
 }
@@ -192,13 +197,14 @@ impl Strategy {
             group_splits: Vec::new(),
             allreduce: AllReducePacking::default(),
             sfb_duplicated: Vec::new(),
+            model_parallel_devices: Arc::from([]),
             pipeline: None,
         })
     }
 
     /// Model parallelism by op: op `i` runs whole on device `op_device[i]`, one group per device
     /// used (numbered in order of first use). `source` names the origin in errors.
-    pub fn from_op_devices(
+    pub(crate) fn from_op_devices(
         source: &str,
         op_device: &[usize],
         devices: usize,
@@ -242,13 +248,14 @@ impl Strategy {
             group_splits: Vec::new(),
             allreduce: AllReducePacking::default(),
             sfb_duplicated: Vec::new(),
+            model_parallel_devices: Arc::from([]),
             pipeline: None,
         }
     }
 
     /// The same decisions over another graph's ops (`op_group` for each, groups unchanged) with
     /// `sfb_duplicated` ops: a pipeline's expansion, which is compiled without a pipeline.
-    pub fn regrouped(&self, op_group: Vec<u32>, sfb_duplicated: Vec<OpIdx>) -> Strategy {
+    pub(crate) fn regrouped(&self, op_group: Vec<u32>, sfb_duplicated: Vec<OpIdx>) -> Strategy {
         Strategy {
             op_group,
             sfb_duplicated,
@@ -283,7 +290,7 @@ impl Strategy {
 
     /// The smallest share of the batch any replica of a batch-split group gets, with its group:
     /// `None` when no group splits the batch over more than one device.
-    pub fn thinnest_share(&self, cluster: &Cluster) -> Option<(usize, f64)> {
+    pub(crate) fn thinnest_share(&self, cluster: &Cluster) -> Option<(usize, f64)> {
         self.decisions
             .iter()
             .enumerate()
@@ -311,12 +318,12 @@ impl Strategy {
         &self.decisions
     }
 
-    pub fn group_count(&self) -> usize {
+    pub(crate) fn group_count(&self) -> usize {
         self.decisions.len()
     }
 
     /// Ops of every group, in op order.
-    pub fn members(&self) -> Vec<Vec<OpIdx>> {
+    pub(crate) fn members(&self) -> Vec<Vec<OpIdx>> {
         let mut members = vec![Vec::new(); self.decisions.len()];
         for (op, &g) in self.op_group.iter().enumerate() {
             members[g as usize].push(op);

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
 };
-use crate::error::{Error, InputError, Result, write_atomic};
+use crate::error::{Error, InputError, Result};
 use crate::graph::Graph;
+use crate::io::write_atomic;
 
 /// The JSON layout of a strategy file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,7 +55,7 @@ pub struct PipelineRecord {
     pub schedule: Schedule,
 }
 
-pub const STRATEGY_FORMAT: &str = "topoplace-strategy";
+pub(crate) const STRATEGY_FORMAT: &str = "topoplace-strategy";
 
 fn default_format() -> String {
     STRATEGY_FORMAT.to_string()
@@ -111,7 +112,7 @@ impl StrategyFile {
     }
 
     /// Resolve op ids against `g` and check the strategy covers every op exactly once.
-    pub fn into_strategy(
+    pub(crate) fn into_strategy(
         self,
         source: &str,
         g: &Graph,
@@ -298,7 +299,7 @@ fn checked_priority(
 
 pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<LoadedStrategy> {
     let source = path.display().to_string();
-    let text = crate::error::read_text_file(path)?;
+    let text = crate::io::read_text_file(path)?;
     Ok(parse_strategy(&text, &source, g, devices)?)
 }
 

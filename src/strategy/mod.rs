@@ -7,12 +7,17 @@ mod file;
 mod pipeline;
 mod reference;
 
-pub use decision::{
-    AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, ReplicationOption, Strategy,
-};
-pub use file::{
-    GroupRecord, LoadedStrategy, PipelineRecord, STRATEGY_FORMAT, StrategyFile, load_strategy,
-    parse_strategy, save_strategy,
-};
-pub use pipeline::{Pipeline, Schedule};
-pub use reference::{Reference, fastest_device};
+pub use decision::AllReducePacking;
+pub use decision::BatchSplit;
+pub use decision::GroupDecision;
+pub use decision::HOROVOD_FUSION_BYTES;
+pub use decision::ReplicationOption;
+pub use decision::Strategy;
+pub use file::LoadedStrategy;
+pub use file::StrategyFile;
+pub use file::load_strategy;
+pub use file::parse_strategy;
+pub use file::save_strategy;
+pub use pipeline::Pipeline;
+pub use pipeline::Schedule;
+pub use reference::Reference;

@@ -31,7 +31,7 @@ pub enum Schedule {
 impl Schedule {
     pub const ALL: [Schedule; 2] = [Schedule::GPipe, Schedule::OneFOneB];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Schedule::GPipe => "gpipe",
             Schedule::OneFOneB => "1f1b",

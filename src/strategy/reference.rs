@@ -50,7 +50,7 @@ impl Reference {
 }
 
 /// The GPU with the highest FP32 peak; ties go to more memory, then the lower index.
-pub fn fastest_device(cluster: &Cluster) -> usize {
+pub(crate) fn fastest_device(cluster: &Cluster) -> usize {
     let mut best = 0;
     for (i, d) in cluster.devices.iter().enumerate() {
         let b = &cluster.devices[best].gpu;

@@ -13,11 +13,11 @@ use crate::gnn::{self, GnnModel};
 use super::selfplay::GameRecord;
 
 /// A drawn target: its game and the sample's index in it.
-pub type Picked<'g> = (&'g GameRecord, usize);
+pub(crate) type Picked<'g> = (&'g GameRecord, usize);
 
 /// `size` targets drawn uniformly, with replacement, from every target of `games` with `seed`;
 /// none when there are no targets.
-pub fn draw(games: &VecDeque<GameRecord>, size: usize, seed: u64) -> Vec<Picked<'_>> {
+pub(crate) fn draw(games: &VecDeque<GameRecord>, size: usize, seed: u64) -> Vec<Picked<'_>> {
     let all: Vec<Picked> = games
         .iter()
         .flat_map(|game| (0..game.samples.len()).map(move |s| (game, s)))
@@ -34,7 +34,7 @@ pub fn draw(games: &VecDeque<GameRecord>, size: usize, seed: u64) -> Vec<Picked<
 /// A batch of `size` with `round(share · size)` targets from `teacher` (seeded by
 /// `teacher_seed`) and the rest from `replay` (by `seed`); all from `replay` when the teacher
 /// has none or `share` is 0 (then exactly [`draw`]'s batch).
-pub fn mixed<'g>(
+pub(crate) fn mixed<'g>(
     replay: &'g VecDeque<GameRecord>,
     teacher: &'g VecDeque<GameRecord>,
     size: usize,
@@ -49,7 +49,7 @@ pub fn mixed<'g>(
 
 /// The mean cross-entropy over `batch` (a graph to differentiate) and the targets' mean
 /// entropy; none for an empty batch.
-pub fn loss(model: &GnnModel, batch: &[Picked]) -> Option<(Tensor<1>, f64)> {
+pub(crate) fn loss(model: &GnnModel, batch: &[Picked]) -> Option<(Tensor<1>, f64)> {
     let mut total: Option<Tensor<1>> = None;
     let mut entropy = 0.0;
     for &(game, s) in batch {

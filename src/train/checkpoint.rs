@@ -16,13 +16,14 @@ use std::path::{Path, PathBuf};
 
 use super::recipe::{Recipe, differing_keys};
 use crate::checksum::{manifest, parse_manifest, sha256_hex};
-use crate::error::{Error, Result, TrainError, read_file, write_atomic};
+use crate::error::{Error, Result, TrainError};
+use crate::io::{read_file, write_atomic};
 
 const LATEST: &str = "latest";
 /// The checksums of a checkpoint's files.
-pub const MANIFEST: &str = "MANIFEST";
+pub(crate) const MANIFEST: &str = "MANIFEST";
 /// The copy of the run's recipe in each checkpoint, checked on `--resume`.
-pub const RECIPE_COPY: &str = "recipe.toml";
+pub(crate) const RECIPE_COPY: &str = "recipe.toml";
 /// Complete checkpoints kept besides the newest (older ones are deleted).
 const KEEP_OLDER: usize = 1;
 
@@ -137,7 +138,7 @@ fn write_manifest(dir: &Path) -> Result<()> {
 }
 
 /// Check a checkpoint against its `MANIFEST`: every listed file present with its sum.
-pub fn verify(dir: &Path) -> Result<()> {
+pub(crate) fn verify(dir: &Path) -> Result<()> {
     let path = dir.join(MANIFEST);
     let corrupt = |path: &Path, message: String| TrainError::Corrupt {
         path: path.display().to_string(),
@@ -161,13 +162,13 @@ pub fn verify(dir: &Path) -> Result<()> {
 }
 
 /// Write the run's recipe into checkpoint directory `dir`.
-pub fn write_recipe(dir: &Path, recipe: &Recipe) -> Result<()> {
+pub(crate) fn write_recipe(dir: &Path, recipe: &Recipe) -> Result<()> {
     let text = toml::to_string(recipe).map_err(|e| Error::serialise("the recipe", e))?;
     write_atomic(&dir.join(RECIPE_COPY), text.as_bytes())
 }
 
 /// Refuse to resume with a recipe that differs from the checkpoint's in anything but `steps`.
-pub fn check_recipe(dir: &Path, recipe: &Recipe) -> Result<()> {
+pub(crate) fn check_recipe(dir: &Path, recipe: &Recipe) -> Result<()> {
     let path = dir.join(RECIPE_COPY);
     let shown = path.display().to_string();
     let text = String::from_utf8(read_file(&path)?).map_err(|e| TrainError::Corrupt {

@@ -8,7 +8,7 @@ use crate::error::{Result, TrainError};
 use crate::gnn::GnnPolicy;
 
 /// `<run>/generations/gen-<g>.gnn`.
-pub fn snapshot_path(run_dir: &Path, generation: u64) -> PathBuf {
+pub(crate) fn snapshot_path(run_dir: &Path, generation: u64) -> PathBuf {
     run_dir
         .join("generations")
         .join(format!("gen-{generation:05}.gnn"))

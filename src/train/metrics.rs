@@ -4,8 +4,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Result, write_atomic};
-use crate::report::{Series, csv, line_chart};
+use crate::error::Result;
+use crate::io::write_atomic;
+use crate::render::{Series, csv, line_chart};
 
 /// One row of `<run>/metrics.csv`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -64,7 +65,7 @@ pub(super) fn write_metrics(run_dir: &Path, rows: &[StepMetrics]) -> Result<()> 
 }
 
 /// The loss, its floor (the targets' entropy) and the held-out speed-ups against the step.
-pub fn loss_chart(rows: &[StepMetrics]) -> String {
+pub(crate) fn loss_chart(rows: &[StepMetrics]) -> String {
     let line = |name, colour, f: &dyn Fn(&StepMetrics) -> Option<f64>| Series {
         name,
         colour,

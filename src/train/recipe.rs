@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{InputError, Result, check_positive, parse_toml};
+use crate::error::{InputError, Result, check_positive};
+use crate::io::parse_toml;
 
 /// One training recipe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -134,7 +135,7 @@ pub struct ModelSettings {
 
 impl ModelSettings {
     /// The GNN these settings describe (TAG's 4 layers).
-    pub fn gnn_config(&self) -> crate::gnn::GnnConfig {
+    pub(crate) fn gnn_config(&self) -> crate::gnn::GnnConfig {
         crate::gnn::GnnConfig {
             width: self.width,
             heads: self.heads,
@@ -209,70 +210,70 @@ pub struct CheckpointSettings {
 }
 
 mod defaults {
-    pub fn steps() -> u64 {
+    pub(crate) fn steps() -> u64 {
         200
     }
-    pub fn topologies() -> u64 {
+    pub(crate) fn topologies() -> u64 {
         1000
     }
-    pub fn intra_gbps() -> [u32; 2] {
+    pub(crate) fn intra_gbps() -> [u32; 2] {
         crate::cluster::TopologyDistribution::TAG.intra_gbps
     }
-    pub fn inter_gbps() -> [u32; 2] {
+    pub(crate) fn inter_gbps() -> [u32; 2] {
         crate::cluster::TopologyDistribution::TAG.inter_gbps
     }
-    pub fn budget() -> usize {
+    pub(crate) fn budget() -> usize {
         200
     }
-    pub fn groups() -> usize {
+    pub(crate) fn groups() -> usize {
         20
     }
-    pub fn exploration() -> f64 {
+    pub(crate) fn exploration() -> f64 {
         10.0
     }
-    pub fn min_visits() -> u32 {
+    pub(crate) fn min_visits() -> u32 {
         40
     }
-    pub fn games() -> usize {
+    pub(crate) fn games() -> usize {
         2
     }
-    pub fn generation() -> u64 {
+    pub(crate) fn generation() -> u64 {
         10
     }
-    pub fn width() -> usize {
+    pub(crate) fn width() -> usize {
         64
     }
-    pub fn heads() -> usize {
+    pub(crate) fn heads() -> usize {
         4
     }
-    pub fn learning_rate() -> f64 {
+    pub(crate) fn learning_rate() -> f64 {
         1e-3
     }
-    pub fn batch() -> usize {
+    pub(crate) fn batch() -> usize {
         32
     }
-    pub fn replay() -> usize {
+    pub(crate) fn replay() -> usize {
         4096
     }
-    pub fn eval_every() -> u64 {
+    pub(crate) fn eval_every() -> u64 {
         50
     }
-    pub fn heldout() -> u64 {
+    pub(crate) fn heldout() -> u64 {
         10
     }
-    pub fn heldout_seed() -> u64 {
+    pub(crate) fn heldout_seed() -> u64 {
         1_000_000
     }
-    pub fn checkpoint_every() -> u64 {
+    pub(crate) fn checkpoint_every() -> u64 {
         10
     }
-    pub fn teacher_games() -> u64 {
+    pub(crate) fn teacher_games() -> u64 {
         64
     }
-    pub fn warm_steps() -> u64 {
+    pub(crate) fn warm_steps() -> u64 {
         200
     }
-    pub fn passes() -> usize {
+    pub(crate) fn passes() -> usize {
         1
     }
 }
@@ -454,7 +455,7 @@ impl Recipe {
 
 /// The dotted keys (`search.budget`, `training_set.models`, …) in which two recipes differ, but
 /// `steps`, which a resumed run may raise.
-pub fn differing_keys(a: &Recipe, b: &Recipe) -> Vec<String> {
+pub(crate) fn differing_keys(a: &Recipe, b: &Recipe) -> Vec<String> {
     let (Ok(a), Ok(b)) = (serde_json::to_value(a), serde_json::to_value(b)) else {
         return vec!["<unreadable>".to_string()];
     };

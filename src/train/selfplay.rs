@@ -19,12 +19,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, TopologyDistribution, random_cluster_within};
 use crate::cost::CostModel;
-use crate::error::{Error, Result, TrainError, write_atomic};
-use crate::evaluate::Problem;
+use crate::error::{Error, Result, TrainError};
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
 use crate::graph::Graph;
-use crate::inputs::{load_model, load_named_cluster};
+use crate::io::write_atomic;
 use crate::mcts::{Mcts, MctsConfig};
+use crate::problem::Problem;
+use crate::resolve::{load_model, load_named_cluster};
 
 use super::checkpoint::step_seed;
 use super::recipe::Recipe;
@@ -76,7 +77,7 @@ pub struct Sample {
 
 impl Sample {
     /// The dense target over `actions` actions.
-    pub fn dense_target(&self, actions: usize) -> Vec<f32> {
+    pub(crate) fn dense_target(&self, actions: usize) -> Vec<f32> {
         let mut t = vec![0.0; actions];
         for &(a, p) in &self.target {
             t[a as usize] = p;
@@ -117,7 +118,7 @@ pub fn draw(recipe: &Recipe, step: u64, worker: u64) -> GameSetup {
 }
 
 /// A game on one of `models` and one of the training set's clusters, drawn with `seed`.
-pub fn draw_from(
+pub(crate) fn draw_from(
     recipe: &Recipe,
     models: &[String],
     seed: u64,
@@ -174,7 +175,7 @@ impl Models {
         Ok(Models { graphs })
     }
 
-    pub fn get(&self, name: &str) -> Result<&Graph> {
+    pub(crate) fn get(&self, name: &str) -> Result<&Graph> {
         self.graphs
             .get(name)
             .ok_or_else(|| TrainError::UnknownModel(name.to_string()).into())
@@ -186,7 +187,7 @@ impl Models {
 /// split, no SFB double check and no polish (neither changes the visits the policy learns from),
 /// and TAG's tree from its first leaf (no device-group seeds: the recipes' games, targets and
 /// so the shipped weights stay what they were trained with).
-pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
+pub(crate) fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
     MctsConfig {
         iterations: recipe.search.budget,
         seed,
@@ -200,7 +201,7 @@ pub fn search_config(recipe: &Recipe, seed: u64) -> MctsConfig {
 
 /// [`search_config`] with the recipe's expert-iteration settings: its root noise, and its polish
 /// when the polished strategy gives targets.
-pub fn self_play_config(recipe: &Recipe, seed: u64) -> MctsConfig {
+pub(crate) fn self_play_config(recipe: &Recipe, seed: u64) -> MctsConfig {
     MctsConfig {
         root_noise: recipe.search.root_noise,
         polish: recipe.search.polished_targets.unwrap_or(0),
@@ -211,7 +212,7 @@ pub fn self_play_config(recipe: &Recipe, seed: u64) -> MctsConfig {
 /// The search of game `setup` with `policy`'s priors: its model on its cluster, grouped by METIS
 /// in TAG's order, run with `config`. `run` gets it with the cluster's action slices (the search
 /// borrows the model and cluster this function owns).
-pub fn game_search<T>(
+pub(crate) fn game_search<T>(
     recipe: &Recipe,
     setup: &GameSetup,
     models: &Models,
@@ -298,7 +299,7 @@ pub fn load_game(dir: &Path, step: u64, worker: u64) -> Result<Option<GameRecord
 }
 
 /// MessagePack, gzipped.
-pub fn encode<T: Serialize>(value: &T, path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn encode<T: Serialize>(value: &T, path: &Path) -> Result<Vec<u8>> {
     let packed = rmp_serde::to_vec(value).map_err(|e| TrainError::Corrupt {
         path: path.display().to_string(),
         message: format!("serialising: {e}"),

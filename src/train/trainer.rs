@@ -26,19 +26,21 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::random_cluster;
 use crate::cost::CostModel;
-use crate::error::{Error, GnnError, Result, TrainError, read_file, write_atomic};
-use crate::evaluate::Problem;
+use crate::error::{Error, GnnError, Result, TrainError};
 use crate::gnn::{self, GnnConfig, GnnModel, GnnPolicy};
+use crate::io::{read_file, write_atomic};
 use crate::mcts::search_with;
-use crate::report::mean;
+use crate::problem::Problem;
+use crate::render::mean;
 
 use super::batch;
 use super::checkpoint::{Checkpoints, step_seed};
+pub use super::generation::generation_policy;
+pub use super::generation::next_generation;
 use super::generation::snapshot_path;
-pub use super::generation::{generation_policy, next_generation};
 use super::imitation;
+pub(crate) use super::metrics::StepMetrics;
 use super::metrics::write_metrics;
-pub use super::metrics::{StepMetrics, loss_chart};
 use super::recipe::{Recipe, WarmStart};
 use super::selfplay::{self, GameRecord, Models};
 
@@ -106,7 +108,7 @@ struct RunState {
 
 /// What the warm start did.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WarmStartRecord {
+pub(crate) struct WarmStartRecord {
     pub games: usize,
     pub samples: usize,
     /// Mean `T_DP / T − 1` of the teacher's strategies.
@@ -559,7 +561,11 @@ fn adam() -> ModuleOptimizer {
 /// Mean speed-up over DP-NCCL of the search on the recipe's held-out pairs: topology
 /// `evaluation.topology_seed + i` with model `i mod models`, budget and groups as in self-play.
 /// `policy: None` searches with uniform priors.
-pub fn evaluate(recipe: &Recipe, models: &Models, policy: Option<&GnnPolicy>) -> Result<f64> {
+pub(crate) fn evaluate(
+    recipe: &Recipe,
+    models: &Models,
+    policy: Option<&GnnPolicy>,
+) -> Result<f64> {
     let eval = &recipe.evaluation;
     let names = &recipe.training_set.models;
     let speedups: Vec<f64> = (0..eval.topologies)

@@ -33,7 +33,7 @@ pub(crate) struct Conv {
 
 impl Conv {
     /// Square kernel `k`, stride `s`, padding `p`.
-    pub fn sq(k: usize, s: usize, p: usize) -> Conv {
+    pub(crate) fn sq(k: usize, s: usize, p: usize) -> Conv {
         Conv {
             kh: k,
             kw: k,
@@ -44,7 +44,7 @@ impl Conv {
     }
 
     /// `kh x kw` kernel, stride 1, "same" padding (the factorised 1x7 / 7x1 convs).
-    pub fn same(kh: usize, kw: usize) -> Conv {
+    pub(crate) fn same(kh: usize, kw: usize) -> Conv {
         Conv {
             kh,
             kw,

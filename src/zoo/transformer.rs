@@ -194,7 +194,7 @@ pub(crate) struct BertConfig {
 }
 
 impl BertConfig {
-    pub const LARGE: BertConfig = BertConfig {
+    pub(crate) const LARGE: BertConfig = BertConfig {
         layers: 24,
         hidden: 1024,
         heads: 16,
@@ -204,7 +204,7 @@ impl BertConfig {
         type_vocab: 2,
         seq: 128,
     };
-    pub const SMALL: BertConfig = BertConfig {
+    pub(crate) const SMALL: BertConfig = BertConfig {
         layers: 4,
         hidden: 512,
         heads: 8,
@@ -423,7 +423,7 @@ pub(crate) struct TransformerConfig {
 }
 
 impl TransformerConfig {
-    pub const BASE: TransformerConfig = TransformerConfig {
+    pub(crate) const BASE: TransformerConfig = TransformerConfig {
         layers: 6,
         hidden: 512,
         heads: 8,

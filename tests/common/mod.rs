@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use topoplace::cluster::{Cluster, RouteTable, load_cluster};
-use topoplace::evaluate::{Placement, Problem, evaluate};
+use topoplace::cluster::{Cluster, load_cluster};
+use topoplace::evaluate::{Placement, evaluate};
 use topoplace::gnn::{GnnConfig, GnnPolicy};
 use topoplace::graph::Graph;
 use topoplace::mcts::{PACKINGS, Shares, actions, build_strategy};
+use topoplace::problem::Problem;
 use topoplace::zoo::{ZooOptions, build};
 
 /// An untrained policy small enough for tests (width 16, 2 heads, TAG's 4 layers).
@@ -108,14 +109,34 @@ pub fn f64s(array: &serde_json::Value) -> Vec<f64> {
         .collect()
 }
 
-/// The stdout of a finished command that must have succeeded (its stderr in the failure).
-pub fn stdout_of_success(out: std::process::Output) -> Vec<u8> {
+/// Run `topoplace` with `args` from the repository root; its output, whatever its exit.
+pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> std::process::Output {
+    binary().args(args).output().unwrap()
+}
+
+/// The output of a finished command that must have succeeded (its stderr in the failure).
+pub fn succeeded(out: std::process::Output) -> std::process::Output {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    out.stdout
+    out
+}
+
+/// Run `topoplace` with `args`, which must succeed; its output.
+pub fn run_ok<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> std::process::Output {
+    succeeded(run(args))
+}
+
+/// Run `topoplace` with `args`, which must succeed and print JSON; the parsed JSON.
+pub fn run_json<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> serde_json::Value {
+    json_of(succeeded(run(args)))
+}
+
+/// The JSON a finished command that must have succeeded printed.
+pub fn json_of(out: std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&succeeded(out).stdout).expect("--json prints JSON")
 }
 
 /// The fastest fitting time of the uniform choices `[a; groups]` for each action `a` in `acts`
@@ -123,7 +144,6 @@ pub fn stdout_of_success(out: std::process::Output) -> Vec<u8> {
 pub fn best_uniform_choice(p: &Problem, op_group: &[u32], acts: &[u16]) -> f64 {
     let all = actions(p.cluster);
     let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
-    let routes = RouteTable::new(p.cluster);
     let mut best = f64::INFINITY;
     for &a in acts {
         for packing in PACKINGS {
@@ -131,7 +151,7 @@ pub fn best_uniform_choice(p: &Problem, op_group: &[u32], acts: &[u16]) -> f64 {
             let devices = p.cluster.devices.len();
             let s =
                 build_strategy(op_group, &all, &choice, packing, Shares::EVEN, devices).unwrap();
-            let e = evaluate(p, &routes, &Placement::plain(s, "")).unwrap();
+            let e = evaluate(p, &Placement::plain(s, "")).unwrap();
             if e.result.oom.is_empty() {
                 best = best.min(e.report.iteration_us);
             }

@@ -1,0 +1,108 @@
+//! Files in and out: reading text (gunzipped when compressed, a byte-order mark dropped),
+//! writing atomically, and parsing TOML with errors that name the file and the field.
+
+use crate::error::{Error, InputError, Result};
+
+/// The bytes of `path`; a failure names the file.
+pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))
+}
+
+/// Read a UTF-8 text file, gunzipped when it starts with the gzip magic bytes (so `x.json.gz` and
+/// a compressed file without the suffix both work); a leading byte-order mark (editors on Windows
+/// write one) is dropped.
+pub(crate) fn read_text_file(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Error::io(&shown, e))?;
+    let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::with_capacity(bytes.len() * 8);
+        flate2::read::MultiGzDecoder::new(&bytes[..])
+            .read_to_end(&mut out)
+            .map_err(|e| Error::io(format!("{shown} (gzip)"), e))?;
+        out
+    } else {
+        bytes
+    };
+    let text = String::from_utf8(bytes)
+        .map_err(|e| InputError::new(&shown, "", format!("not UTF-8 text: {e}")))?;
+    Ok(strip_bom(text))
+}
+
+/// `text` without a leading UTF-8 byte-order mark.
+fn strip_bom(text: String) -> String {
+    match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }
+}
+
+/// Write a file atomically: to a temporary sibling, then rename, so a crash or a refused input
+/// never leaves a half-written output behind. Errors name `path`, the file asked for.
+pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
+    let shown = path.display().to_string();
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if let Some(file) = dir.ancestors().find(|a| a.is_file()) {
+        return Err(InputError::new(
+            &shown,
+            "",
+            format!(
+                "cannot write here: {} is a file, not a directory",
+                file.display()
+            ),
+        )
+        .into());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| InputError::new(&shown, "", "not a file path"))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, contents).map_err(|e| Error::io(&shown, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(shown.clone(), e)
+    })
+}
+
+/// Deserialise TOML text into `T`; `source` names the file in errors, which give the field's path
+/// and, for syntax errors, the line and column, all on one line.
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    source: &str,
+) -> Result<T, InputError> {
+    let de = toml::Deserializer::parse(text)
+        .map_err(|e| InputError::new(source, "", toml_syntax_message(text, &e)))?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { String::new() } else { field };
+        InputError::new(source, field, one_line(e.into_inner().message()))
+    })
+}
+
+/// "malformed TOML at line 2, column 11: unclosed array table, expected `]`", on one line: the
+/// CLI prints every error as a single line.
+fn toml_syntax_message(text: &str, e: &toml::de::Error) -> String {
+    let place = e.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        format!(" at line {line}, column {column}")
+    });
+    format!(
+        "malformed TOML{}: {}",
+        place.unwrap_or_default(),
+        one_line(e.message())
+    )
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}

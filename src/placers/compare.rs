@@ -1,0 +1,339 @@
+//! `topoplace compare`: every (model, cluster, method) placed and simulated, with results as CSV,
+//! a Markdown table and one SVG bar chart per (model, cluster). A method that fails or runs out
+//! of memory is a row saying so; the comparison goes on.
+
+use std::fmt::Write;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{Budget, Placer, placer, registry};
+use crate::cluster::Cluster;
+use crate::cost::CostModel;
+use crate::error::{Error, Result};
+use crate::evaluate::evaluate;
+use crate::graph::Graph;
+use crate::io::write_atomic;
+use crate::problem::Problem;
+use crate::render::{self, svg_open, xml_escape};
+use crate::strategy::Reference;
+use crate::units::to_ms;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// One (model, cluster, method) result.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Row {
+    pub model: String,
+    pub cluster: String,
+    pub method: String,
+    /// Simulated iteration time (absent if the method failed).
+    pub iteration_ms: Option<f64>,
+    /// DP-NCCL's iteration time over this one.
+    pub speedup_over_dp: Option<f64>,
+    /// Highest peak memory of any GPU.
+    pub peak_memory_gib: Option<f64>,
+    pub oom: bool,
+    /// Time the placer took, seconds.
+    pub search_s: f64,
+    /// What the placer was allowed: the budget's steps, or `tag`'s wall-clock time for the
+    /// searches compared with it at equal time.
+    pub budget: String,
+    pub error: Option<String>,
+    pub note: String,
+}
+
+/// `all`, or a comma-separated list of registered names.
+pub fn parse_methods(spec: &str) -> Result<Vec<Box<dyn Placer>>> {
+    if spec == "all" {
+        return Ok(registry());
+    }
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(placer)
+        .collect()
+}
+
+/// Run every method on every (model, cluster); `on_row` sees each row as it is done (progress).
+pub fn run(
+    models: &[(String, Graph)],
+    clusters: &[(String, Cluster)],
+    methods: &[Box<dyn Placer>],
+    budget: &Budget,
+    mut on_row: impl FnMut(&Row),
+) -> Vec<Row> {
+    let cost = CostModel::default();
+    let mut rows = Vec::new();
+    for (model, graph) in models {
+        for (cluster_name, cluster) in clusters {
+            let p = Problem {
+                graph,
+                cluster,
+                cost: &cost,
+            };
+            let dp = dp_iteration_us(&p);
+            let mut done: Vec<Option<Row>> = vec![None; methods.len()];
+            let mut tag_seconds = None;
+            for i in run_order(methods) {
+                let m = methods[i].as_ref();
+                let (budget, allowed) = fair_budget(m.name(), budget, tag_seconds);
+                let mut row = run_one(&p, m, &budget);
+                if m.name() == "tag" {
+                    tag_seconds = Some(row.search_s);
+                }
+                row.budget = allowed;
+                row.model = model.clone();
+                row.cluster = cluster_name.clone();
+                row.speedup_over_dp = match (dp, row.iteration_ms) {
+                    (Some(dp), Some(t)) if t > 0.0 => Some(to_ms(dp) / t),
+                    _ => None,
+                };
+                on_row(&row);
+                done[i] = Some(row);
+            }
+            rows.extend(done.into_iter().flatten());
+        }
+    }
+    rows
+}
+
+/// Searches that get `tag`'s wall-clock time when both are compared (the issue of fairness the
+/// papers' comparisons leave open): their steps are unbounded and the time is `tag`'s.
+pub(crate) const EQUAL_TIME: &[&str] = &["mcmc", "local-search"];
+
+/// Indices of `methods` in the order they run: `tag` first, so the equal-time searches know its
+/// time; rows are reported in the given order.
+fn run_order(methods: &[Box<dyn Placer>]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..methods.len()).collect();
+    order.sort_by_key(|&i| methods[i].name() != "tag");
+    order
+}
+
+/// The budget of `method` and how the table states it.
+fn fair_budget(method: &str, budget: &Budget, tag_seconds: Option<f64>) -> (Budget, String) {
+    match tag_seconds {
+        Some(seconds) if EQUAL_TIME.contains(&method) => (
+            Budget {
+                steps: usize::MAX,
+                seconds: Some(seconds),
+                seed: budget.seed,
+                deadline: None,
+            },
+            format!("equal time: {seconds:.2} s (tag's)"),
+        ),
+        _ => (*budget, format!("{} steps", budget.steps)),
+    }
+}
+
+fn dp_iteration_us(p: &Problem) -> Option<f64> {
+    let placement = super::Placement::plain(Reference::Dp.strategy(p.graph, p.cluster), "");
+    evaluate(p, &placement).ok().map(|e| e.report.iteration_us)
+}
+
+/// Place and simulate one method; failures (errors or panics) become the row's `error`.
+pub(crate) fn run_one(p: &Problem, m: &dyn Placer, budget: &Budget) -> Row {
+    let began = Instant::now();
+    let outcome = catch_unwind(AssertUnwindSafe(|| m.place(p, budget)));
+    let search_s = began.elapsed().as_secs_f64();
+    let mut row = Row {
+        model: String::new(),
+        cluster: String::new(),
+        method: m.name().to_string(),
+        iteration_ms: None,
+        speedup_over_dp: None,
+        peak_memory_gib: None,
+        oom: false,
+        search_s,
+        budget: String::new(),
+        error: None,
+        note: String::new(),
+    };
+    let placement = match outcome {
+        Ok(Ok(pl)) => pl,
+        Ok(Err(e)) => {
+            row.error = Some(e.to_string());
+            return row;
+        }
+        Err(_) => {
+            row.error = Some("the placer panicked".to_string());
+            return row;
+        }
+    };
+    row.note = placement.note.clone();
+    match catch_unwind(AssertUnwindSafe(|| evaluate(p, &placement))) {
+        Ok(Ok(e)) => {
+            row.iteration_ms = Some(to_ms(e.report.iteration_us));
+            row.oom = !e.result.oom.is_empty();
+            row.peak_memory_gib =
+                Some(e.result.peak_memory.iter().copied().fold(0.0, f64::max) / GIB);
+        }
+        Ok(Err(e)) => row.error = Some(e.to_string()),
+        Err(_) => row.error = Some("the simulation panicked".to_string()),
+    }
+    row
+}
+
+fn fmt_opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// What the status column says.
+fn status(r: &Row) -> String {
+    match (&r.error, r.oom) {
+        (Some(e), _) => format!("failed: {e}"),
+        (None, true) => "OOM".to_string(),
+        (None, false) => "ok".to_string(),
+    }
+}
+
+pub fn markdown(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| model | cluster | method | iteration ms | speed-up over DP-NCCL | peak memory GiB | OOM | search s | budget | status |\n\
+         |---|---|---|---:|---:|---:|---|---:|---|---|\n",
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} |",
+            r.model,
+            r.cluster,
+            r.method,
+            fmt_opt(r.iteration_ms, 2),
+            fmt_opt(r.speedup_over_dp, 2),
+            fmt_opt(r.peak_memory_gib, 2),
+            if r.oom { "yes" } else { "no" },
+            r.search_s,
+            r.budget,
+            status(r).replace('|', "/"),
+        );
+    }
+    s
+}
+
+/// The rows as CSV (`results.csv`).
+pub(crate) fn csv(rows: &[Row]) -> String {
+    let header = [
+        "model",
+        "cluster",
+        "method",
+        "iteration_ms",
+        "speedup_over_dp",
+        "peak_memory_gib",
+        "oom",
+        "search_s",
+        "budget",
+        "error",
+        "note",
+    ];
+    let fixed = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.model.clone(),
+                r.cluster.clone(),
+                r.method.clone(),
+                fixed(r.iteration_ms),
+                fixed(r.speedup_over_dp),
+                fixed(r.peak_memory_gib),
+                r.oom.to_string(),
+                format!("{:.3}", r.search_s),
+                r.budget.clone(),
+                r.error.clone().unwrap_or_default(),
+                r.note.clone(),
+            ]
+        })
+        .collect();
+    render::csv(&header, &lines)
+}
+
+/// A horizontal bar chart of iteration time per method; OOM bars red, failures as text.
+pub(crate) fn svg(title: &str, rows: &[&Row]) -> String {
+    let (left, bar_h, gap, width) = (110.0, 18.0, 6.0, 420.0);
+    let top = 30.0;
+    let height = top + rows.len() as f64 * (bar_h + gap) + 10.0;
+    let max = rows
+        .iter()
+        .filter_map(|r| r.iteration_ms)
+        .fold(0.0, f64::max)
+        .max(f64::MIN_POSITIVE);
+    let mut s = svg_open(
+        left + width + 120.0,
+        height,
+        &format!("{title} (iteration ms)"),
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let y = top + i as f64 * (bar_h + gap);
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            left - 6.0,
+            y + bar_h - 5.0,
+            xml_escape(&r.method)
+        );
+        let label = match (r.iteration_ms, &r.error) {
+            (Some(t), _) => {
+                let w = width * t / max;
+                let colour = if r.oom { "#d62728" } else { "#1f77b4" };
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{left}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bar_h}\" fill=\"{colour}\"/>"
+                );
+                let oom = if r.oom { " OOM" } else { "" };
+                (format!("{t:.2}{oom}"), left + w + 4.0)
+            }
+            (None, _) => ("failed".to_string(), left + 4.0),
+        };
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\">{}</text>",
+            label.1,
+            y + bar_h - 5.0,
+            xml_escape(&label.0)
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Write results.csv, results.md and one SVG per (model, cluster) into `dir`, each atomically.
+pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    write_atomic(&dir.join("results.csv"), csv(rows).as_bytes())?;
+    write_atomic(&dir.join("results.md"), markdown(rows).as_bytes())?;
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    for r in rows {
+        if !pairs.contains(&(&r.model, &r.cluster)) {
+            pairs.push((&r.model, &r.cluster));
+        }
+    }
+    for (model, cluster) in pairs {
+        let chart: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.model == model && r.cluster == cluster)
+            .collect();
+        let name = format!("{}_{}.svg", file_stem(model), file_stem(cluster));
+        let title = format!("{model} on {cluster}");
+        write_atomic(&dir.join(name), svg(&title, &chart).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// A name usable in a file name: its last path component without extension.
+pub(crate) fn file_stem(name: &str) -> String {
+    let stem = Path::new(name)
+        .file_stem()
+        .map_or(name.to_string(), |s| s.to_string_lossy().into_owned());
+    stem.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,23 @@
+//! `dp-subset`: [`crate::data_parallel`]'s best data parallelism as a placer — the bar every
+//! other method is measured against.
+
+use super::{Budget, Placer};
+use crate::data_parallel::best_data_parallel;
+use crate::error::Result;
+use crate::evaluate::Placement;
+use crate::problem::Problem;
+
+pub(crate) struct DpSubset;
+
+impl Placer for DpSubset {
+    fn name(&self) -> &'static str {
+        "dp-subset"
+    }
+
+    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
+        let best = best_data_parallel(p)?;
+        let mut placement = Placement::plain(best.strategy, best.note);
+        placement.fits = Some(best.fits);
+        Ok(placement)
+    }
+}

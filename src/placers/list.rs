@@ -1,0 +1,397 @@
+//! The list-scheduling machinery shared by HEFT and Baechi's m-* placers: per-op compute times on
+//! every GPU, transfer times from the route table, a per-device timeline (with optional insertion
+//! into idle gaps), and a memory estimate per device.
+//!
+//! Every op goes on exactly one GPU with the whole batch. The resulting strategy has one
+//! model-parallel group per used GPU, and the schedule's start times become the execution order
+//! (task priorities), so the simulator runs each GPU's ops in the order the scheduler planned.
+//!
+//! Memory is estimated conservatively — an op costs its resident bytes plus its output plus every
+//! input it receives from another GPU, as if nothing were ever freed — so when a scheduler claims
+//! a placement fits, the simulator's reference-counted peak cannot exceed it.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use super::Problem;
+use super::{Budget, Placement};
+use crate::cluster::Cluster;
+use crate::error::{Result, SearchError};
+use crate::graph::{OpIdx, Phase};
+use crate::strategy::Strategy;
+
+/// Times and sizes a list scheduler needs, computed once per problem.
+pub(crate) struct Costs<'a> {
+    /// The cluster, for its routes.
+    pub cluster: &'a Cluster,
+    /// `compute[op][device]`, µs at the full batch.
+    pub compute: Vec<Vec<f64>>,
+    /// Bytes an op leaves on its own device: resident state plus its output.
+    pub own_bytes: Vec<f64>,
+    pub capacity: Vec<f64>,
+    pub devices: usize,
+    /// Past this the schedule gives up ([`Schedule::candidates`] fails): on a thousand GPUs one
+    /// list schedule takes tens of seconds, and `place --time` must hold.
+    deadline: Option<Instant>,
+}
+
+impl<'a> Costs<'a> {
+    /// The costs of `p`, for a schedule that must end by `budget.deadline`.
+    pub(crate) fn new(p: &Problem<'a>, budget: &Budget) -> Costs<'a> {
+        let devices = p.cluster.devices.len();
+        let compute = p
+            .graph
+            .ops()
+            .iter()
+            .map(|op| {
+                p.cluster
+                    .devices
+                    .iter()
+                    .map(|d| p.cost.compute_time_us(op, &d.gpu, 1.0))
+                    .collect()
+            })
+            .collect();
+        let own_bytes = p
+            .graph
+            .ops()
+            .iter()
+            .map(|op| {
+                // A parameter's output is the resident variable itself (as the compiler counts).
+                let out = if op.phase == Phase::Parameter {
+                    0.0
+                } else {
+                    op.output_bytes
+                };
+                op.resident_bytes + out
+            })
+            .collect();
+        Costs {
+            cluster: p.cluster,
+            compute,
+            own_bytes,
+            capacity: p.cluster.devices.iter().map(|d| d.memory_bytes).collect(),
+            devices,
+            deadline: budget.deadline,
+        }
+    }
+
+    /// Compute time averaged over the GPUs (HEFT's w̄).
+    pub(crate) fn mean_compute(&self, op: OpIdx) -> f64 {
+        self.compute[op].iter().sum::<f64>() / self.devices as f64
+    }
+
+    /// Transfer time of `bytes` averaged over ordered pairs of distinct GPUs (HEFT's c̄).
+    pub(crate) fn mean_transfer(&self, bytes: f64) -> f64 {
+        let n = self.devices;
+        if n < 2 {
+            return 0.0;
+        }
+        let mut total = 0.0;
+        for a in 0..n {
+            for b in 0..n {
+                if a != b {
+                    total += self.cluster.transfer_us(a, b, bytes);
+                }
+            }
+        }
+        total / (n * (n - 1)) as f64
+    }
+}
+
+/// A schedule under construction: where each op runs, when, and memory used so far.
+pub(crate) struct Schedule<'a> {
+    pub p: Problem<'a>,
+    pub costs: &'a Costs<'a>,
+    pub device: Vec<Option<usize>>,
+    pub start: Vec<f64>,
+    pub finish: Vec<f64>,
+    /// Busy intervals per device, sorted by start.
+    busy: Vec<Vec<(f64, f64)>>,
+    pub memory: Vec<f64>,
+    /// When each link (by cluster index) is next free.
+    link_free: Vec<f64>,
+    /// When op `u`'s tensor arrived on device `d` (for tensors sent there).
+    arrived: HashMap<(OpIdx, usize), f64>,
+    /// False once some op had to go on a GPU without room for it.
+    pub fits: bool,
+}
+
+impl<'a> Schedule<'a> {
+    pub(crate) fn new(p: Problem<'a>, costs: &'a Costs) -> Schedule<'a> {
+        let n = p.graph.len();
+        Schedule {
+            p,
+            costs,
+            device: vec![None; n],
+            start: vec![0.0; n],
+            finish: vec![0.0; n],
+            busy: vec![Vec::new(); costs.devices],
+            memory: vec![0.0; costs.devices],
+            link_free: vec![0.0; p.cluster.links.len()],
+            arrived: HashMap::new(),
+            fits: true,
+        }
+    }
+
+    /// When all of `op`'s inputs can be on device `d` (its predecessors must be scheduled).
+    pub(crate) fn data_ready(&self, op: OpIdx, d: usize) -> f64 {
+        self.transfers(op, d).0
+    }
+
+    /// The inputs of `op` on `d`: when the last arrives, and the transfers that would carry them
+    /// as (producer, start, arrival). Like the compiler, a tensor crosses to a device once, and
+    /// like the simulator, a transfer holds every link of its route, one transfer at a time (a
+    /// transfer queues after the last one planned on each of its links).
+    fn transfers(&self, op: OpIdx, d: usize) -> (f64, Vec<(OpIdx, f64, f64)>) {
+        self.inputs_of(&[op], d, false)
+    }
+
+    /// [`Schedule::transfers`] for the inputs of several ops booked together; with `skip_unplaced`
+    /// an input from an op not yet scheduled (one of `ops` itself) is left out.
+    fn inputs_of(
+        &self,
+        ops: &[OpIdx],
+        d: usize,
+        skip_unplaced: bool,
+    ) -> (f64, Vec<(OpIdx, f64, f64)>) {
+        let g = self.p.graph;
+        let cluster = self.p.cluster;
+        let mut ready: f64 = 0.0;
+        let mut planned: Vec<(OpIdx, f64, f64)> = Vec::new();
+        // Links this call has already booked: (link, free from).
+        let mut booked: Vec<(u32, f64)> = Vec::new();
+        for e in ops.iter().flat_map(|&op| g.in_edges(op)) {
+            let edge = g.edges()[*e];
+            let u = edge.src;
+            let from = match self.device[u] {
+                Some(from) => from,
+                None if skip_unplaced => continue,
+                None => panic!("predecessors are scheduled first"),
+            };
+            let arrive = if from == d {
+                self.finish[u]
+            } else if let Some(&t) = self.arrived.get(&(u, d)) {
+                t
+            } else if let Some(&(_, _, t)) = planned.iter().find(|x| x.0 == u) {
+                t
+            } else {
+                let links = cluster.route_links(from, d);
+                let free = |l: u32| {
+                    booked
+                        .iter()
+                        .rev()
+                        .find(|b| b.0 == l)
+                        .map_or(self.link_free[l as usize], |b| b.1)
+                };
+                let start = links
+                    .iter()
+                    .map(|&l| free(l))
+                    .fold(self.finish[u], f64::max);
+                let end = start + cluster.transfer_us(from, d, edge.bytes);
+                booked.extend(links.iter().map(|&l| (l, end)));
+                planned.push((u, start, end));
+                end
+            };
+            ready = ready.max(arrive);
+        }
+        (ready, planned)
+    }
+
+    /// Earliest start of `op` on `d` no earlier than `ready`: after the device's last task, or,
+    /// with `insertion`, in the first idle gap long enough (HEFT's insertion policy).
+    pub(crate) fn slot(&self, op: OpIdx, d: usize, ready: f64, insertion: bool) -> f64 {
+        let duration = self.costs.compute[op][d];
+        if insertion {
+            self.gap_after(d, ready, duration)
+        } else {
+            self.busy[d]
+                .last()
+                .map_or(ready, |&(_, end)| end.max(ready))
+        }
+    }
+
+    /// Start of the first idle stretch of `duration` on `d` no earlier than `ready`.
+    pub(crate) fn gap_after(&self, d: usize, ready: f64, duration: f64) -> f64 {
+        let mut t = ready;
+        for &(s, e) in &self.busy[d] {
+            if t + duration <= s {
+                return t;
+            }
+            t = t.max(e);
+        }
+        t
+    }
+
+    /// Bytes `op` would add to device `d`: its own bytes plus inputs received from other GPUs.
+    pub(crate) fn memory_cost(&self, op: OpIdx, d: usize) -> f64 {
+        let g = self.p.graph;
+        let received: f64 = g
+            .in_edges(op)
+            .iter()
+            .map(|&e| g.edges()[e])
+            .filter(|edge| self.device[edge.src] != Some(d))
+            .map(|edge| edge.bytes)
+            .sum();
+        self.costs.own_bytes[op] + received
+    }
+
+    pub(crate) fn has_room(&self, op: OpIdx, d: usize) -> bool {
+        self.memory[d] + self.memory_cost(op, d) <= self.costs.capacity[d]
+    }
+
+    /// Devices with room for `op`; when none has, every device (the placement will be OOM) and
+    /// the schedule stops claiming to fit. Fails once the deadline has passed.
+    pub(crate) fn candidates(&mut self, op: OpIdx) -> Result<Vec<usize>> {
+        self.within_deadline()?;
+        let fit: Vec<usize> = (0..self.costs.devices)
+            .filter(|&d| self.has_room(op, d))
+            .collect();
+        if fit.is_empty() {
+            self.fits = false;
+            Ok((0..self.costs.devices).collect())
+        } else {
+            Ok(fit)
+        }
+    }
+
+    /// [`SearchError::OutOfTime`] once the costs' deadline has passed.
+    pub(crate) fn within_deadline(&self) -> Result<()> {
+        match self.costs.deadline {
+            Some(d) if Instant::now() >= d => Err(SearchError::OutOfTime.into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Start and finish of `op` on `d` under the policy.
+    pub(crate) fn times(&self, op: OpIdx, d: usize, insertion: bool) -> (f64, f64) {
+        let start = self.slot(op, d, self.data_ready(op, d), insertion);
+        (start, start + self.costs.compute[op][d])
+    }
+
+    /// The device among `candidates` where `op` finishes first (ties: lower index).
+    pub(crate) fn earliest_finish(
+        &self,
+        op: OpIdx,
+        candidates: &[usize],
+        insertion: bool,
+    ) -> usize {
+        let mut best = candidates[0];
+        let mut best_finish = f64::INFINITY;
+        for &d in candidates {
+            let (_, f) = self.times(op, d, insertion);
+            if f < best_finish {
+                best = d;
+                best_finish = f;
+            }
+        }
+        best
+    }
+
+    /// Put `op` on `d`, as early as the policy allows.
+    pub(crate) fn assign(&mut self, op: OpIdx, d: usize, insertion: bool) {
+        let (start, finish) = self.times(op, d, insertion);
+        let (_, planned) = self.transfers(op, d);
+        for (u, _, end) in planned {
+            let from = self.device[u].expect("predecessors are scheduled first");
+            for &l in self.costs.cluster.route_links(from, d).iter() {
+                self.link_free[l as usize] = end;
+            }
+            self.arrived.insert((u, d), end);
+        }
+        self.memory[d] += self.memory_cost(op, d);
+        self.device[op] = Some(d);
+        self.start[op] = start;
+        self.finish[op] = finish;
+        let busy = &mut self.busy[d];
+        let at = busy.partition_point(|&(s, _)| s <= start);
+        busy.insert(at, (start, finish));
+    }
+
+    /// Whether a unit of ops placed together (a fused cluster, a co-location group) fits on `d`
+    /// by their own bytes.
+    pub(crate) fn unit_has_room(&self, unit: &[OpIdx], d: usize) -> bool {
+        let bytes: f64 = unit.iter().map(|&op| self.costs.own_bytes[op]).sum();
+        self.memory[d] + bytes <= self.costs.capacity[d]
+    }
+
+    /// Earliest start of a unit on `d`: its inputs from already placed ops have arrived and `d`
+    /// has an idle stretch as long as the whole unit.
+    pub(crate) fn unit_start(&self, unit: &[OpIdx], d: usize) -> f64 {
+        let g = self.p.graph;
+        let mut ready: f64 = 0.0;
+        for &op in unit {
+            for &e in g.in_edges(op) {
+                let edge = g.edges()[e];
+                if let Some(from) = self.device[edge.src] {
+                    let transfer = self.costs.cluster.transfer_us(from, d, edge.bytes);
+                    ready = ready.max(self.finish[edge.src] + transfer);
+                }
+            }
+        }
+        self.gap_after(d, ready, self.unit_compute(unit, d))
+    }
+
+    /// [`Schedule::unit_start`] with the unit's inputs from other GPUs queued on their links as
+    /// [`Schedule::assign`] will send them (a tensor already on `d` is not sent again), so the
+    /// estimate matches the finish times placing the unit then records.
+    pub(crate) fn unit_start_contended(&self, unit: &[OpIdx], d: usize) -> f64 {
+        let (ready, _) = self.inputs_of(unit, d, true);
+        self.gap_after(d, ready, self.unit_compute(unit, d))
+    }
+
+    pub(crate) fn unit_compute(&self, unit: &[OpIdx], d: usize) -> f64 {
+        unit.iter().map(|&op| self.costs.compute[op][d]).sum()
+    }
+
+    /// Assign a unit's ops (given in a topological order) to `d`; the schedule stops claiming to
+    /// fit if the conservative estimate (received inputs included) overflows `d`.
+    pub(crate) fn place_unit(&mut self, unit: &[OpIdx], d: usize) {
+        for &op in unit {
+            self.assign(op, d, true);
+        }
+        if self.memory[d] > self.costs.capacity[d] {
+            self.fits = false;
+        }
+    }
+
+    /// The GPU with the most free memory (the best-effort target when nothing fits).
+    pub(crate) fn most_free(&self) -> usize {
+        (0..self.costs.devices)
+            .max_by(|&a, &b| {
+                let free = |d: usize| self.costs.capacity[d] - self.memory[d];
+                free(a).total_cmp(&free(b)).then(b.cmp(&a))
+            })
+            .expect("there is a device")
+    }
+
+    pub(crate) fn makespan(&self) -> f64 {
+        self.finish.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The strategy (one model-parallel group per used GPU) with the schedule's start times as
+    /// execution order.
+    pub(crate) fn into_placement(self, note: impl Into<String>) -> Placement {
+        let devices: Vec<usize> = self
+            .device
+            .iter()
+            .map(|d| d.expect("every op is scheduled"))
+            .collect();
+        let strategy = Strategy::from_op_devices("list schedule", &devices, self.costs.devices)
+            .expect("a list schedule is a valid strategy");
+        // Start time orders the GPUs' queues; the finish time breaks ties between a zero-length
+        // op and the op it feeds that starts at the same instant.
+        let order = self
+            .start
+            .iter()
+            .zip(&self.finish)
+            .map(|(&s, &f)| s + f * 1e-9)
+            .collect();
+        Placement {
+            predicted_us: Some(self.makespan()),
+            fits: Some(self.fits),
+            strategy,
+            order: Some(order),
+            note: note.into(),
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Resolving the names a user gives on the command line or in a recipe: a model is a zoo name or
+//! a graph file, a cluster is a config file or the name of one shipped in `configs/`.
+
+use std::path::Path;
+
+use crate::assets;
+use crate::cluster::catalog::known_names;
+use crate::cluster::{Cluster, known_profile_key, load_cluster, parse_cluster};
+use crate::error::{InputError, Result};
+use crate::graph::{Graph, rebatch};
+use crate::{import, zoo};
+
+/// Whether `model` names a zoo model (optionally `-inference`).
+pub(crate) fn is_zoo_model(model: &str) -> bool {
+    zoo::NAMES.contains(&model.strip_suffix("-inference").unwrap_or(model))
+}
+
+/// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format
+/// (re-batched linearly to `batch` when one is given).
+pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
+    if batch == Some(0) {
+        return Err(InputError::new("<cli>", "--batch", "must be at least 1").into());
+    }
+    if is_zoo_model(model) {
+        let opts = zoo::ZooOptions {
+            batch_size: batch,
+            ..zoo::ZooOptions::default()
+        };
+        return Ok(zoo::build(model, &opts)?);
+    }
+    let path = Path::new(model);
+    if !path.exists() {
+        return Err(InputError::new(
+            "<cli>",
+            "model",
+            format!(
+                "\"{model}\" is neither a zoo model ({}) nor an existing file",
+                zoo::NAMES.join(", ")
+            ),
+        )
+        .into());
+    }
+    let graph = import_model(path, None)?;
+    match batch {
+        // An imported graph is re-batched linearly (see graph::rebatch for what that assumes).
+        Some(batch) if batch != graph.batch_size => Ok(rebatch(&graph, batch, model)?),
+        _ => Ok(graph),
+    }
+}
+
+/// A graph file in `format` (or the one detected), whose profiled times each name a GPU of the
+/// catalog, a family of them ("V100") or `cpu` (the PyTorch exporter's host timings, which no
+/// simulation uses): a time under a name nothing matches would be ignored without a word.
+pub fn import_model(path: &Path, format: Option<import::Format>) -> Result<Graph> {
+    let graph = import::import(path, format)?;
+    let source = path.display().to_string();
+    for (i, op) in graph.ops().iter().enumerate() {
+        let unknown = op
+            .profiled_us
+            .keys()
+            .find(|key| !key.eq_ignore_ascii_case("cpu") && !known_profile_key(key));
+        if let Some(key) = unknown {
+            return Err(InputError::new(
+                &source,
+                format!("ops[{i}].profiled_us.{key} (op {} \"{}\")", op.id, op.name),
+                format!(
+                    "unknown GPU type {key:?}; known types: {}, a family of them such as \
+                     \"V100\", or \"cpu\"",
+                    known_names().join(", ")
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(graph)
+}
+
+/// A cluster config file, or the name of a config shipped in `configs/`.
+pub fn load_named_cluster(name: &str, field: &str) -> Result<Cluster> {
+    let path = Path::new(name);
+    if path.exists() {
+        return load_cluster(path);
+    }
+    if let Some(text) = assets::config(name) {
+        return Ok(parse_cluster(text, &format!("configs/{name}.toml"))?);
+    }
+    Err(InputError::new(
+        "<cli>",
+        field,
+        format!(
+            "\"{name}\" is neither a config file nor a shipped config ({})",
+            assets::config_names().join(", ")
+        ),
+    )
+    .into())
+}
