@@ -37,8 +37,11 @@ pub const PACKINGS: [AllReducePacking; 3] = [
 /// The best data-parallel strategy found and its simulated time.
 #[derive(Debug, Clone)]
 pub struct BestDataParallel {
+    /// The winning data-parallel strategy: replicas, batch split and AllReduce packing.
     pub strategy: Strategy,
+    /// Its simulated iteration time, µs.
     pub time_us: f64,
+    /// Whether it fits in every device's memory (no out-of-memory in the simulation).
     pub fits: bool,
     /// What it is: the device groups, shares and packing.
     pub note: String,

@@ -9,12 +9,16 @@ use std::fmt;
 /// sources), which field inside it, and what is wrong.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InputError {
+    /// The file the bad input came from, or `<zoo>`/`<cli>` for built-in models and flags.
     pub file: String,
+    /// The field, flag or line inside `file` that is wrong; empty when the whole file is.
     pub field: String,
+    /// What is wrong with it, one line, as printed after the file and field.
     pub message: String,
 }
 
 impl InputError {
+    /// An error about `field` of `file` (empty `field` for the file as a whole).
     pub fn new(
         file: impl Into<String>,
         field: impl Into<String>,
@@ -43,37 +47,61 @@ impl std::error::Error for InputError {}
 /// Every error the library returns. Each message is one line, as the command line prints it.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A file, model or flag the user gave is malformed or out of range.
     #[error("{0}")]
     Input(#[from] InputError),
+    /// Reading, writing or creating a file or directory failed, or a child process would not run.
     #[error("{path}: {source}")]
     Io {
+        /// The file or directory (or command) the operation was on, as shown to the user.
         path: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
     /// The simulator refused the execution graph (a dependency cycle).
     #[error(transparent)]
     Sim(#[from] crate::sim::SimError),
+    /// METIS refused or failed a graph partitioning.
     #[error(transparent)]
     Metis(#[from] MetisError),
+    /// A grouping (coarsening) request with bad inputs or options, or an unusable grouping.
     #[error(transparent)]
     Grouping(#[from] GroupingError),
+    /// The MILP solver rejected the model or ended without a placement.
     #[error(transparent)]
     Solver(#[from] SolverError),
+    /// A GNN policy could not be built, read or written.
     #[error(transparent)]
     Gnn(#[from] GnnError),
+    /// A placement search could not start or found nothing usable.
     #[error(transparent)]
     Search(#[from] SearchError),
+    /// A training run, checkpoint or game file could not be used.
     #[error(transparent)]
     Train(#[from] TrainError),
+    /// A placement's explicit op order does not list exactly one entry per op of the graph.
     #[error("placement order has {entries} entries for {ops} ops")]
-    OrderLength { entries: usize, ops: usize },
+    OrderLength {
+        /// Entries in the given order.
+        entries: usize,
+        /// Ops in the graph.
+        ops: usize,
+    },
+    /// A value (graph, trace, run state, output) could not be serialised for writing.
     #[error("serialising {what}: {message}")]
-    Serialise { what: String, message: String },
+    Serialise {
+        /// What was being serialised ("graph vgg19", "the run state").
+        what: String,
+        /// The serialiser's error message.
+        message: String,
+    },
     /// A name the tool does not know: a placement or grouping method, a formulation, a device.
     #[error("unknown {kind} \"{name}\" ({expected})")]
     Unknown {
+        /// What sort of name it is ("placement method", "grouping method", "GNN device").
         kind: &'static str,
+        /// The name as the user gave it.
         name: String,
         /// The valid names, as the message lists them ("known: a, b" or "expected a or b").
         expected: String,
@@ -86,26 +114,44 @@ pub enum Error {
 /// METIS refused or failed a partitioning request.
 #[derive(Debug, thiserror::Error)]
 pub enum MetisError {
+    /// The per-op compute times passed to a partitioning do not cover every op of the graph.
     #[error("metis: {weights} compute times for {ops} ops")]
-    WeightCount { weights: usize, ops: usize },
-    #[error("metis: {weights} compute times and {memory} memory sizes for {ops} ops")]
-    WeightAndMemoryCount {
+    WeightCount {
+        /// Compute times given.
         weights: usize,
-        memory: usize,
+        /// Ops in the graph.
         ops: usize,
     },
+    /// A memory-balanced partitioning got compute times or memory sizes not one per op.
+    #[error("metis: {weights} compute times and {memory} memory sizes for {ops} ops")]
+    WeightAndMemoryCount {
+        /// Compute times given.
+        weights: usize,
+        /// Memory sizes given.
+        memory: usize,
+        /// Ops in the graph.
+        ops: usize,
+    },
+    /// The CSR arrays handed to METIS disagree in length (an internal bug, not a user input).
     #[error(
         "metis: inconsistent CSR (n = {n}, xadj {xadj}, vwgt {vwgt}, adjncy {adjncy}, adjwgt {adjwgt})"
     )]
     InconsistentCsr {
+        /// Vertices in the graph.
         n: usize,
+        /// Length of the row-offset array (should be `n + 1`).
         xadj: usize,
+        /// Length of the vertex-weight array (should be `n` times the constraint count).
         vwgt: usize,
+        /// Length of the adjacency array.
         adjncy: usize,
+        /// Length of the edge-weight array (should equal `adjncy`).
         adjwgt: usize,
     },
+    /// METIS refused the graph when it was handed over; holds METIS's error.
     #[error("metis: bad input graph: {0}")]
     BadInput(String),
+    /// METIS's k-way partitioning itself failed; holds METIS's error.
     #[error("metis: partitioning failed: {0}")]
     Failed(String),
 }
@@ -113,50 +159,90 @@ pub enum MetisError {
 /// A grouping request that cannot be served.
 #[derive(Debug, thiserror::Error)]
 pub enum GroupingError {
+    /// A grouping was given a group id list that is not one id per op.
     #[error("grouping: {ids} group ids for {ops} ops")]
-    IdCount { ids: usize, ops: usize },
+    IdCount {
+        /// Group ids given.
+        ids: usize,
+        /// Ops in the graph.
+        ops: usize,
+    },
+    /// The bandwidth (bytes/µs) used to cost cut edges is zero, negative, NaN or infinite.
     #[error("grouping: bandwidth must be positive and finite, got {0}")]
     Bandwidth(f64),
+    /// The per-op compute times given to a grouping method do not cover every op.
     #[error("grouping: {weights} compute times for {ops} ops")]
-    WeightCount { weights: usize, ops: usize },
+    WeightCount {
+        /// Compute times given.
+        weights: usize,
+        /// Ops in the graph.
+        ops: usize,
+    },
+    /// An op's compute time is NaN, infinite or negative.
     #[error(
         "grouping: compute time of op {op} (\"{name}\") is {weight}; it must be finite and non-negative"
     )]
     BadWeight {
+        /// Index of the op in the graph.
         op: usize,
+        /// The op's name.
         name: String,
+        /// The offending compute time (µs).
         weight: f64,
     },
+    /// Celeritas fusion options out of range: bandwidth not positive, range `R` of 0, or a NaN
+    /// memory limit.
     #[error(
         "celeritas: need bandwidth > 0, R ≥ 1 and a memory limit (got {bandwidth}, {range}, {memory_limit})"
     )]
     CeleritasOptions {
+        /// The bandwidth given (bytes/µs).
         bandwidth: f64,
+        /// The fusion range `R` given.
         range: usize,
+        /// The memory limit given (bytes).
         memory_limit: f64,
     },
+    /// The quickp percentile (of op compute times) is outside (0, 1].
     #[error("quickp: percentile must be in (0, 1], got {0}")]
     QuickpPercentile(f64),
+    /// The grouping's coarse graph has a cycle, so it cannot be scheduled group by group
+    /// (raised when solving a coarsened instance).
     #[error(
         "{model}: the {method} grouping's group graph has a cycle; solve it without --coarsen or \
          with another method"
     )]
-    CyclicGroups { model: String, method: String },
+    CyclicGroups {
+        /// The model (graph) name.
+        model: String,
+        /// The grouping method that produced the cycle.
+        method: String,
+    },
 }
 
 /// The MILP solver (HiGHS) refused a model or ended without a usable answer.
 #[derive(Debug, thiserror::Error)]
 pub enum SolverError {
+    /// HiGHS would not accept the built model for optimisation; holds HiGHS's error.
     #[error("HiGHS rejected the model: {0}")]
     Rejected(String),
+    /// HiGHS refused the warm-start solution handed to it; holds HiGHS's error.
     #[error("HiGHS refused the warm start: {0}")]
     WarmStart(String),
+    /// The HiGHS solve call itself failed; holds HiGHS's error.
     #[error("HiGHS failed: {0}")]
     Failed(String),
+    /// HiGHS ended with a model status the tool does not handle (e.g. unbounded); holds it.
     #[error("HiGHS ended with {0}")]
     Ended(String),
+    /// HiGHS refused to set one of its options (time limit, gap, threads, seed, ...).
     #[error("HiGHS option {key}: {message}")]
-    Option { key: String, message: String },
+    Option {
+        /// The HiGHS option name.
+        key: String,
+        /// HiGHS's error.
+        message: String,
+    },
     /// The solve ended (infeasible, out of time) with no placement to return.
     #[error("{0}")]
     NoSolution(String),
@@ -167,12 +253,19 @@ pub enum SolverError {
          {limit_gib:.1} GiB: coarsen further (--coarsen chunks -k N) or raise --memory-limit"
     )]
     TooLarge {
+        /// The MILP formulation that was to be built.
         formulation: &'static str,
+        /// Nodes of the instance (ops, or groups when coarsened).
         nodes: usize,
+        /// GPUs in the cluster.
         devices: usize,
+        /// Estimated constraint rows of the model.
         rows: f64,
+        /// Estimated nonzeros of the constraint matrix.
         nonzeros: f64,
+        /// Estimated memory of the model (GiB).
         gib: f64,
+        /// The memory limit it exceeds (GiB).
         limit_gib: f64,
     },
 }
@@ -180,18 +273,35 @@ pub enum SolverError {
 /// A GNN policy that cannot be built, read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum GnnError {
+    /// The GNN configuration is invalid (fails its check); holds the reason.
     #[error("{0}")]
     Config(String),
+    /// A policy file could not be read from disk.
     #[error("{path}: cannot read the GNN policy: {source}")]
     Read {
+        /// The policy file.
         path: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A file read as a policy is not one (bad header, checksum, old format, wrong contents).
     #[error("{path}: not a topoplace GNN policy: {why}")]
-    NotAPolicy { path: String, why: String },
+    NotAPolicy {
+        /// The file.
+        path: String,
+        /// Why it was rejected.
+        why: String,
+    },
+    /// A policy could not be encoded or written to its file.
     #[error("{path}: {message}")]
-    Save { path: String, message: String },
+    Save {
+        /// The policy file being written.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The `wgpu` GNN device was asked for in a build without the `wgpu` feature.
     #[error("the GNN device wgpu needs a build with `--features wgpu`")]
     NoWgpu,
 }
@@ -199,26 +309,40 @@ pub enum GnnError {
 /// A search that cannot start or found nothing usable.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
+    /// An MCTS search was started on a graph with no ops (no groups to decide).
     #[error("the graph has no ops to place")]
     NoOps,
+    /// The cluster yields more placement actions than the search can index (over `u16::MAX`).
     #[error("{0} actions is too many")]
     TooManyActions(usize),
+    /// Training targets were asked of a search that runs without a GNN policy.
     #[error("training targets need a search with a policy")]
     TargetsNeedPolicy,
+    /// A list scheduler or pipeline planner passed its time budget's deadline.
     #[error("a list scheduler ran past its deadline")]
     OutOfTime,
+    /// No pipeline-parallel plan exists: fewer than two GPUs, or a batch that will not split.
     #[error(
         "no pipeline of {model} on {cluster}: a pipeline needs two GPUs and a batch that splits \
          into micro-batches"
     )]
-    NoPipeline { model: String, cluster: String },
+    NoPipeline {
+        /// The model (graph) name.
+        model: String,
+        /// The cluster name.
+        cluster: String,
+    },
+    /// Every placement `place` simulated runs out of GPU memory on the cluster.
     #[error(
         "{model} does not fit on {cluster}: all {simulated} strategies tried (DP-NCCL included) \
          run out of GPU memory"
     )]
     DoesNotFit {
+        /// The model (graph) name.
         model: String,
+        /// The cluster name.
         cluster: String,
+        /// How many strategies were simulated.
         simulated: usize,
     },
 }
@@ -226,56 +350,103 @@ pub enum SearchError {
 /// A training run, a checkpoint or a game file that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
+    /// A model was named that the recipe's training set does not hold.
     #[error("model \"{0}\" is not in the recipe")]
     UnknownModel(String),
+    /// A held-out experiment would leave the recipe with no model to train on.
     #[error("recipe {recipe}: without {model} it trains on no model")]
-    NothingLeft { recipe: String, model: String },
+    NothingLeft {
+        /// The recipe name.
+        recipe: String,
+        /// The model held out.
+        model: String,
+    },
+    /// A game file holds a different `(step, worker)` game than its name says.
     #[error("{path}: holds game {step}/{worker} instead")]
     WrongGame {
+        /// The game file.
         path: String,
+        /// The training step recorded inside it.
         step: u64,
+        /// The worker recorded inside it.
         worker: u64,
     },
     /// A file of the run that does not read back (corrupt, truncated, of another format).
     #[error("{path}: {message}")]
-    Corrupt { path: String, message: String },
+    Corrupt {
+        /// The file that failed to read back.
+        path: String,
+        /// The decoder's error.
+        message: String,
+    },
+    /// A new training run was started in a directory that already has checkpoints, without
+    /// `--resume`.
     #[error(
         "{path}: the run has checkpoints already; pass --resume to continue it, or choose another \
          output directory"
     )]
-    AlreadyStarted { path: String },
+    AlreadyStarted {
+        /// The run's output directory.
+        path: String,
+    },
+    /// On `--resume`, the checkpoint belongs to a recipe of another name.
     #[error("{path}: a checkpoint of recipe \"{found}\", not \"{expected}\"")]
     OtherRecipe {
+        /// The checkpoint's state file.
         path: String,
+        /// The recipe name in the checkpoint.
         found: String,
+        /// The recipe name given now.
         expected: String,
     },
+    /// On `--resume`, the recipe differs from the checkpoint's copy in more than `steps`.
     #[error(
         "{path}: the recipe differs from the run's in {keys} (only `steps` may change on \
          --resume); start a new run for another recipe"
     )]
-    RecipeChanged { path: String, keys: String },
+    RecipeChanged {
+        /// The checkpoint's copy of the recipe.
+        path: String,
+        /// The differing keys, comma-separated.
+        keys: String,
+    },
+    /// On `--resume`, the checkpoint's GNN configuration differs from the recipe's.
     #[error("{path}: the checkpoint's GNN is {found}, the recipe asks for {expected}")]
     OtherGnn {
+        /// The checkpoint directory.
         path: String,
+        /// The checkpoint's GNN configuration.
         found: String,
+        /// The GNN configuration the recipe asks for.
         expected: String,
     },
+    /// Generation 0's policy was asked for before the recipe's warm start was run.
     #[error(
         "{path}: the recipe has a warm start; run `topoplace train --samples` first: it does the \
          warm start and writes generation 0's weights"
     )]
-    WarmStartFirst { path: String },
+    WarmStartFirst {
+        /// Where generation 0's snapshot is expected.
+        path: String,
+    },
+    /// The policy snapshot of a generation (after 0) has not been written yet.
     #[error(
         "{path}: no snapshot of generation {generation}; run `topoplace train --samples` until it \
          asks for that generation's games"
     )]
-    NoSnapshot { path: String, generation: u64 },
+    NoSnapshot {
+        /// Where the snapshot is expected.
+        path: String,
+        /// The generation asked for.
+        generation: u64,
+    },
 }
 
+/// The library's result type; the error defaults to [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An [`Error::Io`] for an operation on `path` (as shown to the user).
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),

@@ -54,19 +54,25 @@ pub const UNSEEN_SEED: u64 = 2_000_000;
 
 /// What every experiment takes.
 pub struct Setup<'a> {
+    /// The models to place, as `(name, graph)` pairs, in the order the tables list them.
     pub models: Vec<(String, Graph)>,
     /// The cluster of `search-efficiency` and `holdout-models`.
     pub cluster: &'a Cluster,
+    /// The trained GNN policy whose priors are compared against uniform priors.
     pub policy: &'a GnnPolicy,
+    /// MCTS iterations per search (the policy's budget, and the uniform priors' by default).
     pub budget: usize,
     /// `unseen-topologies`: the uniform priors' budget when it differs from the policy's (does
     /// the GNN at a small budget reach what uniform priors reach at a large one?).
     pub uniform_budget: Option<usize>,
+    /// METIS op groups each search places (the search tree's depth).
     pub groups: usize,
     /// Searches per (model, priors) in `search-efficiency`; seeds 0..seeds.
     pub seeds: u64,
     /// Unseen topologies in `unseen-topologies` and `overhead`.
     pub topologies: u64,
+    /// Seed of the first unseen topology; topology `i` is drawn with `topology_seed + i` (see
+    /// [`UNSEEN_SEED`]).
     pub topology_seed: u64,
     /// The unseen topologies' distribution (TAG's: [`TopologyDistribution::TAG`]).
     pub distribution: TopologyDistribution,
@@ -78,11 +84,13 @@ pub struct Setup<'a> {
 /// The result of one search, as the experiments read it.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SearchOutcome {
+    /// The best strategy's speed-up over DP-NCCL, `T_DP / T − 1` (−1 when it does not fit).
     pub speedup: f64,
     /// The first iteration whose strategy beat DP-NCCL (0: the start did).
     pub beat_dp_at: Option<usize>,
     /// The iteration count after which the best strategy stopped improving.
     pub best_at: usize,
+    /// Wall time of the search (seconds).
     pub seconds: f64,
 }
 
@@ -170,9 +178,13 @@ pub fn teacher_speedup(
 
 /// A finished experiment: a table (also CSV) and a chart.
 pub struct Output {
+    /// The experiment's command name (one of [`NAMES`]), the stem of the files it writes.
     pub name: &'static str,
+    /// The results table, written as `<name>.md`.
     pub table: Table,
+    /// The same table as CSV text, written as `<name>.csv`.
     pub csv: String,
+    /// The chart as SVG text, written as `<name>.svg`.
     pub svg: String,
     /// One row per search behind the table, for paired tests of one's own (`unseen-topologies`).
     pub per_instance: Option<String>,

@@ -14,6 +14,7 @@ use crate::zoo::{self, ModelCard};
 /// Everything `info` prints; the JSON keys are the field names.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelReport {
+    /// The graph's totals (sizes, FLOPs, bytes, per phase); flattened into the JSON.
     #[serde(flatten)]
     pub summary: GraphSummary,
     /// Forward multiply-accumulates per sample (forward FLOPs / 2 / batch).
@@ -24,10 +25,13 @@ pub struct ModelReport {
     pub activation_bytes: f64,
     /// Bytes of every forward output at the batch: the bound when nothing were ever freed.
     pub forward_output_bytes: f64,
+    /// The zoo model's card with its published figures; `None` for graphs not from the zoo.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub card: Option<ModelCard>,
+    /// What simplification removed, when the graph was simplified before the report.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub simplified: Option<SimplifyStats>,
+    /// One estimate per GPU type in the cluster, in order of first appearance; empty without one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub on_gpu: Vec<GpuEstimate>,
 }
@@ -35,6 +39,7 @@ pub struct ModelReport {
 /// The whole model on one GPU of a type present in the cluster.
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuEstimate {
+    /// Catalog name of the GPU type.
     pub gpu: String,
     /// How many GPUs of this type the cluster has.
     pub count: usize,
@@ -42,11 +47,15 @@ pub struct GpuEstimate {
     pub serial_compute_us: f64,
     /// Resident bytes plus activation bytes.
     pub memory_needed_bytes: f64,
+    /// Usable memory of the first device of this type, bytes (a config may override the catalog).
     pub memory_bytes: f64,
+    /// Whether `memory_needed_bytes` fits in `memory_bytes`.
     pub fits: bool,
 }
 
 impl ModelReport {
+    /// Report on `graph`, with its zoo card and simplification stats if any, and per-GPU-type
+    /// estimates when a cluster is given.
     pub fn new(
         graph: &Graph,
         card: Option<ModelCard>,
@@ -76,6 +85,7 @@ impl ModelReport {
         }
     }
 
+    /// The report as `info` prints it: header lines, a per-phase table and the per-GPU table.
     pub fn render_text(&self) -> String {
         let s = &self.summary;
         let mut out = format!("model        {}\n", s.name);
@@ -223,16 +233,25 @@ fn estimate_per_gpu_type(graph: &Graph, cluster: &Cluster, memory_needed: f64) -
 /// One row of `zoo list`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ZooRow {
+    /// The zoo model's name.
     pub name: String,
+    /// The implementation the graph reproduces (the card's variant; empty without a card).
     pub variant: String,
+    /// Default batch size of the training graph.
     pub batch_size: u32,
+    /// Ops of the training graph (forward, backward, optimizer).
     pub ops: usize,
+    /// Ops of the forward-only (`-inference`) graph.
     pub inference_ops: usize,
+    /// Trainable parameters counted in the built graph.
     pub params: u64,
+    /// Published trainable parameter count (0 without a card).
     pub reference_params: u64,
+    /// Forward multiply-accumulates per sample, in units of 1e9.
     pub forward_gmac_per_sample: f64,
 }
 
+/// Build every zoo model (training and inference, default options) and summarise each in a row.
 pub fn zoo_listing() -> Result<Vec<ZooRow>> {
     let mut rows = Vec::new();
     for &name in zoo::NAMES {
@@ -258,6 +277,7 @@ pub fn zoo_listing() -> Result<Vec<ZooRow>> {
     Ok(rows)
 }
 
+/// The `zoo list` rows as a text table (variant cut to its first clause).
 pub fn render_zoo_listing(rows: &[ZooRow]) -> String {
     let mut t = Table::new([
         "model",

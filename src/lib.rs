@@ -33,6 +33,8 @@
 //! # Ok::<(), topoplace::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod assets;
 pub mod checksum;
 pub mod cluster;

@@ -82,6 +82,7 @@ pub enum SolveStatus {
 }
 
 impl SolveStatus {
+    /// The status as printed and serialised: `optimal`, `feasible`, `infeasible`, `timed-out`.
     pub fn name(self) -> &'static str {
         match self {
             SolveStatus::Optimal => "optimal",
@@ -92,7 +93,7 @@ impl SolveStatus {
     }
 
     /// Whether a solution (values) comes with this status.
-    pub fn has_solution(self) -> bool {
+    pub(crate) fn has_solution(self) -> bool {
         matches!(self, SolveStatus::Optimal | SolveStatus::Feasible)
     }
 }
@@ -103,7 +104,7 @@ pub(crate) struct Var(pub usize);
 
 /// What one solve returned.
 #[derive(Debug, Clone)]
-pub struct MilpOutcome {
+pub(crate) struct MilpOutcome {
     pub status: SolveStatus,
     /// Objective of the incumbent (NaN without one).
     pub objective: f64,
@@ -124,7 +125,7 @@ impl MilpOutcome {
 
 /// A minimisation MILP under construction.
 #[derive(Default)]
-pub struct Milp {
+pub(crate) struct Milp {
     problem: RowProblem,
     columns: Vec<highs::Col>,
     rows: usize,
@@ -185,7 +186,7 @@ impl Milp {
         self.columns.len()
     }
 
-    pub fn num_rows(&self) -> usize {
+    pub(crate) fn num_rows(&self) -> usize {
         self.rows
     }
 
@@ -197,7 +198,7 @@ impl Milp {
 
     /// [`Milp::solve`] that also ends, as at its time limit, once `interrupt` is raised (another
     /// search proved the optimum first).
-    pub fn solve_until(
+    pub(crate) fn solve_until(
         self,
         opts: &SolveOptions,
         warm: Option<&[f64]>,

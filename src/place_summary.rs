@@ -13,10 +13,15 @@ use crate::units::{no_negative_zero, to_gib, to_ms};
 /// One op group of the chosen strategy.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlacedGroup {
+    /// The op group's position in search order (descending compute).
     pub group: usize,
+    /// Ops in the op group.
     pub ops: usize,
+    /// Indices of the GPUs the op group runs on.
     pub devices: Vec<usize>,
+    /// The device groups those GPUs belong to, `name#index`, with `: k of n` when partly used.
     pub device_groups: Vec<String>,
+    /// The replication option chosen: `all-reduce`, `ps`, `duplicate` or `model-parallel`.
     pub option: &'static str,
     /// How its replicas share the batch ("even", "proportional"); none where they do not split
     /// it.
@@ -26,47 +31,76 @@ pub struct PlacedGroup {
 /// One stage of a pipeline: its op groups' ops and the GPUs they run on.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlacedStage {
+    /// The stage's position in the pipeline chain, from 0.
     pub stage: usize,
+    /// The op groups (search-order indices) in this stage.
     pub groups: Vec<usize>,
+    /// Ops in the stage, summed over its op groups.
     pub ops: usize,
+    /// Indices of the GPUs the stage runs on: the union over its op groups.
     pub devices: Vec<usize>,
+    /// The device groups those GPUs belong to, `name#index`, with `: k of n` when partly used.
     pub device_groups: Vec<String>,
 }
 
 /// The pipeline of the chosen strategy, when it has one.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlacedPipeline {
+    /// Micro-batches each iteration's batch is cut into.
     pub micro_batches: u32,
+    /// The pipeline schedule: `gpipe` or `1f1b`.
     pub schedule: &'static str,
+    /// The stages, in chain order.
     pub stages: Vec<PlacedStage>,
 }
 
 /// The result of `topoplace place`; the JSON keys of `--json` are these field names.
 #[derive(Debug, Clone, Serialize)]
 pub struct PlaceSummary {
+    /// The graph's name.
     pub model: String,
+    /// The cluster's name.
     pub cluster: String,
+    /// The GNN policy giving the search's priors: its file, `... (shipped)`, or `none` (uniform).
     pub policy: String,
+    /// Simulated iteration time of the chosen strategy, µs.
     pub iteration_us: f64,
+    /// Simulated iteration time of DP-NCCL, µs.
     pub dp_nccl_us: f64,
+    /// `dp_nccl_us / iteration_us − 1`: 0.25 means 25% faster than DP-NCCL.
     pub speedup_over_dp: f64,
+    /// Name of the fastest fitting no-search placer (`none` when none fits).
     pub best_heuristic: String,
+    /// That placer's simulated iteration time, µs (infinite when none fits).
     pub best_heuristic_us: f64,
+    /// `best_heuristic_us / iteration_us − 1`: the speed-up over the best other method.
     pub speedup_over_heuristic: f64,
+    /// Largest peak memory of any GPU under the chosen strategy, bytes.
     pub peak_memory_bytes: f64,
+    /// MCTS iterations run (leaf evaluations, cache hits included).
     pub iterations: usize,
+    /// Distinct strategies simulated.
     pub simulated: usize,
     /// Of them, pipelines the tree simulated below its pipeline frames.
     pub pipeline_leaves: usize,
+    /// Size of the action space: the (device-group set, option) pairs each op group chooses from.
     pub actions: usize,
+    /// Wall time of the search, seconds.
     pub search_seconds: f64,
+    /// Search throughput: MCTS iterations per second of wall time.
     pub iterations_per_second: f64,
+    /// The first iteration (1-based) whose strategy fit and beat DP-NCCL; 0 when the starting
+    /// strategy already did, `None` when none did.
     pub iterations_to_beat_dp: Option<usize>,
+    /// The chosen decision of each op group, in search order.
     pub groups: Vec<PlacedGroup>,
+    /// The chosen strategy's pipeline; `None` when it has none.
     pub pipeline: Option<PlacedPipeline>,
 }
 
 impl PlaceSummary {
+    /// Summarise the search result `found` for `graph` on `cluster`, against the best no-search
+    /// placer (`heuristic`, at `heuristic_us` µs); `policy` is the priors' source as shown.
     pub fn new(
         graph: &Graph,
         cluster: &Cluster,

@@ -8,8 +8,11 @@ use crate::graph::Graph;
 /// What a placer is asked to place.
 #[derive(Clone, Copy)]
 pub struct Problem<'a> {
+    /// The training graph whose ops are placed.
     pub graph: &'a Graph,
+    /// The cluster whose devices receive the ops.
     pub cluster: &'a Cluster,
+    /// The cost model timing each op on each GPU type.
     pub cost: &'a CostModel,
 }
 

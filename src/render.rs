@@ -22,6 +22,7 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
+    /// The table as aligned plain text: header, a dashed rule, then one line per row.
     pub fn render(&self) -> String {
         let columns = self.header.len();
         let mut width = vec![0usize; columns];

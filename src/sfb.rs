@@ -38,6 +38,7 @@ use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
 pub struct SfbOptions {
     /// How many hops above the gradient op the candidate subgraph reaches.
     pub depth: usize,
+    /// HiGHS options for each gradient's ILP (default: 5 s limit, proven optimum).
     pub solver: SolveOptions,
 }
 
@@ -58,7 +59,9 @@ impl Default for SfbOptions {
 /// One gradient's question: its ops, its replicas' count and bandwidth.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SfbQuestion {
+    /// The gradient op whose synchronisation SFB may replace.
     pub grad: OpIdx,
+    /// The optimizer op the gradient feeds (the gradient link's destination).
     pub optimizer: OpIdx,
     /// Replicas D (≥ 2).
     pub replicas: usize,
@@ -74,8 +77,11 @@ pub struct SfbQuestion {
 /// The answer for one gradient.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SfbDecision {
+    /// The gradient op decided on.
     pub grad: OpIdx,
+    /// The optimizer op the gradient feeds.
     pub optimizer: OpIdx,
+    /// Replicas D of the gradient (≥ 2).
     pub replicas: usize,
     /// Whether SFB replaces the gradient's synchronisation.
     pub use_sfb: bool,
@@ -363,17 +369,22 @@ pub fn duplicated_op_types(g: &Graph, decisions: &[SfbDecision]) -> BTreeMap<Str
 /// What `topoplace sfb` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct SfbReport {
+    /// The model (graph) name.
     pub model: String,
+    /// Replicated gradients considered.
     pub gradients: usize,
+    /// Gradients for which SFB pays and replaces the AllReduce.
     pub sfb_gradients: usize,
     /// Communication saved minus duplication paid, µs, summed over SFB gradients.
     pub saving_us: f64,
     /// Duplicated ops by type (TAG Table 6).
     pub duplicated_op_types: BTreeMap<String, usize>,
+    /// The decision for every gradient considered, SFB or not.
     pub decisions: Vec<SfbDecision>,
 }
 
 impl SfbReport {
+    /// Summarise the per-gradient `decisions` for graph `g`.
     pub fn new(g: &Graph, decisions: &[SfbDecision]) -> SfbReport {
         let used: Vec<&SfbDecision> = decisions.iter().filter(|d| d.use_sfb).collect();
         SfbReport {
@@ -389,6 +400,7 @@ impl SfbReport {
         }
     }
 
+    /// The report as `topoplace sfb` prints it: the saving (ms) and the duplicated op types.
     pub fn render_text(&self) -> String {
         let mut s = format!(
             "{}: SFB pays for {} of {} replicated gradients, saving {:.3} ms of synchronisation\n",

@@ -108,9 +108,23 @@ fn top_level_items(group: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether `path` is a unit-test file (`tests.rs`, or a file under a `tests/` folder of `src/`),
+/// compiled only under `cfg(test)`: tests may use any module, so they take no part in the order.
+fn is_unit_test_file(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "tests.rs")
+        || path
+            .strip_prefix(src())
+            .unwrap_or(path)
+            .components()
+            .any(|c| c.as_os_str() == "tests")
+}
+
 /// Code without line comments (doc links are not imports) and without the unit tests at its
-/// end (a test module may use what its file's siblings offer).
+/// end or in their own files (a test module may use what any module offers).
 fn code_of(path: &Path) -> String {
+    if is_unit_test_file(path) {
+        return String::new();
+    }
     let text = std::fs::read_to_string(path).unwrap();
     let code: Vec<&str> = text
         .lines()

@@ -66,11 +66,7 @@ fn the_binary_needs_no_checkout_to_find_its_assets() {
             .current_dir(dir)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = common::succeeded(out);
         String::from_utf8(out.stdout).unwrap()
     };
     assert_eq!(run(&elsewhere), run(repo()));
@@ -88,12 +84,7 @@ fn the_binary_needs_no_checkout_to_find_its_assets() {
         .current_dir(&elsewhere)
         .output()
         .unwrap();
-    assert!(
-        policy.status.success(),
-        "{}",
-        String::from_utf8_lossy(&policy.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&policy.stdout).unwrap();
+    let summary = common::json_of(policy);
     assert!(
         summary["policy"]
             .as_str()

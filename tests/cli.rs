@@ -620,11 +620,7 @@ fn nvidia_smi_topology_imports_as_a_machine_entry() {
         .arg(&file)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = common::succeeded(out);
     let entry = String::from_utf8(out.stdout).unwrap();
     let c = topoplace::cluster::parse_cluster(&format!("name = \"dgx1\"\n{entry}"), "t").unwrap();
     assert_eq!(c.devices.len(), 8);

@@ -301,12 +301,7 @@ fn holdout_models_trains_without_each_model() {
         recipe.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = common::json_of(out);
     assert_eq!(rows.as_array().unwrap().len(), 2);
     for row in rows.as_array().unwrap() {
         let number = |key: &str| {

@@ -560,11 +560,7 @@ fn place_with_a_policy_file_is_deterministic() {
         .arg(&policy)
         .output()
         .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    common::succeeded(init);
     assert_eq!(GnnPolicy::load(&policy).unwrap().config, small());
     let place = |out: &str| {
         let file = dir.join(out);
@@ -577,12 +573,7 @@ fn place_with_a_policy_file_is_deterministic() {
             .arg(&file)
             .output()
             .unwrap();
-        assert!(
-            run.status.success(),
-            "{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        let summary = common::json_of(run);
         assert!(
             summary["policy"]
                 .as_str()

@@ -292,12 +292,7 @@ fn place_writes_a_strategy_that_simulate_reproduces() {
         .arg(&trace)
         .output()
         .unwrap();
-    assert!(
-        placed.status.success(),
-        "{}",
-        String::from_utf8_lossy(&placed.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&placed.stdout).unwrap();
+    let summary = common::json_of(placed);
     assert!(
         std::fs::read_to_string(&trace)
             .unwrap()
@@ -317,12 +312,7 @@ fn place_writes_a_strategy_that_simulate_reproduces() {
         .arg(&file)
         .output()
         .unwrap();
-    assert!(
-        simulated.status.success(),
-        "{}",
-        String::from_utf8_lossy(&simulated.stderr)
-    );
-    let sim: serde_json::Value = serde_json::from_slice(&simulated.stdout).unwrap();
+    let sim = common::json_of(simulated);
     let placed_us = summary["iteration_us"].as_f64().unwrap();
     assert_eq!(sim["iteration_us"].as_f64().unwrap(), placed_us);
     assert_eq!(

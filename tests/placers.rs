@@ -296,11 +296,7 @@ fn compare_writes_csv_markdown_and_charts_and_rejects_bad_methods() {
         .arg(&out)
         .output()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let run = common::succeeded(run);
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     let methods = names().len();
     assert_eq!(csv.lines().count(), 1 + 2 * methods, "{csv}");

@@ -217,12 +217,7 @@ fn cli_sfb_reports_decisions_and_op_types() {
         .arg("--json")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::json_of(out);
     let g = zoo::build("mlp", &zoo::ZooOptions::default()).unwrap();
     assert_eq!(v["gradients"], g.gradients().len());
     for key in [

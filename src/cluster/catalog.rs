@@ -33,15 +33,20 @@ pub struct GpuSpec {
 /// GPU microarchitectures of the catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Arch {
+    /// K80 (GK210).
     Kepler,
+    /// P100, GTX 1080/1080 Ti, Tesla P4.
     Pascal,
+    /// V100: the first generation with tensor cores.
     Volta,
+    /// T4, RTX 2080 Ti.
     Turing,
     /// A100 (GA100).
     Ampere,
     /// Consumer Ampere (GA102/GA104): twice the FP32 lanes per SM of GA100, which kernels
     /// rarely fill, so its share of peak differs from A100's.
     Ga10x,
+    /// H100 (GH100).
     Hopper,
 }
 
@@ -87,7 +92,7 @@ impl GpuSpec {
 }
 
 /// Whether times profiled under `key` apply to some GPU of the catalog.
-pub fn known_profile_key(key: &str) -> bool {
+pub(crate) fn known_profile_key(key: &str) -> bool {
     CATALOG.iter().any(|g| g.profiled_as(key))
 }
 

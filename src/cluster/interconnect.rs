@@ -24,8 +24,11 @@ use super::GpuSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Interconnect {
+    /// Each GPU talks through its PCIe slot: one peer at a time at the pair bandwidth.
     Pcie,
+    /// NVLink hybrid cube mesh (DGX-1 style): a GPU's bricks reach several peers at once.
     Nvlink,
+    /// NVSwitch: every pair gets the GPU's whole NVLink bandwidth, one transfer at a time.
     Nvswitch,
 }
 

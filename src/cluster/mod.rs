@@ -19,9 +19,9 @@ pub(crate) mod routes;
 
 pub(crate) use catalog::Arch;
 pub use catalog::CATALOG;
-pub use catalog::GpuSpec;
+pub(crate) use catalog::GpuSpec;
 pub use catalog::find_gpu;
-pub use catalog::known_profile_key;
+
 pub use catalog::lookup_gpu;
 pub use config::load_cluster;
 pub use config::parse_cluster;
@@ -37,11 +37,15 @@ pub(crate) use routes::RouteLinks;
 use serde::Serialize;
 
 use crate::units;
+pub(crate) use catalog::known_profile_key;
 
 /// One physical server (host). It may hold several device groups when it mixes GPU types.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
+    /// Position of this machine in [`Cluster::machines`].
     pub index: usize,
+    /// The machine's name (its `[[machine]]` entry's, or the shared `server` of a mixed machine);
+    /// its devices are named after it.
     pub name: String,
     /// NIC bandwidth per direction, B/µs.
     pub nic_bandwidth: f64,
@@ -58,11 +62,15 @@ pub struct Machine {
 /// Same-type GPUs in one machine sharing one intra-machine bandwidth (TAG §4.2).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeviceGroup {
+    /// Position of this group in [`Cluster::groups`].
     pub index: usize,
     /// The `[[machine]]` entry's name: the machine's name unless the machine mixes GPU types.
     pub name: String,
+    /// Index of the machine holding this group, in [`Cluster::machines`].
     pub machine: usize,
+    /// Catalog spec of the GPU type every device of the group has.
     pub gpu: GpuSpec,
+    /// Devices of this group, in index order ([`Cluster::devices`] indices).
     pub devices: Vec<usize>,
     /// Bandwidth between two devices of this group, per direction, B/µs.
     pub intra_bandwidth: f64,
@@ -84,9 +92,13 @@ impl DeviceGroup {
 /// One GPU.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Device {
+    /// Position of this device in [`Cluster::devices`]; placements refer to devices by it.
     pub index: usize,
+    /// Index of the machine holding this device, in [`Cluster::machines`].
     pub machine: usize,
+    /// Index of this device's group, in [`Cluster::groups`].
     pub group: usize,
+    /// Catalog spec of this GPU (compute throughput, default memory).
     pub gpu: GpuSpec,
     /// "<machine>:<k>", k counting the machine's devices from 0.
     pub name: String,
@@ -94,6 +106,7 @@ pub struct Device {
     pub memory_bytes: f64,
     /// Indices of this device's egress and ingress port links (assigned by [`Cluster::new`]).
     pub port_out: usize,
+    /// Index of this device's ingress port link (assigned by [`Cluster::new`]).
     pub port_in: usize,
 }
 
@@ -101,21 +114,40 @@ pub struct Device {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LinkKind {
     /// Device `src` to device `dst` inside one machine.
-    Intra { src: usize, dst: usize },
+    Intra {
+        /// Sending device index.
+        src: usize,
+        /// Receiving device index.
+        dst: usize,
+    },
     /// A machine's NIC, sending.
-    NicOut { machine: usize },
+    NicOut {
+        /// Index of the machine whose NIC sends.
+        machine: usize,
+    },
     /// A machine's NIC, receiving.
-    NicIn { machine: usize },
+    NicIn {
+        /// Index of the machine whose NIC receives.
+        machine: usize,
+    },
     /// A device's port, sending (its share of the machine's fabric).
-    PortOut { device: usize },
+    PortOut {
+        /// Index of the device whose port sends.
+        device: usize,
+    },
     /// A device's port, receiving.
-    PortIn { device: usize },
+    PortIn {
+        /// Index of the device whose port receives.
+        device: usize,
+    },
 }
 
 /// A FIFO channel in one direction.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Link {
+    /// Position of this link in [`Cluster::links`]; routes and traces refer to links by it.
     pub index: usize,
+    /// What the link connects: a device pair, a NIC direction or a device port direction.
     pub kind: LinkKind,
     /// B/µs.
     pub bandwidth: f64,
@@ -130,23 +162,31 @@ pub struct Link {
 /// The links a transfer from one device to another crosses, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
+    /// Indices into [`Cluster::links`] of the links crossed, in order (empty to itself).
     pub links: Vec<usize>,
     /// Bottleneck bandwidth, B/µs (the measured one when the cluster has a matrix; infinite for a
     /// device to itself).
     pub bandwidth: f64,
+    /// Latency of one transfer along the route, µs: the sum of its links' latencies.
     pub latency_us: f64,
 }
 
 /// A whole cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cluster {
+    /// The cluster's name from its config (or the generator's label).
     pub name: String,
+    /// Free-text description from the config; may be empty.
     pub description: String,
     /// Latency of one transfer between machines, µs.
     pub inter_latency_us: f64,
+    /// The machines, indexed by [`Machine::index`].
     pub machines: Vec<Machine>,
+    /// Every GPU of the cluster, indexed by [`Device::index`].
     pub devices: Vec<Device>,
+    /// The device groups, indexed by [`DeviceGroup::index`].
     pub groups: Vec<DeviceGroup>,
+    /// Every link (pair links, NICs, then device ports), indexed by [`Link::index`].
     pub links: Vec<Link>,
     /// Measured device-pair bandwidths, B/µs, `measured[src][dst]`; the diagonal is unused.
     pub measured: Option<Vec<Vec<f64>>>,
@@ -264,6 +304,7 @@ impl Cluster {
         }
     }
 
+    /// Number of GPUs in the cluster.
     pub fn num_devices(&self) -> usize {
         self.devices.len()
     }
@@ -386,29 +427,43 @@ fn intra_pair(groups: &[DeviceGroup], a: &Device, b: &Device) -> (f64, f64) {
 /// A device row of [`ClusterSummary`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DeviceSummary {
+    /// The device's index in the cluster.
     pub index: usize,
+    /// The device's name, "<machine>:<k>".
     pub name: String,
+    /// Name of the machine holding the device.
     pub machine: String,
+    /// GPU model name from the catalog.
     pub gpu: String,
+    /// Usable device memory, GiB.
     pub memory_gib: f64,
+    /// Peak FP32 throughput of the GPU, TFLOPS.
     pub fp32_tflops: f64,
 }
 
 /// A device-group row of [`ClusterSummary`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupSummary {
+    /// The group's index in the cluster.
     pub index: usize,
+    /// Name of the machine holding the group.
     pub machine: String,
+    /// GPU model name shared by the group's devices.
     pub gpu: String,
+    /// Indices of the group's devices.
     pub devices: Vec<usize>,
+    /// Bandwidth between two devices of the group, per direction, GB/s.
     pub intra_bandwidth_gbs: f64,
 }
 
 /// What `topoplace cluster` prints, in JSON or as text. Keys are stable.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClusterSummary {
+    /// The cluster's name.
     pub name: String,
+    /// One row per device, in index order.
     pub devices: Vec<DeviceSummary>,
+    /// One row per device group, in index order.
     pub groups: Vec<GroupSummary>,
     /// Device-pair bandwidth in GB/s, 0 on the diagonal.
     pub bandwidth_gbs: Vec<Vec<f64>>,

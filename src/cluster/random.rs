@@ -56,6 +56,7 @@ pub enum GpuMix {
 }
 
 impl GpuMix {
+    /// Catalog names of the GPU types this mix draws from.
     pub fn types(self) -> &'static [&'static str] {
         match self {
             GpuMix::Tag => &RANDOM_GPU_TYPES,

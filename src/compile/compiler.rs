@@ -62,7 +62,7 @@ pub fn compile(p: &Problem, strategy: &Strategy, how: CompileOptions) -> Compile
 /// [`compile`], or `None` when a bound from the layouts alone shows every schedule past
 /// `limit_us` ([`super::compute_bound`]): a caller asking only "faster than this?" has its answer
 /// before the execution graph is built.
-pub fn compile_within(
+pub(crate) fn compile_within(
     p: &Problem,
     strategy: &Strategy,
     how: CompileOptions,

@@ -34,9 +34,10 @@ pub(crate) mod sync;
 mod task_role;
 
 pub(crate) use collective::ring_plan;
-pub use compiled::Compiled;
+
+pub(crate) use compiled::Compiled;
 pub use compiler::CompileOptions;
 pub use compiler::Replicas;
 pub use compiler::compile;
-pub use compiler::compile_within;
+pub(crate) use compiler::compile_within;
 pub use task_role::TaskRole;

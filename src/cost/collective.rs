@@ -41,7 +41,13 @@ impl CommModel {
     /// An AllReduce of `bytes` among `d` devices whose ring runs at `bandwidth` (the links' rate,
     /// before the NCCL efficiency) with `latency_us` per step: the fixed cost plus the faster of
     /// NCCL's ring and tree algorithms (NCCL's tuner picks by the same predicted times).
-    pub fn allreduce_us(&self, bytes: f64, d: usize, bandwidth: f64, latency_us: f64) -> f64 {
+    pub(crate) fn allreduce_us(
+        &self,
+        bytes: f64,
+        d: usize,
+        bandwidth: f64,
+        latency_us: f64,
+    ) -> f64 {
         if d <= 1 {
             return 0.0;
         }
@@ -79,7 +85,7 @@ pub fn tree_allreduce_time_us(bytes: f64, d: usize, bandwidth: f64, latency_us: 
 /// crosses each NIC once per direction, as NCCL's topology-aware rings do. B is the slowest
 /// neighbour bandwidth, latency the largest. (The compiler's collectives add the ports' lanes and
 /// the NCCL knobs; this bare form serves estimates.)
-pub fn ring_allreduce_us(cluster: &Cluster, devices: &[usize], bytes: f64) -> f64 {
+pub(crate) fn ring_allreduce_us(cluster: &Cluster, devices: &[usize], bytes: f64) -> f64 {
     let mut ring = devices.to_vec();
     ring.sort_unstable();
     ring.dedup();
@@ -98,7 +104,8 @@ pub fn ring_allreduce_us(cluster: &Cluster, devices: &[usize], bytes: f64) -> f6
 /// traffic shares the PS's links: the d−1 pushes queue on the PS's incoming link, the d−1 pulls
 /// on its outgoing one, and each direction pays one latency: (d−1)·S/B_in + (d−1)·S/B_out +
 /// 2·latency. The PS's own replica exchanges nothing. Zero for d ≤ 1.
-pub fn ps_time_us(bytes: f64, d: usize, b_in: f64, b_out: f64, latency_us: f64) -> f64 {
+#[cfg(test)]
+pub(crate) fn ps_time_us(bytes: f64, d: usize, b_in: f64, b_out: f64, latency_us: f64) -> f64 {
     if d <= 1 {
         return 0.0;
     }
@@ -112,7 +119,8 @@ pub fn ps_time_us(bytes: f64, d: usize, b_in: f64, b_out: f64, latency_us: f64) 
 /// as many peers at once as it has lanes). The push phase lasts as long as the busiest PS ingress
 /// link, the pull phase as the busiest egress link; each phase adds the largest latency once.
 /// With every worker behind one single-lane link this is exactly [`ps_time_us`].
-pub fn ps_sync_us(cluster: &Cluster, devices: &[usize], ps: usize, bytes: f64) -> f64 {
+#[cfg(test)]
+pub(crate) fn ps_sync_us(cluster: &Cluster, devices: &[usize], ps: usize, bytes: f64) -> f64 {
     let workers: Vec<usize> = devices.iter().copied().filter(|&w| w != ps).collect();
     if workers.is_empty() {
         return 0.0;
@@ -146,6 +154,7 @@ pub fn ps_sync_us(cluster: &Cluster, devices: &[usize], ps: usize, bytes: f64) -
 
 /// Given (link, transfer time, latency) per transfer: the busiest link's time (its total over its
 /// lanes, at least its longest transfer) plus the largest latency.
+#[cfg(test)]
 fn busiest_link(cluster: &Cluster, transfers: impl Iterator<Item = (usize, f64, f64)>) -> f64 {
     let mut per_link = std::collections::BTreeMap::new();
     let mut latency = 0.0f64;

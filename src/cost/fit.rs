@@ -8,7 +8,9 @@
 /// time(batch) = fixed_us + per_sample_us · batch.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LinearBatchModel {
+    /// Time per sample of the batch, µs.
     pub per_sample_us: f64,
+    /// Time independent of the batch (launches, weight reads), µs.
     pub fixed_us: f64,
 }
 
@@ -24,7 +26,11 @@ impl LinearBatchModel {
 
     /// From one profile point: the fixed part is the launch overhead (capped at the measured time
     /// so the per-sample part is never negative), the rest scales with the batch.
-    pub fn from_single(batch: f64, time_us: f64, launch_overhead_us: f64) -> LinearBatchModel {
+    pub(crate) fn from_single(
+        batch: f64,
+        time_us: f64,
+        launch_overhead_us: f64,
+    ) -> LinearBatchModel {
         let fixed_us = launch_overhead_us.min(time_us).max(0.0);
         LinearBatchModel {
             per_sample_us: (time_us - fixed_us) / batch,
@@ -44,6 +50,7 @@ impl LinearBatchModel {
         })
     }
 
+    /// The fitted time at `batch` samples, µs.
     pub fn eval(&self, batch: f64) -> f64 {
         self.fixed_us + self.per_sample_us * batch
     }
@@ -51,7 +58,7 @@ impl LinearBatchModel {
 
 /// Ordinary least squares y = slope·x + intercept, centred for accuracy with sizes up to 1e9.
 /// `None` with fewer than two distinct x.
-pub(crate) fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let n = points.len() as f64;
     if points.len() < 2 {
         return None;

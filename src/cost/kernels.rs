@@ -12,7 +12,7 @@ use crate::graph::Op;
 
 /// What sort of kernel runs an op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelClass {
+pub(crate) enum KernelClass {
     Gemm,
     /// A convolution run with Winograd's minimal filtering (3x3, stride 1).
     ConvWinograd,
@@ -26,7 +26,7 @@ pub enum KernelClass {
 
 impl KernelClass {
     /// The class of `op`, from its convolution window or its framework type.
-    pub fn of(op: &Op) -> KernelClass {
+    pub(crate) fn of(op: &Op) -> KernelClass {
         if let Some(w) = op.conv_window {
             return if w.winograd_eligible() {
                 KernelClass::ConvWinograd
@@ -92,6 +92,7 @@ pub struct KernelEfficiency {
 impl KernelEfficiency {
     /// One set of figures for every class: `compute` of peak for GEMMs and convolutions, no fast
     /// algorithms.
+    #[cfg(test)]
     pub(crate) fn uniform(compute: f64, memory: f64, launch_us: f64) -> KernelEfficiency {
         KernelEfficiency {
             gemm: compute,
@@ -124,7 +125,8 @@ pub struct KernelTable {
 
 impl KernelTable {
     /// The same figures for every architecture.
-    pub fn uniform(e: KernelEfficiency) -> KernelTable {
+    #[cfg(test)]
+    pub(crate) fn uniform(e: KernelEfficiency) -> KernelTable {
         KernelTable {
             rows: Vec::new(),
             fallback: e,

@@ -8,17 +8,26 @@ pub(crate) mod kernels;
 pub(crate) mod model;
 
 pub use collective::CommModel;
-pub use collective::ps_sync_us;
-pub use collective::ps_time_us;
+
+#[cfg(test)]
+pub(crate) use collective::ps_time_us;
 pub use collective::ring_allreduce_time_us;
-pub use collective::ring_allreduce_us;
+
 pub use collective::tree_allreduce_time_us;
-pub use fit::LinearBatchModel;
-pub use fit::fit_segmented;
-pub use fit::profile_sizes;
-pub use kernels::KernelClass;
+
 pub use kernels::KernelEfficiency;
-pub use kernels::KernelTable;
+
 pub use model::CostModel;
-pub use model::transfer_time_us;
-pub use model::transfer_us;
+
+#[cfg(test)]
+pub(crate) use collective::ps_sync_us;
+pub(crate) use collective::ring_allreduce_us;
+pub use fit::{LinearBatchModel, fit_segmented, profile_sizes};
+pub(crate) use kernels::KernelTable;
+#[cfg(test)]
+pub(crate) use model::transfer_time_us;
+#[cfg(test)]
+pub(crate) use model::transfer_us;
+
+#[cfg(test)]
+mod tests;

@@ -10,7 +10,9 @@
 use super::collective::CommModel;
 use super::fit::LinearBatchModel;
 use super::kernels::{KernelClass, KernelEfficiency, KernelTable};
-use crate::cluster::{Cluster, GpuSpec};
+#[cfg(test)]
+use crate::cluster::Cluster;
+use crate::cluster::GpuSpec;
 use crate::graph::Op;
 
 /// Knobs of the compute and communication estimates.
@@ -27,7 +29,8 @@ pub struct CostModel {
 impl CostModel {
     /// One set of efficiencies for every GPU and kernel class, no fast convolution algorithms,
     /// the default communication knobs.
-    pub fn uniform(compute: f64, memory: f64, launch_us: f64) -> CostModel {
+    #[cfg(test)]
+    pub(crate) fn uniform(compute: f64, memory: f64, launch_us: f64) -> CostModel {
         CostModel {
             kernels: KernelTable::uniform(KernelEfficiency::uniform(compute, memory, launch_us)),
             ..CostModel::default()
@@ -35,7 +38,7 @@ impl CostModel {
     }
 
     /// The efficiencies of `gpu`'s architecture.
-    pub fn efficiency(&self, gpu: &GpuSpec) -> &KernelEfficiency {
+    pub(crate) fn efficiency(&self, gpu: &GpuSpec) -> &KernelEfficiency {
         self.kernels.get(gpu.arch)
     }
 
@@ -48,7 +51,14 @@ impl CostModel {
     }
 
     /// [`compute_time_us`](Self::compute_time_us) on a device of a cluster.
-    pub fn device_time_us(&self, op: &Op, cluster: &Cluster, device: usize, fraction: f64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn device_time_us(
+        &self,
+        op: &Op,
+        cluster: &Cluster,
+        device: usize,
+        fraction: f64,
+    ) -> f64 {
         self.compute_time_us(op, &cluster.devices[device].gpu, fraction)
     }
 
@@ -63,7 +73,7 @@ impl CostModel {
     }
 
     /// Roofline estimate in µs for the op's kernel class on `gpu`'s architecture.
-    pub fn roofline_us(&self, op: &Op, gpu: &GpuSpec, fraction: f64) -> f64 {
+    pub(crate) fn roofline_us(&self, op: &Op, gpu: &GpuSpec, fraction: f64) -> f64 {
         let share = if op.scales_with_batch() {
             fraction
         } else {
@@ -95,7 +105,8 @@ impl CostModel {
     }
 
     /// Time in µs to send `bytes` from device `a` to device `b` (0 for a device to itself).
-    pub fn transfer_us(&self, cluster: &Cluster, a: usize, b: usize, bytes: f64) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn transfer_us(&self, cluster: &Cluster, a: usize, b: usize, bytes: f64) -> f64 {
         transfer_us(cluster, a, b, bytes)
     }
 }
@@ -117,12 +128,14 @@ pub(crate) fn profiled_us(op: &Op, gpu: &GpuSpec) -> Option<f64> {
 }
 
 /// latency + bytes / bandwidth.
-pub fn transfer_time_us(bytes: f64, bandwidth: f64, latency_us: f64) -> f64 {
+#[cfg(test)]
+pub(crate) fn transfer_time_us(bytes: f64, bandwidth: f64, latency_us: f64) -> f64 {
     latency_us + bytes / bandwidth
 }
 
 /// Time in µs to send `bytes` from device `a` to device `b` over the cluster's route.
-pub fn transfer_us(cluster: &Cluster, a: usize, b: usize, bytes: f64) -> f64 {
+#[cfg(test)]
+pub(crate) fn transfer_us(cluster: &Cluster, a: usize, b: usize, bytes: f64) -> f64 {
     if a == b {
         return 0.0;
     }

@@ -12,8 +12,11 @@ use crate::strategy::Strategy;
 /// A strategy compiled and simulated.
 #[derive(Debug, Clone)]
 pub struct Evaluation {
+    /// The strategy compiled into an execution graph of tasks.
     pub compiled: Compiled,
+    /// The raw simulation of one iteration: per-task start/end times (µs), busy time, memory.
     pub result: SimResult,
+    /// The simulation summarised per GPU, link and group, with any out-of-memory GPUs.
     pub report: SimReport,
 }
 
@@ -77,7 +80,9 @@ pub fn simulate_strategy(
 /// What a search asks of a candidate: its iteration time and whether every GPU's memory held.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Timing {
+    /// Simulated iteration time (the makespan), µs.
     pub iteration_us: f64,
+    /// Whether every GPU's peak memory stayed within its capacity.
     pub fits: bool,
 }
 

@@ -6,6 +6,7 @@ use crate::strategy::Strategy;
 /// A placer's answer.
 #[derive(Debug, Clone)]
 pub struct Placement {
+    /// The op groups and the replication/device decision of each.
     pub strategy: Strategy,
     /// Per-op dispatch priority (lower first), evaluated with
     /// [`crate::sim::Order::Priority`]; `None` runs FIFO like TensorFlow's executor.

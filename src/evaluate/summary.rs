@@ -14,27 +14,41 @@ use crate::sim::ExecGraph;
 /// The JSON keys of `simulate --json` are these field names.
 #[derive(Debug, Clone, Serialize)]
 pub struct SimulationSummary {
+    /// The model graph's name.
     pub model: String,
+    /// Samples per iteration the model graph was profiled at.
     pub batch_size: u32,
+    /// The cluster's name.
     pub cluster: String,
+    /// The strategy's name as given on the command line.
     pub strategy: String,
+    /// Tasks in the compiled execution graph (compute, transfers, sync work).
     pub tasks: usize,
+    /// Simulated iteration time, µs.
     pub iteration_us: f64,
     /// The same model under DP-NCCL on the same cluster.
     pub dp_iteration_us: f64,
     /// `dp_iteration_us / iteration_us`: above 1 is faster than DP-NCCL.
     pub speedup_over_dp: f64,
+    /// Busy time of the busiest GPU's compute stream, µs: a lower bound on the iteration.
     pub max_device_busy_us: f64,
     /// Share of the iteration no GPU computes on the busiest GPU: communication and waiting.
     pub exposed_share: f64,
+    /// Total time of gradient aggregation work (AllReduce, PS push/AddN/pull) on any resource, µs.
     pub sync_busy_us: f64,
+    /// GPUs whose peak memory exceeded their capacity; empty when the strategy fits.
     pub oom: Vec<OomReport>,
+    /// Busy share and peak memory of every GPU.
     pub devices: Vec<DeviceReport>,
+    /// Runtime feedback per op group (TAG Table 1).
     pub op_groups: Vec<OpGroupFeedback>,
+    /// Runtime feedback per device group (TAG Table 1).
     pub device_groups: Vec<DeviceGroupFeedback>,
 }
 
 impl SimulationSummary {
+    /// Summarise `run` of the strategy named `strategy`, compared with `dp`, the same model
+    /// evaluated under DP-NCCL on the same cluster.
     pub fn new(
         graph: &Graph,
         cluster: &Cluster,
@@ -62,6 +76,8 @@ impl SimulationSummary {
         }
     }
 
+    /// The human-readable report `topoplace simulate` prints: iteration time, busiest GPU, sync
+    /// work, memory verdict and a per-GPU table.
     pub fn render_text(&self) -> String {
         let mut out = format!(
             "{} (batch {}) on {} with strategy {}: {} tasks\n",

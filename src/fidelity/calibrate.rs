@@ -20,9 +20,11 @@ pub(crate) const PRIOR_WEIGHT: f64 = 0.02;
 /// The fitted table and how well it fits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Calibration {
+    /// The fitted kernel-efficiency table, to put in a [`CostModel`]'s `kernels`.
     pub table: KernelTable,
     /// Root-mean-square log error over the calibration scenarios.
     pub rms_log_error: f64,
+    /// How many scenarios the table was fitted to (single-GPU images/s calibration scenarios).
     pub scenarios: usize,
 }
 

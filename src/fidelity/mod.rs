@@ -10,7 +10,7 @@ pub use calibrate::calibrate;
 pub use calibrate::single_gpu_us;
 pub use scenarios::Metric;
 pub use scenarios::Role;
-pub use scenarios::Scenario;
+
 pub use scenarios::scenarios;
 pub use table::fidelity_table;
 pub use table::render_markdown;

@@ -25,7 +25,9 @@ pub enum Metric {
 /// Whether the calibration fits to a scenario or only tests against it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The kernel-efficiency fit ([`super::calibrate`]) uses this scenario.
     Calibration,
+    /// Held out of the fit: only tests the simulator.
     HeldOut,
 }
 
@@ -34,7 +36,9 @@ pub enum Role {
 pub struct Scenario {
     /// A catalog GPU name.
     pub gpu: &'static str,
+    /// Machines in the cluster (more than 1 for a distributed scenario).
     pub machines: u32,
+    /// GPUs in each machine.
     pub gpus_per_machine: u32,
     /// `[[machine]]` keys of the cluster beyond `gpu` and `gpus` (interconnect, bandwidths).
     pub fabric: &'static str,
@@ -42,9 +46,13 @@ pub struct Scenario {
     pub model: &'static str,
     /// Samples per GPU (bytes of the AllReduce for a bus-bandwidth scenario).
     pub per_gpu: u64,
+    /// What `published` measures (images/s or bus GB/s).
     pub metric: Metric,
+    /// The published figure, in the unit of `metric`.
     pub published: f64,
+    /// Where the figure was published (one of the sources in the module docs).
     pub source: &'static str,
+    /// Whether the calibration fits to this scenario or it only tests.
     pub role: Role,
     /// Where the simulator is known to miss this scenario by more than 25%: the modelling term
     /// that is missing (`tests/fidelity.rs` holds every other scenario within 25%, and these
@@ -53,6 +61,7 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// GPUs in the whole cluster: `machines × gpus_per_machine`.
     pub fn gpus(&self) -> u32 {
         self.machines * self.gpus_per_machine
     }

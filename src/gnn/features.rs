@@ -57,16 +57,21 @@ pub const OPTIONS: usize = ReplicationOption::ALL.len();
 /// Edges of one type as parallel arrays: `src[e] → dst[e]` with `features[e * EDGE_FEATURES..]`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EdgeList {
+    /// Source node of each edge, an index among its type's source nodes.
     pub src: Vec<u32>,
+    /// Destination node of each edge, an index among its type's destination nodes.
     pub dst: Vec<u32>,
+    /// `edges × EDGE_FEATURES`, row-major.
     pub features: Vec<f32>,
 }
 
 impl EdgeList {
+    /// Number of edges.
     pub fn len(&self) -> usize {
         self.src.len()
     }
 
+    /// Whether there is no edge.
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()
     }
@@ -85,7 +90,9 @@ pub struct HeteroGraph {
     pub op_features: Vec<f32>,
     /// `devs × DEV_FEATURES`.
     pub dev_features: Vec<f32>,
+    /// Tensors between op groups, one edge each way (the third feature marks the forward one).
     pub op_op: EdgeList,
+    /// Every ordered pair of device groups: bandwidth and idle share of the busiest link.
     pub dev_dev: EdgeList,
     /// Source = op group, destination = device group; the GNN also passes messages back along
     /// them with separate weights.
@@ -93,10 +100,12 @@ pub struct HeteroGraph {
 }
 
 impl HeteroGraph {
+    /// Number of op-group nodes.
     pub fn ops(&self) -> usize {
         self.op_features.len() / OP_FEATURES
     }
 
+    /// Number of device-group nodes.
     pub fn devs(&self) -> usize {
         self.dev_features.len() / DEV_FEATURES
     }
@@ -157,11 +166,15 @@ fn ln1p(x: f64) -> f32 {
 /// The runtime feedback of one simulated complete strategy, per METIS op group.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Feedback {
+    /// Makespan and idle time before output transfer, per METIS op group.
     pub op_groups: Vec<OpGroupFeedback>,
+    /// Peak memory share and idle share, per cluster device group.
     pub device_groups: Vec<DeviceGroupFeedback>,
     /// Busy share of every cluster link.
     pub link_busy: Vec<f64>,
+    /// The completed strategy's simulated iteration time, µs.
     pub iteration_us: f64,
+    /// Whether the completed strategy fit in every GPU's memory.
     pub fits: bool,
 }
 

@@ -20,8 +20,9 @@ pub(crate) mod training;
 pub use device::cpu;
 pub use device::device_named;
 #[cfg(feature = "wgpu")]
-pub use device::gpu;
-pub use features::Feedback;
+pub(crate) use device::gpu;
+
+pub(crate) use features::Feedback;
 pub use features::HeteroGraph;
 pub use features::Slice;
 pub use model::GnnConfig;

@@ -25,7 +25,9 @@ const MAGIC_V1: &str = "topoplace-gnn 1";
 /// A GNN with the hyper-parameters it was built with.
 #[derive(Debug)]
 pub struct GnnPolicy {
+    /// The hyper-parameters the model was built with, saved as JSON in the policy file.
     pub config: GnnConfig,
+    /// The network and its weights.
     pub model: GnnModel,
 }
 

@@ -15,6 +15,9 @@ pub struct VertexPriors<'a> {
 }
 
 impl<'a> VertexPriors<'a> {
+    /// Priors from `policy` for problem `p`: `op_group` maps each op to its METIS group,
+    /// `actions` are the decisions a group can take, and `dp_us` is DP-NCCL's iteration time
+    /// (µs), the unit of every time feature.
     pub fn new(
         policy: &'a GnnPolicy,
         p: &Problem,

@@ -18,15 +18,22 @@ pub(crate) const GRAPH_VERSION: u32 = 1;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GraphFile {
+    /// Format marker; must be `"topoplace-graph"` (the default when absent).
     #[serde(default = "default_format")]
     pub format: String,
+    /// File format version; only version 1 is read (the default when absent).
     #[serde(default = "default_version")]
     pub version: u32,
+    /// The graph's name (the model, e.g. `vgg19`).
     pub name: String,
+    /// Samples per iteration that the ops' FLOPs and bytes refer to.
     pub batch_size: u32,
+    /// The ops, each with its file `id`.
     pub ops: Vec<Op>,
+    /// Tensor edges, by op id, with their bytes.
     #[serde(default)]
     pub edges: Vec<EdgeRecord>,
+    /// Gradient-to-optimizer links, by op id.
     #[serde(default)]
     pub gradients: Vec<GradientRecord>,
 }
@@ -56,6 +63,7 @@ pub struct GradientRecord {
 }
 
 impl GraphFile {
+    /// The file form of a graph: edges and gradient links written with op ids.
     pub fn from_graph(g: &Graph) -> GraphFile {
         let id = |i: usize| g.op(i).id;
         GraphFile {
@@ -157,6 +165,7 @@ pub fn parse_graph(text: &str, source: &str) -> Result<Graph, InputError> {
     file.into_graph(source)
 }
 
+/// Read and validate a graph JSON file (gzip-compressed or not); errors name the path.
 pub fn load_graph(path: &Path) -> Result<Graph> {
     let source = path.display().to_string();
     let text = crate::io::read_text_file(path)?;

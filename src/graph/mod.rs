@@ -17,13 +17,14 @@ pub use io::load_graph;
 pub use io::parse_graph;
 pub use io::save_graph;
 pub use rebatch::rebatch;
-pub use simplify::{SimplifyStats, simplify};
+pub use simplify::simplify;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::InputError;
+pub(crate) use simplify::SimplifyStats;
 
 /// Index of an op in [`Graph::ops`].
 pub type OpIdx = usize;
@@ -36,7 +37,9 @@ pub enum Phase {
     Input,
     /// Trainable variables: their resident bytes are the parameters.
     Parameter,
+    /// The forward pass: activations from inputs and parameters, up to the loss.
     Forward,
+    /// The backward pass: activation and weight gradients.
     Backward,
     /// Parameter updates (Adam, SGD); resident bytes are the optimizer state.
     Optimizer,
@@ -51,6 +54,7 @@ impl Phase {
         Phase::Optimizer,
     ];
 
+    /// The lowercase name used in graph JSON and reports (`"forward"`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Phase::Input => "input",
@@ -86,9 +90,11 @@ pub enum Splittability {
 pub struct Op {
     /// Identifier in the file; unique within a graph.
     pub id: u64,
+    /// Human-readable op name from the framework, e.g. `model/h0/attn/c_attn`.
     pub name: String,
     /// Framework op type, e.g. `Conv2D`, `MatMul`, `Conv2DBackpropFilter`, `ApplyAdam`.
     pub op_type: String,
+    /// Where the op sits in the iteration: input, parameter, forward, backward or optimizer.
     pub phase: Phase,
     /// Floating-point operations at the graph's batch size.
     #[serde(default)]
@@ -108,6 +114,7 @@ pub struct Op {
     /// Trainable parameter elements this op holds (non-zero on parameter ops only).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub params: u64,
+    /// How the op can run on batch slices (TAG §4.1.1); `none` when absent.
     #[serde(default)]
     pub split: Splittability,
     /// Measured time in microseconds at the graph's batch size, per device type name.
@@ -123,7 +130,9 @@ pub struct Op {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConvWindow {
+    /// Kernel size, [height, width].
     pub kernel: [u32; 2],
+    /// Stride, [height, width].
     pub stride: [u32; 2],
 }
 
@@ -175,15 +184,20 @@ impl Op {
 /// A tensor flowing from `src` to `dst`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Edge {
+    /// The producing op.
     pub src: OpIdx,
+    /// The consuming op.
     pub dst: OpIdx,
+    /// Bytes of the tensor at the graph's batch size.
     pub bytes: f64,
 }
 
 /// The op `grad` produces the gradient that optimizer op `optimizer` applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GradientLink {
+    /// The op producing the gradient.
     pub grad: OpIdx,
+    /// The optimizer op applying it.
     pub optimizer: OpIdx,
 }
 
@@ -191,6 +205,7 @@ pub struct GradientLink {
 /// optimizer op fed by a gradient. Build one with [`Graph::new`] or load one with [`load_graph`].
 #[derive(Debug, Clone)]
 pub struct Graph {
+    /// The graph's name (the model, e.g. `vgg19`, `bert-large-inference`).
     pub name: String,
     /// Samples per iteration that the op costs refer to.
     pub batch_size: u32,
@@ -276,10 +291,12 @@ impl Graph {
         Ok(graph)
     }
 
+    /// All ops, indexed by [`OpIdx`].
     pub fn ops(&self) -> &[Op] {
         &self.ops
     }
 
+    /// Op `i`.
     pub fn op(&self, i: OpIdx) -> &Op {
         &self.ops[i]
     }
@@ -290,18 +307,22 @@ impl Graph {
         self.identity
     }
 
+    /// Number of ops.
     pub fn len(&self) -> usize {
         self.ops.len()
     }
 
+    /// Whether there is no op.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
 
+    /// All tensor edges; [`Graph::in_edges`] indexes into this.
     pub fn edges(&self) -> &[Edge] {
         &self.edges
     }
 
+    /// Every gradient-to-optimizer link.
     pub fn gradients(&self) -> &[GradientLink] {
         &self.gradients
     }
@@ -318,10 +339,12 @@ impl Graph {
         &a.in_edges[a.in_start[i]..a.in_start[i + 1]]
     }
 
+    /// Ops consuming an output of op `i` (one per edge, so repeats are possible).
     pub fn successors(&self, i: OpIdx) -> impl Iterator<Item = OpIdx> + '_ {
         self.out_edges(i).iter().map(|&e| self.edges[e].dst)
     }
 
+    /// Ops whose output op `i` consumes (one per edge, so repeats are possible).
     pub fn predecessors(&self, i: OpIdx) -> impl Iterator<Item = OpIdx> + '_ {
         self.in_edges(i).iter().map(|&e| self.edges[e].src)
     }
@@ -362,25 +385,38 @@ impl Graph {
 /// Per-phase totals of a graph.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct PhaseSummary {
+    /// Number of ops in the phase.
     pub ops: usize,
+    /// Floating-point operations of the phase at the graph's batch size.
     pub flops: f64,
+    /// Device-memory bytes read and written by the phase at the graph's batch size.
     pub bytes_accessed: f64,
 }
 
 /// Totals of a graph, as `topoplace info` prints them.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct GraphSummary {
+    /// The graph's name.
     pub name: String,
+    /// Samples per iteration the totals refer to.
     pub batch_size: u32,
+    /// Number of ops.
     pub ops: usize,
+    /// Number of tensor edges.
     pub edges: usize,
+    /// Number of gradient-to-optimizer links.
     pub gradients: usize,
+    /// Trainable parameter elements.
     pub params: u64,
+    /// Resident bytes of the parameter ops: the weights alone.
     pub parameter_bytes: f64,
     /// Parameters plus optimizer state: what every replica keeps in memory.
     pub resident_bytes: f64,
+    /// Floating-point operations of one iteration at the batch size.
     pub flops: f64,
+    /// Bytes summed over every edge's tensor.
     pub edge_bytes: f64,
+    /// Totals per phase, keyed by [`Phase::name`].
     pub per_phase: BTreeMap<String, PhaseSummary>,
 }
 
@@ -393,6 +429,7 @@ pub struct GraphBuilder {
 }
 
 impl GraphBuilder {
+    /// An empty builder.
     pub fn new() -> GraphBuilder {
         GraphBuilder::default()
     }
@@ -405,22 +442,26 @@ impl GraphBuilder {
         idx
     }
 
+    /// Op `i`, to fill in costs after adding it.
     pub fn op_mut(&mut self, i: OpIdx) -> &mut Op {
         &mut self.ops[i]
     }
 
+    /// Op `i` as added so far.
     pub fn op(&self, i: OpIdx) -> &Op {
         &self.ops[i]
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.ops.len()
     }
 
+    /// Whether there is no op.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
     }
 
+    /// Add a tensor edge of `bytes` (at the graph's batch size) from `src` to `dst`.
     pub fn add_edge(&mut self, src: OpIdx, dst: OpIdx, bytes: f64) {
         self.edges.push(Edge { src, dst, bytes });
     }
@@ -431,6 +472,7 @@ impl GraphBuilder {
         self.gradients.push(GradientLink { grad, optimizer });
     }
 
+    /// Validate and build the graph; `source` names the origin in error messages.
     pub fn finish(self, source: &str, name: &str, batch_size: u32) -> Result<Graph, InputError> {
         Graph::new(
             source,

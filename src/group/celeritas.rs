@@ -29,7 +29,7 @@ use crate::graph::{Graph, Op, OpIdx};
 
 /// Celeritas's knobs, with the paper's defaults where it gives them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CeleritasOptions {
+pub(crate) struct CeleritasOptions {
     /// Exploration range R: the most ops in one cluster.
     pub range: usize,
     /// Memory limit M per cluster, bytes.
@@ -49,21 +49,25 @@ impl Default for CeleritasOptions {
 }
 
 /// Memory an op needs on its device: what stays resident plus the tensor it produces.
-pub fn op_memory(op: &Op) -> f64 {
+pub(crate) fn op_memory(op: &Op) -> f64 {
     op.resident_bytes + op.output_bytes
 }
 
 /// The cluster starts chosen by the DP and the total communication time they leave between
 /// clusters (S(n), µs).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Breakpoints {
+pub(crate) struct Breakpoints {
     /// Positions (in the given order) where clusters start; the first is always 0.
     pub starts: Vec<usize>,
     pub cost_us: f64,
 }
 
 /// Optimal operation fusion with the given options.
-pub fn celeritas(graph: &Graph, weights: &[f64], opts: &CeleritasOptions) -> Result<Grouping> {
+pub(crate) fn celeritas(
+    graph: &Graph,
+    weights: &[f64],
+    opts: &CeleritasOptions,
+) -> Result<Grouping> {
     check_weights(graph, weights)?;
     let bw = opts.bandwidth_bytes_per_us;
     if !(bw > 0.0 && bw.is_finite()) || opts.range == 0 || opts.memory_limit_bytes.is_nan() {
@@ -98,7 +102,7 @@ pub fn celeritas(graph: &Graph, weights: &[f64], opts: &CeleritasOptions) -> Res
 }
 
 /// tlevel (eq. 2) and blevel (eq. 3) of every op.
-pub fn levels(graph: &Graph, weights: &[f64], bw: f64) -> (Vec<f64>, Vec<f64>) {
+pub(crate) fn levels(graph: &Graph, weights: &[f64], bw: f64) -> (Vec<f64>, Vec<f64>) {
     let order = graph.topological_order();
     let n = graph.len();
     let mut tlevel = vec![0.0f64; n];
@@ -125,7 +129,7 @@ pub fn levels(graph: &Graph, weights: &[f64], bw: f64) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// The CPD-TOPO order of the ops (a topological order favouring critical paths).
-pub fn cpd_topo_order(graph: &Graph, weights: &[f64], bw: f64) -> Vec<OpIdx> {
+pub(crate) fn cpd_topo_order(graph: &Graph, weights: &[f64], bw: f64) -> Vec<OpIdx> {
     let (t, b) = levels(graph, weights, bw);
     let cpath: Vec<f64> = t.iter().zip(&b).map(|(x, y)| x + y).collect();
     let n = graph.len();
@@ -154,7 +158,7 @@ pub fn cpd_topo_order(graph: &Graph, weights: &[f64], bw: f64) -> Vec<OpIdx> {
 /// The DP of eqs. (4)–(6) over ops in `order` (which must be topological, so every edge points
 /// forward): clusters of at most `range` consecutive ops whose `memory` sums to at most `limit`
 /// (single ops always allowed), minimising the communication time between clusters.
-pub fn optimal_breakpoints(
+pub(crate) fn optimal_breakpoints(
     graph: &Graph,
     order: &[OpIdx],
     bw: f64,

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::graph::{Graph, OpIdx};
 
 /// `k` contiguous chunks of the graph's topological order (the `chunks` grouping method).
-pub fn contiguous_chunks(graph: &Graph, weights: &[f64], k: usize) -> Result<Grouping> {
+pub(crate) fn contiguous_chunks(graph: &Graph, weights: &[f64], k: usize) -> Result<Grouping> {
     let order = graph.topological_order();
     let chunk = balanced_chunks(&order, weights, k);
     let mut group = vec![0u32; graph.len()];

@@ -28,7 +28,7 @@ use crate::error::{MetisError, Result};
 use crate::graph::{Graph, OpIdx};
 
 /// TAG's balance factor: the heaviest group may weigh up to twice the mean.
-pub const BALANCE_FACTOR: f64 = 2.0;
+pub(crate) const BALANCE_FACTOR: f64 = 2.0;
 /// Held while METIS runs (see [`metis_partition`]).
 static METIS_LOCK: Mutex<()> = Mutex::new(());
 /// Scaled totals of vertex and edge weights (see the module docs).
@@ -44,7 +44,7 @@ pub(crate) struct MetisGraph {
 }
 
 /// TAG grouping: METIS k-way on the whole graph. TAG uses 60 groups (the search's `DEFAULT_GROUPS`).
-pub fn metis(graph: &Graph, weights: &[f64], k: usize, seed: u64) -> Result<Grouping> {
+pub(crate) fn metis(graph: &Graph, weights: &[f64], k: usize, seed: u64) -> Result<Grouping> {
     let all: Vec<OpIdx> = (0..graph.len()).collect();
     let parts = partition_ops(graph, weights, &all, balanced_group_limit(weights, k), seed)?;
     Grouping::from_assignment(graph, weights, "metis", parts)
@@ -67,7 +67,7 @@ pub(crate) fn balanced_group_limit(weights: &[f64], k: usize) -> usize {
 /// Split a subset of ops (for instance one op group that model parallelism divides among
 /// devices) into at most `k` parts; `result[i]` is the part of `ops[i]`. Edges leaving the subset
 /// are ignored.
-pub fn partition_ops(
+pub(crate) fn partition_ops(
     graph: &Graph,
     weights: &[f64],
     ops: &[OpIdx],

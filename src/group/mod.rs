@@ -36,24 +36,21 @@
 //!   memory, unknown at grouping time); an op's memory is resident + output bytes.
 //! - METIS: weights are scaled to integers; METIS calls are serialised for reproducibility.
 
-pub mod celeritas;
+pub(crate) mod celeritas;
 pub(crate) mod chunks;
 mod coarse;
-pub mod metis;
-pub mod moirai;
-pub mod quickp;
+pub(crate) mod metis;
+pub(crate) mod moirai;
+pub(crate) mod quickp;
 
-pub use celeritas::CeleritasOptions;
-pub use celeritas::celeritas;
-pub use chunks::contiguous_chunks;
-pub use metis::metis;
-pub use moirai::FusionRule;
-pub use moirai::MoiraiOptions;
-pub use moirai::default_rules;
-pub use moirai::moirai;
-pub use moirai::moirai_with;
-pub use quickp::QuickpOptions;
-pub use quickp::quickp;
+pub(crate) use celeritas::CeleritasOptions;
+pub(crate) use celeritas::celeritas;
+pub(crate) use chunks::contiguous_chunks;
+pub(crate) use metis::metis;
+
+pub(crate) use moirai::moirai;
+
+pub(crate) use quickp::quickp;
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -61,10 +58,12 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, GroupingError, Result};
 use crate::graph::{Graph, topo};
+pub(crate) use moirai::default_rules;
+pub(crate) use quickp::QuickpOptions;
 
 /// 20 GB/s expressed in bytes per µs: QuickP's inter-server (Ethernet) bandwidth `b_en` (§V-C).
 /// Used to turn tensor bytes into communication time when no cluster is known yet.
-pub const DEFAULT_BANDWIDTH_BYTES_PER_US: f64 = 20_000.0;
+pub(crate) const DEFAULT_BANDWIDTH_BYTES_PER_US: f64 = 20_000.0;
 
 /// The names accepted by [`group_by_name`], for the CLI and benchmarks.
 pub fn method_names() -> &'static [&'static str] {
@@ -103,16 +102,22 @@ pub struct GroupInfo {
 /// Tensor bytes flowing from group `src` to group `dst` (summed over the op edges between them).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CoarseEdge {
+    /// Group the tensors come from.
     pub src: u32,
+    /// Group the tensors go to.
     pub dst: u32,
+    /// Total tensor bytes sent from `src` to `dst`.
     pub bytes: f64,
 }
 
 /// Summary of a grouping, as `topoplace group --json` prints it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GroupingStats {
+    /// Name of the grouping method (`metis`, `quickp`, `moirai`, `celeritas`, `chunks`).
     pub method: String,
+    /// Ops in the training graph.
     pub ops: usize,
+    /// Groups the ops were cut into.
     pub groups: usize,
     /// Bytes of the op edges whose ends lie in different groups.
     pub cut_bytes: f64,
@@ -134,12 +139,15 @@ pub struct GroupingStats {
 /// The result of a grouping method: which group each op is in, and what that means.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Grouping {
+    /// Name of the grouping method that produced it (`metis`, `quickp`, …).
     pub method: String,
     /// `op_group[op]` is the group of op `op`; ids are dense `0..groups.len()`.
     pub op_group: Vec<u32>,
+    /// Per-group totals (ops, compute µs, resident bytes, parameters), indexed by group id.
     pub groups: Vec<GroupInfo>,
     /// Edges of the coarse graph, sorted by (src, dst), no self-loops.
     pub coarse_edges: Vec<CoarseEdge>,
+    /// Cut, balance and CCR figures of the grouping.
     pub stats: GroupingStats,
 }
 
@@ -148,7 +156,7 @@ impl Grouping {
     ///
     /// Ids need not be dense: they are renumbered `0..` in increasing order of the given ids, so
     /// a partitioner that leaves some parts empty can pass its raw output.
-    pub fn from_assignment(
+    pub(crate) fn from_assignment(
         graph: &Graph,
         weights: &[f64],
         method: &str,
@@ -202,6 +210,7 @@ impl Grouping {
         })
     }
 
+    /// Number of groups.
     pub fn num_groups(&self) -> usize {
         self.groups.len()
     }
@@ -388,3 +397,6 @@ pub fn reference_gpu(graph: &Graph) -> &'static crate::cluster::GpuSpec {
     }
     find_gpu("V100-SXM2-32GB").expect("the catalog has the V100")
 }
+
+#[cfg(test)]
+mod tests;

@@ -46,7 +46,7 @@ use crate::graph::{Graph, OpIdx};
 
 /// An ordered list of op types fused into one node when matched along a chain.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FusionRule {
+pub(crate) struct FusionRule {
     pub pattern: Vec<String>,
 }
 
@@ -77,7 +77,7 @@ fn expand(slots: &[&[&str]]) -> Vec<FusionRule> {
 }
 
 /// The default rule table (see the module docs).
-pub fn default_rules() -> Vec<FusionRule> {
+pub(crate) fn default_rules() -> Vec<FusionRule> {
     const CONV: &[&str] = &["Conv2D", "DepthwiseConv2dNative"];
     const BN: &[&str] = &["FusedBatchNorm", "FusedBatchNormV3"];
     const ADD: &[&str] = &["Add", "AddV2"];
@@ -120,7 +120,7 @@ pub fn default_rules() -> Vec<FusionRule> {
 
 /// How GCOF classifies connections.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MoiraiOptions {
+pub(crate) struct MoiraiOptions {
     /// Count only consumers of the producer's own phase (see the module docs); `false` is the
     /// paper's rule.
     pub same_phase_consumers_only: bool,
@@ -128,13 +128,13 @@ pub struct MoiraiOptions {
 
 /// GCOF with the given rules and the paper's connection rules; ops no rule covers stay groups
 /// of their own.
-pub fn moirai(graph: &Graph, weights: &[f64], rules: &[FusionRule]) -> Result<Grouping> {
+pub(crate) fn moirai(graph: &Graph, weights: &[f64], rules: &[FusionRule]) -> Result<Grouping> {
     moirai_with(graph, weights, rules, &MoiraiOptions::default())
 }
 
 /// [`moirai`] with options; the method is named `moirai-training` when
 /// `same_phase_consumers_only` is set.
-pub fn moirai_with(
+pub(crate) fn moirai_with(
     graph: &Graph,
     weights: &[f64],
     rules: &[FusionRule],
@@ -177,7 +177,8 @@ struct Chain {
 
 /// The fused groups (each with at least two ops), in order of their first op's visit, with the
 /// paper's connection rules.
-pub fn fused_chains(graph: &Graph, rules: &[FusionRule]) -> Vec<Vec<OpIdx>> {
+#[cfg(test)]
+pub(crate) fn fused_chains(graph: &Graph, rules: &[FusionRule]) -> Vec<Vec<OpIdx>> {
     fused_chains_with(graph, rules, &MoiraiOptions::default())
 }
 
@@ -196,7 +197,7 @@ fn consumers(graph: &Graph, p: OpIdx, opts: &MoiraiOptions) -> usize {
 
 /// [`fused_chains`] with options. With `same_phase_consumers_only` the chains may still close
 /// cycles; [`moirai_with`] filters them.
-pub fn fused_chains_with(
+pub(crate) fn fused_chains_with(
     graph: &Graph,
     rules: &[FusionRule],
     opts: &MoiraiOptions,

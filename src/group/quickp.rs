@@ -36,7 +36,7 @@ use crate::graph::Graph;
 
 /// QuickP's knobs, with the paper's defaults.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QuickpOptions {
+pub(crate) struct QuickpOptions {
     /// Merging threshold α in µs; `None` takes the `percentile` of the non-zero op times.
     pub alpha_us: Option<f64>,
     /// Percentile (0–1] of the non-zero op times used for α when `alpha_us` is `None`.
@@ -57,7 +57,7 @@ impl Default for QuickpOptions {
 
 /// Both stages, so the op count after fusion (QuickP Table I) can be reported too.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QuickpResult {
+pub(crate) struct QuickpResult {
     /// After Algorithm 1 only (method `quickp-fusion`).
     pub fused: Grouping,
     /// After fusion and co-location (method `quickp`): the grouping to use.
@@ -74,7 +74,7 @@ pub struct QuickpResult {
 
 /// Nearest-rank percentile of the non-zero values: the ⌈q·m⌉-th smallest of the m non-zero
 /// values (0 when all are zero).
-pub fn alpha_percentile(weights: &[f64], q: f64) -> f64 {
+pub(crate) fn alpha_percentile(weights: &[f64], q: f64) -> f64 {
     let mut nz: Vec<f64> = weights.iter().copied().filter(|&w| w > 0.0).collect();
     if nz.is_empty() {
         return 0.0;
@@ -85,7 +85,7 @@ pub fn alpha_percentile(weights: &[f64], q: f64) -> f64 {
 }
 
 /// Fusion then co-location.
-pub fn quickp(graph: &Graph, weights: &[f64], opts: &QuickpOptions) -> Result<QuickpResult> {
+pub(crate) fn quickp(graph: &Graph, weights: &[f64], opts: &QuickpOptions) -> Result<QuickpResult> {
     check_weights(graph, weights)?;
     if !(opts.percentile > 0.0 && opts.percentile <= 1.0) {
         return Err(GroupingError::QuickpPercentile(opts.percentile).into());
@@ -175,7 +175,7 @@ fn first_fusable_successor(c: &Contraction, i: usize, alpha: f64) -> Option<usiz
 }
 
 /// QuickP Algorithm 1: whether j should merge into i over edge (i, j).
-pub fn algorithm1(out_i: usize, in_j: usize, p_i: f64, p_j: f64, alpha: f64) -> bool {
+pub(crate) fn algorithm1(out_i: usize, in_j: usize, p_i: f64, p_j: f64, alpha: f64) -> bool {
     if out_i >= 2 && in_j >= 2 {
         return false;
     }

@@ -18,7 +18,7 @@ mod torch;
 pub use quickp::QUICKP_DEVICE;
 pub(crate) use quickp::import_quickp;
 pub use quickp::parse_quickp;
-pub use torch::TorchExport;
+
 pub use torch::flops_estimated_warning;
 pub use torch::import_torch;
 pub use torch::parse_torch;
@@ -34,13 +34,18 @@ use crate::io::read_text_file;
 /// Which reader a file needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Format {
+    /// topoplace's own graph JSON.
     Topoplace,
+    /// Graph JSON from `datasets/export_torch.py`, with its `"torch"` metadata object.
     Torch,
+    /// QuickP's profiled TensorFlow graph, networkx node-link JSON.
     Quickp,
+    /// A directory of `ops.csv`, `edges.csv` and optionally `gradients.csv`.
     Csv,
 }
 
 impl Format {
+    /// Every format, in the order the CLI lists them.
     pub const ALL: [Format; 4] = [
         Format::Topoplace,
         Format::Torch,

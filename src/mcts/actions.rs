@@ -67,7 +67,9 @@ pub const PACKINGS: [AllReducePacking; 2] = [
 /// search groups in `other` (sorted).
 #[derive(Debug, Clone, Copy)]
 pub struct Shares<'s> {
+    /// How replicas share the batch in every search group not in `other`.
     pub split: BatchSplit,
+    /// Search groups (sorted op-group indices) whose replicas share the batch the other way.
     pub other: &'s [usize],
 }
 

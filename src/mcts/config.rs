@@ -29,6 +29,8 @@ pub struct MctsConfig {
     pub iterations: usize,
     /// Wall-clock cap, checked between batches.
     pub seconds: Option<f64>,
+    /// Seed of the METIS grouping, the tree's random draws (tie-breaks, root noise) and TAG's
+    /// MILP warm starts.
     pub seed: u64,
     /// Exploration constant `c` of PUCT.
     pub exploration: f64,

@@ -14,6 +14,7 @@ pub struct SearchResult {
     /// Execution priorities when the result is a list scheduler's placement (see
     /// [`crate::evaluate::Placement::order`]).
     pub order: Option<Vec<f64>>,
+    /// The strategy compiled and simulated.
     pub evaluation: Evaluation,
     /// Whether the strategy fits in memory.
     pub fits: bool,
@@ -26,21 +27,25 @@ pub struct SearchResult {
     pub shares: Vec<BatchSplit>,
     /// DP-NCCL's simulated iteration time, µs, and whether it fits.
     pub dp_us: f64,
+    /// Whether DP-NCCL fits in every GPU's memory.
     pub dp_fits: bool,
     /// The first iteration (1-based) whose strategy fit and beat DP-NCCL; 0 when the start,
     /// data parallelism with bucketed AllReduce (Horovod), already does.
     pub beat_dp_at: Option<usize>,
+    /// Tree iterations run (leaf evaluations, cache hits included).
     pub iterations: usize,
     /// Distinct strategies simulated.
     pub simulated: usize,
     /// Wall time of the search (for TAG's placer, its heuristics and the MILP warm starts included).
     pub seconds: f64,
+    /// Size of the action space: the (device-group set, option) pairs each op group chooses from.
     pub actions: usize,
     /// Pipelines the tree simulated below its pipeline frames ([`super::pipelines`]).
     pub pipeline_leaves: usize,
 }
 
 impl SearchResult {
+    /// The strategy's simulated iteration time, µs.
     pub fn iteration_us(&self) -> f64 {
         self.evaluation.report.iteration_us
     }

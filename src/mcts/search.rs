@@ -155,6 +155,8 @@ impl<'a> Mcts<'a> {
         Ok(search)
     }
 
+    /// The action space: every (device set, replication option) an op group may be given; index
+    /// 0 is DP-NCCL's all-GPU all-reduce.
     pub fn actions(&self) -> &[GroupDecision] {
         &self.actions
     }
@@ -580,7 +582,7 @@ pub(crate) type KnownPlacement = (Placement, f64, bool);
 
 /// The placements a search polishes from besides the tree's best ([`Mcts::with_starts`]).
 #[derive(Default)]
-pub struct Starts {
+pub(crate) struct Starts {
     /// `dp-subset`'s, when the caller has run it (else the polish searches for it).
     pub data_parallel: Option<KnownPlacement>,
     /// Simulated by the caller (the heuristics').
@@ -606,7 +608,7 @@ fn with_uniform_tail(mut priors: Vec<f64>, edges: usize) -> Vec<f64> {
 }
 
 /// [`search_with`], also polishing from `starts`.
-pub fn search_from(
+pub(crate) fn search_from(
     p: &Problem,
     groups: usize,
     config: MctsConfig,

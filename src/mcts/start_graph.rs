@@ -11,7 +11,9 @@ use crate::problem::Problem;
 
 /// The root's graph with the slices of the cluster's actions.
 pub struct StartGraph {
+    /// The GNN input at the root: nothing decided, DP-NCCL's simulation as feedback.
     pub graph: HeteroGraph,
+    /// The device groups and option of every action, in action order, for the decoder.
     pub slices: Vec<Slice>,
     /// The op group the priors are for (the root's: 0).
     pub next_group: usize,

@@ -37,7 +37,7 @@ pub(crate) fn best_pipeline(
 
 /// [`best_pipeline`] with at most `refine_simulations` simulations refining its cut (none: the
 /// dynamic programme's cut as it is).
-pub fn best_pipeline_refined_by(
+pub(crate) fn best_pipeline_refined_by(
     p: &Problem,
     deadline: Option<Instant>,
     refine_simulations: usize,
@@ -49,7 +49,7 @@ pub fn best_pipeline_refined_by(
 /// [`best_pipeline_refined_by`] and the frames TAG's tree searches from it ([`PipelineFrames`]):
 /// the best plan as refined, then the fastest simulated plan of each other stage placement
 /// (units and schedule), [`FRAMES`] at most.
-pub fn best_pipeline_with_frames(
+pub(crate) fn best_pipeline_with_frames(
     p: &Problem,
     deadline: Option<Instant>,
     refine_simulations: usize,

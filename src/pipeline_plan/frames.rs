@@ -20,7 +20,7 @@ pub(crate) const FRAMES: usize = 4;
 /// The moves of one stage boundary an action makes, in chunks (action `i` moves it by
 /// `BOUNDARY_MOVES[i]`; 0 keeps the frame's). A boundary is clamped so that every stage keeps at
 /// least one chunk.
-pub const BOUNDARY_MOVES: [i32; 5] = [0, -1, 1, -2, 2];
+pub(crate) const BOUNDARY_MOVES: [i32; 5] = [0, -1, 1, -2, 2];
 
 /// A simulated plan as a frame: how its gradients are packed, its simulated time and fit, and
 /// the plans of the same stage placement simulated around it (its refinement's moves).
@@ -58,10 +58,12 @@ impl PipelineFrames {
         }
     }
 
+    /// Number of frames (at most [`FRAMES`]), fastest first.
     pub fn len(&self) -> usize {
         self.frames.len()
     }
 
+    /// Whether no frame is known yet.
     pub fn is_empty(&self) -> bool {
         self.frames.is_empty()
     }
@@ -93,7 +95,7 @@ impl PipelineFrames {
 
     /// The pipelines of frame `f`'s stage placement simulated around it, as keys
     /// ([`Self::completed`]) with their time (µs; a lower bound for a move given up) and fit.
-    pub fn known_around(&self, f: usize) -> Vec<(Vec<u16>, f64, bool)> {
+    pub(crate) fn known_around(&self, f: usize) -> Vec<(Vec<u16>, f64, bool)> {
         self.frames[f]
             .known
             .iter()
@@ -110,7 +112,7 @@ impl PipelineFrames {
     }
 
     /// The index of frame `f`'s own micro-batch count among the first decision's actions.
-    pub fn own_count(&self, f: usize) -> usize {
+    pub(crate) fn own_count(&self, f: usize) -> usize {
         self.count_index(self.frames[f].plan.micro_batches)
             .expect("the frame's count divides the batch")
     }
@@ -128,7 +130,7 @@ impl PipelineFrames {
     /// The pipeline that `decided` (the first decisions below frame `f`, in order) stands for,
     /// the rest kept at the frame's own: `[micro-batch count index, each stage's end chunk]`, the
     /// same for every path that reaches the same pipeline.
-    pub fn completed(&self, f: usize, decided: &[u16]) -> Vec<u16> {
+    pub(crate) fn completed(&self, f: usize, decided: &[u16]) -> Vec<u16> {
         let count = decided.first().map_or(self.own_count(f), |&a| a as usize);
         let moves: Vec<i32> = (1..self.depth(f))
             .map(|d| decided.get(d).map_or(0, |&a| BOUNDARY_MOVES[a as usize]))

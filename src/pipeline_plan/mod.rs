@@ -64,9 +64,10 @@ mod refine;
 mod simulated_plan;
 
 pub(crate) use best::best_pipeline;
-pub use best::best_pipeline_refined_by;
-pub use best::best_pipeline_with_frames;
-pub use frames::BOUNDARY_MOVES;
+pub(crate) use best::best_pipeline_with_frames;
 pub use frames::PipelineFrames;
-pub use plan::BestPipeline;
-pub use refine::REFINE_SIMULATIONS;
+pub(crate) use plan::BestPipeline;
+pub(crate) use refine::REFINE_SIMULATIONS;
+
+#[cfg(test)]
+mod tests;

@@ -15,7 +15,7 @@ use crate::problem::Problem;
 /// Most simulations the refinement runs (of its moves: the plan it starts from was simulated
 /// before). Counted, not timed, so a plan is refined the same on any machine; a round that would
 /// pass it is not started.
-pub const REFINE_SIMULATIONS: usize = 23;
+pub(crate) const REFINE_SIMULATIONS: usize = 23;
 
 /// The moves looked at since the last move kept: each stage's (it one chunk shorter at either
 /// end; a round takes the busiest stages not yet looked at) and the micro-batch count's (one step

@@ -26,8 +26,11 @@ const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// One (model, cluster, method) result.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Row {
+    /// The model's label as given to `--models` (zoo name or graph file).
     pub model: String,
+    /// The cluster's label as given to `--clusters`.
     pub cluster: String,
+    /// The placer's registered name.
     pub method: String,
     /// Simulated iteration time (absent if the method failed).
     pub iteration_ms: Option<f64>,
@@ -35,13 +38,16 @@ pub struct Row {
     pub speedup_over_dp: Option<f64>,
     /// Highest peak memory of any GPU.
     pub peak_memory_gib: Option<f64>,
+    /// Whether any GPU ran out of memory in the simulation.
     pub oom: bool,
     /// Time the placer took, seconds.
     pub search_s: f64,
     /// What the placer was allowed: the budget's steps, or `tag`'s wall-clock time for the
     /// searches compared with it at equal time.
     pub budget: String,
+    /// Why the method produced no result (its error, or a panic of the placer or simulation).
     pub error: Option<String>,
+    /// The placement's own description of what it is ([`crate::evaluate::Placement::note`]).
     pub note: String,
 }
 
@@ -189,6 +195,7 @@ fn status(r: &Row) -> String {
     }
 }
 
+/// The rows as a Markdown table (`results.md`), one line per row with its status.
 pub fn markdown(rows: &[Row]) -> String {
     let mut s = String::from(
         "| model | cluster | method | iteration ms | speed-up over DP-NCCL | peak memory GiB | OOM | search s | budget | status |\n\

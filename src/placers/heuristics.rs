@@ -38,9 +38,13 @@ pub const HEURISTICS: &[&str] = &[
 /// One heuristic's placement, simulated.
 #[derive(Debug, Clone)]
 pub struct Heuristic {
+    /// The placer's registered name, one of [`HEURISTICS`].
     pub name: &'static str,
+    /// What the placer answered.
     pub placement: Placement,
+    /// The placement's simulated iteration time, µs.
     pub time_us: f64,
+    /// Whether the placement fit in every GPU's memory.
     pub fits: bool,
     /// `pipeline-dp`'s frames, the pipelines TAG's tree searches (none for the others).
     pub frames: Option<Arc<PipelineFrames>>,

@@ -99,7 +99,7 @@ impl<'a> Costs<'a> {
 }
 
 /// A schedule under construction: where each op runs, when, and memory used so far.
-pub(crate) struct Schedule<'a> {
+pub struct Schedule<'a> {
     pub p: Problem<'a>,
     pub costs: &'a Costs<'a>,
     pub device: Vec<Option<usize>>,

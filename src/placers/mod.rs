@@ -52,6 +52,7 @@ pub struct Budget {
     pub steps: usize,
     /// Wall-clock cap in seconds, if any (checked between steps).
     pub seconds: Option<f64>,
+    /// Seed of the randomised placers (METIS partitions, MCMC and MCTS draws, MILP solver).
     pub seed: u64,
     /// When the placers without a budget of their own (the list schedulers) give up with
     /// [`crate::error::SearchError::OutOfTime`]: `place` runs them within a share of `--time`.
@@ -69,8 +70,11 @@ impl Default for Budget {
     }
 }
 
+/// A placement method: given a problem (model, cluster, cost model) it answers a [`Placement`].
 pub trait Placer {
+    /// The method's registered name, as `--methods` and reports spell it (`dp-nccl`, `tag`, …).
     fn name(&self) -> &'static str;
+    /// Place `p`'s ops within `budget`; the answer is judged by [`crate::evaluate::evaluate`].
     fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement>;
 }
 

@@ -25,7 +25,7 @@ const ROUNDING: f64 = 1e-9;
 
 /// Buffers for the bound, kept between calls.
 #[derive(Debug, Default)]
-pub struct MakespanBound {
+pub(crate) struct MakespanBound {
     /// Each task's earliest start: the latest end among its inputs.
     head: Vec<f64>,
     /// Each task's tail: the longest chain of durations after it ends.
@@ -51,13 +51,16 @@ pub(super) struct Frames<'a> {
 }
 
 impl MakespanBound {
-    pub fn new() -> MakespanBound {
+    /// An empty bound (the tests' way to build one; the engine keeps its own).
+    #[cfg(test)]
+    pub(crate) fn new() -> MakespanBound {
         MakespanBound::default()
     }
 
     /// A time no simulation of the sealed graph `g` ends before, µs; `None` on a dependency
     /// cycle (the simulation reports that).
-    pub fn of(&mut self, g: &ExecGraph) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn of(&mut self, g: &ExecGraph) -> Option<f64> {
         self.framed = false;
         let chain = self.longest_chain(g)?;
         let resources = self.busiest_resource(g).max(self.framed_resource(g));
@@ -68,7 +71,7 @@ impl MakespanBound {
     /// Whether every simulation of the sealed graph `g` has a task ending after `limit_us`
     /// (`of(g) > limit_us`), from the first bound that shows it. Never on a cycle: the
     /// simulation then reports the cycle or gives up as it runs, and the bound leaves it that.
-    pub fn exceeds(&mut self, g: &ExecGraph, limit_us: f64) -> bool {
+    pub(crate) fn exceeds(&mut self, g: &ExecGraph, limit_us: f64) -> bool {
         self.framed = false;
         if !limit_us.is_finite() {
             return false;

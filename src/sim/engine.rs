@@ -38,7 +38,7 @@ pub struct Oom {
 }
 
 impl Oom {
-    pub fn excess_bytes(&self) -> f64 {
+    pub(crate) fn excess_bytes(&self) -> f64 {
         self.peak_bytes - self.capacity_bytes
     }
 }
@@ -136,6 +136,7 @@ fn key_time(key: u64) -> f64 {
 }
 
 impl Simulator {
+    /// A simulator with empty buffers; they grow on the first run and are reused after.
     pub fn new() -> Simulator {
         Simulator::default()
     }
@@ -157,7 +158,7 @@ impl Simulator {
     /// answer without simulating the rest. Where a lower bound on the makespan already passes the
     /// limit ([`super::bound`]), the answer comes without simulating at all, and where it passes
     /// it part way, counted from a task's end, it comes there ([`Self::bound_passes_limit`]).
-    pub fn run_sealed_within(
+    pub(crate) fn run_sealed_within(
         &mut self,
         g: &ExecGraph,
         order: Order,
@@ -202,6 +203,7 @@ impl Simulator {
         Ok(Some(&self.result))
     }
 
+    /// The result of the last run.
     pub fn result(&self) -> &SimResult {
         &self.result
     }

@@ -5,13 +5,16 @@
 /// What a task is; the simulator treats all kinds alike, reports tell them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TaskKind {
+    /// An op's computation on one GPU's compute stream.
     Compute,
+    /// A tensor sent over one or more links between devices.
     Transfer,
+    /// A collective (AllReduce, broadcast, ...) over a group of devices' links.
     Collective,
 }
 
 /// Index of a task in an [`ExecGraph`].
-pub type TaskId = u32;
+pub(crate) type TaskId = u32;
 
 /// Resources are numbered devices first (`0..devices`, one compute stream each), then links
 /// (`devices..devices + links`, one FIFO channel per link direction). A resource has one lane
@@ -60,12 +63,19 @@ pub struct ExecGraph {
 /// Everything about one new task.
 #[derive(Debug, Clone)]
 pub struct TaskSpec<'a> {
+    /// What the task is, for reports.
     pub kind: TaskKind,
+    /// How long the task occupies its resources, µs (finite, non-negative).
     pub duration: f64,
+    /// Resources (devices, then links, as numbered on [`ExecGraph`]) the task occupies.
     pub resources: &'a [u32],
+    /// Device whose memory holds the task's output until its consumers finish.
     pub out_device: u32,
+    /// Size of the task's output, bytes.
     pub out_bytes: f64,
+    /// Dispatch priority (lower first) when order is enforced; FIFO ignores it.
     pub priority: f64,
+    /// Caller's tag for reports (the op or auxiliary op the task came from).
     pub label: u32,
 }
 
@@ -84,6 +94,7 @@ impl ExecGraph {
         }
     }
 
+    /// Devices (GPUs) in the graph, resources `0..devices`.
     pub fn devices(&self) -> usize {
         self.devices
     }
@@ -92,22 +103,23 @@ impl ExecGraph {
         self.links
     }
 
+    /// Resources in all: devices, then link channels.
     pub fn resource_count(&self) -> usize {
         self.devices + self.links
     }
 
     /// The resource number of link `l`.
-    pub fn link_resource(&self, l: usize) -> u32 {
+    pub(crate) fn link_resource(&self, l: usize) -> u32 {
         (self.devices + l) as u32
     }
 
     /// Give link `l` `lanes` parallel lanes (at least one).
-    pub fn set_link_lanes(&mut self, l: usize, lanes: u32) {
+    pub(crate) fn set_link_lanes(&mut self, l: usize, lanes: u32) {
         self.lanes_of[self.devices + l] = lanes.max(1);
     }
 
     /// Lanes of resource `r`.
-    pub fn resource_lanes(&self, r: u32) -> u32 {
+    pub(crate) fn resource_lanes(&self, r: u32) -> u32 {
         self.lanes_of[r as usize]
     }
 
@@ -117,10 +129,11 @@ impl ExecGraph {
         duration * f64::from(k) / f64::from(self.resource_lanes(r))
     }
 
-    pub fn add_resident(&mut self, device: usize, bytes: f64) {
+    pub(crate) fn add_resident(&mut self, device: usize, bytes: f64) {
         self.resident[device] += bytes;
     }
 
+    /// Bytes resident on each device for the whole iteration (parameters, optimizer state).
     pub fn resident(&self) -> &[f64] {
         &self.resident
     }
@@ -151,7 +164,7 @@ impl ExecGraph {
     }
 
     /// A task taking `lanes[i]` lanes of `spec.resources[i]` (each at most that resource's lanes).
-    pub fn add_task_with_lanes(&mut self, spec: TaskSpec<'_>, lanes: &[u32]) -> TaskId {
+    pub(crate) fn add_task_with_lanes(&mut self, spec: TaskSpec<'_>, lanes: &[u32]) -> TaskId {
         debug_assert_eq!(lanes.len(), spec.resources.len());
         debug_assert!(
             spec.resources
@@ -192,7 +205,7 @@ impl ExecGraph {
 
     /// `after` may start only when `before` has finished, and consumes nothing of it: `before`'s
     /// memory is freed by its data consumers alone.
-    pub fn add_order_dep(&mut self, before: TaskId, after: TaskId) {
+    pub(crate) fn add_order_dep(&mut self, before: TaskId, after: TaskId) {
         self.order_deps.push((before, after));
         self.sealed = false;
     }
@@ -220,22 +233,26 @@ impl ExecGraph {
         self.sealed
     }
 
+    /// Number of tasks.
     pub fn len(&self) -> usize {
         self.kind.len()
     }
 
+    /// Whether the graph has no task.
     pub fn is_empty(&self) -> bool {
         self.kind.is_empty()
     }
 
-    pub fn kind(&self, t: TaskId) -> TaskKind {
+    pub(crate) fn kind(&self, t: TaskId) -> TaskKind {
         self.kind[t as usize]
     }
 
+    /// Duration of task `t`, µs.
     pub fn duration(&self, t: TaskId) -> f64 {
         self.duration[t as usize]
     }
 
+    /// Resources task `t` occupies while it runs (devices, then links).
     pub fn task_resources(&self, t: TaskId) -> &[u32] {
         let t = t as usize;
         &self.resources[self.res_start[t] as usize..self.res_start[t + 1] as usize]
@@ -251,6 +268,7 @@ impl ExecGraph {
         self.out_device[t as usize]
     }
 
+    /// Size of task `t`'s output, bytes.
     pub fn out_bytes(&self, t: TaskId) -> f64 {
         self.out_bytes[t as usize]
     }
@@ -259,6 +277,7 @@ impl ExecGraph {
         self.priority[t as usize]
     }
 
+    /// The caller's tag of task `t` (the op or auxiliary op it came from).
     pub fn label(&self, t: TaskId) -> u32 {
         self.label[t as usize]
     }

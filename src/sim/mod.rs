@@ -11,14 +11,18 @@ pub(crate) mod engine;
 pub(crate) mod exec;
 pub(crate) mod trace;
 
-pub use bound::MakespanBound;
+pub(crate) use bound::MakespanBound;
 pub(crate) use engine::Oom;
 pub use engine::Order;
-pub use engine::SimError;
-pub use engine::SimResult;
+pub(crate) use engine::SimError;
+
+pub(crate) use engine::SimResult;
 pub use engine::Simulator;
 pub use exec::ExecGraph;
-pub use exec::TaskId;
+pub(crate) use exec::TaskId;
 pub use exec::TaskKind;
 pub use exec::TaskSpec;
 pub use trace::chrome_trace;
+
+#[cfg(test)]
+mod tests;

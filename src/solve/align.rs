@@ -20,7 +20,7 @@ use super::schedule::{Channels, Plan, Task};
 use crate::sim::{ExecGraph, Order, Simulator, TaskId, TaskKind, TaskSpec};
 
 /// The simulator's makespan of `plan` under `channels`.
-pub fn simulated_makespan(inst: &Instance, plan: &Plan, channels: Channels) -> f64 {
+pub(crate) fn simulated_makespan(inst: &Instance, plan: &Plan, channels: Channels) -> f64 {
     let mut g = exec_graph(inst, plan, channels);
     Simulator::new()
         .run(&mut g, Order::Priority)

@@ -9,7 +9,7 @@ use super::instance::Instance;
 use super::schedule::{Channels, Plan, Task, Timer, in_edges};
 
 /// The optimal plan, or `None` when no placement is admissible.
-pub fn optimum(inst: &Instance, channels: Channels) -> Option<Plan> {
+pub(crate) fn optimum(inst: &Instance, channels: Channels) -> Option<Plan> {
     let n = inst.len();
     let d = inst.devices();
     let ins = in_edges(inst);

@@ -60,7 +60,7 @@ const UNITS: f64 = 1e9;
 
 /// What the proof established.
 #[derive(Debug, Clone)]
-pub struct CpProof {
+pub(crate) struct CpProof {
     /// The best schedule known: the incumbent passed in, or one the search found.
     pub plan: Plan,
     /// A lower bound on every schedule's makespan, µs (0 when the search proved nothing).
@@ -73,11 +73,11 @@ pub struct CpProof {
 /// (whole-process RSS over clauses): measured 5.3 kB after 15 s and 5.4 kB after 60 s on
 /// BERT-Small inference × moirai-inter (276,000 clauses, peak RSS 1.46 and 1.50 GB), rounded up.
 /// An admission estimate: longer searches grow further, which [`super::memory_watch`] stops.
-pub const BYTES_PER_ORDERING_CLAUSE: f64 = 6144.0;
+pub(crate) const BYTES_PER_ORDERING_CLAUSE: f64 = 6144.0;
 
 /// Whether `inst` is small enough for the proof: at most [`MAX_ORDERING_CLAUSES`], and their
 /// estimated memory within `bytes` (what the memory limit leaves beside the MILP).
-pub fn fits(inst: &Instance, channels: Channels, bytes: f64) -> bool {
+pub(crate) fn fits(inst: &Instance, channels: Channels, bytes: f64) -> bool {
     let clauses = ordering_clauses(inst, channels);
     clauses <= MAX_ORDERING_CLAUSES && clauses * BYTES_PER_ORDERING_CLAUSE <= bytes
 }
@@ -95,7 +95,7 @@ fn ordering_clauses(inst: &Instance, channels: Channels) -> f64 {
 
 /// Look for a schedule better than `incumbent` (admissible) until one is proved optimal within
 /// `rel_gap`, the deadline passes or `stop` is raised.
-pub fn prove(
+pub(crate) fn prove(
     inst: &Instance,
     channels: Channels,
     incumbent: &Plan,

@@ -20,7 +20,7 @@ const PASSES: usize = 4;
 /// `plan` improved by single-set moves, each timed with its node order kept or hoisted and every
 /// transfer queued just before its consumer; only admissible schedules (memory, co-location) are taken.
 /// Stops at `deadline` (part of the solver's time limit) with the best found.
-pub fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instant) -> Plan {
+pub(crate) fn improve(inst: &Instance, channels: Channels, plan: Plan, deadline: Instant) -> Plan {
     improve_from(inst, channels, plan, None, deadline)
 }
 

@@ -12,7 +12,7 @@ use crate::problem::Problem;
 
 /// A schedulable unit: one op, or a group of ops placed and run together.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
+pub(crate) struct Node {
     /// Member ops in a topological order.
     pub ops: Vec<OpIdx>,
     /// Compute time on each device, µs (sum of the members').
@@ -23,7 +23,7 @@ pub struct Node {
 
 /// A tensor (or the sum of the tensors) flowing from node `src` to node `dst`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NodeEdge {
+pub(crate) struct NodeEdge {
     pub src: usize,
     pub dst: usize,
     pub bytes: f64,
@@ -31,7 +31,7 @@ pub struct NodeEdge {
 
 /// Everything a formulation needs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Instance {
+pub(crate) struct Instance {
     pub nodes: Vec<Node>,
     pub edges: Vec<NodeEdge>,
     /// Device memory less the transient reserve ([`super::memory`]), bytes: what the nodes'
@@ -45,16 +45,12 @@ pub struct Instance {
 }
 
 impl Instance {
-    pub fn devices(&self) -> usize {
+    pub(crate) fn devices(&self) -> usize {
         self.capacity.len()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.nodes.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
     }
 
     /// Time to move edge `e`'s bytes from device `k` to device `l` (0 on one device).
@@ -86,7 +82,7 @@ impl Instance {
 
     /// A makespan no optimal schedule exceeds: everything in sequence on the slowest device
     /// with every transfer at its slowest. Used as the big-M horizon when nothing better is known.
-    pub fn serial_horizon(&self) -> f64 {
+    pub(crate) fn serial_horizon(&self) -> f64 {
         let compute: f64 = self
             .nodes
             .iter()
@@ -108,7 +104,7 @@ impl Instance {
 
     /// Pairs (i < j) that no path orders: only these need an ordering decision on a device
     /// (QuickP's big-M constraints "only for parallelizable pairs").
-    pub fn parallel_pairs(&self) -> Vec<(usize, usize)> {
+    pub(crate) fn parallel_pairs(&self) -> Vec<(usize, usize)> {
         let reach = self.reachability();
         let n = self.len();
         (0..n)
@@ -146,7 +142,7 @@ impl Instance {
 
     /// The nodes on a longest path at fastest times with free transfers (`head + p + tail` equal
     /// to the critical-path bound).
-    pub fn critical_nodes(&self) -> Vec<usize> {
+    pub(crate) fn critical_nodes(&self) -> Vec<usize> {
         let through = self.longest_through();
         let longest = (0..self.len()).map(&through).fold(0.0, f64::max);
         (0..self.len())
@@ -204,7 +200,7 @@ impl Instance {
 
 /// The instance of a placement problem: one node per op, or one per group of `grouping`.
 /// A grouping whose coarse graph has a cycle cannot be scheduled node by node and is an error.
-pub fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
+pub(crate) fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance> {
     let g = p.graph;
     let devices = p.cluster.devices.len();
     let op_group: Vec<usize> = match grouping {

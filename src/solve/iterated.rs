@@ -22,14 +22,14 @@ const WORK_PER_SECOND: f64 = 4e7;
 
 /// The rounds [`iterated`] runs when given `seconds` of the time limit: counted, so that the
 /// same seed and limit give the same schedule on any machine that finishes them in time.
-pub fn rounds_for(inst: &Instance, seconds: f64) -> usize {
+pub(crate) fn rounds_for(inst: &Instance, seconds: f64) -> usize {
     let tasks = (inst.len() + inst.edges.len()) as f64;
     let per_round = (inst.len() as f64 * inst.devices() as f64 * tasks).max(1.0);
     (seconds.max(0.0) * WORK_PER_SECOND / per_round) as usize
 }
 
 /// `plan` improved by `rounds` kicks and descents, or fewer when `deadline` comes first.
-pub fn iterated(
+pub(crate) fn iterated(
     inst: &Instance,
     channels: Channels,
     plan: Plan,

@@ -25,7 +25,7 @@ use crate::sim::Order;
 use crate::strategy::Reference;
 
 /// Bytes `op` holds on its device through the iteration's peak.
-pub fn static_bytes(g: &Graph, op: OpIdx) -> f64 {
+pub(crate) fn static_bytes(g: &Graph, op: OpIdx) -> f64 {
     let o = g.op(op);
     let kept_for_backward = matches!(o.phase, Phase::Input | Phase::Forward)
         && g.successors(op).any(|s| g.op(s).phase == Phase::Backward);
@@ -39,7 +39,7 @@ pub fn static_bytes(g: &Graph, op: OpIdx) -> f64 {
 
 /// The peak the simulator sees beyond the static bytes, with the model on one GPU (the fastest),
 /// the larger of its first-come and priority orders. Never negative.
-pub fn transient_reserve(p: &Problem) -> Result<f64> {
+pub(crate) fn transient_reserve(p: &Problem) -> Result<f64> {
     let g = p.graph;
     let static_total: f64 = (0..g.len()).map(|op| static_bytes(g, op)).sum();
     let single = Reference::Single.strategy(g, p.cluster);

@@ -20,14 +20,14 @@ pub(crate) const MILP_SHARE: f64 = 0.9;
 const POLL: Duration = Duration::from_millis(50);
 
 /// Raise `flag` once the resident memory reaches `cap` bytes.
-pub struct Tripwire<'a> {
+pub(crate) struct Tripwire<'a> {
     pub cap: f64,
     pub flag: &'a AtomicBool,
 }
 
 /// Read the resident memory now and every [`POLL`] until `done` is raised (unpark the watching
 /// thread to end the wait at once); whether any tripwire fired.
-pub fn watch(done: &AtomicBool, wires: &[Tripwire]) -> bool {
+pub(crate) fn watch(done: &AtomicBool, wires: &[Tripwire]) -> bool {
     let mut fired = false;
     while !done.load(Ordering::Relaxed) {
         if let Some(resident) = resident_bytes() {
@@ -43,7 +43,7 @@ pub fn watch(done: &AtomicBool, wires: &[Tripwire]) -> bool {
 
 /// This process's resident memory (VmRSS; `None` where /proc is missing, and then only the size
 /// estimate holds the limit).
-pub fn resident_bytes() -> Option<f64> {
+pub(crate) fn resident_bytes() -> Option<f64> {
     status_bytes("VmRSS:")
 }
 

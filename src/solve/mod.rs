@@ -9,7 +9,7 @@
 //!   [`moirai`]: MOIRAI with communication tasks, channel selection and congestion control.
 //! - [`cp`]: the same model as a constraint program for pumpkin (lazy clause generation), run
 //!   beside HiGHS on MOIRAI instances to prove optima the big-M relaxation cannot;
-//! - [`brute`]: exhaustive search for tiny instances (the tests' reference optimum);
+//! - `brute` (tests only): exhaustive search for tiny instances, the tests' reference optimum;
 //!   [`improve`]: local search on the warm start; [`iterated`]: kicks and descents after it.
 //! - [`align`]: the simulator configured as each formulation assumes (the alignment check).
 //!
@@ -17,22 +17,23 @@
 //! call: build the instance, solve, and turn the plan into a [`Placement`] (one model-parallel
 //! group per used GPU, the plan's order as priorities).
 
-pub mod align;
-pub mod brute;
-pub mod cp;
-pub mod improve;
-pub mod instance;
-pub mod iterated;
-pub mod memory;
+pub(crate) mod align;
+#[cfg(test)]
+pub(crate) mod brute;
+pub(crate) mod cp;
+pub(crate) mod improve;
+pub(crate) mod instance;
+pub(crate) mod iterated;
+pub(crate) mod memory;
 pub mod memory_watch;
 pub(crate) mod model;
-pub mod moirai;
-pub mod optional_disjunctive;
+pub(crate) mod moirai;
+pub(crate) mod optional_disjunctive;
 pub(crate) mod quickp;
-pub mod schedule;
-pub mod size;
+pub(crate) mod schedule;
+pub(crate) mod size;
 pub mod summary;
-pub mod symmetry_breaking;
+pub(crate) mod symmetry_breaking;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -40,15 +41,16 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 pub use crate::milp::SolveOptions;
-pub use crate::milp::SolveStatus;
+
 pub(crate) use instance::Instance;
-pub use schedule::Channels;
+pub(crate) use schedule::Channels;
 pub(crate) use schedule::Plan;
 
 use crate::error::{Result, SolverError};
 use crate::evaluate::Placement;
 use crate::group::{self as grouping, QuickpOptions, default_rules, group_by_name, op_weights};
 use crate::milp;
+pub(crate) use crate::milp::SolveStatus;
 use crate::problem::Problem;
 use crate::strategy::Strategy;
 
@@ -56,11 +58,14 @@ use crate::strategy::Strategy;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Formulation {
+    /// QuickP's MILP (P1 on ops, P2 on fused, co-located ops); transfers never congest.
     Quickp,
+    /// MOIRAI's MILP with communication tasks, one channel per ordered device pair.
     Moirai,
 }
 
 impl Formulation {
+    /// The formulation's name as the command line takes it (`quickp`, `moirai`).
     pub fn name(self) -> &'static str {
         match self {
             Formulation::Quickp => "quickp",
@@ -69,7 +74,7 @@ impl Formulation {
     }
 
     /// The network each formulation assumes.
-    pub fn channels(self) -> Channels {
+    pub(crate) fn channels(self) -> Channels {
         match self {
             Formulation::Quickp => Channels::Unlimited,
             Formulation::Moirai => Channels::PerPair,
@@ -79,7 +84,7 @@ impl Formulation {
 
 /// What one solve of an instance produced.
 #[derive(Debug, Clone, Serialize)]
-pub struct InstanceResult {
+pub(crate) struct InstanceResult {
     pub status: SolveStatus,
     /// Makespan of the incumbent, µs (null without one).
     pub objective_us: Option<f64>,
@@ -134,7 +139,7 @@ pub(crate) const ITERATED_SHARE: f64 = 0.1;
 /// whichever proves first sets the status, the better incumbent and the larger bound are kept.
 /// With [`SolveOptions::heuristics_only`] the warm start (after its iterated local search) is
 /// the answer, and neither runs.
-pub fn solve_instance(
+pub(crate) fn solve_instance(
     inst: &Instance,
     formulation: Formulation,
     opts: &SolveOptions,
@@ -433,6 +438,7 @@ pub enum Coarsen {
 }
 
 impl Coarsen {
+    /// Read `--coarsen`: `auto`, `none`, or any other text as a grouping method name.
     pub fn parse(name: &str) -> Coarsen {
         match name {
             "auto" => Coarsen::Auto,
@@ -443,7 +449,7 @@ impl Coarsen {
 }
 
 /// The instance a formulation solves for a problem, and what it is called (P1, P2, ...).
-pub fn instance_for(
+pub(crate) fn instance_for(
     p: &Problem,
     formulation: Formulation,
     coarsen: &Coarsen,
@@ -511,7 +517,7 @@ pub(crate) fn to_placement(
 
 /// Build, solve and map back: the `solve` command and the MILP placers in one call. No
 /// solution (infeasible, or out of time before the first one) is an error naming the model.
-pub fn solve_problem(
+pub(crate) fn solve_problem(
     p: &Problem,
     formulation: Formulation,
     coarsen: &Coarsen,
@@ -542,3 +548,6 @@ pub fn solve_problem(
     let placement = to_placement(p, &inst, plan, note)?;
     Ok((inst, label, result, placement))
 }
+
+#[cfg(test)]
+mod tests;

@@ -20,7 +20,7 @@ use super::model::{Core, blank};
 use super::schedule::{Channels, Plan, semi_active};
 use crate::milp::{Milp, MilpOutcome, Var};
 
-pub struct MoiraiMilp {
+pub(crate) struct MoiraiMilp {
     pub milp: Milp,
     core: Core,
     /// Transfer start of each edge.
@@ -30,7 +30,7 @@ pub struct MoiraiMilp {
 }
 
 impl MoiraiMilp {
-    pub fn build(inst: &Instance, horizon: f64) -> MoiraiMilp {
+    pub(crate) fn build(inst: &Instance, horizon: f64) -> MoiraiMilp {
         let mut milp = Milp::new();
         let core = Core::build(&mut milp, inst, horizon);
         let t: Vec<Var> = inst

@@ -37,7 +37,7 @@ declare_inference_label!(UnaryOptional);
 
 /// One task: it occupies `[start, start + duration)` when `present` holds.
 #[derive(Debug, Clone)]
-pub struct OptionalTask<Var> {
+pub(crate) struct OptionalTask<Var> {
     pub start: Var,
     pub duration: i32,
     pub present: Literal,
@@ -60,7 +60,7 @@ impl<Var> OptionalDisjunctive<Var> {
 
 /// Post the unary resource over `tasks` in both time directions (see the module note): as
 /// they are, and again on mirrored views `−start − duration`.
-pub fn post_both_directions(
+pub(crate) fn post_both_directions(
     solver: &mut Solver,
     tasks: Vec<OptionalTask<AffineView<DomainId>>>,
     tag: ConstraintTag,

@@ -16,7 +16,7 @@ use super::instance::Instance;
 /// How transfers share the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Channels {
+pub(crate) enum Channels {
     /// No congestion: every transfer has the route to itself (QuickP P1/P2).
     Unlimited,
     /// One channel per ordered device pair, transfers on it never overlap (MOIRAI).
@@ -25,7 +25,7 @@ pub enum Channels {
 
 /// One unit of work of the extended task graph.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Task {
+pub(crate) enum Task {
     Node(usize),
     /// The transfer of edge `e` (only when its ends are on different devices).
     Transfer(usize),
@@ -33,7 +33,7 @@ pub enum Task {
 
 /// A timed schedule.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub device: Vec<usize>,
     pub start: Vec<f64>,
     /// Start of each edge's transfer; `None` when both ends share a device.
@@ -48,7 +48,7 @@ impl Plan {
 
     /// Every task, ordered by start time (ties: producers before consumers), which is a linear
     /// extension of the precedences and the order each device and channel runs its tasks in.
-    pub fn sequence(&self, inst: &Instance) -> Vec<Task> {
+    pub(crate) fn sequence(&self, inst: &Instance) -> Vec<Task> {
         let rank = topo_rank(inst);
         let mut keyed: Vec<(f64, f64, Task)> = (0..inst.len())
             .map(|i| (self.start[i], rank[i] as f64, Task::Node(i)))
@@ -73,7 +73,7 @@ impl Plan {
     }
 
     /// Whether the placement respects memory and co-location.
-    pub fn admissible(&self, inst: &Instance) -> bool {
+    pub(crate) fn admissible(&self, inst: &Instance) -> bool {
         let fits = self
             .memory(inst)
             .iter()
@@ -204,7 +204,7 @@ impl<'a> Timer<'a> {
 
 /// Time `sequence` on placement `device`: every task as early as the sequence allows. Transfers
 /// in the sequence are ignored under [`Channels::Unlimited`] (they never wait).
-pub fn semi_active(
+pub(crate) fn semi_active(
     inst: &Instance,
     channels: Channels,
     device: &[usize],
@@ -224,7 +224,7 @@ pub fn semi_active(
 /// A quick feasible schedule for the warm start and the big-M horizon: nodes in topological
 /// order, each on the device (with room, honouring co-location) where it would finish first, its
 /// transfers queued on their channels just before it.
-pub fn greedy(inst: &Instance, channels: Channels) -> Plan {
+pub(crate) fn greedy(inst: &Instance, channels: Channels) -> Plan {
     list_schedule(inst, channels, &vec![None; inst.len()], None)
 }
 
@@ -233,7 +233,7 @@ pub fn greedy(inst: &Instance, channels: Channels) -> Plan {
 /// places. Where the optimum is the critical path itself (the off-path work hides beside it, as
 /// the weight gradients of a CNN's training step do on four GPUs), this finds it, while the
 /// greedy rule lets the first off-path node take the path's device and delay it.
-pub fn critical_path_first(inst: &Instance, channels: Channels) -> Plan {
+pub(crate) fn critical_path_first(inst: &Instance, channels: Channels) -> Plan {
     let path = inst.critical_nodes();
     let path_time = |d: usize| -> f64 { path.iter().map(|&i| inst.nodes[i].compute[d]).sum() };
     let path_bytes: f64 = path.iter().map(|&i| inst.nodes[i].memory).sum();
@@ -306,7 +306,7 @@ fn list_schedule(
 /// GPUs in turn, each GPU taking its share of the total bytes (proportional to its capacity),
 /// co-located nodes following their set; then timed in that order. Admissible whenever the bytes
 /// can be cut that way, which is what tight instances need first.
-pub fn memory_first(inst: &Instance, channels: Channels) -> Plan {
+pub(crate) fn memory_first(inst: &Instance, channels: Channels) -> Plan {
     let total: f64 = inst.nodes.iter().map(|n| n.memory).sum();
     let capacity: f64 = inst.capacity.iter().sum();
     let order = inst.topological_order();

@@ -18,7 +18,7 @@ use super::instance::Instance;
 
 /// Rows, columns and nonzeros of a MILP, estimated.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ModelSize {
+pub(crate) struct ModelSize {
     pub rows: f64,
     pub columns: f64,
     pub nonzeros: f64,
@@ -32,7 +32,7 @@ impl ModelSize {
 }
 
 /// The size of `formulation`'s MILP for `inst`.
-pub fn estimate(inst: &Instance, formulation: Formulation) -> ModelSize {
+pub(crate) fn estimate(inst: &Instance, formulation: Formulation) -> ModelSize {
     let d = inst.devices() as f64;
     let channels = d * (d - 1.0);
     let (n, e) = (inst.len() as f64, inst.edges.len() as f64);

@@ -9,25 +9,38 @@ use crate::error::Result;
 use crate::evaluate::evaluate;
 use crate::problem::Problem;
 
+/// One `topoplace solve` run: the instance, the solver's result and the answer simulated.
 #[derive(Debug, Clone, Serialize)]
 pub struct SolveSummary {
+    /// The model (graph) name.
     pub model: String,
+    /// The cluster name.
     pub cluster: String,
+    /// The MILP solved.
     pub formulation: Formulation,
     /// What was solved: P1 on ops, P2 on fused ops with co-location, MOIRAI on fused ops, ...
     pub instance: String,
+    /// Nodes of the instance (ops, or groups of ops when coarsened).
     pub nodes: usize,
+    /// Data edges between the instance's nodes.
     pub edges: usize,
+    /// Sets of nodes that must share a GPU (QuickP's co-location), singletons not counted.
     pub colocation_sets: usize,
+    /// Columns of the MILP (0 when no model was built).
     pub variables: usize,
+    /// Constraint rows of the MILP (0 when no model was built).
     pub rows: usize,
+    /// How the solve ended (optimal, feasible, infeasible, timed out).
     pub status: super::SolveStatus,
     /// Which search established the status and the bound.
     pub prover: super::Prover,
     /// Whether a search was stopped early because memory neared the limit.
     pub stopped_by_memory: bool,
+    /// Makespan of the best solution found, µs (`None` without one).
     pub objective_us: Option<f64>,
+    /// Proven lower bound on the makespan, µs.
     pub bound_us: Option<f64>,
+    /// Relative gap (objective − bound) / objective, a fraction (0.01 = 1%).
     pub gap: Option<f64>,
     /// The greedy warm start's makespan.
     pub heuristic_us: f64,
@@ -35,13 +48,20 @@ pub struct SolveSummary {
     pub aligned_us: f64,
     /// The placement compiled and simulated like every other placer's.
     pub simulated_us: f64,
+    /// Whether the compiled placement runs out of GPU memory in simulation.
     pub oom: bool,
+    /// GPUs the plan puts at least one node on.
     pub devices_used: usize,
+    /// The solve's wall-time limit, seconds (`--time-limit`).
     pub time_limit_s: f64,
+    /// Wall time spent building the instance and the model, seconds.
     pub build_seconds: f64,
+    /// Wall time spent solving, seconds.
     pub solve_seconds: f64,
 }
 
+/// Solve `p` with `formulation` after coarsening it (`k` groups for a grouping method), then
+/// simulate the answer both ways; no solution is an error.
 pub fn run(
     p: &Problem,
     formulation: Formulation,
@@ -84,6 +104,7 @@ pub fn run(
 }
 
 impl SolveSummary {
+    /// The summary as `topoplace solve` prints it: instance, proof, simulations, times (in ms).
     pub fn render_text(&self) -> String {
         let ms = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.3} ms", v / 1e3));
         let gap = self

@@ -14,7 +14,7 @@ use super::instance::Instance;
 use crate::milp::{Milp, Var};
 
 /// `k` for every device that is interchangeable with device `k − 1`.
-pub fn interchangeable_with_previous(inst: &Instance) -> Vec<usize> {
+pub(crate) fn interchangeable_with_previous(inst: &Instance) -> Vec<usize> {
     (1..inst.devices())
         .filter(|&k| swap_is_symmetry(inst, k - 1, k))
         .collect()
@@ -66,7 +66,7 @@ pub(crate) fn symmetry_rows(m: &mut Milp, inst: &Instance, x: &[Vec<Var>], leade
 /// `device` relabelled into the rule's form: within each run of interchangeable devices, devices
 /// ordered by the first node they hold (unused ones last). The schedule is unchanged because each
 /// relabelling is a symmetry of the instance.
-pub fn canonical_devices(inst: &Instance, device: &[usize]) -> Vec<usize> {
+pub(crate) fn canonical_devices(inst: &Instance, device: &[usize]) -> Vec<usize> {
     let mut label: Vec<usize> = (0..inst.devices()).collect();
     for run in runs(inst) {
         let first_node = |k: usize| device.iter().position(|&d| d == k).unwrap_or(usize::MAX);

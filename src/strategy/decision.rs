@@ -27,6 +27,7 @@ pub enum ReplicationOption {
 }
 
 impl ReplicationOption {
+    /// Every option, in the order the search's actions and the GNN's one-hot use.
     pub const ALL: [ReplicationOption; 4] = [
         ReplicationOption::AllReduce,
         ReplicationOption::Ps,
@@ -34,6 +35,7 @@ impl ReplicationOption {
         ReplicationOption::ModelParallel,
     ];
 
+    /// The option's kebab-case name, as strategy files spell it (`all-reduce`, `ps`, …).
     pub fn name(self) -> &'static str {
         match self {
             ReplicationOption::AllReduce => "all-reduce",
@@ -112,6 +114,7 @@ pub const HOROVOD_FUSION_BYTES: u64 = 64 * 1024 * 1024;
 pub struct GroupDecision {
     /// Devices (cluster device indices), sorted, no duplicates, at least one.
     pub devices: Vec<usize>,
+    /// How the group uses those devices.
     pub option: ReplicationOption,
 }
 
@@ -127,6 +130,7 @@ pub struct Strategy {
     /// decides shares per group (a compute-heavy group replicated over mixed GPUs wants
     /// proportional shares where its neighbours may not).
     group_splits: Vec<usize>,
+    /// How the gradients of the all-reduce groups are packed into AllReduces.
     pub allreduce: AllReducePacking,
     /// Ops that TAG's SFB ILP ([`crate::sfb`]) chose to duplicate for a replicated gradient,
     /// sorted: the compiler runs them whole on every device of their group, broadcasting their
@@ -302,18 +306,22 @@ impl Strategy {
             .min_by(|a, b| a.1.total_cmp(&b.1))
     }
 
+    /// The group of op `op`.
     pub fn group_of(&self, op: OpIdx) -> usize {
         self.op_group[op] as usize
     }
 
+    /// The group of every op, indexed by op.
     pub fn op_groups(&self) -> &[u32] {
         &self.op_group
     }
 
+    /// The devices and option of group `group`.
     pub fn decision(&self, group: usize) -> &GroupDecision {
         &self.decisions[group]
     }
 
+    /// The decision of every group, indexed by group.
     pub fn decisions(&self) -> &[GroupDecision] {
         &self.decisions
     }

@@ -17,6 +17,7 @@ use crate::io::write_atomic;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StrategyFile {
+    /// Always `"topoplace-strategy"`; loading refuses any other value.
     #[serde(default = "default_format")]
     pub format: String,
     /// The model the strategy was made for (informational).
@@ -25,8 +26,10 @@ pub struct StrategyFile {
     /// The cluster the strategy was made for (informational).
     #[serde(default)]
     pub cluster: String,
+    /// How replicas of batch-split groups share the batch, unless a group says otherwise.
     #[serde(default)]
     pub batch_split: BatchSplit,
+    /// How the gradients of all-reduce groups are packed into AllReduces.
     #[serde(default)]
     pub allreduce: AllReducePacking,
     /// Written by older versions: apply sufficient factor broadcasting where TAG's ILP says it
@@ -40,6 +43,7 @@ pub struct StrategyFile {
     /// scheduler's planned start times (FastT's order enforcement). Empty: run in arrival order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub priority: Vec<f64>,
+    /// Every op group with its ops, devices and option; a group's index is its id.
     pub groups: Vec<GroupRecord>,
     /// The groups as pipeline stages (absent: no pipeline; files before pipelines have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -233,6 +237,8 @@ pub struct LoadedStrategy {
     pub priority: Option<Vec<f64>>,
 }
 
+/// Parse the JSON text of a strategy file (`source` names it in errors) against graph `g` on a
+/// cluster of `devices` GPUs, checking every field.
 pub fn parse_strategy(
     text: &str,
     source: &str,
@@ -297,12 +303,15 @@ fn checked_priority(
     Ok(Some(priority.to_vec()))
 }
 
+/// Read and parse the strategy file at `path` ([`parse_strategy`]).
 pub fn load_strategy(path: &Path, g: &Graph, devices: usize) -> Result<LoadedStrategy> {
     let source = path.display().to_string();
     let text = crate::io::read_text_file(path)?;
     Ok(parse_strategy(&text, &source, g, devices)?)
 }
 
+/// Write `s` as a strategy file at `path`, with op ids from `g`, the cluster's name and any
+/// per-op execution priorities.
 pub fn save_strategy(
     s: &Strategy,
     priority: Option<&[f64]>,

@@ -13,7 +13,6 @@ pub use decision::GroupDecision;
 pub use decision::HOROVOD_FUSION_BYTES;
 pub use decision::ReplicationOption;
 pub use decision::Strategy;
-pub use file::LoadedStrategy;
 pub use file::StrategyFile;
 pub use file::load_strategy;
 pub use file::parse_strategy;

@@ -22,13 +22,18 @@ use crate::error::InputError;
 /// The order of forwards and backwards on each stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Schedule {
+    /// GPipe: all forwards of every micro-batch, then all backwards; the first stage holds every
+    /// micro-batch's activations.
     #[serde(rename = "gpipe")]
     GPipe,
+    /// PipeDream-Flush (1F1B): after a warm-up of `p − s` forwards, stage `s` alternates one
+    /// backward and one forward, holding at most `p − s` micro-batches.
     #[serde(rename = "1f1b")]
     OneFOneB,
 }
 
 impl Schedule {
+    /// Every schedule; the pipeline planner simulates candidates under each.
     pub const ALL: [Schedule; 2] = [Schedule::GPipe, Schedule::OneFOneB];
 
     pub(crate) fn name(self) -> &'static str {
@@ -52,7 +57,9 @@ impl Schedule {
 pub struct Pipeline {
     /// Stage of each op group (index = group).
     stage_of_group: Vec<u32>,
+    /// Micro-batches the batch is cut into (divides the batch size).
     pub micro_batches: u32,
+    /// The order of forwards and backwards on each stage.
     pub schedule: Schedule,
 }
 
@@ -128,6 +135,7 @@ impl Pipeline {
             .map_or(0, |&s| s as usize + 1)
     }
 
+    /// The stage (0 = first in the chain) op group `group` runs in.
     pub fn stage_of(&self, group: usize) -> usize {
         self.stage_of_group[group] as usize
     }

@@ -20,6 +20,7 @@ pub enum Reference {
 }
 
 impl Reference {
+    /// The reference named `name` (`single`, `dp`/`dp-nccl`, `dp-p`/`dp-nccl-p`), or `None`.
     pub fn parse(name: &str) -> Option<Reference> {
         match name {
             "single" => Some(Reference::Single),
@@ -29,6 +30,8 @@ impl Reference {
         }
     }
 
+    /// The reference as a strategy for graph `g` on `cluster`: one all-reduce group of every op,
+    /// gradients in one packed AllReduce.
     pub fn strategy(self, g: &Graph, cluster: &Cluster) -> Strategy {
         let all: Vec<usize> = (0..cluster.devices.len()).collect();
         let (devices, batch_split) = match self {

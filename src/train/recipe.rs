@@ -21,15 +21,21 @@ pub struct Recipe {
     /// Optimiser steps.
     #[serde(default = "defaults::steps")]
     pub steps: u64,
+    /// The models and random topologies self-play draws its games from (the one required table).
     pub training_set: TrainingSet,
+    /// The MCTS of each self-play game: budget, op groups, exploration, games per step.
     #[serde(default)]
     pub search: SearchSettings,
+    /// Sizes of the GNN being trained (width, attention heads).
     #[serde(default)]
     pub model: ModelSettings,
+    /// Adam's learning rate, batch and replay buffer.
     #[serde(default)]
     pub optimizer: OptimizerSettings,
+    /// Periodic evaluation on held-out random topologies.
     #[serde(default)]
     pub evaluation: EvaluationSettings,
+    /// How often (in steps) the run writes a checkpoint.
     #[serde(default)]
     pub checkpoint: CheckpointSettings,
     /// Imitation of a long search before self-play (beyond TAG); none when absent.

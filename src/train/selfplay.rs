@@ -40,6 +40,7 @@ pub enum ClusterSource {
 }
 
 impl ClusterSource {
+    /// Build the cluster: generate the random topology, or read the named cluster config.
     pub fn load(&self) -> Result<Cluster> {
         match self {
             ClusterSource::Random(seed, b) => Ok(random_cluster_within(*seed, *b)),
@@ -47,6 +48,7 @@ impl ClusterSource {
         }
     }
 
+    /// The cluster's name: the random topology's (from its seed) or the config's.
     pub fn name(&self) -> String {
         match self {
             ClusterSource::Random(seed, b) => b.cluster_name(*seed),
@@ -58,11 +60,15 @@ impl ClusterSource {
 /// What one game is played on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GameSetup {
+    /// The training step the game belongs to.
     pub step: u64,
+    /// The game's index among its step's games (`0..search.games_per_step`).
     pub worker: u64,
     /// The seed of everything random in the game.
     pub seed: u64,
+    /// The model drawn: a zoo name or graph file from the training set.
     pub model: String,
+    /// The cluster drawn: a random topology or one of the recipe's cluster configs.
     pub cluster: ClusterSource,
 }
 
@@ -70,8 +76,11 @@ pub struct GameSetup {
 /// distribution over that group's actions (sparse: visited actions only).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
+    /// The GNN input of the vertex.
     pub graph: HeteroGraph,
+    /// The op group the vertex decides next (its depth in search order).
     pub group: u32,
+    /// `(action, share of visits)` of every visited action; the shares sum to 1.
     pub target: Vec<(u16, f32)>,
 }
 
@@ -89,13 +98,17 @@ impl Sample {
 /// A played game: its setup, how the search did, and its targets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GameRecord {
+    /// The step, worker, seed, model and cluster of the game.
     pub setup: GameSetup,
     /// DP-NCCL's and the search's best iteration time, µs.
     pub dp_us: f64,
+    /// The search's best iteration time, µs.
     pub best_us: f64,
+    /// Whether the search's best strategy fits in every GPU's memory.
     pub fits: bool,
     /// The slices (device groups, option) of the cluster's actions, shared by the samples.
     pub slices: Vec<Slice>,
+    /// The training targets: one per vertex visited often enough (`search.min_visits`).
     pub samples: Vec<Sample>,
 }
 
@@ -165,6 +178,7 @@ pub struct Models {
 }
 
 impl Models {
+    /// Load every distinct model of `names` (zoo names or graph files) once.
     pub fn load(names: &[String]) -> Result<Models> {
         let mut graphs = BTreeMap::new();
         for name in names {

@@ -71,25 +71,34 @@ pub struct TrainOptions {
 pub enum Event<'a> {
     /// The games of a generation are being played (`count` of them, `cached` found on disk).
     Playing {
+        /// The policy generation whose games these are.
         generation: u64,
+        /// Games in the generation.
         count: usize,
+        /// Games already on disk, read instead of played.
         cached: usize,
     },
     /// One game finished.
     Played(&'a GameRecord),
     /// The warm start's teacher games are being played (`count`, `cached` found on disk).
     Teaching {
+        /// Teacher games in the warm start.
         count: usize,
+        /// Teacher games already on disk, read instead of played.
         cached: usize,
     },
     /// A warm-start Adam step finished: its number (1-based), of `steps`, and its loss.
     WarmStep {
+        /// The step just finished, 1-based.
         step: u64,
+        /// Warm-start steps in all.
         steps: u64,
+        /// The step's mean cross-entropy between priors and the teacher's targets.
         loss: f64,
     },
     /// An Adam step finished.
     Step(&'a StepMetrics),
+    /// A checkpoint was written after this many training steps.
     Checkpoint(u64),
 }
 
@@ -561,11 +570,7 @@ fn adam() -> ModuleOptimizer {
 /// Mean speed-up over DP-NCCL of the search on the recipe's held-out pairs: topology
 /// `evaluation.topology_seed + i` with model `i mod models`, budget and groups as in self-play.
 /// `policy: None` searches with uniform priors.
-pub(crate) fn evaluate(
-    recipe: &Recipe,
-    models: &Models,
-    policy: Option<&GnnPolicy>,
-) -> Result<f64> {
+pub fn evaluate(recipe: &Recipe, models: &Models, policy: Option<&GnnPolicy>) -> Result<f64> {
     let eval = &recipe.evaluation;
     let names = &recipe.training_set.models;
     let speedups: Vec<f64> = (0..eval.topologies)

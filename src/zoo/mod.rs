@@ -41,11 +41,15 @@ const INFERENCE_SUFFIX: &str = "-inference";
 /// GPT-2-style decoder sizes.
 #[derive(Debug, Clone)]
 pub struct GptConfig {
+    /// Number of decoder blocks (attention + MLP).
     pub layers: usize,
+    /// Model width (embedding size); must be a multiple of `heads`.
     pub hidden: usize,
+    /// Attention heads per block.
     pub heads: usize,
     /// Context length; also the size of the learned position table.
     pub seq: usize,
+    /// Vocabulary size: rows of the token embedding table.
     pub vocab: usize,
 }
 
@@ -76,6 +80,7 @@ pub struct ZooOptions {
 /// What a zoo model is and the published figures it is checked against.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelCard {
+    /// The zoo name (one of [`NAMES`]), without the `-inference` suffix.
     pub name: &'static str,
     /// The exact implementation the graph reproduces.
     pub variant: &'static str,
@@ -83,9 +88,11 @@ pub struct ModelCard {
     pub default_batch: u32,
     /// Published trainable parameter count.
     pub reference_params: u64,
+    /// Where `reference_params` is published (implementation and how it was counted).
     pub reference_params_source: &'static str,
     /// Published forward multiply-adds per sample (0 if none is published).
     pub reference_fwd_macs_per_sample: f64,
+    /// Where `reference_fwd_macs_per_sample` is published, and what it covers.
     pub reference_macs_source: &'static str,
 }
 

@@ -4,18 +4,17 @@
 
 use std::sync::Arc;
 
-use topoplace::cost::CostModel;
-use topoplace::evaluate::evaluate_strategy;
-use topoplace::mcts::{MctsConfig, SearchResult, Starts, search_from};
-use topoplace::pipeline_plan::{
-    BOUNDARY_MOVES, BestPipeline, PipelineFrames, REFINE_SIMULATIONS, best_pipeline_with_frames,
+use crate::cost::CostModel;
+use crate::evaluate::evaluate_strategy;
+use crate::mcts::{MctsConfig, SearchResult, Starts, search_from};
+use crate::pipeline_plan::frames::BOUNDARY_MOVES;
+use crate::pipeline_plan::{
+    BestPipeline, PipelineFrames, REFINE_SIMULATIONS, best_pipeline_with_frames,
 };
-use topoplace::problem::Problem;
-use topoplace::sim::Order;
+use crate::problem::Problem;
+use crate::sim::Order;
 
-mod common;
-
-use common::{shipped_cluster as shipped, zoo_model as model};
+use super::{model, shipped};
 
 /// `test` on GPT at batch 8 on TAG's cloud, where pipelines beat every per-group strategy.
 fn on_gpt_on_cloud(test: impl FnOnce(&Problem)) {

@@ -1,15 +1,13 @@
-//! The cost model: roofline, batch scaling, profiled times, transfers, collectives and fits.
+//! Unit tests of the cost model: roofline, batch scaling, profiled times, transfers, collectives
+//! and fits.
 
-mod common;
-use common::testbed;
-
-use topoplace::cluster::find_gpu;
-use topoplace::cost::{
+use crate::cluster::find_gpu;
+use crate::cost::{
     CommModel, CostModel, LinearBatchModel, fit_segmented, profile_sizes, ps_sync_us, ps_time_us,
     ring_allreduce_time_us, ring_allreduce_us, transfer_time_us, transfer_us,
     tree_allreduce_time_us,
 };
-use topoplace::graph::{Op, Phase};
+use crate::graph::{Op, Phase};
 
 /// Peak efficiency and no overhead: the roofline is the bare datasheet bound.
 fn ideal() -> CostModel {
@@ -309,11 +307,11 @@ fn segmented_fit_of_a_modelled_transfer_is_one_line() {
 /// Forward + backward time of a zoo model at batch 16 on a GTX 1080, summed over ops (what a
 /// single GPU running the ops back to back takes, the optimizer left out).
 fn fwd_bwd_ms(model: &str, cost: &CostModel) -> f64 {
-    let options = topoplace::zoo::ZooOptions {
+    let options = crate::zoo::ZooOptions {
         batch_size: Some(16),
         ..Default::default()
     };
-    let g = topoplace::zoo::build(model, &options).unwrap();
+    let g = crate::zoo::build(model, &options).unwrap();
     let gpu = find_gpu("GTX-1080").unwrap();
     g.ops()
         .iter()
@@ -346,7 +344,7 @@ fn model_time_ratios_match_published_benchmarks() {
     let mut no_winograd = *CostModel::default().efficiency(find_gpu("GTX-1080").unwrap());
     no_winograd.winograd_speedup = 1.0;
     let plain = CostModel {
-        kernels: topoplace::cost::KernelTable::uniform(no_winograd),
+        kernels: crate::cost::KernelTable::uniform(no_winograd),
         ..CostModel::default()
     };
     let vgg_plain = fwd_bwd_ms("vgg19", &plain) / fwd_bwd_ms("resnet101", &plain);
@@ -399,7 +397,7 @@ fn a_family_profile_applies_to_every_board_and_an_exact_one_wins() {
     assert_eq!(cost.compute_time_us(&fwd, gpu("V100-PCIe-32GB"), 1.0), 50.0);
     assert_eq!(cost.compute_time_us(&fwd, gpu("V100-SXM2-32GB"), 1.0), 40.0);
 
-    use topoplace::cluster::known_profile_key;
+    use crate::cluster::known_profile_key;
     for key in ["V100", "a100", "GTX-1080Ti", "cpu-ish-V100"] {
         assert_eq!(known_profile_key(key), key != "cpu-ish-V100", "{key}");
     }
@@ -413,7 +411,7 @@ fn a_family_profile_applies_to_every_board_and_an_exact_one_wins() {
 /// brute-force substring check is the reference.
 #[test]
 fn kernel_classes_follow_the_op_type() {
-    use topoplace::cost::KernelClass;
+    use crate::cost::kernels::KernelClass;
     let gemm_names = ["matmul", "gemm", "addmm", "bmm", "einsum", "linear"];
     let reference = |t: &str| {
         let l = t.to_ascii_lowercase();
@@ -462,4 +460,13 @@ fn kernel_classes_follow_the_op_type() {
         KernelClass::of(&Op::new(0, "o", "LayerNorm", Phase::Forward)),
         KernelClass::Memory
     );
+}
+
+/// TAG's testbed (`configs/tag-testbed.toml`).
+fn testbed() -> crate::cluster::Cluster {
+    crate::cluster::load_cluster(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/configs/tag-testbed.toml"
+    ))
+    .unwrap()
 }

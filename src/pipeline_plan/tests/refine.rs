@@ -2,17 +2,16 @@
 //! the dynamic programme's, it moves the cut where the estimate misprices it (BERT-large on TAG's
 //! cloud, whose folded first machine runs two stages), and it is deterministic.
 
-use topoplace::cluster::{Cluster, random_cluster};
-use topoplace::cost::CostModel;
-use topoplace::evaluate::evaluate_strategy;
-use topoplace::graph::Graph;
-use topoplace::pipeline_plan::{BestPipeline, REFINE_SIMULATIONS, best_pipeline_refined_by};
-use topoplace::problem::Problem;
-use topoplace::sim::Order;
+use crate::cluster::{Cluster, random_cluster};
+use crate::cost::CostModel;
+use crate::evaluate::evaluate_strategy;
+use crate::graph::Graph;
+use crate::pipeline_plan::best::best_pipeline_refined_by;
+use crate::pipeline_plan::{BestPipeline, REFINE_SIMULATIONS};
+use crate::problem::Problem;
+use crate::sim::Order;
 
-mod common;
-
-use common::{shipped_cluster as shipped, zoo_model as model};
+use super::{model, shipped};
 
 /// The pipeline planned for `g` on `c` with `simulations` refining its cut.
 fn planned(g: &Graph, c: &Cluster, simulations: usize) -> Option<BestPipeline> {

@@ -5,8 +5,8 @@
 //! section at the end) use TAG's vertex weights instead: each op's compute time on one
 //! reference GPU at full batch, from the cost model ([`tag_weights`]).
 
-use topoplace::graph::{Graph, GraphBuilder, Op, Phase};
-use topoplace::group::{self, Grouping};
+use crate::graph::{Graph, GraphBuilder, Op, Phase};
+use crate::group::{self, Grouping};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -319,7 +319,7 @@ impl Trainer {
 
 /// Every op in exactly one group, ids dense, per-group totals and cut bytes equal to what an
 /// independent recomputation from the graph gives.
-pub fn check_grouping_invariants(g: &Graph, weights: &[f64], grouping: &Grouping) {
+pub(crate) fn check_grouping_invariants(g: &Graph, weights: &[f64], grouping: &Grouping) {
     let n = g.len();
     assert_eq!(
         grouping.op_group.len(),
@@ -386,7 +386,7 @@ pub fn check_grouping_invariants(g: &Graph, weights: &[f64], grouping: &Grouping
 }
 
 /// The methods that promise an acyclic coarse graph keep that promise on `g`.
-pub fn check_acyclic_methods(g: &Graph, weights: &[f64]) {
+pub(crate) fn check_acyclic_methods(g: &Graph, weights: &[f64]) {
     for method in ["quickp", "celeritas", "moirai"] {
         if !group::method_names().contains(&method) {
             continue;
@@ -403,7 +403,7 @@ pub fn check_acyclic_methods(g: &Graph, weights: &[f64]) {
 
 /// Everything to check on one model, with the stand-in times; used on generated graphs. The zoo
 /// models and QuickP's graphs are checked with real weights in the "Real models" section.
-pub fn check_zoo_model(g: &Graph) {
+pub(crate) fn check_zoo_model(g: &Graph) {
     let w = stand_in_times(g);
     for m in group::method_names() {
         let grouping = group::group_by_name(g, &w, m, 60).unwrap();
@@ -635,7 +635,7 @@ fn random_dag_phased(seed: u64, n: usize) -> Graph {
 
 #[test]
 fn moirai_training_acyclic_on_200_random_phased_dags() {
-    let opts = group::MoiraiOptions {
+    let opts = group::moirai::MoiraiOptions {
         same_phase_consumers_only: true,
     };
     let mut fused_ops = 0;
@@ -643,7 +643,7 @@ fn moirai_training_acyclic_on_200_random_phased_dags() {
         let n = 20 + (seed as usize * 53) % 300;
         let g = random_dag_phased(3000 + seed, n);
         let w = stand_in_times(&g);
-        let grouping = group::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
+        let grouping = group::moirai::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
         check_grouping_invariants(&g, &w, &grouping);
         assert!(
             grouping.is_acyclic(),
@@ -869,14 +869,14 @@ fn moirai_on_training_graph() {
 
 #[test]
 fn moirai_training_option_fuses_forward_chains_and_stays_acyclic() {
-    let opts = group::MoiraiOptions {
+    let opts = group::moirai::MoiraiOptions {
         same_phase_consumers_only: true,
     };
     for blocks in [5usize, 30, 60] {
         let g = training_graph(blocks);
         let w = stand_in_times(&g);
         let paper = group::moirai(&g, &w, &group::default_rules()).unwrap();
-        let train = group::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
+        let train = group::moirai::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
         check_grouping_invariants(&g, &w, &train);
         assert!(train.is_acyclic());
         assert_eq!(train.method, "moirai-training");
@@ -887,7 +887,7 @@ fn moirai_training_option_fuses_forward_chains_and_stays_acyclic() {
             train.num_groups(),
             paper.num_groups()
         );
-        let again = group::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
+        let again = group::moirai::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
         assert_eq!(train, again);
     }
 }
@@ -904,12 +904,12 @@ fn moirai_training_option_rejects_a_group_that_closes_a_cycle() {
     let _r = t.fwd("Relu", "relu", &[bn], 1e5, 1e6, Phase::Forward);
     let g = t.finish();
     let w = stand_in_times(&g);
-    let opts = group::MoiraiOptions {
+    let opts = group::moirai::MoiraiOptions {
         same_phase_consumers_only: true,
     };
     let chains = group::moirai::fused_chains_with(&g, &group::default_rules(), &opts);
     assert_eq!(chains.len(), 1, "the rule matches");
-    let grouping = group::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
+    let grouping = group::moirai::moirai_with(&g, &w, &group::default_rules(), &opts).unwrap();
     assert_eq!(grouping.num_groups(), g.len(), "but the group is refused");
     assert!(grouping.is_acyclic());
 }
@@ -1122,10 +1122,10 @@ fn report_figures() {
                 ms
             );
         }
-        let opts = group::MoiraiOptions {
+        let opts = group::moirai::MoiraiOptions {
             same_phase_consumers_only: true,
         };
-        let mt = group::moirai_with(g, &w, &group::default_rules(), &opts).unwrap();
+        let mt = group::moirai::moirai_with(g, &w, &group::default_rules(), &opts).unwrap();
         eprintln!(
             "{:<12} moirai-training: {} groups, acyclic {}",
             g.name,
@@ -1169,18 +1169,18 @@ const TAG_K: usize = 60;
 /// rather than left to `group::reference_gpu` so that a change there cannot silently change
 /// what these tests measure; `real_models_are_loaded_with_their_weights` checks they agree.
 fn tag_weights(g: &Graph, gpu: &str) -> Vec<f64> {
-    let gpu = topoplace::cluster::catalog::find_gpu(gpu).expect("GPU in the catalog");
-    group::op_weights(g, gpu, &topoplace::cost::CostModel::default())
+    let gpu = crate::cluster::catalog::find_gpu(gpu).expect("GPU in the catalog");
+    group::op_weights(g, gpu, &crate::cost::CostModel::default())
 }
 
 /// Every zoo model's training graph, built once for all the tests of this file.
 fn zoo_models() -> &'static [RealModel] {
     static MODELS: std::sync::OnceLock<Vec<RealModel>> = std::sync::OnceLock::new();
     MODELS.get_or_init(|| {
-        topoplace::zoo::NAMES
+        crate::zoo::NAMES
             .iter()
             .map(|name| {
-                let graph = topoplace::zoo::build(name, &topoplace::zoo::ZooOptions::default())
+                let graph = crate::zoo::build(name, &crate::zoo::ZooOptions::default())
                     .unwrap_or_else(|e| panic!("zoo model {name}: {e}"));
                 let weights = tag_weights(&graph, ZOO_REFERENCE_GPU);
                 RealModel { graph, weights }
@@ -1199,7 +1199,7 @@ fn quickp_models() -> &'static [RealModel] {
                 let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                     .join("datasets/quickp")
                     .join(file);
-                let graph = topoplace::import::import(&path, None)
+                let graph = crate::import::import(&path, None)
                     .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 let weights = tag_weights(&graph, QUICKP_PROFILE_GPU);
                 RealModel { graph, weights }
@@ -1220,7 +1220,7 @@ fn real_model(name: &str) -> &'static RealModel {
 
 #[test]
 fn real_models_are_loaded_with_their_weights() {
-    assert_eq!(zoo_models().len(), topoplace::zoo::NAMES.len());
+    assert_eq!(zoo_models().len(), crate::zoo::NAMES.len());
     let vgg = real_model("comp_graph_vgg");
     assert_eq!(vgg.graph.len(), 3_704);
     // The measured times are what the RTX-3070 weights pick up: QuickP's README total.
@@ -1317,8 +1317,7 @@ fn real_models_grouping_is_deterministic_on_bert_large() {
         assert_eq!(a, b, "{method} differs between two runs on bert-large");
     }
     // A fresh build of the same model (not the cached graph) gives the same METIS grouping.
-    let rebuilt =
-        topoplace::zoo::build("bert-large", &topoplace::zoo::ZooOptions::default()).unwrap();
+    let rebuilt = crate::zoo::build("bert-large", &crate::zoo::ZooOptions::default()).unwrap();
     let w = tag_weights(&rebuilt, ZOO_REFERENCE_GPU);
     assert_eq!(
         group::metis(&rebuilt, &w, TAG_K, 0).unwrap(),

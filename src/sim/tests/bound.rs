@@ -3,14 +3,14 @@
 //! `run_sealed_within` gives up by; and the compiler's bound from the layouts alone
 //! (`compile_within`) on a closed form.
 
+use crate::cluster::{Cluster, load_cluster};
+use crate::compile::{CompileOptions, Replicas, TaskRole, compile_within};
+use crate::cost::CostModel;
+use crate::problem::Problem;
+use crate::sim::{ExecGraph, MakespanBound, Order, Simulator, TaskId, TaskKind, TaskSpec};
+use crate::strategy::Reference;
+use crate::zoo::{ZooOptions, build};
 use proptest::prelude::*;
-use topoplace::cluster::{Cluster, load_cluster};
-use topoplace::compile::{CompileOptions, Replicas, TaskRole, compile_within};
-use topoplace::cost::CostModel;
-use topoplace::problem::Problem;
-use topoplace::sim::{ExecGraph, MakespanBound, Order, Simulator, TaskId, TaskKind, TaskSpec};
-use topoplace::strategy::Reference;
-use topoplace::zoo::{ZooOptions, build};
 
 /// A task of `duration` µs taking `lanes[i]` lanes of `resources[i]`, its output on device 0.
 fn task(g: &mut ExecGraph, resources: &[u32], lanes: &[u32], duration: f64) -> TaskId {

@@ -1,8 +1,8 @@
 //! The event loop on hand-built execution graphs: closed forms exactly, ordering rules, link
 //! contention, reference-counted memory, OOM, and invariants over random graphs.
 
+use crate::sim::{ExecGraph, Order, SimError, Simulator, TaskId, TaskKind, TaskSpec};
 use proptest::prelude::*;
-use topoplace::sim::{ExecGraph, Order, SimError, Simulator, TaskId, TaskKind, TaskSpec};
 
 fn compute(g: &mut ExecGraph, device: u32, duration: f64, out_bytes: f64) -> TaskId {
     g.add_task(TaskSpec {
@@ -371,8 +371,7 @@ fn chrome_trace_is_valid_trace_event_json() {
     g.add_dep(a, x);
     g.add_dep(x, b);
     let r = Simulator::new().run(&mut g, Order::Fifo).unwrap().clone();
-    let trace =
-        topoplace::sim::chrome_trace(&g, &r, |res| format!("res{res}"), |t| format!("task{t}"));
+    let trace = crate::sim::chrome_trace(&g, &r, |res| format!("res{res}"), |t| format!("task{t}"));
     let text = serde_json::to_string(&trace).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     let events = doc["traceEvents"].as_array().expect("traceEvents array");
