@@ -36,6 +36,7 @@
 #![warn(missing_docs)]
 
 pub mod assets;
+pub mod autocast;
 pub mod checksum;
 pub mod cluster;
 pub mod compile;
@@ -57,6 +58,7 @@ pub mod model_parallel;
 pub mod pipeline_plan;
 pub mod place_summary;
 pub mod placers;
+pub mod precision;
 pub mod problem;
 pub mod reference_best;
 pub mod render;

@@ -5,12 +5,14 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use topoplace::autocast::autocast;
 use topoplace::cluster::{Cluster, TopologyDistribution};
 use topoplace::cost::CostModel;
 use topoplace::error::{Error, InputError, Result};
 use topoplace::evaluate::{Evaluation, summary};
 use topoplace::graph::Graph;
 use topoplace::io::write_atomic;
+use topoplace::precision::Precision;
 use topoplace::problem::Problem;
 use topoplace::resolve::{load_model, load_named_cluster};
 use topoplace::sfb::{SfbOptions, duplicated_ops};
@@ -70,6 +72,14 @@ impl GnnDeviceArg {
     }
 }
 
+/// `--precision`: a precision's name (`fp32`, `tf32`, `bf16`, `fp16`, or `amp` for fp16).
+pub fn parse_precision(name: &str) -> std::result::Result<Precision, String> {
+    Precision::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = Precision::ALL.iter().map(|p| p.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::serialise("output", e))?;
     println!("{text}");
@@ -85,11 +95,24 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    pub fn load(model: &str, batch: Option<u32>, cluster: &str) -> Result<Loaded> {
+    /// The model at `batch`, the cluster, and the cost model, all in `precision` (refused when
+    /// a GPU of the cluster lacks it).
+    pub fn load(
+        model: &str,
+        batch: Option<u32>,
+        cluster: &str,
+        precision: Precision,
+    ) -> Result<Loaded> {
+        let cluster = load_named_cluster(cluster, "--cluster")?;
+        precision.check_cluster(&cluster, "<cli>", "--precision")?;
+        let graph = autocast(&load_model(model, batch)?, precision, model)?;
         Ok(Loaded {
-            graph: load_model(model, batch)?,
-            cluster: load_named_cluster(cluster, "--cluster")?,
-            cost: CostModel::default(),
+            graph,
+            cluster,
+            cost: CostModel {
+                precision,
+                ..CostModel::default()
+            },
         })
     }
 

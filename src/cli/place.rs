@@ -17,6 +17,7 @@ use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
 use topoplace::placers::heuristics::best_heuristic;
 use topoplace::placers::tag::tag_search;
+use topoplace::precision::Precision;
 use topoplace::strategy::save_strategy;
 use topoplace::units::to_ms;
 
@@ -29,6 +30,10 @@ pub struct PlaceArgs {
     /// assumes: docs/formats.md, "Re-batching"). Default: the model's own.
     #[arg(long)]
     batch: Option<u32>,
+    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
+    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
+    #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
+    precision: Precision,
     /// A cluster config: a file, or the name of one in configs/.
     #[arg(long)]
     cluster: String,
@@ -95,7 +100,7 @@ const EXIT_MARGIN: f64 = 0.01;
 pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster)?;
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.precision)?;
     let Loaded { graph, cluster, .. } = &inputs;
     let p = inputs.problem();
     let config = MctsConfig {

@@ -6,6 +6,7 @@ use clap::Args;
 use super::common::Loaded;
 use super::common::{print_either, strategy_named};
 use topoplace::error::Result;
+use topoplace::precision::Precision;
 use topoplace::sfb::{SfbOptions, SfbReport, check_strategy};
 
 #[derive(Args)]
@@ -24,12 +25,16 @@ pub struct SfbArgs {
     /// Batch size (TAG §5.6 uses 4): a zoo model is rebuilt at it, a graph file re-batched linearly.
     #[arg(long)]
     batch: Option<u32>,
+    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
+    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
+    #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
+    precision: Precision,
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: SfbArgs) -> Result<()> {
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster)?;
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.precision)?;
     let Loaded {
         graph,
         cluster,

@@ -11,6 +11,7 @@ use topoplace::error::Result;
 use topoplace::evaluate::{
     SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
 };
+use topoplace::precision::Precision;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
 
@@ -29,6 +30,10 @@ pub struct SimulateArgs {
     /// assumes: docs/formats.md, "Re-batching").
     #[arg(long)]
     batch: Option<u32>,
+    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
+    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
+    #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
+    precision: Precision,
     /// Execution order on each GPU (default: by the file's priorities when it gives them, else
     /// in arrival order).
     #[arg(long, value_enum)]
@@ -58,7 +63,7 @@ impl From<OrderArg> for Order {
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster)?;
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.precision)?;
     let Loaded {
         graph,
         cluster,

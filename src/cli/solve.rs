@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use super::common::Loaded;
 use super::common::print_either;
 use topoplace::error::Result;
+use topoplace::precision::Precision;
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
 
 #[derive(Args)]
@@ -54,7 +55,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
         FormulationArg::Quickp => Formulation::Quickp,
         FormulationArg::Moirai => Formulation::Moirai,
     };
-    let inputs = Loaded::load(&args.model, None, &args.cluster)?;
+    let inputs = Loaded::load(&args.model, None, &args.cluster, Precision::Fp32)?;
     let p = inputs.problem();
     let opts = SolveOptions {
         time_limit_s: args.time_limit,

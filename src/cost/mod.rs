@@ -15,6 +15,7 @@ pub use collective::ring_allreduce_time_us;
 
 pub use collective::tree_allreduce_time_us;
 
+pub(crate) use kernels::KernelClass;
 pub use kernels::KernelEfficiency;
 
 pub use model::CostModel;

@@ -124,6 +124,27 @@ pub struct Op {
     /// model tell which convolutions cuDNN runs with a fast algorithm (Winograd for 3x3, stride 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conv_window: Option<ConvWindow>,
+    /// The element type the op computes in: FP32 unless autocast lowered it
+    /// ([`crate::autocast`]).
+    #[serde(default, skip_serializing_if = "Dtype::is_f32")]
+    pub dtype: Dtype,
+}
+
+/// The element type an op computes and writes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// 4-byte floats.
+    #[default]
+    F32,
+    /// 2-byte floats: bf16 or fp16, whichever the step's precision autocasts to.
+    Half,
+}
+
+impl Dtype {
+    fn is_f32(&self) -> bool {
+        *self == Dtype::F32
+    }
 }
 
 /// Kernel size and stride of a 2-D convolution, (height, width).
@@ -165,6 +186,7 @@ impl Op {
             split: Splittability::None,
             profiled_us: BTreeMap::new(),
             conv_window: None,
+            dtype: Dtype::F32,
         }
     }
 

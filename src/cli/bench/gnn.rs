@@ -15,6 +15,7 @@ use crate::cli::common::{BenchInstances, GnnDeviceArg, Loaded, print_either, pro
 use topoplace::error::Result;
 use topoplace::gnn::{self, GnnPolicy, adam_step, cross_entropy};
 use topoplace::mcts::{DEFAULT_GROUPS, StartGraph, start_graph};
+use topoplace::precision::Precision;
 
 /// Untimed runs before the timed ones.
 const WARM_UP: usize = 3;
@@ -60,7 +61,7 @@ pub fn run(args: GnnBenchArgs) -> Result<()> {
     )?;
     let mut rows = Vec::new();
     for (model, cluster) in instances {
-        let inputs = Loaded::load(model, None, cluster)?;
+        let inputs = Loaded::load(model, None, cluster, Precision::Fp32)?;
         let start = start_graph(&inputs.problem(), DEFAULT_GROUPS, &policy)?;
         rows.push(Row {
             model: model.clone(),
