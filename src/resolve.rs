@@ -18,12 +18,19 @@ pub(crate) fn is_zoo_model(model: &str) -> bool {
 /// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format
 /// (re-batched linearly to `batch` when one is given).
 pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
+    load_model_as(model, batch, zoo::Framework::Tf1)
+}
+
+/// [`load_model`] with a zoo model built from `framework`'s ops (a graph file is what its
+/// exporter recorded, whatever the framework asked).
+pub fn load_model_as(model: &str, batch: Option<u32>, framework: zoo::Framework) -> Result<Graph> {
     if batch == Some(0) {
         return Err(InputError::new("<cli>", "--batch", "must be at least 1").into());
     }
     if is_zoo_model(model) {
         let opts = zoo::ZooOptions {
             batch_size: batch,
+            framework,
             ..zoo::ZooOptions::default()
         };
         return Ok(zoo::build(model, &opts)?);

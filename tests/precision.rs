@@ -1,19 +1,22 @@
-//! Precision: the peaks each GPU offers in it (datasheets), PyTorch's refusals, the cost model's
-//! roofline in each precision against closed forms, FP32 unchanged, and `--precision` on the
-//! command line.
+//! Precision and framework: the peaks each GPU offers in each precision (datasheets), PyTorch's
+//! refusals, the cost model's roofline against closed forms, FP32 unchanged; PyTorch's fused
+//! graphs against TensorFlow 1's (same parameters and products, no score matrices kept),
+//! GPT-2 XL's memory and BERT-large's published speed; both flags on the command line.
 
 mod common;
 
 use common::{run, run_json, shipped_cluster, zoo_model};
 use topoplace::autocast::autocast;
-use topoplace::cluster::find_gpu;
+use topoplace::cluster::{Cluster, find_gpu, parse_cluster};
 use topoplace::cost::CostModel;
 use topoplace::evaluate::evaluate_strategy;
-use topoplace::graph::{Dtype, Op, Phase};
+use topoplace::fidelity::{fidelity_table, scenarios};
+use topoplace::graph::{Dtype, Graph, Op, Phase};
 use topoplace::precision::Precision;
 use topoplace::problem::Problem;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
+use topoplace::zoo::{self, Framework, GptConfig, ZooOptions};
 
 #[test]
 fn names_parse_and_amp_is_fp16() {
@@ -188,4 +191,151 @@ fn cli_precision_is_a_flag_and_bf16_on_volta_is_one_clear_error() {
     let unknown = run(&args("fp8"));
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("fp32, tf32, bf16, fp16"));
+}
+
+/// A zoo model built from `framework`'s ops at `batch`.
+fn built(model: &str, batch: u32, framework: Framework, gpt: GptConfig) -> Graph {
+    let opts = ZooOptions {
+        batch_size: Some(batch),
+        framework,
+        gpt,
+        ..ZooOptions::default()
+    };
+    zoo::build(model, &opts).unwrap()
+}
+
+#[test]
+fn pytorch_graphs_have_the_same_parameters_and_products_in_fewer_ops() {
+    for model in ["bert-large", "gpt", "transformer"] {
+        let tf1 = built(model, 8, Framework::Tf1, GptConfig::default());
+        let torch = built(model, 8, Framework::Pytorch, GptConfig::default());
+        let (a, b) = (tf1.summary(), torch.summary());
+        assert_eq!(a.params, b.params, "{model}");
+        assert!(
+            torch.len() * 2 < tf1.len(),
+            "{model}: {} vs {}",
+            torch.len(),
+            tf1.len()
+        );
+        // The fused ops do the same matrix products (causal attention skips half its blocks).
+        let ratio = b.flops / a.flops;
+        assert!((0.8..1.05).contains(&ratio), "{model}: FLOPs ratio {ratio}");
+    }
+}
+
+#[test]
+fn causal_fused_attention_does_half_the_score_products() {
+    let g = built("gpt", 2, Framework::Pytorch, GptConfig::default());
+    let c = GptConfig::default();
+    let sdpa: Vec<&Op> = g
+        .ops()
+        .iter()
+        .filter(|o| o.op_type == "ScaledDotProductAttention")
+        .collect();
+    assert_eq!(sdpa.len(), c.layers);
+    let full = 4.0 * (c.seq * c.seq * c.hidden) as f64 * 2.0;
+    for op in sdpa {
+        assert_eq!(op.flops, full / 2.0);
+    }
+}
+
+fn one_gpu(gpu: &str) -> Cluster {
+    parse_cluster(
+        &format!(
+            "name = \"one\"\n[[machine]]\nname = \"m\"\ngpu = \"{gpu}\"\ngpus = 1\n\
+             intra_bandwidth = \"12 GB/s\"\nnic = \"10 Gbps\"\n"
+        ),
+        "<test>",
+    )
+    .unwrap()
+}
+
+/// Iteration µs and peak bytes of `graph` on one GPU in `precision`.
+fn single(graph: &Graph, cluster: &Cluster, precision: Precision) -> (f64, f64, bool) {
+    let graph = autocast(graph, precision, "<test>").unwrap();
+    let cost = CostModel {
+        precision,
+        ..CostModel::default()
+    };
+    let p = Problem::new(&graph, cluster, &cost);
+    let strategy = Reference::Single.strategy(&graph, cluster);
+    let report = evaluate_strategy(&p, &strategy, Order::Fifo)
+        .unwrap()
+        .report;
+    (
+        report.iteration_us,
+        report.devices[0].peak_memory_bytes,
+        report.is_oom(),
+    )
+}
+
+#[test]
+fn fused_attention_keeps_no_score_matrices() {
+    let a100 = one_gpu("A100-80GB");
+    let tf1 = built("bert-large", 32, Framework::Tf1, GptConfig::default());
+    let torch = built("bert-large", 32, Framework::Pytorch, GptConfig::default());
+    let (_, tf1_peak, _) = single(&tf1, &a100, Precision::Fp32);
+    let (_, torch_peak, _) = single(&torch, &a100, Precision::Fp32);
+    // Per layer TF1 keeps the scores, mask, softmax and dropout (4 × heads × s² floats a
+    // sample) that SDPA recomputes: 24 layers × 4 × 16 × 128² × 4 B × 32 ≈ 3.2 GB at least.
+    let scores = 24.0 * 4.0 * 16.0 * 128.0 * 128.0 * 4.0 * 32.0;
+    assert!(tf1_peak - torch_peak > scores, "{tf1_peak} vs {torch_peak}");
+}
+
+#[test]
+fn gpt2_xl_at_batch_4_fits_one_h100_in_bf16_and_tf32() {
+    let xl = GptConfig {
+        layers: 48,
+        hidden: 1600,
+        heads: 25,
+        seq: 1024,
+        vocab: 50257,
+    };
+    let g = built("gpt", 4, Framework::Pytorch, xl);
+    assert!((g.summary().params as f64 - 1.558e9).abs() < 0.01e9);
+    let h100 = one_gpu("H100-SXM-80GB");
+    for precision in [Precision::Bf16, Precision::Tf32] {
+        let (_, peak, oom) = single(&g, &h100, precision);
+        assert!(!oom, "{precision}: {:.1} GiB", peak / 2f64.powi(30));
+    }
+}
+
+#[test]
+fn bert_large_on_one_a100_is_within_a_fifth_of_nvidias_runs() {
+    for s in scenarios() {
+        if s.model == "bert-large" && s.gpu == "A100-80GB" && s.gpus() == 1 {
+            let row = &fidelity_table(std::slice::from_ref(&s), &CostModel::default()).unwrap()[0];
+            assert!(
+                (0.8..1.2).contains(&row.ratio),
+                "{}: {}",
+                row.scenario,
+                row.ratio
+            );
+        }
+    }
+}
+
+#[test]
+fn cli_framework_is_a_flag() {
+    let args = |f: &str| {
+        [
+            "simulate",
+            "--model",
+            "bert-small",
+            "--cluster",
+            "tag-cloud",
+            "--strategy",
+            "single",
+            "--framework",
+            f,
+            "--json",
+        ]
+        .map(String::from)
+    };
+    let tf1 = run_json(&args("tf1"));
+    let torch = run_json(&args("pytorch"));
+    assert!(torch["iteration_us"].as_f64().unwrap() < tf1["iteration_us"].as_f64().unwrap());
+    let unknown = run(&args("jax"));
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("tf1, pytorch"));
 }

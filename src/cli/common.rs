@@ -14,10 +14,11 @@ use topoplace::graph::Graph;
 use topoplace::io::write_atomic;
 use topoplace::precision::Precision;
 use topoplace::problem::Problem;
-use topoplace::resolve::{load_model, load_named_cluster};
+use topoplace::resolve::{load_model_as, load_named_cluster};
 use topoplace::sfb::{SfbOptions, duplicated_ops};
 use topoplace::sim::chrome_trace;
 use topoplace::strategy::{Reference, Strategy, load_strategy};
+use topoplace::zoo::Framework;
 
 /// The progress bar layout of `compare` and `place`.
 pub const BAR: &str = "{bar:30} {pos}/{len} {elapsed} {msg}";
@@ -80,6 +81,14 @@ pub fn parse_precision(name: &str) -> std::result::Result<Precision, String> {
     })
 }
 
+/// `--framework`: `tf1` or `pytorch` (`torch`).
+pub fn parse_framework(name: &str) -> std::result::Result<Framework, String> {
+    Framework::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = Framework::ALL.iter().map(|f| f.name()).collect();
+        format!("expected one of {}", names.join(", "))
+    })
+}
+
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::serialise("output", e))?;
     println!("{text}");
@@ -102,10 +111,11 @@ impl Loaded {
         batch: Option<u32>,
         cluster: &str,
         precision: Precision,
+        framework: Framework,
     ) -> Result<Loaded> {
         let cluster = load_named_cluster(cluster, "--cluster")?;
         precision.check_cluster(&cluster, "<cli>", "--precision")?;
-        let graph = autocast(&load_model(model, batch)?, precision, model)?;
+        let graph = autocast(&load_model_as(model, batch, framework)?, precision, model)?;
         Ok(Loaded {
             graph,
             cluster,

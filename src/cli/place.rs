@@ -20,6 +20,7 @@ use topoplace::placers::tag::tag_search;
 use topoplace::precision::Precision;
 use topoplace::strategy::save_strategy;
 use topoplace::units::to_ms;
+use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct PlaceArgs {
@@ -34,6 +35,10 @@ pub struct PlaceArgs {
     /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
     #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
     precision: Precision,
+    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
+    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
+    #[arg(long, default_value = "tf1", value_parser = super::common::parse_framework)]
+    framework: Framework,
     /// A cluster config: a file, or the name of one in configs/.
     #[arg(long)]
     cluster: String,
@@ -100,7 +105,13 @@ const EXIT_MARGIN: f64 = 0.01;
 pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.precision)?;
+    let inputs = Loaded::load(
+        &args.model,
+        args.batch,
+        &args.cluster,
+        args.precision,
+        args.framework,
+    )?;
     let Loaded { graph, cluster, .. } = &inputs;
     let p = inputs.problem();
     let config = MctsConfig {

@@ -8,6 +8,7 @@ use super::common::{print_either, strategy_named};
 use topoplace::error::Result;
 use topoplace::precision::Precision;
 use topoplace::sfb::{SfbOptions, SfbReport, check_strategy};
+use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct SfbArgs {
@@ -29,12 +30,22 @@ pub struct SfbArgs {
     /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
     #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
     precision: Precision,
+    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
+    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
+    #[arg(long, default_value = "tf1", value_parser = super::common::parse_framework)]
+    framework: Framework,
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: SfbArgs) -> Result<()> {
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.precision)?;
+    let inputs = Loaded::load(
+        &args.model,
+        args.batch,
+        &args.cluster,
+        args.precision,
+        args.framework,
+    )?;
     let Loaded {
         graph,
         cluster,

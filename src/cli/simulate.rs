@@ -14,6 +14,7 @@ use topoplace::evaluate::{
 use topoplace::precision::Precision;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
+use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct SimulateArgs {
@@ -34,6 +35,10 @@ pub struct SimulateArgs {
     /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
     #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
     precision: Precision,
+    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
+    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
+    #[arg(long, default_value = "tf1", value_parser = super::common::parse_framework)]
+    framework: Framework,
     /// Execution order on each GPU (default: by the file's priorities when it gives them, else
     /// in arrival order).
     #[arg(long, value_enum)]
@@ -63,7 +68,13 @@ impl From<OrderArg> for Order {
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.precision)?;
+    let inputs = Loaded::load(
+        &args.model,
+        args.batch,
+        &args.cluster,
+        args.precision,
+        args.framework,
+    )?;
     let Loaded {
         graph,
         cluster,

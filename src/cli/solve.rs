@@ -7,6 +7,7 @@ use super::common::print_either;
 use topoplace::error::Result;
 use topoplace::precision::Precision;
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
+use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct SolveArgs {
@@ -55,7 +56,13 @@ pub fn run(args: SolveArgs) -> Result<()> {
         FormulationArg::Quickp => Formulation::Quickp,
         FormulationArg::Moirai => Formulation::Moirai,
     };
-    let inputs = Loaded::load(&args.model, None, &args.cluster, Precision::Fp32)?;
+    let inputs = Loaded::load(
+        &args.model,
+        None,
+        &args.cluster,
+        Precision::Fp32,
+        Framework::Tf1,
+    )?;
     let p = inputs.problem();
     let opts = SolveOptions {
         time_limit_s: args.time_limit,

@@ -40,7 +40,10 @@ impl KernelClass {
         let t = op.op_type.as_bytes();
         if starts_with_ignore_case(t, b"conv") || starts_with_ignore_case(t, b"depthwiseconv") {
             KernelClass::Conv
-        } else if t.eq_ignore_ascii_case(b"mm") || names_a_matrix_product(t) {
+        } else if t.eq_ignore_ascii_case(b"mm")
+            || names_a_matrix_product(t)
+            || contains_ignore_case(t, b"attention")
+        {
             KernelClass::Gemm
         } else {
             KernelClass::Memory
@@ -64,6 +67,12 @@ fn names_a_matrix_product(t: &[u8]) -> bool {
         };
         starts_with_ignore_case(&t[i..], needle)
     })
+}
+
+/// Whether `t` contains `needle`, ignoring case.
+fn contains_ignore_case(t: &[u8], needle: &[u8]) -> bool {
+    t.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {

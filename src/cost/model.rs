@@ -13,7 +13,7 @@ use super::kernels::{KernelClass, KernelEfficiency, KernelTable};
 #[cfg(test)]
 use crate::cluster::Cluster;
 use crate::cluster::GpuSpec;
-use crate::graph::Op;
+use crate::graph::{Dtype, Op};
 use crate::precision::Precision;
 
 /// Knobs of the compute and communication estimates.
@@ -112,6 +112,12 @@ impl CostModel {
     fn matmul_peak(&self, op: &Op, gpu: &GpuSpec, speedup: f64) -> (f64, f64) {
         if self.use_tensor_cores {
             return (self.peak_flops_per_us(gpu), speedup);
+        }
+        // PyTorch lets cuDNN run FP32 convolutions in TF32 by default (`cudnn.allow_tf32`), and
+        // Ampere's fitted FP32 convolution share already reflects it: TF32 changes GEMMs only.
+        let is_conv = !matches!(KernelClass::of(op), KernelClass::Gemm);
+        if is_conv && op.dtype == Dtype::F32 {
+            return (gpu.fp32_flops_per_us(), speedup);
         }
         let tflops = self.precision.matmul_tflops(op.dtype, gpu);
         if tflops > gpu.fp32_tflops {

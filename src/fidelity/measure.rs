@@ -1,6 +1,7 @@
 //! Simulating a scenario the way it was measured.
 
 use super::scenarios::{Metric, Scenario};
+use crate::autocast::autocast;
 use crate::cluster::{Cluster, parse_cluster};
 use crate::cost::CostModel;
 use crate::error::Result;
@@ -24,18 +25,24 @@ pub fn cluster(s: &Scenario) -> Result<Cluster> {
     Ok(parse_cluster(&s.cluster_toml(), &s.label())?)
 }
 
-/// The scenario's training graph at its global batch.
+/// The scenario's training graph at its global batch, in its framework's ops and precision.
 pub fn graph(s: &Scenario) -> Result<Graph> {
     let options = crate::zoo::ZooOptions {
         batch_size: Some((s.per_gpu * u64::from(s.gpus())) as u32),
+        framework: s.framework,
         ..Default::default()
     };
-    Ok(crate::zoo::build(s.model, &options)?)
+    let fp32 = crate::zoo::build(s.model, &options)?;
+    Ok(autocast(&fp32, s.precision, &s.label())?)
 }
 
-/// Simulate `s` under `cost`.
+/// Simulate `s` under `cost`, in the scenario's precision.
 pub(crate) fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
     let c = cluster(s)?;
+    let cost = &CostModel {
+        precision: s.precision,
+        ..cost.clone()
+    };
     match s.metric {
         Metric::ImagesPerSecond => images_per_second(s, &c, cost),
         Metric::BusBandwidth => Ok(Outcome {

@@ -12,11 +12,25 @@
 //!   replicated NCCL variables), GCE K80, and EC2 p2.8xlarge (8 K80 GPUs, 10 Gbps) distributed.
 //! - NCCLTESTS149: NVIDIA/nccl-tests issue #149: `all_reduce_perf` on 8× A100-SXM4-80GB
 //!   (NVSwitch), bus bandwidth ~200 GB/s at 1 GiB.
+//! - DLE_BERT: NVIDIA/DeepLearningExamples `PyTorch/LanguageModeling/BERT/README.md`, training
+//!   performance, pre-training phase 1 (seq 128, LAMB, NGC pytorch:21.11-py3): DGX A100 80GB
+//!   (TF32 at 128 and AMP at 256 sequences per GPU) and DGX-1 32G (FP32 at 32, AMP at 64 per
+//!   GPU; the per-GPU micro-batch is the accumulated batch over the accumulation steps). The
+//!   gradient accumulation (64 and 32 micro-steps per optimizer step on A100) leaves one
+//!   AllReduce per many steps; the simulated step AllReduces every time, which costs the 8-GPU
+//!   runs < 2% on NVSwitch.
+//! - DLE_RN50: the same repository, `PyTorch/Classification/ConvNets/resnet50v1.5/README.md`
+//!   (pytorch-21.03, real ImageNet through DALI), batch 256 per GPU (`configs.yml`).
+//! - LAMBDA_PT: lambdal/deeplearning-benchmark `pytorch/pytorch-train-throughput-fp16.csv` (AMP,
+//!   synthetic data, NGC containers), ResNet-50 on H100 SXM5 at 1,280 per GPU.
+
+use crate::precision::Precision;
+use crate::zoo::Framework;
 
 /// What a scenario measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
-    /// Training images per second, all GPUs together.
+    /// Training samples (images, sequences) per second, all GPUs together.
     ImagesPerSecond,
     /// nccl-tests bus bandwidth of one AllReduce, GB/s: S / t · 2(n−1)/n.
     BusBandwidth,
@@ -58,6 +72,10 @@ pub struct Scenario {
     /// that is missing (`tests/fidelity.rs` holds every other scenario within 25%, and these
     /// outside it, so the list stays true).
     pub missing: Option<&'static str>,
+    /// The precision it ran in.
+    pub precision: Precision,
+    /// Whose kernels the zoo graph reproduces for it (PyTorch for the PyTorch runs).
+    pub framework: Framework,
 }
 
 impl Scenario {
@@ -69,6 +87,10 @@ impl Scenario {
     /// A short label: "8x V100-SXM2-32GB vgg16 b192".
     pub(crate) fn label(&self) -> String {
         let what = match self.metric {
+            Metric::ImagesPerSecond if self.precision != Precision::Fp32 => format!(
+                "{} b{} {} {}",
+                self.model, self.per_gpu, self.precision, self.framework
+            ),
             Metric::ImagesPerSecond => format!("{} b{}", self.model, self.per_gpu),
             Metric::BusBandwidth => format!("allreduce {} MiB", self.per_gpu >> 20),
         };
@@ -92,6 +114,9 @@ impl Scenario {
 const LAMBDA: &str = "lambda-tensorflow-benchmark, TF 2.2";
 const TFDOCS: &str = "tensorflow/docs r1 benchmarks, TF 1.1";
 const NCCLTESTS149: &str = "NVIDIA/nccl-tests issue #149";
+const DLE_BERT: &str = "NVIDIA DeepLearningExamples BERT, PyTorch 21.11";
+const DLE_RN50: &str = "NVIDIA DeepLearningExamples ResNet-50 v1.5, PyTorch 21.03";
+const LAMBDA_PT: &str = "lambdal/deeplearning-benchmark, PyTorch AMP";
 
 /// One GPU: the fabric is irrelevant.
 const SOLO: &str = "intra_bandwidth = \"12 GB/s\"\nnic = \"10 Gbps\"";
@@ -136,7 +161,16 @@ const fn s(
         source,
         role,
         missing: None,
+        precision: Precision::Fp32,
+        framework: Framework::Tf1,
     }
+}
+
+/// A PyTorch run of `s`'s setting in `precision`.
+const fn torch(mut s: Scenario, precision: Precision) -> Scenario {
+    s.precision = precision;
+    s.framework = Framework::Pytorch;
+    s
 }
 
 /// Mark a scenario as one the model misses, and why.
@@ -230,6 +264,34 @@ pub fn scenarios() -> Vec<Scenario> {
         source: NCCLTESTS149,
         role: Test,
         missing: None,
+        precision: Precision::Fp32,
+        framework: Framework::Tf1,
     });
+    v.extend(mixed_precision());
     v
+}
+
+/// Hopper has no row of its own: no Hopper run is among the calibration scenarios.
+const HOPPER_ROW: &str = "Hopper's kernel shares (no Hopper run is fitted; its row is the fallback of unmeasured architectures)";
+/// PyTorch's FP32 kernels on Volta run faster than the TensorFlow 1 runs the Volta row was fitted to.
+const TORCH_FP32_VOLTA: &str =
+    "PyTorch's FP32 kernel efficiencies (Volta's row is fitted to TensorFlow runs)";
+
+/// PyTorch runs in TF32 and mixed precision, every one held out.
+#[rustfmt::skip]
+fn mixed_precision() -> Vec<Scenario> {
+    use Precision::{Fp16, Fp32, Tf32};
+    vec![
+        torch(s("A100-80GB", 1, 1, SOLO, "bert-large", 128, 317.0, DLE_BERT, Test), Tf32),
+        torch(s("A100-80GB", 1, 1, SOLO, "bert-large", 256, 580.0, DLE_BERT, Test), Fp16),
+        torch(s("A100-80GB", 1, 8, A100_NVSWITCH, "bert-large", 128, 2505.0, DLE_BERT, Test), Tf32),
+        torch(s("A100-80GB", 1, 8, A100_NVSWITCH, "bert-large", 256, 4591.0, DLE_BERT, Test), Fp16),
+        miss(torch(s("V100-SXM2-32GB", 1, 1, SOLO, "bert-large", 32, 50.0, DLE_BERT, Test), Fp32), TORCH_FP32_VOLTA),
+        torch(s("V100-SXM2-32GB", 1, 1, SOLO, "bert-large", 64, 224.0, DLE_BERT, Test), Fp16),
+        torch(s("A100-80GB", 1, 1, SOLO, "resnet50", 256, 938.0, DLE_RN50, Test), Tf32),
+        torch(s("A100-80GB", 1, 1, SOLO, "resnet50", 256, 2470.0, DLE_RN50, Test), Fp16),
+        torch(s("A100-80GB", 1, 8, A100_NVSWITCH, "resnet50", 256, 7248.0, DLE_RN50, Test), Tf32),
+        torch(s("V100-SXM2-16GB", 1, 1, SOLO, "resnet50", 256, 1200.0, DLE_RN50, Test), Fp16),
+        miss(torch(s("H100-SXM-80GB", 1, 1, SOLO, "resnet50", 1280, 2616.0, LAMBDA_PT, Test), Fp16), HOPPER_ROW),
+    ]
 }

@@ -10,6 +10,7 @@
 
 use std::collections::HashSet;
 
+use super::Framework;
 use crate::error::InputError;
 use crate::graph::{ConvWindow, Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
 
@@ -73,6 +74,10 @@ pub(crate) enum Rule {
     Mean,
     /// Softmax cross-entropy with inputs `[logits, labels]`.
     Loss,
+    /// Fused scaled-dot-product attention with inputs `[q, k, v]` and an optional mask: `flops`
+    /// forward per sample; backward recomputes the scores (FlashAttention-2: 2.5× the forward
+    /// FLOPs), one op per distinct input that needs a gradient, reading `dY`, q, k, v and `Y`.
+    Attention { flops: f64 },
 }
 
 struct Node {
@@ -96,6 +101,7 @@ pub(crate) struct Net {
     linked: HashSet<(OpIdx, OpIdx)>,
     params: Vec<T>,
     losses: Vec<T>,
+    framework: Framework,
 }
 
 impl Net {
@@ -109,7 +115,19 @@ impl Net {
             linked: HashSet::new(),
             params: Vec::new(),
             losses: Vec::new(),
+            framework: Framework::Tf1,
         }
+    }
+
+    /// The same net building `framework`'s ops.
+    pub(crate) fn with_framework(mut self, framework: Framework) -> Net {
+        self.framework = framework;
+        self
+    }
+
+    /// Whose ops the layers build.
+    pub(crate) fn framework(&self) -> Framework {
+        self.framework
     }
 
     /// Whether the graph gets a loss, a backward pass and optimizer ops.

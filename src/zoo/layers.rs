@@ -1,6 +1,7 @@
 //! Layers shared by the model families, as TensorFlow graphs spell them: fully connected
 //! layers, activations, TF1 dropout, LayerNorm and GELU decomposed into primitive ops.
 
+use super::Framework;
 use super::builder::{Net, Rule, T, unary};
 
 /// Fully connected layer: MatMul + BiasAdd over `rows` rows of `fin` features per sample.
@@ -46,10 +47,16 @@ pub(crate) fn relu(net: &mut Net, p: &str, x: T) -> T {
     )
 }
 
-/// TF1 `tf.nn.dropout`; the identity in forward-only graphs (eval mode).
+/// TF1 `tf.nn.dropout`, or PyTorch's one fused kernel (its backward reads the mask, counted
+/// as the output's size); the identity in forward-only graphs (eval mode).
 pub(crate) fn dropout(net: &mut Net, p: &str, x: T) -> T {
     if !net.training() {
         return x;
+    }
+    if net.framework() == Framework::Pytorch {
+        let e = net.elems(x);
+        let grad = unary("NativeDropoutBackward", false, true, 1.0);
+        return net.op_like("NativeDropout", format!("{p}/dropout"), &[x], x, e, grad);
     }
     let e = net.elems(x);
     // random_uniform(shape) * (max - min) + min, then keep_prob + noise.
@@ -98,11 +105,22 @@ pub(crate) fn dropout(net: &mut Net, p: &str, x: T) -> T {
     net.op_like("Mul", format!("{p}/mul"), &[scaled, mask], x, e, Rule::Mul)
 }
 
-/// LayerNorm over the last axis of a `[tokens, hidden]` tensor, as TensorFlow decomposes it.
+/// LayerNorm over the last axis of a `[tokens, hidden]` tensor, as TensorFlow decomposes it or
+/// as PyTorch's one `native_layer_norm` kernel (backward: one kernel for dX, one for the
+/// parameters' gradients, here one op each).
 pub(crate) fn layer_norm(net: &mut Net, p: &str, x: T, tokens: usize, hidden: usize) -> T {
     let gamma = net.param(&format!("{p}/gamma"), hidden);
     let beta = net.param(&format!("{p}/beta"), hidden);
     let e = net.elems(x);
+    if net.framework() == Framework::Pytorch {
+        let rule = Rule::Norm {
+            dx: "NativeLayerNormBackward",
+            dgamma: "NativeLayerNormBackwardWeight",
+            dbeta: "NativeLayerNormBackwardBias",
+        };
+        let name = format!("{p}/LayerNorm");
+        return net.op_like("NativeLayerNorm", name, &[x, gamma, beta], x, 8.0 * e, rule);
+    }
     let rows = tokens as f64;
     let mean = net.op(
         "Mean",
@@ -188,9 +206,14 @@ pub(crate) fn layer_norm(net: &mut Net, p: &str, x: T, tokens: usize, hidden: us
     )
 }
 
-/// `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`.
+/// `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`, as eight TensorFlow ops or one
+/// PyTorch kernel.
 pub(crate) fn gelu(net: &mut Net, p: &str, x: T) -> T {
     let e = net.elems(x);
+    if net.framework() == Framework::Pytorch {
+        let grad = unary("GeluBackward", true, false, 8.0);
+        return net.op_like("Gelu", format!("{p}/Gelu"), &[x], x, 8.0 * e, grad);
+    }
     let cube = net.op_like(
         "Pow",
         format!("{p}/Pow"),

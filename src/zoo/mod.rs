@@ -8,6 +8,7 @@
 
 mod builder;
 mod cnn;
+mod framework;
 mod inception;
 mod layers;
 mod transformer;
@@ -18,6 +19,8 @@ use crate::error::InputError;
 use crate::graph::Graph;
 use builder::Net;
 use transformer::{BertConfig, TransformerConfig};
+
+pub use framework::Framework;
 
 /// The models [`build`] knows, in the order the CLI lists them.
 pub const NAMES: &[&str] = &[
@@ -75,6 +78,8 @@ pub struct ZooOptions {
     pub inference: bool,
     /// Sizes of the `gpt` model.
     pub gpt: GptConfig,
+    /// Whose kernels the graph reproduces (transformer layers; the CNNs are the same in both).
+    pub framework: Framework,
 }
 
 /// What a zoo model is and the published figures it is checked against.
@@ -245,7 +250,7 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         check_gpt(&opts.gpt)?;
     }
     let batch = opts.batch_size.unwrap_or(card.default_batch);
-    let mut net = Net::new(batch, !inference);
+    let mut net = Net::new(batch, !inference).with_framework(opts.framework);
     match base {
         "inception-v3" => inception::inception_v3(&mut net),
         "resnet101" => cnn::resnet(&mut net, &[3, 4, 23, 3]),

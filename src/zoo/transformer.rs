@@ -6,9 +6,9 @@
 //! `tf.nn.dropout` (random mask, floor, scale, multiply). Attention keeps its Reshape and
 //! Transpose ops for splitting and merging heads.
 
-use super::GptConfig;
 use super::builder::{Net, Rule, T, unary};
 use super::layers::{add, dense, dropout, gelu, layer_norm, relu, reshape, transpose};
+use super::{Framework, GptConfig};
 
 /// Shapes of one attention call, per sample.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +43,9 @@ fn split_heads(net: &mut Net, p: &str, x: T) -> T {
 /// Scaled dot-product attention on projected `q`, `k`, `v` (each `[tokens, hidden]`), up to
 /// and including the merge of heads; the output projection is the caller's.
 fn attention_core(net: &mut Net, p: &str, q: T, k: T, v: T, d: Dims, mask: Mask) -> T {
+    if net.framework() == Framework::Pytorch {
+        return fused_attention(net, p, [q, k, v], d, mask);
+    }
     let q = split_heads(net, &format!("{p}/query"), q);
     let k = split_heads(net, &format!("{p}/key"), k);
     let v = split_heads(net, &format!("{p}/value"), v);
@@ -119,6 +122,30 @@ fn attention_core(net: &mut Net, p: &str, q: T, k: T, v: T, d: Dims, mask: Mask)
     );
     let ctx = transpose(net, &format!("{p}/context"), ctx);
     reshape(net, &format!("{p}/context"), ctx)
+}
+
+/// PyTorch's `scaled_dot_product_attention`: heads split as views, one fused kernel (attention
+/// dropout inside it; a causal mask skips half the score blocks), and the copy that merges the
+/// heads back (`transpose(1, 2).reshape`).
+fn fused_attention(net: &mut Net, p: &str, qkv: [T; 3], d: Dims, mask: Mask) -> T {
+    let causal = matches!(mask, Mask::Gpt { .. });
+    let products = 2.0 * 2.0 * (d.tq * d.tk * d.hidden) as f64;
+    let flops = if causal { products / 2.0 } else { products };
+    let mut inputs = qkv.to_vec();
+    if let Mask::Adder(m) = mask {
+        inputs.push(m);
+    }
+    let ctx_elems = (d.tq * d.hidden) as f64;
+    let ctx = net.op(
+        "ScaledDotProductAttention",
+        format!("{p}/scaled_dot_product_attention"),
+        &inputs,
+        ctx_elems,
+        true,
+        flops,
+        Rule::Attention { flops },
+    );
+    transpose(net, &format!("{p}/context"), ctx)
 }
 
 /// Multi-head attention with separate query/key/value projections (BERT, torch.nn.Transformer).
@@ -285,8 +312,61 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
     let e = add(net, &format!("{p}/type"), we, te);
     let e = add(net, &format!("{p}/position"), e, pe);
     let e = layer_norm(net, &format!("{p}/LayerNorm"), e, s, h);
-    let mut x = dropout(net, &format!("{p}/dropout"), e);
+    let x = dropout(net, &format!("{p}/dropout"), e);
 
+    let x = if net.framework() == Framework::Pytorch {
+        bert_encoder_fused(net, &c, x, mask_in)
+    } else {
+        bert_encoder_tf1(net, &c, x, mask_in)
+    };
+
+    // Pooler: dense + tanh on the first token.
+    let first = net.op(
+        "StridedSlice",
+        "bert/pooler/strided_slice",
+        &[x],
+        h as f64,
+        true,
+        0.0,
+        unary("StridedSliceGrad", false, false, 0.0),
+    );
+    let pooled = dense(net, "bert/pooler/dense", first, 1, h, h);
+    let pooled = net.op_like(
+        "Tanh",
+        "bert/pooler/Tanh",
+        &[pooled],
+        pooled,
+        4.0 * h as f64,
+        unary("TanhGrad", false, true, 2.0),
+    );
+
+    // Masked-LM head over every position (HF computes prediction scores for all tokens).
+    let p = "cls/predictions";
+    let t = dense(net, &format!("{p}/transform/dense"), x, s, h, h);
+    let t = gelu(net, &format!("{p}/transform/gelu"), t);
+    let t = layer_norm(net, &format!("{p}/transform/LayerNorm"), t, s, h);
+    let logits = tied_dense(net, &format!("{p}/decoder"), t, word, s, h, c.vocab);
+    let bias = net.param(&format!("{p}/output_bias"), c.vocab);
+    let logits = net.op_like(
+        "BiasAdd",
+        format!("{p}/BiasAdd"),
+        &[logits, bias],
+        logits,
+        (s * c.vocab) as f64,
+        Rule::Bias,
+    );
+    net.xent_loss("cls/predictions/loss", logits, s as f64, c.vocab as f64);
+
+    // Next-sentence prediction.
+    let nsp = dense(net, "cls/seq_relationship", pooled, 1, h, 2);
+    net.xent_loss("cls/seq_relationship/loss", nsp, 1.0, 2.0);
+}
+
+/// BERT's encoder as the TF reference builds it: the `[B, S, S]` mask built once and turned
+/// into an additive mask again in every layer.
+fn bert_encoder_tf1(net: &mut Net, c: &BertConfig, x: T, mask_in: T) -> T {
+    let (s, h) = (c.seq, c.hidden);
+    let mut x = x;
     // create_attention_mask_from_input_mask: [B, S] -> [B, S, S], built once.
     let ss = (s * s) as f64;
     let m = net.op_like(
@@ -368,47 +448,35 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
         let f = ffn(net, &p, x, s, h, c.ffn, true);
         x = residual_ln(net, &format!("{p}/output"), x, f, s, h);
     }
+    x
+}
 
-    // Pooler: dense + tanh on the first token.
-    let first = net.op(
-        "StridedSlice",
-        "bert/pooler/strided_slice",
-        &[x],
-        h as f64,
-        true,
-        0.0,
-        unary("StridedSliceGrad", false, false, 0.0),
-    );
-    let pooled = dense(net, "bert/pooler/dense", first, 1, h, h);
-    let pooled = net.op_like(
-        "Tanh",
-        "bert/pooler/Tanh",
-        &[pooled],
-        pooled,
-        4.0 * h as f64,
-        unary("TanhGrad", false, true, 2.0),
-    );
-
-    // Masked-LM head over every position (HF computes prediction scores for all tokens).
-    let p = "cls/predictions";
-    let t = dense(net, &format!("{p}/transform/dense"), x, s, h, h);
-    let t = gelu(net, &format!("{p}/transform/gelu"), t);
-    let t = layer_norm(net, &format!("{p}/transform/LayerNorm"), t, s, h);
-    let logits = tied_dense(net, &format!("{p}/decoder"), t, word, s, h, c.vocab);
-    let bias = net.param(&format!("{p}/output_bias"), c.vocab);
-    let logits = net.op_like(
-        "BiasAdd",
-        format!("{p}/BiasAdd"),
-        &[logits, bias],
-        logits,
-        (s * c.vocab) as f64,
-        Rule::Bias,
-    );
-    net.xent_loss("cls/predictions/loss", logits, s as f64, c.vocab as f64);
-
-    // Next-sentence prediction.
-    let nsp = dense(net, "cls/seq_relationship", pooled, 1, h, 2);
-    net.xent_loss("cls/seq_relationship/loss", nsp, 1.0, 2.0);
+/// BERT's encoder with PyTorch's fused attention: the `[B, S]` padding mask is broadcast inside
+/// the kernel.
+fn bert_encoder_fused(net: &mut Net, c: &BertConfig, x: T, mask_in: T) -> T {
+    let (s, h) = (c.seq, c.hidden);
+    let d = Dims {
+        tq: s,
+        tk: s,
+        hidden: h,
+        heads: c.heads,
+    };
+    let mut x = x;
+    for l in 0..c.layers {
+        let p = format!("bert/encoder/layer_{l}");
+        let att = attention(
+            net,
+            &format!("{p}/attention/self"),
+            x,
+            x,
+            d,
+            Mask::Adder(mask_in),
+        );
+        x = residual_ln(net, &format!("{p}/attention/output"), x, att, s, h);
+        let f = ffn(net, &p, x, s, h, c.ffn, true);
+        x = residual_ln(net, &format!("{p}/output"), x, f, s, h);
+    }
+    x
 }
 
 /// Transformer-base sizes (torch.nn.Transformer defaults) plus the shared vocabulary.

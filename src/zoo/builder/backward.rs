@@ -214,6 +214,21 @@ impl Net {
                     out.push((2, self.bop(y, dbeta, dbeta, &[dy], beta, e)));
                 }
             }
+            Rule::Attention { flops } => {
+                let mut distinct: Vec<usize> = Vec::new();
+                for k in 0..3 {
+                    if !distinct.iter().any(|&j| inputs[j] == inputs[k]) && want(self, k) {
+                        distinct.push(k);
+                    }
+                }
+                let share = 2.5 * flops / distinct.len().max(1) as f64;
+                let saved = [dy, inputs[0], inputs[1], inputs[2], y];
+                for k in distinct {
+                    let tag = format!("ScaledDotProductAttentionBackward_{k}");
+                    let op = "ScaledDotProductAttentionBackward";
+                    out.push((k, self.bop(y, op, &tag, &saved, inputs[k], share)));
+                }
+            }
             Rule::Concat => {
                 for (k, &x) in inputs.iter().enumerate() {
                     if self.wants(x) {

@@ -1,0 +1,47 @@
+//! The framework whose kernels a zoo graph reproduces: TensorFlow 1's decomposed ops (TAG's
+//! setting) or PyTorch 2's fused ones.
+
+use std::fmt;
+
+/// Which framework's ops a zoo graph is built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Framework {
+    /// TensorFlow 1 as the models were published: LayerNorm as ten primitive ops, tanh GELU as
+    /// eight, dropout as four, attention as score and context products with the s×s scores,
+    /// mask, softmax and dropout kept for backward. TAG's tables are measured on these graphs.
+    #[default]
+    Tf1,
+    /// PyTorch 2: fused scaled-dot-product attention (one kernel forward and one backward that
+    /// recomputes the scores, keeping only O(s) per head: FlashAttention / memory-efficient
+    /// SDPA, with attention dropout inside it and a causal mask halving the FLOPs), one kernel
+    /// each for LayerNorm, GELU and dropout, heads split and merged as views.
+    Pytorch,
+}
+
+impl Framework {
+    /// Every framework, in the order `--framework` lists them.
+    pub const ALL: [Framework; 2] = [Framework::Tf1, Framework::Pytorch];
+
+    /// The name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Framework::Tf1 => "tf1",
+            Framework::Pytorch => "pytorch",
+        }
+    }
+
+    /// The framework named `name` (case-insensitive; `torch` is PyTorch).
+    pub fn parse(name: &str) -> Option<Framework> {
+        let lower = name.trim().to_ascii_lowercase();
+        if lower == "torch" {
+            return Some(Framework::Pytorch);
+        }
+        Framework::ALL.into_iter().find(|f| f.name() == lower)
+    }
+}
+
+impl fmt::Display for Framework {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
