@@ -13,6 +13,10 @@ pub const CONFIGS: &[(&str, &str)] = &[
         include_str!("../configs/fastt-2x4xv100.toml"),
     ),
     ("fastt-8xv100", include_str!("../configs/fastt-8xv100.toml")),
+    (
+        "hetero-a100-v100",
+        include_str!("../configs/hetero-a100-v100.toml"),
+    ),
     ("moirai-inter", include_str!("../configs/moirai-inter.toml")),
     ("moirai-intra", include_str!("../configs/moirai-intra.toml")),
     (

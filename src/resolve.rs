@@ -13,6 +13,7 @@ use crate::{import, zoo};
 /// Whether `model` names a zoo model (optionally `-inference`).
 pub(crate) fn is_zoo_model(model: &str) -> bool {
     zoo::NAMES.contains(&model.strip_suffix("-inference").unwrap_or(model))
+        || zoo::gpt_size(model).is_some()
 }
 
 /// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format
@@ -42,7 +43,7 @@ pub fn load_model_as(model: &str, batch: Option<u32>, framework: zoo::Framework)
             "model",
             format!(
                 "\"{model}\" is neither a zoo model ({}) nor an existing file",
-                zoo::NAMES.join(", ")
+                zoo::known_names().join(", ")
             ),
         )
         .into());

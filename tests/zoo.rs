@@ -476,3 +476,43 @@ fn tied_embedding_gradient_is_summed_as_partial_sums() {
     parts.sort_unstable();
     assert_eq!(parts, ["MatMul", "UnsortedSegmentSum"]);
 }
+
+#[test]
+fn named_gpt_sizes_have_their_published_parameter_counts() {
+    // HF transformers GPT2LMHeadModel, the tied head counted once.
+    for (name, published) in [
+        ("gpt2-medium", 354_823_168u64),
+        ("gpt2-large", 774_030_080),
+        ("gpt2-xl", 1_557_611_200),
+    ] {
+        assert_eq!(build(name).summary().params, published, "{name}");
+    }
+    assert_eq!(zoo::gpt_params(&zoo::GptConfig::default()), 124_439_808);
+    for (name, config) in zoo::GPT_SIZES {
+        assert_eq!(
+            build(name).summary().params,
+            zoo::gpt_params(config),
+            "{name}"
+        );
+    }
+    // Brown et al. 2020, Table 2.1, in billions (rounded there; 13B at width 5,120 here).
+    for (name, billions) in [
+        ("gpt3-1.3b", 1.3),
+        ("gpt3-2.7b", 2.7),
+        ("gpt3-6.7b", 6.7),
+        ("gpt3-13b", 13.0),
+    ] {
+        let params = build(name).summary().params as f64 / 1e9;
+        assert!((params / billions - 1.0).abs() < 0.03, "{name}: {params} B");
+    }
+}
+
+#[test]
+fn named_gpt_sizes_load_by_name_and_unknown_names_list_them() {
+    let g = topoplace::resolve::load_model("gpt3-6.7b", Some(2)).unwrap();
+    assert_eq!((g.name.as_str(), g.batch_size), ("gpt3-6.7b", 2));
+    let inference = build("gpt2-xl-inference");
+    assert!(inference.ops().iter().all(|o| o.phase != Phase::Optimizer));
+    let err = zoo::build("gpt3-175b", &ZooOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("gpt3-13b"), "{err}");
+}

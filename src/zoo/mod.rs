@@ -38,6 +38,18 @@ pub const NAMES: &[&str] = &[
     "resnet152",
 ];
 
+/// Batch of a named GPT size when none is given.
+const GPT_SIZE_BATCH: u32 = 8;
+
+/// Every name [`build`] knows: [`NAMES`], then the [`GPT_SIZES`].
+pub fn known_names() -> Vec<&'static str> {
+    NAMES
+        .iter()
+        .copied()
+        .chain(GPT_SIZES.iter().map(|(n, _)| *n))
+        .collect()
+}
+
 /// Suffix selecting the forward-only variant of a model.
 const INFERENCE_SUFFIX: &str = "-inference";
 
@@ -54,6 +66,53 @@ pub struct GptConfig {
     pub seq: usize,
     /// Vocabulary size: rows of the token embedding table.
     pub vocab: usize,
+}
+
+/// Named GPT sizes in the `gpt` model's GPT-2 layout, each a [`build`] name of its own: GPT-2
+/// medium, large and XL (1,024 tokens), and GPT-3 1.3B, 2.7B, 6.7B and 13B (Brown et al. 2020,
+/// Table 2.1: 2,048 tokens, the same vocabulary). Departures from that table, whose head counts
+/// do not divide two of its widths: 1.3B with 16 heads of 128 (as Megatron-LM runs it), 13B at
+/// width 5,120 with 40 heads of 128 (as OPT-13B).
+pub const GPT_SIZES: &[(&str, GptConfig)] = &[
+    ("gpt2-medium", gpt(24, 1024, 16, 1024)),
+    ("gpt2-large", gpt(36, 1280, 20, 1024)),
+    ("gpt2-xl", gpt(48, 1600, 25, 1024)),
+    ("gpt3-1.3b", gpt(24, 2048, 16, 2048)),
+    ("gpt3-2.7b", gpt(32, 2560, 32, 2048)),
+    ("gpt3-6.7b", gpt(32, 4096, 32, 2048)),
+    ("gpt3-13b", gpt(40, 5120, 40, 2048)),
+];
+
+const fn gpt(layers: usize, hidden: usize, heads: usize, seq: usize) -> GptConfig {
+    GptConfig {
+        layers,
+        hidden,
+        heads,
+        seq,
+        vocab: 50257,
+    }
+}
+
+/// The sizes of a named GPT ([`GPT_SIZES`]), with or without the `-inference` suffix.
+pub fn gpt_size(name: &str) -> Option<GptConfig> {
+    let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
+    GPT_SIZES
+        .iter()
+        .find(|(n, _)| *n == base)
+        .map(|(_, c)| c.clone())
+}
+
+/// Trainable parameters of a GPT-2-layout model, the LM head tied to the token embedding: token
+/// and position tables, per block 12·h² + 13·h (QKV, projection, MLP, their biases, two
+/// LayerNorms), and the final LayerNorm.
+pub fn gpt_params(c: &GptConfig) -> u64 {
+    let (v, s, h, l) = (
+        c.vocab as u64,
+        c.seq as u64,
+        c.hidden as u64,
+        c.layers as u64,
+    );
+    v * h + s * h + l * (12 * h * h + 13 * h) + 2 * h
 }
 
 impl Default for GptConfig {
@@ -239,11 +298,25 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         None => (name, false),
     };
     let inference = opts.inference || suffixed;
+    let graph_name = if inference {
+        format!("{base}{INFERENCE_SUFFIX}")
+    } else {
+        base.to_string()
+    };
+    if let Some(config) = gpt_size(base) {
+        let mut net = Net::new(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), !inference)
+            .with_framework(opts.framework);
+        transformer::gpt(&mut net, &config);
+        return net.finish(&graph_name);
+    }
     let Some(card) = card(base) else {
         return Err(InputError::new(
             "<zoo>",
             "model",
-            format!("unknown model \"{name}\"; known: {}", NAMES.join(", ")),
+            format!(
+                "unknown model \"{name}\"; known: {}",
+                known_names().join(", ")
+            ),
         ));
     };
     if base == "gpt" {
@@ -266,11 +339,6 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         "mlp" => cnn::mlp(&mut net),
         other => unreachable!("model {other} has a card but no builder"),
     }
-    let graph_name = if inference {
-        format!("{base}{INFERENCE_SUFFIX}")
-    } else {
-        base.to_string()
-    };
     net.finish(&graph_name)
 }
 
