@@ -61,6 +61,7 @@ impl ModelReport {
         card: Option<ModelCard>,
         simplified: Option<SimplifyStats>,
         cluster: Option<&Cluster>,
+        cost: &CostModel,
     ) -> ModelReport {
         let summary = graph.summary();
         let forward_flops = summary.per_phase.get("forward").map_or(0.0, |p| p.flops);
@@ -72,7 +73,9 @@ impl ModelReport {
             .map(|op| op.output_bytes)
             .sum();
         let on_gpu = cluster
-            .map(|c| estimate_per_gpu_type(graph, c, summary.resident_bytes + activation_bytes))
+            .map(|c| {
+                estimate_per_gpu_type(graph, c, cost, summary.resident_bytes + activation_bytes)
+            })
             .unwrap_or_default();
         ModelReport {
             forward_macs_per_sample: forward_flops / 2.0 / f64::from(graph.batch_size),
@@ -203,8 +206,12 @@ fn serial_activation_peak(graph: &Graph) -> f64 {
     peak
 }
 
-fn estimate_per_gpu_type(graph: &Graph, cluster: &Cluster, memory_needed: f64) -> Vec<GpuEstimate> {
-    let model = CostModel::default();
+fn estimate_per_gpu_type(
+    graph: &Graph,
+    cluster: &Cluster,
+    model: &CostModel,
+    memory_needed: f64,
+) -> Vec<GpuEstimate> {
     let mut out: Vec<GpuEstimate> = Vec::new();
     for device in &cluster.devices {
         if let Some(e) = out.iter_mut().find(|e| e.gpu == device.gpu.name) {
@@ -259,7 +266,7 @@ pub fn zoo_listing() -> Result<Vec<ZooRow>> {
         let training = zoo::build(name, &opts)?;
         let inference = zoo::build(&format!("{name}-inference"), &opts)?;
         let card = zoo::card(name);
-        let report = ModelReport::new(&training, card.clone(), None, None);
+        let report = ModelReport::new(&training, card.clone(), None, None, &CostModel::default());
         rows.push(ZooRow {
             name: name.to_string(),
             variant: card

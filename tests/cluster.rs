@@ -24,6 +24,7 @@ const EXPECTED: &[(&str, usize, usize, usize)] = &[
     ("celeritas-4xv100", 1, 4, 1),
     ("fastt-8xv100", 1, 8, 1),
     ("fastt-2x4xv100", 2, 8, 2),
+    ("hetero-a100-v100", 2, 16, 2),
 ];
 
 #[test]

@@ -796,6 +796,7 @@ fn compare_gives_the_searches_tags_time_and_says_so() {
         &clusters,
         &parse_methods("mcmc,local-search,tag").unwrap(),
         &budget(),
+        &CostModel::default(),
         |_| {},
     );
     let names: Vec<&str> = rows.iter().map(|r| r.method.as_str()).collect();
@@ -814,6 +815,7 @@ fn compare_gives_the_searches_tags_time_and_says_so() {
         &clusters,
         &parse_methods("mcmc").unwrap(),
         &budget(),
+        &CostModel::default(),
         |_| {},
     );
     assert_eq!(alone[0].budget, "20 steps");

@@ -339,3 +339,55 @@ fn cli_framework_is_a_flag() {
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("tf1, pytorch"));
 }
+
+#[test]
+fn info_and_compare_take_the_precision_and_framework() {
+    let info = |extra: &[&str]| {
+        let mut args = vec!["info", "bert-small", "--json"];
+        args.extend_from_slice(extra);
+        run_json(&args)
+    };
+    let fp32 = info(&[]);
+    let amp = info(&["--precision", "amp", "--framework", "pytorch"]);
+    assert_eq!(fp32["params"], amp["params"]);
+    let bytes = |v: &serde_json::Value| v["activation_bytes"].as_f64().unwrap();
+    assert!(
+        bytes(&amp) < 0.6 * bytes(&fp32),
+        "{} vs {}",
+        bytes(&amp),
+        bytes(&fp32)
+    );
+    let refused = run(&[
+        "info",
+        "bert-small",
+        "--cluster",
+        "tag-testbed",
+        "--precision",
+        "bf16",
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--precision"));
+
+    let dir = common::scratch("precision-compare");
+    let out = dir.display().to_string();
+    let rows = |p: &str| {
+        run_json(&[
+            "compare",
+            "--models",
+            "bert-small",
+            "--clusters",
+            "tag-cloud",
+            "--methods",
+            "single",
+            "--precision",
+            p,
+            "--framework",
+            "pytorch",
+            "--out",
+            &out,
+            "--json",
+        ])
+    };
+    let ms = |v: serde_json::Value| v[0]["iteration_ms"].as_f64().unwrap();
+    assert!(ms(rows("amp")) < ms(rows("fp32")));
+}

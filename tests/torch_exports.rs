@@ -262,7 +262,7 @@ fn info_activation_memory_matches_the_replayed_allocations() {
         let replayed = ex.meta.extra["memory_replay"]["forward_peak"]
             .as_f64()
             .unwrap_or_else(|| panic!("{path:?}: no memory_replay"));
-        let report = ModelReport::new(&ex.graph, None, None, None);
+        let report = ModelReport::new(&ex.graph, None, None, None, &Default::default());
         let ratio = report.activation_bytes / replayed;
         let gib = |b: f64| b / (1u64 << 30) as f64;
         eprintln!(

@@ -5,10 +5,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{BAR, cluster_label, print_json, progress_bar};
+use super::common::{
+    BAR, cluster_label, parse_framework, parse_precision, print_json, progress_bar,
+};
+use topoplace::autocast::autocast;
+use topoplace::cost::CostModel;
 use topoplace::error::Result;
 use topoplace::placers::{Budget, compare};
-use topoplace::resolve::{load_model, load_named_cluster};
+use topoplace::precision::Precision;
+use topoplace::resolve::{load_model_as, load_named_cluster};
+use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -19,6 +25,12 @@ pub struct CompareArgs {
     /// (what that assumes: docs/formats.md, "Re-batching"). Default: each model's own.
     #[arg(long)]
     batch: Option<u32>,
+    /// Numeric precision of every run: fp32 (the default), tf32, bf16, fp16 (`amp`).
+    #[arg(long, default_value = "fp32", value_parser = parse_precision)]
+    precision: Precision,
+    /// Whose kernels the zoo models are built from: tf1 (the default) or pytorch.
+    #[arg(long, default_value = "tf1", value_parser = parse_framework)]
+    framework: Framework,
     /// Comma-separated cluster configs: files, or names of configs/*.toml.
     #[arg(long, value_delimiter = ',', required = true)]
     clusters: Vec<String>,
@@ -46,13 +58,25 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let models = args
         .models
         .iter()
-        .map(|m| Ok((m.clone(), load_model(m, args.batch)?)))
+        .map(|m| {
+            let graph = load_model_as(m, args.batch, args.framework)?;
+            Ok((m.clone(), autocast(&graph, args.precision, m)?))
+        })
         .collect::<Result<Vec<_>>>()?;
     let clusters = args
         .clusters
         .iter()
-        .map(|c| Ok((cluster_label(c), load_named_cluster(c, "--clusters")?)))
+        .map(|c| {
+            let cluster = load_named_cluster(c, "--clusters")?;
+            args.precision
+                .check_cluster(&cluster, "<cli>", "--precision")?;
+            Ok((cluster_label(c), cluster))
+        })
         .collect::<Result<Vec<_>>>()?;
+    let cost = CostModel {
+        precision: args.precision,
+        ..CostModel::default()
+    };
     let budget = Budget {
         steps: args.budget,
         seconds: args.time_limit,
@@ -61,7 +85,7 @@ pub fn run(args: CompareArgs) -> Result<()> {
     };
     let total = (models.len() * clusters.len() * methods.len()) as u64;
     let bar = progress_bar(total, BAR)?;
-    let rows = compare::run(&models, &clusters, &methods, &budget, |row| {
+    let rows = compare::run(&models, &clusters, &methods, &budget, &cost, |row| {
         bar.set_message(format!("{} {} {}", row.model, row.cluster, row.method));
         bar.inc(1);
     });

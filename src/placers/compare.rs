@@ -63,22 +63,23 @@ pub fn parse_methods(spec: &str) -> Result<Vec<Box<dyn Placer>>> {
         .collect()
 }
 
-/// Run every method on every (model, cluster); `on_row` sees each row as it is done (progress).
+/// Run every method on every (model, cluster) under `cost`; `on_row` sees each row as it is done
+/// (progress).
 pub fn run(
     models: &[(String, Graph)],
     clusters: &[(String, Cluster)],
     methods: &[Box<dyn Placer>],
     budget: &Budget,
+    cost: &CostModel,
     mut on_row: impl FnMut(&Row),
 ) -> Vec<Row> {
-    let cost = CostModel::default();
     let mut rows = Vec::new();
     for (model, graph) in models {
         for (cluster_name, cluster) in clusters {
             let p = Problem {
                 graph,
                 cluster,
-                cost: &cost,
+                cost,
             };
             let dp = dp_iteration_us(&p);
             let mut done: Vec<Option<Row>> = vec![None; methods.len()];
