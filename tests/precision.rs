@@ -150,25 +150,9 @@ fn mixed_precision_is_faster_and_lighter_on_an_a100_and_tf32_is_free_on_a_v100()
     assert_eq!(step(&v100, Precision::Tf32), step(&v100, Precision::Fp32));
 }
 
-#[test]
-fn cli_precision_is_a_flag_and_bf16_on_volta_is_one_clear_error() {
-    let args = |p: &str| {
-        [
-            "simulate",
-            "--model",
-            "bert-small",
-            "--cluster",
-            "tag-cloud",
-            "--strategy",
-            "single",
-            "--precision",
-            p,
-            "--json",
-        ]
-        .map(String::from)
-    };
-    let fp32 = run_json(&args("fp32"));
-    let default = run_json(&[
+/// `simulate` of bert-small on its fastest GPU of TAG's cloud, with `extra` arguments, as JSON.
+fn simulate_args(extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
         "simulate",
         "--model",
         "bert-small",
@@ -177,7 +161,16 @@ fn cli_precision_is_a_flag_and_bf16_on_volta_is_one_clear_error() {
         "--strategy",
         "single",
         "--json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    args.into_iter().map(String::from).collect()
+}
+
+#[test]
+fn cli_precision_is_a_flag_and_bf16_on_volta_is_one_clear_error() {
+    let args = |p: &str| simulate_args(&["--precision", p]);
+    let fp32 = run_json(&args("fp32"));
+    let default = run_json(&simulate_args(&[]));
     assert_eq!(fp32["iteration_us"], default["iteration_us"]);
     let amp = run_json(&args("amp"));
     assert!(amp["iteration_us"].as_f64().unwrap() < fp32["iteration_us"].as_f64().unwrap());
@@ -317,21 +310,7 @@ fn bert_large_on_one_a100_is_within_a_fifth_of_nvidias_runs() {
 
 #[test]
 fn cli_framework_is_a_flag() {
-    let args = |f: &str| {
-        [
-            "simulate",
-            "--model",
-            "bert-small",
-            "--cluster",
-            "tag-cloud",
-            "--strategy",
-            "single",
-            "--framework",
-            f,
-            "--json",
-        ]
-        .map(String::from)
-    };
+    let args = |f: &str| simulate_args(&["--framework", f]);
     let tf1 = run_json(&args("tf1"));
     let torch = run_json(&args("pytorch"));
     assert!(torch["iteration_us"].as_f64().unwrap() < tf1["iteration_us"].as_f64().unwrap());

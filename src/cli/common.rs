@@ -73,6 +73,43 @@ impl GnnDeviceArg {
     }
 }
 
+/// `--precision` and `--framework`: how the model trains ([`Precision`], [`Framework`];
+/// docs/modelling.md).
+#[derive(clap::Args, Clone, Copy, Default)]
+pub struct Numerics {
+    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
+    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16).
+    #[arg(long, default_value = "fp32", value_parser = parse_precision)]
+    pub precision: Precision,
+    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
+    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
+    #[arg(long, default_value = "tf1", value_parser = parse_framework)]
+    pub framework: Framework,
+}
+
+impl Numerics {
+    /// The cost model of this precision.
+    pub fn cost(self) -> CostModel {
+        CostModel {
+            precision: self.precision,
+            ..CostModel::default()
+        }
+    }
+
+    /// `model` at `batch`, built from the framework's ops, as it trains in the precision.
+    pub fn model(self, model: &str, batch: Option<u32>) -> Result<Graph> {
+        let graph = load_model_as(model, batch, self.framework)?;
+        Ok(autocast(&graph, self.precision, model)?)
+    }
+
+    /// Refuses `cluster` when one of its GPUs lacks the precision.
+    pub fn check(self, cluster: &Cluster) -> Result<()> {
+        Ok(self
+            .precision
+            .check_cluster(cluster, "<cli>", "--precision")?)
+    }
+}
+
 /// `--precision`: a precision's name (`fp32`, `tf32`, `bf16`, `fp16`, or `amp` for fp16).
 pub fn parse_precision(name: &str) -> std::result::Result<Precision, String> {
     Precision::parse(name).ok_or_else(|| {
@@ -104,25 +141,20 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// The model at `batch`, the cluster, and the cost model, all in `precision` (refused when
-    /// a GPU of the cluster lacks it).
+    /// The model at `batch`, the cluster, and the cost model, all as `numerics` says (refused
+    /// when a GPU of the cluster lacks its precision).
     pub fn load(
         model: &str,
         batch: Option<u32>,
         cluster: &str,
-        precision: Precision,
-        framework: Framework,
+        numerics: Numerics,
     ) -> Result<Loaded> {
         let cluster = load_named_cluster(cluster, "--cluster")?;
-        precision.check_cluster(&cluster, "<cli>", "--precision")?;
-        let graph = autocast(&load_model_as(model, batch, framework)?, precision, model)?;
+        numerics.check(&cluster)?;
         Ok(Loaded {
-            graph,
+            graph: numerics.model(model, batch)?,
             cluster,
-            cost: CostModel {
-                precision,
-                ..CostModel::default()
-            },
+            cost: numerics.cost(),
         })
     }
 

@@ -5,16 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{
-    BAR, cluster_label, parse_framework, parse_precision, print_json, progress_bar,
-};
-use topoplace::autocast::autocast;
-use topoplace::cost::CostModel;
+use super::common::{BAR, Numerics, cluster_label, print_json, progress_bar};
 use topoplace::error::Result;
 use topoplace::placers::{Budget, compare};
-use topoplace::precision::Precision;
-use topoplace::resolve::{load_model_as, load_named_cluster};
-use topoplace::zoo::Framework;
+use topoplace::resolve::load_named_cluster;
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -25,12 +19,8 @@ pub struct CompareArgs {
     /// (what that assumes: docs/formats.md, "Re-batching"). Default: each model's own.
     #[arg(long)]
     batch: Option<u32>,
-    /// Numeric precision of every run: fp32 (the default), tf32, bf16, fp16 (`amp`).
-    #[arg(long, default_value = "fp32", value_parser = parse_precision)]
-    precision: Precision,
-    /// Whose kernels the zoo models are built from: tf1 (the default) or pytorch.
-    #[arg(long, default_value = "tf1", value_parser = parse_framework)]
-    framework: Framework,
+    #[command(flatten)]
+    numerics: Numerics,
     /// Comma-separated cluster configs: files, or names of configs/*.toml.
     #[arg(long, value_delimiter = ',', required = true)]
     clusters: Vec<String>,
@@ -58,25 +48,18 @@ pub fn run(args: CompareArgs) -> Result<()> {
     let models = args
         .models
         .iter()
-        .map(|m| {
-            let graph = load_model_as(m, args.batch, args.framework)?;
-            Ok((m.clone(), autocast(&graph, args.precision, m)?))
-        })
+        .map(|m| Ok((m.clone(), args.numerics.model(m, args.batch)?)))
         .collect::<Result<Vec<_>>>()?;
     let clusters = args
         .clusters
         .iter()
         .map(|c| {
             let cluster = load_named_cluster(c, "--clusters")?;
-            args.precision
-                .check_cluster(&cluster, "<cli>", "--precision")?;
+            args.numerics.check(&cluster)?;
             Ok((cluster_label(c), cluster))
         })
         .collect::<Result<Vec<_>>>()?;
-    let cost = CostModel {
-        precision: args.precision,
-        ..CostModel::default()
-    };
+    let cost = args.numerics.cost();
     let budget = Budget {
         steps: args.budget,
         seconds: args.time_limit,

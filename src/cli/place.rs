@@ -8,7 +8,7 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 
 use super::common::{BAR, print_either, progress_bar, write_trace};
-use super::common::{GnnDeviceArg, Loaded};
+use super::common::{GnnDeviceArg, Loaded, Numerics};
 use topoplace::assets::SHIPPED_POLICY;
 use topoplace::error::{Result, SearchError};
 use topoplace::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
@@ -17,10 +17,8 @@ use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
 use topoplace::placers::heuristics::best_heuristic;
 use topoplace::placers::tag::tag_search;
-use topoplace::precision::Precision;
 use topoplace::strategy::save_strategy;
 use topoplace::units::to_ms;
-use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct PlaceArgs {
@@ -31,14 +29,8 @@ pub struct PlaceArgs {
     /// assumes: docs/formats.md, "Re-batching"). Default: the model's own.
     #[arg(long)]
     batch: Option<u32>,
-    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
-    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
-    #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
-    precision: Precision,
-    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
-    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
-    #[arg(long, default_value = "tf1", value_parser = super::common::parse_framework)]
-    framework: Framework,
+    #[command(flatten)]
+    numerics: Numerics,
     /// A cluster config: a file, or the name of one in configs/.
     #[arg(long)]
     cluster: String,
@@ -105,13 +97,7 @@ const EXIT_MARGIN: f64 = 0.01;
 pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
-    let inputs = Loaded::load(
-        &args.model,
-        args.batch,
-        &args.cluster,
-        args.precision,
-        args.framework,
-    )?;
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;
     let Loaded { graph, cluster, .. } = &inputs;
     let p = inputs.problem();
     let config = MctsConfig {

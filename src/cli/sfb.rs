@@ -3,12 +3,10 @@
 
 use clap::Args;
 
-use super::common::Loaded;
+use super::common::{Loaded, Numerics};
 use super::common::{print_either, strategy_named};
 use topoplace::error::Result;
-use topoplace::precision::Precision;
 use topoplace::sfb::{SfbOptions, SfbReport, check_strategy};
-use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct SfbArgs {
@@ -26,26 +24,14 @@ pub struct SfbArgs {
     /// Batch size (TAG §5.6 uses 4): a zoo model is rebuilt at it, a graph file re-batched linearly.
     #[arg(long)]
     batch: Option<u32>,
-    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
-    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
-    #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
-    precision: Precision,
-    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
-    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
-    #[arg(long, default_value = "tf1", value_parser = super::common::parse_framework)]
-    framework: Framework,
+    #[command(flatten)]
+    numerics: Numerics,
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: SfbArgs) -> Result<()> {
-    let inputs = Loaded::load(
-        &args.model,
-        args.batch,
-        &args.cluster,
-        args.precision,
-        args.framework,
-    )?;
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;
     let Loaded {
         graph,
         cluster,

@@ -4,17 +4,15 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::common::Loaded;
+use super::common::{Loaded, Numerics};
 use super::common::{print_either, strategy_named, write_trace};
 use topoplace::compile::Replicas;
 use topoplace::error::Result;
 use topoplace::evaluate::{
     SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
 };
-use topoplace::precision::Precision;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
-use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct SimulateArgs {
@@ -31,14 +29,8 @@ pub struct SimulateArgs {
     /// assumes: docs/formats.md, "Re-batching").
     #[arg(long)]
     batch: Option<u32>,
-    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
-    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16). docs/modelling.md, "Precision".
-    #[arg(long, default_value = "fp32", value_parser = super::common::parse_precision)]
-    precision: Precision,
-    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
-    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
-    #[arg(long, default_value = "tf1", value_parser = super::common::parse_framework)]
-    framework: Framework,
+    #[command(flatten)]
+    numerics: Numerics,
     /// Execution order on each GPU (default: by the file's priorities when it gives them, else
     /// in arrival order).
     #[arg(long, value_enum)]
@@ -68,13 +60,7 @@ impl From<OrderArg> for Order {
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
-    let inputs = Loaded::load(
-        &args.model,
-        args.batch,
-        &args.cluster,
-        args.precision,
-        args.framework,
-    )?;
+    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;
     let Loaded {
         graph,
         cluster,

@@ -2,12 +2,10 @@
 
 use clap::{Args, ValueEnum};
 
-use super::common::Loaded;
 use super::common::print_either;
+use super::common::{Loaded, Numerics};
 use topoplace::error::Result;
-use topoplace::precision::Precision;
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
-use topoplace::zoo::Framework;
 
 #[derive(Args)]
 pub struct SolveArgs {
@@ -56,13 +54,7 @@ pub fn run(args: SolveArgs) -> Result<()> {
         FormulationArg::Quickp => Formulation::Quickp,
         FormulationArg::Moirai => Formulation::Moirai,
     };
-    let inputs = Loaded::load(
-        &args.model,
-        None,
-        &args.cluster,
-        Precision::Fp32,
-        Framework::Tf1,
-    )?;
+    let inputs = Loaded::load(&args.model, None, &args.cluster, Numerics::default())?;
     let p = inputs.problem();
     let opts = SolveOptions {
         time_limit_s: args.time_limit,

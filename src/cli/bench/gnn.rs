@@ -11,12 +11,12 @@ use clap::Args;
 use serde::Serialize;
 
 use super::place::median;
-use crate::cli::common::{BenchInstances, GnnDeviceArg, Loaded, print_either, progress_bar};
+use crate::cli::common::{
+    BenchInstances, GnnDeviceArg, Loaded, Numerics, print_either, progress_bar,
+};
 use topoplace::error::Result;
 use topoplace::gnn::{self, GnnPolicy, adam_step, cross_entropy};
 use topoplace::mcts::{DEFAULT_GROUPS, StartGraph, start_graph};
-use topoplace::precision::Precision;
-use topoplace::zoo::Framework;
 
 /// Untimed runs before the timed ones.
 const WARM_UP: usize = 3;
@@ -62,7 +62,7 @@ pub fn run(args: GnnBenchArgs) -> Result<()> {
     )?;
     let mut rows = Vec::new();
     for (model, cluster) in instances {
-        let inputs = Loaded::load(model, None, cluster, Precision::Fp32, Framework::Tf1)?;
+        let inputs = Loaded::load(model, None, cluster, Numerics::default())?;
         let start = start_graph(&inputs.problem(), DEFAULT_GROUPS, &policy)?;
         rows.push(Row {
             model: model.clone(),
