@@ -516,3 +516,24 @@ fn named_gpt_sizes_load_by_name_and_unknown_names_list_them() {
     let err = zoo::build("gpt3-175b", &ZooOptions::default()).unwrap_err();
     assert!(err.to_string().contains("gpt3-13b"), "{err}");
 }
+
+#[test]
+fn bert_takes_a_sequence_length_within_its_positions() {
+    let at = |seq| {
+        zoo::build(
+            "bert-small",
+            &ZooOptions {
+                bert_seq: Some(seq),
+                ..ZooOptions::default()
+            },
+        )
+    };
+    let (s128, s512) = (build("bert-small"), at(512).unwrap());
+    assert_eq!(s128.summary().params, s512.summary().params);
+    let flops = |g: &Graph| g.summary().flops;
+    // Linear layers scale with the tokens, attention with their square: more than 4x.
+    assert!(flops(&s512) > 4.0 * flops(&s128));
+    let err = at(513).unwrap_err();
+    assert_eq!(err.field, "bert_seq");
+    assert!(at(0).is_err());
+}

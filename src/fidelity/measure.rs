@@ -30,6 +30,7 @@ pub fn graph(s: &Scenario) -> Result<Graph> {
     let options = crate::zoo::ZooOptions {
         batch_size: Some((s.per_gpu * u64::from(s.gpus())) as u32),
         framework: s.framework,
+        bert_seq: s.bert_seq,
         ..Default::default()
     };
     let fp32 = crate::zoo::build(s.model, &options)?;

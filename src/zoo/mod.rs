@@ -139,6 +139,9 @@ pub struct ZooOptions {
     pub gpt: GptConfig,
     /// Whose kernels the graph reproduces (transformer layers; the CNNs are the same in both).
     pub framework: Framework,
+    /// Tokens per sequence of `bert-small` and `bert-large` (default 128, at most their 512
+    /// positions); other models ignore it.
+    pub bert_seq: Option<usize>,
 }
 
 /// What a zoo model is and the published figures it is checked against.
@@ -333,8 +336,8 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         "vgg16" => cnn::vgg(&mut net, &[2, 2, 3, 3, 3]),
         "alexnet" => cnn::alexnet(&mut net),
         "transformer" => transformer::transformer(&mut net, &TransformerConfig::BASE),
-        "bert-small" => transformer::bert(&mut net, BertConfig::SMALL),
-        "bert-large" => transformer::bert(&mut net, BertConfig::LARGE),
+        "bert-small" => transformer::bert(&mut net, bert_at(BertConfig::SMALL, opts)?),
+        "bert-large" => transformer::bert(&mut net, bert_at(BertConfig::LARGE, opts)?),
         "gpt" => transformer::gpt(&mut net, &opts.gpt),
         "mlp" => cnn::mlp(&mut net),
         other => unreachable!("model {other} has a card but no builder"),
@@ -343,6 +346,19 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
 }
 
 /// Refuse GPT sizes that cannot form a model.
+/// `config` at the sequence length `opts` asks for, within its position table.
+fn bert_at(config: BertConfig, opts: &ZooOptions) -> Result<BertConfig, InputError> {
+    let seq = opts.bert_seq.unwrap_or(config.seq);
+    if seq == 0 || seq > config.max_pos {
+        return Err(InputError::new(
+            "<zoo>",
+            "bert_seq",
+            format!("{seq} tokens: BERT takes 1 to {}", config.max_pos),
+        ));
+    }
+    Ok(BertConfig { seq, ..config })
+}
+
 fn check_gpt(c: &GptConfig) -> Result<(), InputError> {
     let fields = [
         ("gpt.layers", c.layers),
