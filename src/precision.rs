@@ -39,7 +39,7 @@ pub enum Precision {
 
 impl Precision {
     /// Every precision, in the order `--precision` lists them.
-    pub const ALL: [Precision; 4] = [
+    pub(crate) const ALL: [Precision; 4] = [
         Precision::Fp32,
         Precision::Tf32,
         Precision::Bf16,
@@ -47,7 +47,7 @@ impl Precision {
     ];
 
     /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Precision::Fp32 => "fp32",
             Precision::Tf32 => "tf32",
@@ -57,7 +57,7 @@ impl Precision {
     }
 
     /// The precision named `name` (case-insensitive; `amp` is fp16, PyTorch's autocast default).
-    pub fn parse(name: &str) -> Option<Precision> {
+    pub(crate) fn parse(name: &str) -> Option<Precision> {
         let lower = name.trim().to_ascii_lowercase();
         if lower == "amp" {
             return Some(Precision::Fp16);
@@ -66,7 +66,7 @@ impl Precision {
     }
 
     /// Whether autocast runs matrix products in 16 bits.
-    pub fn is_mixed(self) -> bool {
+    pub(crate) fn is_mixed(self) -> bool {
         matches!(self, Precision::Bf16 | Precision::Fp16)
     }
 
@@ -83,7 +83,7 @@ impl Precision {
     }
 
     /// Whether `gpu` can train in this precision; the reason when not.
-    pub fn supported_on(self, gpu: &GpuSpec) -> Result<(), String> {
+    pub(crate) fn supported_on(self, gpu: &GpuSpec) -> Result<(), String> {
         if self == Precision::Bf16 && !has_bf16(gpu.arch) {
             return Err(format!(
                 "{} ({:?}) has no bfloat16: PyTorch's autocast refuses bf16 before Ampere; use fp16",
@@ -106,6 +106,18 @@ impl Precision {
                 .map_err(|why| InputError::new(file, field, why))?;
         }
         Ok(())
+    }
+}
+
+impl std::str::FromStr for Precision {
+    type Err = String;
+
+    /// A precision by name (case-insensitive; `amp` is fp16); the error lists the names.
+    fn from_str(name: &str) -> Result<Precision, String> {
+        Precision::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = Precision::ALL.iter().map(|p| p.name()).collect();
+            format!("expected one of {}", names.join(", "))
+        })
     }
 }
 

@@ -20,12 +20,21 @@ use topoplace::zoo::{self, Framework, GptConfig, ZooOptions};
 
 #[test]
 fn names_parse_and_amp_is_fp16() {
-    for p in Precision::ALL {
-        assert_eq!(Precision::parse(p.name()), Some(p));
-        assert_eq!(Precision::parse(&p.name().to_uppercase()), Some(p));
+    let all = [
+        Precision::Fp32,
+        Precision::Tf32,
+        Precision::Bf16,
+        Precision::Fp16,
+    ];
+    for p in all {
+        assert_eq!(p.to_string().parse::<Precision>(), Ok(p));
+        assert_eq!(p.to_string().to_uppercase().parse::<Precision>(), Ok(p));
     }
-    assert_eq!(Precision::parse("amp"), Some(Precision::Fp16));
-    assert_eq!(Precision::parse("fp8"), None);
+    assert_eq!("amp".parse::<Precision>(), Ok(Precision::Fp16));
+    let err = "fp8".parse::<Precision>().unwrap_err();
+    assert!(err.contains("fp32, tf32, bf16, fp16"), "{err}");
+    assert_eq!("torch".parse::<Framework>(), Ok(Framework::Pytorch));
+    assert_eq!(Framework::Tf1.to_string(), "tf1");
 }
 
 #[test]
@@ -50,14 +59,17 @@ fn peaks_are_the_datasheets() {
 
 #[test]
 fn bf16_is_refused_before_ampere_as_autocast_refuses_it() {
-    let v100 = find_gpu("V100-SXM2-32GB").unwrap();
-    let why = Precision::Bf16.supported_on(v100).unwrap_err();
+    let v100 = one_gpu("V100-SXM2-32GB");
+    let why = Precision::Bf16
+        .check_cluster(&v100, "<test>", "precision")
+        .unwrap_err()
+        .to_string();
     assert!(
         why.contains("V100-SXM2-32GB") && why.contains("fp16"),
         "{why}"
     );
     for p in [Precision::Fp32, Precision::Tf32, Precision::Fp16] {
-        assert!(p.supported_on(v100).is_ok());
+        assert!(p.check_cluster(&v100, "<test>", "precision").is_ok());
     }
     let testbed = shipped_cluster("tag-testbed");
     let err = Precision::Bf16

@@ -112,18 +112,12 @@ impl Numerics {
 
 /// `--precision`: a precision's name (`fp32`, `tf32`, `bf16`, `fp16`, or `amp` for fp16).
 pub fn parse_precision(name: &str) -> std::result::Result<Precision, String> {
-    Precision::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = Precision::ALL.iter().map(|p| p.name()).collect();
-        format!("expected one of {}", names.join(", "))
-    })
+    name.parse()
 }
 
 /// `--framework`: `tf1` or `pytorch` (`torch`).
 pub fn parse_framework(name: &str) -> std::result::Result<Framework, String> {
-    Framework::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = Framework::ALL.iter().map(|f| f.name()).collect();
-        format!("expected one of {}", names.join(", "))
-    })
+    name.parse()
 }
 
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {

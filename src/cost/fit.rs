@@ -4,6 +4,9 @@
 //! reads). Transfer and collective times measured at sizes from 1 KB to 1 GB are piecewise linear
 //! in the size: small messages are latency-bound, large ones bandwidth-bound, with protocol
 //! changes in between, so TAG fits a segmented linear regression.
+//!
+//! The tool itself scales a profiled time from its one point (`LinearBatchModel::from_single`);
+//! the fits are compiled for their tests only until an importer of measured profiles calls them.
 
 /// time(batch) = fixed_us + per_sample_us · batch.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -15,8 +18,9 @@ pub struct LinearBatchModel {
 }
 
 impl LinearBatchModel {
+    #[cfg(test)]
     /// Least-squares fit to (batch, time µs) points. `None` unless there are two distinct batches.
-    pub fn fit(points: &[(f64, f64)]) -> Option<LinearBatchModel> {
+    pub(crate) fn fit(points: &[(f64, f64)]) -> Option<LinearBatchModel> {
         let (slope, intercept) = least_squares(points)?;
         Some(LinearBatchModel {
             per_sample_us: slope,
@@ -38,9 +42,10 @@ impl LinearBatchModel {
         }
     }
 
+    #[cfg(test)]
     /// [`fit`](Self::fit) when the points allow it, else [`from_single`](Self::from_single) on the
     /// largest batch. `None` for no points.
-    pub fn fit_with_overhead(
+    pub(crate) fn fit_with_overhead(
         points: &[(f64, f64)],
         launch_overhead_us: f64,
     ) -> Option<LinearBatchModel> {
@@ -56,9 +61,10 @@ impl LinearBatchModel {
     }
 }
 
+#[cfg(test)]
 /// Ordinary least squares y = slope·x + intercept, centred for accuracy with sizes up to 1e9.
 /// `None` with fewer than two distinct x.
-pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+pub(crate) fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     let n = points.len() as f64;
     if points.len() < 2 {
         return None;
@@ -74,36 +80,40 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, my - slope * mx))
 }
 
+#[cfg(test)]
 /// The message sizes TAG profiles transfers and collectives at: 1 KiB to 1 GiB, doubling.
-pub fn profile_sizes() -> Vec<f64> {
+pub(crate) fn profile_sizes() -> Vec<f64> {
     (0..=20).map(|k| 1024.0 * f64::from(1u32 << k)).collect()
 }
 
+#[cfg(test)]
 /// A piecewise-linear function: segment k covers x < breakpoints[k] (and x ≥ breakpoints[k−1]);
 /// the last segment covers everything beyond the last breakpoint.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SegmentedLinear {
+pub(crate) struct SegmentedLinear {
     /// Increasing; one fewer than segments.
     pub breakpoints: Vec<f64>,
     /// (slope, intercept) per segment.
     pub segments: Vec<(f64, f64)>,
 }
 
+#[cfg(test)]
 impl SegmentedLinear {
-    pub fn eval(&self, x: f64) -> f64 {
+    pub(crate) fn eval(&self, x: f64) -> f64 {
         let k = self.breakpoints.iter().take_while(|&&b| x >= b).count();
         let (slope, intercept) = self.segments[k];
         slope * x + intercept
     }
 }
 
+#[cfg(test)]
 /// Fit at most `max_segments` linear pieces to `samples` (any order) minimising the total squared
 /// error, exactly, by dynamic programming over contiguous runs of the sorted samples; each piece
 /// covers at least two samples. Among piece counts, the smallest whose error ties the best
 /// (within 1e-10 of the data's variance) wins, so noiseless data does not get spurious pieces.
 /// A breakpoint sits where neighbouring lines cross, clamped between the last sample of the
 /// left piece and the first of the right one. Fewer than two samples: a constant.
-pub fn fit_segmented(samples: &[(f64, f64)], max_segments: usize) -> SegmentedLinear {
+pub(crate) fn fit_segmented(samples: &[(f64, f64)], max_segments: usize) -> SegmentedLinear {
     let mut pts = samples.to_vec();
     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
     let n = pts.len();
@@ -129,6 +139,7 @@ pub fn fit_segmented(samples: &[(f64, f64)], max_segments: usize) -> SegmentedLi
     assemble(&pts, &runs)
 }
 
+#[cfg(test)]
 /// sse[i][j]: squared error of the best line through pts[i..j] (j exclusive), for j − i ≥ 2.
 /// Residuals are summed directly: the Syy − Sxy²/Sxx shortcut cancels badly at 1e9 sizes.
 fn run_errors(pts: &[(f64, f64)]) -> Vec<Vec<f64>> {
@@ -146,6 +157,7 @@ fn run_errors(pts: &[(f64, f64)]) -> Vec<Vec<f64>> {
     sse
 }
 
+#[cfg(test)]
 /// table[k][j]: least error covering pts[..j] with exactly k pieces.
 fn dp(sse: &[Vec<f64>], n: usize, max_k: usize) -> Vec<Vec<f64>> {
     let mut table = vec![vec![f64::INFINITY; n + 1]; max_k + 1];
@@ -160,6 +172,7 @@ fn dp(sse: &[Vec<f64>], n: usize, max_k: usize) -> Vec<Vec<f64>> {
     table
 }
 
+#[cfg(test)]
 /// The runs [start, end) of an optimal k-piece cover, left to right.
 fn backtrack(sse: &[Vec<f64>], table: &[Vec<f64>], n: usize, k: usize) -> Vec<(usize, usize)> {
     let mut runs = Vec::with_capacity(k);
@@ -177,6 +190,7 @@ fn backtrack(sse: &[Vec<f64>], table: &[Vec<f64>], n: usize, k: usize) -> Vec<(u
     runs
 }
 
+#[cfg(test)]
 fn assemble(pts: &[(f64, f64)], runs: &[(usize, usize)]) -> SegmentedLinear {
     let segments: Vec<(f64, f64)> = runs
         .iter()

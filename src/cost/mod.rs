@@ -23,7 +23,9 @@ pub use model::CostModel;
 #[cfg(test)]
 pub(crate) use collective::ps_sync_us;
 pub(crate) use collective::ring_allreduce_us;
-pub use fit::{LinearBatchModel, fit_segmented, profile_sizes};
+pub use fit::LinearBatchModel;
+#[cfg(test)]
+pub(crate) use fit::{fit_segmented, profile_sizes};
 pub(crate) use kernels::KernelTable;
 #[cfg(test)]
 pub(crate) use model::transfer_time_us;

@@ -20,10 +20,10 @@ pub enum Framework {
 
 impl Framework {
     /// Every framework, in the order `--framework` lists them.
-    pub const ALL: [Framework; 2] = [Framework::Tf1, Framework::Pytorch];
+    pub(crate) const ALL: [Framework; 2] = [Framework::Tf1, Framework::Pytorch];
 
     /// The name on the command line and in reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Framework::Tf1 => "tf1",
             Framework::Pytorch => "pytorch",
@@ -31,12 +31,24 @@ impl Framework {
     }
 
     /// The framework named `name` (case-insensitive; `torch` is PyTorch).
-    pub fn parse(name: &str) -> Option<Framework> {
+    pub(crate) fn parse(name: &str) -> Option<Framework> {
         let lower = name.trim().to_ascii_lowercase();
         if lower == "torch" {
             return Some(Framework::Pytorch);
         }
         Framework::ALL.into_iter().find(|f| f.name() == lower)
+    }
+}
+
+impl std::str::FromStr for Framework {
+    type Err = String;
+
+    /// A framework by name (case-insensitive; `torch` is PyTorch); the error lists the names.
+    fn from_str(name: &str) -> Result<Framework, String> {
+        Framework::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = Framework::ALL.iter().map(|f| f.name()).collect();
+            format!("expected one of {}", names.join(", "))
+        })
     }
 }
 

@@ -42,7 +42,7 @@ pub const NAMES: &[&str] = &[
 const GPT_SIZE_BATCH: u32 = 8;
 
 /// Every name [`build`] knows: [`NAMES`], then the [`GPT_SIZES`].
-pub fn known_names() -> Vec<&'static str> {
+pub(crate) fn known_names() -> Vec<&'static str> {
     NAMES
         .iter()
         .copied()
@@ -94,7 +94,7 @@ const fn gpt(layers: usize, hidden: usize, heads: usize, seq: usize) -> GptConfi
 }
 
 /// The sizes of a named GPT ([`GPT_SIZES`]), with or without the `-inference` suffix.
-pub fn gpt_size(name: &str) -> Option<GptConfig> {
+pub(crate) fn gpt_size(name: &str) -> Option<GptConfig> {
     let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
     GPT_SIZES
         .iter()
