@@ -79,11 +79,11 @@ impl GnnDeviceArg {
 pub struct Numerics {
     /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
     /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16).
-    #[arg(long, default_value = "fp32", value_parser = parse_precision)]
+    #[arg(long, default_value = "fp32")]
     pub precision: Precision,
     /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
     /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
-    #[arg(long, default_value = "tf1", value_parser = parse_framework)]
+    #[arg(long, default_value = "tf1")]
     pub framework: Framework,
 }
 
@@ -108,16 +108,6 @@ impl Numerics {
             .precision
             .check_cluster(cluster, "<cli>", "--precision")?)
     }
-}
-
-/// `--precision`: a precision's name (`fp32`, `tf32`, `bf16`, `fp16`, or `amp` for fp16).
-pub fn parse_precision(name: &str) -> std::result::Result<Precision, String> {
-    name.parse()
-}
-
-/// `--framework`: `tf1` or `pytorch` (`torch`).
-pub fn parse_framework(name: &str) -> std::result::Result<Framework, String> {
-    name.parse()
 }
 
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {

@@ -40,10 +40,7 @@ impl KernelClass {
         let t = op.op_type.as_bytes();
         if starts_with_ignore_case(t, b"conv") || starts_with_ignore_case(t, b"depthwiseconv") {
             KernelClass::Conv
-        } else if t.eq_ignore_ascii_case(b"mm")
-            || names_a_matrix_product(t)
-            || contains_ignore_case(t, b"attention")
-        {
+        } else if t.eq_ignore_ascii_case(b"mm") || names_a_matrix_product(t) {
             KernelClass::Gemm
         } else {
             KernelClass::Memory
@@ -52,13 +49,14 @@ impl KernelClass {
 }
 
 /// Whether `t` contains (ignoring case) one of the framework names of a dense matrix product:
-/// matmul, gemm, addmm, bmm, einsum, linear. One pass: each position is looked at only for the
-/// name its letter begins.
+/// matmul, gemm, addmm, bmm, einsum, linear, or fused attention (its two products). One pass:
+/// each position is looked at only for the names its letter begins.
 fn names_a_matrix_product(t: &[u8]) -> bool {
     (0..t.len()).any(|i| {
         let needle: &[u8] = match t[i].to_ascii_lowercase() {
             b'm' => b"matmul",
             b'g' => b"gemm",
+            b'a' if starts_with_ignore_case(&t[i..], b"attention") => return true,
             b'a' => b"addmm",
             b'b' => b"bmm",
             b'e' => b"einsum",
@@ -67,12 +65,6 @@ fn names_a_matrix_product(t: &[u8]) -> bool {
         };
         starts_with_ignore_case(&t[i..], needle)
     })
-}
-
-/// Whether `t` contains `needle`, ignoring case.
-fn contains_ignore_case(t: &[u8], needle: &[u8]) -> bool {
-    t.windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 fn starts_with_ignore_case(text: &[u8], prefix: &[u8]) -> bool {

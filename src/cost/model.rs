@@ -88,7 +88,7 @@ impl CostModel {
         let (efficiency, speedup) = e.compute(class);
         let (peak, speedup) = match class {
             KernelClass::Memory => (self.peak_flops_per_us(gpu), speedup),
-            _ => self.matmul_peak(op, gpu, speedup),
+            _ => self.matmul_peak(op, class, gpu, speedup),
         };
         let compute = op.flops * share / speedup / (peak * efficiency);
         let memory = op.bytes_accessed * share / (gpu.mem_bandwidth() * e.memory);
@@ -109,13 +109,13 @@ impl CostModel {
     /// Winograd or FFT, so the speed-up is dropped there. The share of peak reached is the
     /// architecture's fitted FP32 share: on an H100 an 8192³ GEMM reaches 77% of the FP32 peak,
     /// 80% of TF32's and 79% of bf16's (docs/modelling.md).
-    fn matmul_peak(&self, op: &Op, gpu: &GpuSpec, speedup: f64) -> (f64, f64) {
+    fn matmul_peak(&self, op: &Op, class: KernelClass, gpu: &GpuSpec, speedup: f64) -> (f64, f64) {
         if self.use_tensor_cores {
             return (self.peak_flops_per_us(gpu), speedup);
         }
         // PyTorch lets cuDNN run FP32 convolutions in TF32 by default (`cudnn.allow_tf32`), and
         // Ampere's fitted FP32 convolution share already reflects it: TF32 changes GEMMs only.
-        let is_conv = !matches!(KernelClass::of(op), KernelClass::Gemm);
+        let is_conv = class != KernelClass::Gemm;
         if is_conv && op.dtype == Dtype::F32 {
             return (gpu.fp32_flops_per_us(), speedup);
         }
