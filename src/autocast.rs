@@ -3,16 +3,17 @@
 //! the FP32 graph's.
 //!
 //! The rules ([`crate::precision`] states them for users): matrix products and convolutions run
-//! in 16 bits; softmax, normalisations, losses, reductions and `exp`/`log`/`pow` in FP32
+//! in 16 bits; softmax, layer and group norms, losses, reductions and `exp`/`log`/`pow` in FP32
 //! (autocast's FP32 list); every other op in its inputs' type, FP32 when any input is FP32
 //! (PyTorch's type promotion). Parameters and data inputs do not decide an op's type: autocast
 //! casts weights for the ops it lowers, and a bias add fused into a linear layer runs in its
 //! type. A weight's gradient is written into the FP32 `.grad`. fp16 adds GradScaler's unscale
 //! pass: one read and one write of every gradient, charged to the optimizer op applying it.
 //!
-//! Not modelled: autocast's cache of 16-bit weight copies during forward (2 bytes a parameter of
-//! the lowered ops), and casts as kernels of their own (their traffic is in the ops that read the
-//! cast tensors).
+//! Autocast casts each weight a lowered op reads once per forward and caches the 16-bit copy;
+//! the ops save it for backward, so it lives from forward to backward: 2 bytes a parameter, charged
+//! as resident memory of the parameter. Not modelled: casts as kernels of their own (their
+//! traffic is in the ops that read the cast tensors).
 
 use crate::cost::KernelClass;
 use crate::error::InputError;
@@ -45,6 +46,9 @@ fn autocast_class(op: &Op) -> AutocastClass {
     let t = op.op_type.to_ascii_lowercase();
     if t.contains("attention") || t.contains("sdpa") {
         AutocastClass::Lower
+    } else if t.contains("batchnorm") {
+        // Not on autocast's FP32 list: cuDNN normalises 16-bit activations with FP32 statistics.
+        AutocastClass::Follows
     } else if FP32_OPS.iter().any(|f| t.contains(f)) {
         AutocastClass::Fp32
     } else {
@@ -79,6 +83,14 @@ pub fn autocast(graph: &Graph, precision: Precision, source: &str) -> Result<Gra
         op.bytes_accessed *= traffic_scale(reads_half, writes[idx]);
         if writes[idx] == Dtype::Half {
             op.output_bytes *= 0.5;
+        }
+    }
+    for (idx, op) in ops.iter_mut().enumerate() {
+        let lowered = graph
+            .successors(idx)
+            .any(|s| is_activation_op(graph.op(s)) && computes[s] == Dtype::Half);
+        if op.phase == Phase::Parameter && lowered {
+            op.resident_bytes += 0.5 * op.output_bytes;
         }
     }
     if precision == Precision::Fp16 {
@@ -177,7 +189,7 @@ mod tests {
             if is_activation_op(a) && t.contains("softmax") {
                 assert_eq!(b.dtype, Dtype::F32, "{}", a.name);
             }
-            if !is_activation_op(a) {
+            if !is_activation_op(a) && a.phase != Phase::Parameter {
                 assert_eq!(a, b, "{} is not an activation op", a.name);
             }
         }
@@ -196,6 +208,34 @@ mod tests {
             ] {
                 assert!((0.5..0.9).contains(&r), "{model} forward {name}: {r}");
             }
+        }
+    }
+
+    #[test]
+    fn weights_read_in_half_keep_a_half_copy_from_forward_to_backward() {
+        let g = build("bert-small", &ZooOptions::default()).unwrap();
+        let half = autocast(&g, Precision::Bf16, "<test>").unwrap();
+        let mut cached = 0;
+        for (idx, (a, b)) in g.ops().iter().zip(half.ops()).enumerate() {
+            if a.phase != Phase::Parameter {
+                continue;
+            }
+            let lowered = half
+                .successors(idx)
+                .any(|s| is_activation_op(half.op(s)) && half.op(s).dtype == Dtype::Half);
+            let copy = if lowered { 0.5 * a.output_bytes } else { 0.0 };
+            assert_eq!(b.resident_bytes, a.resident_bytes + copy, "{}", a.name);
+            cached += usize::from(lowered);
+        }
+        // The projections are cast; LayerNorm's gamma and beta stay FP32.
+        assert!(cached > 0);
+        let norms = g
+            .ops()
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.name.contains("LayerNorm/gamma"));
+        for (idx, o) in norms {
+            assert_eq!(half.op(idx).resident_bytes, o.resident_bytes, "{}", o.name);
         }
     }
 

@@ -229,9 +229,9 @@ fn estimate_per_gpu_type(
             gpu: device.gpu.name.to_string(),
             count: 1,
             serial_compute_us,
-            memory_needed_bytes: memory_needed,
+            memory_needed_bytes: model.runtime.device_bytes(memory_needed),
             memory_bytes,
-            fits: memory_needed <= memory_bytes,
+            fits: model.runtime.device_bytes(memory_needed) <= memory_bytes,
         });
     }
     out

@@ -69,6 +69,8 @@ pub struct PlaceSummary {
     pub dp_nccl_us: f64,
     /// `dp_nccl_us / iteration_us − 1`: 0.25 means 25% faster than DP-NCCL.
     pub speedup_over_dp: f64,
+    /// Whether DP-NCCL fits in every GPU's memory (its time is a reference only when not).
+    pub dp_nccl_fits: bool,
     /// Name of the fastest fitting no-search placer (`none` when none fits).
     pub best_heuristic: String,
     /// That placer's simulated iteration time, µs (infinite when none fits).
@@ -117,6 +119,7 @@ impl PlaceSummary {
             iteration_us: t,
             dp_nccl_us: found.dp_us,
             speedup_over_dp: found.dp_us / t - 1.0,
+            dp_nccl_fits: found.dp_fits,
             best_heuristic: heuristic,
             best_heuristic_us: heuristic_us,
             speedup_over_heuristic: heuristic_us / t - 1.0,
@@ -167,11 +170,19 @@ impl PlaceSummary {
         let beat = s
             .iterations_to_beat_dp
             .map_or("never".to_string(), |i| i.to_string());
+        let dp = if s.dp_nccl_fits {
+            format!(
+                "speed-up {:+.1}%",
+                no_negative_zero(100.0 * s.speedup_over_dp, 1)
+            )
+        } else {
+            "out of memory".to_string()
+        };
         let mut out = format!(
             "{} on {}\n\
              iteration time    {:.3} ms\n\
              best other method {} {:.3} ms (speed-up {:+.1}%)\n\
-             DP-NCCL           {:.3} ms (speed-up {:+.1}%)\n\
+             DP-NCCL           {:.3} ms ({dp})\n\
              peak memory       {:.2} GiB\n\
              search            MCTS ({priors}), {} iterations over {} actions, {} strategies \
              simulated ({} pipelines in the tree)\n\
@@ -184,7 +195,6 @@ impl PlaceSummary {
             to_ms(s.best_heuristic_us),
             no_negative_zero(100.0 * s.speedup_over_heuristic, 1),
             to_ms(s.dp_nccl_us),
-            no_negative_zero(100.0 * s.speedup_over_dp, 1),
             to_gib(s.peak_memory_bytes),
             s.iterations,
             s.actions,
@@ -325,15 +335,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn consecutive_groups_with_one_decision_share_a_line() {
-        let summary = PlaceSummary {
+    /// A summary of a 1 ms plan, 2× faster than DP-NCCL and 1.5× than the best heuristic.
+    fn summary() -> PlaceSummary {
+        PlaceSummary {
             model: "m".into(),
             cluster: "c".into(),
             policy: "none".into(),
             iteration_us: 1000.0,
             dp_nccl_us: 2000.0,
             speedup_over_dp: 1.0,
+            dp_nccl_fits: true,
             best_heuristic: "horovod".into(),
             best_heuristic_us: 1500.0,
             speedup_over_heuristic: 0.5,
@@ -346,6 +357,13 @@ mod tests {
             iterations_per_second: 0.0,
             iterations_to_beat_dp: Some(0),
             pipeline: None,
+            groups: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn consecutive_groups_with_one_decision_share_a_line() {
+        let summary = PlaceSummary {
             groups: vec![
                 group(0, 3, vec![0, 1], "all-reduce"),
                 group(1, 4, vec![0, 1], "all-reduce"),
@@ -356,6 +374,7 @@ mod tests {
                     ..group(4, 2, vec![0, 1], "all-reduce")
                 },
             ],
+            ..summary()
         };
         let text = summary.render_text();
         // The result leads; the strategy follows, four runs for five groups (the last differs
@@ -385,6 +404,26 @@ mod tests {
         assert!(
             runs[3].starts_with("4 ") && runs[3].contains("all-reduce      proportional"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn dp_nccl_that_does_not_fit_gets_no_speed_up() {
+        let fits = PlaceSummary {
+            iterations_to_beat_dp: None,
+            ..summary()
+        };
+        assert!(
+            fits.render_text()
+                .contains("DP-NCCL           2.000 ms (speed-up +100.0%)")
+        );
+        let oom = PlaceSummary {
+            dp_nccl_fits: false,
+            ..fits
+        };
+        assert!(
+            oom.render_text()
+                .contains("DP-NCCL           2.000 ms (out of memory)")
         );
     }
 }

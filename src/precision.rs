@@ -7,8 +7,9 @@
 //! - `tf32`: the same tensors, matrix products and convolutions on the tensor cores in TF32
 //!   (`allow_tf32 = True`); Volta and older have no TF32 and run them in FP32, as PyTorch does.
 //! - `bf16` and `fp16`: `torch.autocast`. Matrix products and convolutions run in 16 bits on the
-//!   tensor cores and produce 16-bit outputs; softmax, normalisations, losses, reductions,
-//!   `exp`/`log`/`pow` run in FP32 (autocast's FP32 list); every other op takes its inputs' type,
+//!   tensor cores and produce 16-bit outputs; softmax, layer and group norms, losses,
+//!   reductions, `exp`/`log`/`pow` run in FP32 (autocast's FP32 list; batch norm is not on it and
+//!   normalises 16-bit activations); every other op takes its inputs' type,
 //!   FP32 when any input is FP32 (PyTorch's type promotion). Parameters, their gradients and the
 //!   optimizer state stay FP32 (master weights), so gradient AllReduce moves 4 bytes a parameter
 //!   (DDP's default; its `fp16_compress_hook` is not modelled). `fp16` adds GradScaler's unscale

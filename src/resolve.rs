@@ -19,22 +19,23 @@ pub(crate) fn is_zoo_model(model: &str) -> bool {
 /// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format
 /// (re-batched linearly to `batch` when one is given).
 pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
-    load_model_as(model, batch, zoo::Framework::Tf1)
+    let opts = zoo::ZooOptions {
+        batch_size: batch,
+        ..zoo::ZooOptions::default()
+    };
+    load_model_as(model, &opts)
 }
 
-/// [`load_model`] with a zoo model built from `framework`'s ops (a graph file is what its
-/// exporter recorded, whatever the framework asked).
-pub fn load_model_as(model: &str, batch: Option<u32>, framework: zoo::Framework) -> Result<Graph> {
+/// [`load_model`] with a zoo model built as `opts` says (batch, framework, sequence length); a
+/// graph file is what its exporter recorded, whatever the framework asked, and refuses a
+/// sequence length.
+pub fn load_model_as(model: &str, opts: &zoo::ZooOptions) -> Result<Graph> {
+    let batch = opts.batch_size;
     if batch == Some(0) {
         return Err(InputError::new("<cli>", "--batch", "must be at least 1").into());
     }
     if is_zoo_model(model) {
-        let opts = zoo::ZooOptions {
-            batch_size: batch,
-            framework,
-            ..zoo::ZooOptions::default()
-        };
-        return Ok(zoo::build(model, &opts)?);
+        return Ok(zoo::build(model, opts)?);
     }
     let path = Path::new(model);
     if !path.exists() {
@@ -44,6 +45,16 @@ pub fn load_model_as(model: &str, batch: Option<u32>, framework: zoo::Framework)
             format!(
                 "\"{model}\" is neither a zoo model ({}) nor an existing file",
                 zoo::known_names().join(", ")
+            ),
+        )
+        .into());
+    }
+    if opts.seq.is_some() {
+        return Err(InputError::new(
+            "<cli>",
+            "--seq",
+            format!(
+                "\"{model}\" is a graph file: its sequence length is the one it was exported at"
             ),
         )
         .into());

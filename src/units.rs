@@ -14,6 +14,8 @@ pub const GBPS: f64 = 125.0;
 pub const GB_PER_S: f64 = 1000.0;
 /// Bytes in one gibibyte.
 pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Bytes in a mebibyte.
+pub(crate) const MIB: f64 = 1024.0 * 1024.0;
 /// Microseconds in one millisecond.
 pub(crate) const MS: f64 = 1000.0;
 /// Microseconds in one second.

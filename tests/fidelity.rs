@@ -1,6 +1,7 @@
 //! The simulator against published measurements nobody here wrote (src/fidelity/scenarios.rs
-//! names each source): every scenario within 25% unless it names the modelling term it misses,
-//! and the shipped kernel table is what the calibration fits.
+//! names each source): every throughput within 25% and every memory figure within 20% unless it
+//! names the modelling term it misses, and the shipped kernel table and PyTorch's allocator
+//! headroom are what the calibration fits.
 
 use std::collections::BTreeSet;
 
@@ -13,8 +14,7 @@ use topoplace::fidelity::{
 use topoplace::problem::Problem;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
-
-const TOLERANCE: f64 = 0.25;
+use topoplace::zoo::Framework;
 
 #[test]
 fn published_scenarios_are_met_within_a_quarter() {
@@ -23,11 +23,16 @@ fn published_scenarios_are_met_within_a_quarter() {
     let mut held = Vec::new();
     for (s, r) in all.iter().zip(&rows) {
         let off = (r.ratio - 1.0).abs();
+        // A quarter for throughput, a fifth for memory (what the issues ask).
+        let tolerance = match s.metric {
+            Metric::DeviceMemoryMib => 0.20,
+            Metric::ImagesPerSecond | Metric::BusBandwidth => 0.25,
+        };
         eprintln!("{:<45} ratio {:.3} {:?}", r.scenario, r.ratio, s.missing);
         match s.missing {
             None => {
                 assert!(
-                    off <= TOLERANCE,
+                    off <= tolerance,
                     "{}: simulated {:.1} vs published {} ({})",
                     r.scenario,
                     r.simulated,
@@ -39,7 +44,7 @@ fn published_scenarios_are_met_within_a_quarter() {
                 }
             }
             // A listed miss must still miss, or the list is stale.
-            Some(term) => assert!(off > TOLERANCE, "{} is met now: drop `{term}`", r.scenario),
+            Some(term) => assert!(off > tolerance, "{} is met now: drop `{term}`", r.scenario),
         }
         assert!(!r.oom, "{}: the published run fitted in memory", r.scenario);
     }
@@ -58,6 +63,7 @@ fn published_scenarios_are_met_within_a_quarter() {
     assert!(held.iter().any(|s| s.gpus() > 1 && s.machines == 1));
     assert!(held.iter().any(|s| s.machines > 1));
     assert!(held.iter().any(|s| s.metric == Metric::BusBandwidth));
+    assert!(held.iter().any(|s| s.metric == Metric::DeviceMemoryMib));
 }
 
 #[test]
@@ -69,6 +75,8 @@ fn shipped_kernel_table_is_the_calibration_fit() {
         for (name, a, b) in [
             ("gemm", e.gemm, s.gemm),
             ("conv", e.conv, s.conv),
+            ("tensor", e.tensor, s.tensor),
+            ("tensor conv", e.tensor_conv, s.tensor_conv),
             ("winograd", e.winograd_speedup, s.winograd_speedup),
             ("fft", e.fft_speedup, s.fft_speedup),
             ("memory", e.memory, s.memory),
@@ -84,6 +92,14 @@ fn shipped_kernel_table_is_the_calibration_fit() {
         fit.rms_log_error < 0.1,
         "rms log error {}",
         fit.rms_log_error
+    );
+    let headroom = fit
+        .allocator_headroom
+        .expect("a calibration memory scenario");
+    let shipped = Framework::Pytorch.runtime_memory().allocator_headroom;
+    assert!(
+        (headroom - shipped).abs() < 1e-3,
+        "allocator headroom: fitted {headroom}, shipped {shipped}: run `topoplace fidelity --calibrate`"
     );
 }
 

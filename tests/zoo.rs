@@ -2,7 +2,7 @@
 //! generated training graphs (backward pass, gradient links, optimizer ops, batch scaling).
 
 use topoplace::graph::{Graph, Phase, Splittability};
-use topoplace::zoo::{self, GptConfig, ZooOptions};
+use topoplace::zoo::{self, GptConfig, Optimizer, ZooOptions};
 
 const CNNS: &[&str] = &["inception-v3", "resnet101", "vgg19", "alexnet", "vgg16"];
 const BIG: &[&str] = &[
@@ -523,7 +523,7 @@ fn bert_takes_a_sequence_length_within_its_positions() {
         zoo::build(
             "bert-small",
             &ZooOptions {
-                bert_seq: Some(seq),
+                seq: Some(seq),
                 ..ZooOptions::default()
             },
         )
@@ -534,6 +534,65 @@ fn bert_takes_a_sequence_length_within_its_positions() {
     // Linear layers scale with the tokens, attention with their square: more than 4x.
     assert!(flops(&s512) > 4.0 * flops(&s128));
     let err = at(513).unwrap_err();
-    assert_eq!(err.field, "bert_seq");
+    assert_eq!(err.field, "seq");
     assert!(at(0).is_err());
+}
+
+#[test]
+fn gpts_take_a_sequence_length_and_their_position_table_follows() {
+    let at = |seq| {
+        zoo::build(
+            "gpt2-medium",
+            &ZooOptions {
+                seq: Some(seq),
+                ..ZooOptions::default()
+            },
+        )
+    };
+    let (full, short) = (build("gpt2-medium"), at(256).unwrap());
+    // 768 fewer learned positions of width 1,024.
+    assert_eq!(
+        full.summary().params - short.summary().params,
+        (1024 - 256) * 1024
+    );
+    assert_eq!(at(0).unwrap_err().field, "seq");
+    let cnn = zoo::build(
+        "resnet50",
+        &ZooOptions {
+            seq: Some(128),
+            ..ZooOptions::default()
+        },
+    );
+    assert_eq!(cnn.unwrap_err().field, "seq");
+}
+
+#[test]
+fn the_optimizer_decides_the_state_each_parameter_keeps() {
+    let resident_per_param = |optimizer| {
+        let g = zoo::build(
+            "bert-small",
+            &ZooOptions {
+                optimizer,
+                ..ZooOptions::default()
+            },
+        )
+        .unwrap();
+        let s = g.summary();
+        s.resident_bytes / s.params as f64
+    };
+    // The FP32 parameter, plus Adam's two moments, SGD's momentum, or nothing.
+    assert_eq!(resident_per_param(Optimizer::Adam), 12.0);
+    assert_eq!(resident_per_param(Optimizer::SgdMomentum), 8.0);
+    assert_eq!(resident_per_param(Optimizer::Sgd), 4.0);
+    // Two 1-byte moments (small tensors keep FP32 ones); a factored second moment.
+    let adam8 = resident_per_param(Optimizer::Adam8bit);
+    assert!((6.0..6.1).contains(&adam8), "{adam8}");
+    let adafactor = resident_per_param(Optimizer::Adafactor);
+    assert!((4.0..4.1).contains(&adafactor), "{adafactor}");
+    assert_eq!("adamw".parse::<Optimizer>(), Ok(Optimizer::Adam));
+    let err = "lion".parse::<Optimizer>().unwrap_err();
+    assert!(
+        err.contains("adam, sgd-momentum, sgd, adafactor, adam8bit"),
+        "{err}"
+    );
 }

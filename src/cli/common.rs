@@ -18,7 +18,7 @@ use topoplace::resolve::{load_model_as, load_named_cluster};
 use topoplace::sfb::{SfbOptions, duplicated_ops};
 use topoplace::sim::chrome_trace;
 use topoplace::strategy::{Reference, Strategy, load_strategy};
-use topoplace::zoo::Framework;
+use topoplace::zoo::{Framework, Optimizer, ZooOptions};
 
 /// The progress bar layout of `compare` and `place`.
 pub const BAR: &str = "{bar:30} {pos}/{len} {elapsed} {msg}";
@@ -73,7 +73,7 @@ impl GnnDeviceArg {
     }
 }
 
-/// `--precision` and `--framework`: how the model trains ([`Precision`], [`Framework`];
+/// `--precision`, `--framework`, `--seq` and `--optimizer`: how the model trains ([`Precision`], [`Framework`];
 /// docs/modelling.md).
 #[derive(clap::Args, Clone, Copy, Default)]
 pub struct Numerics {
@@ -81,10 +81,21 @@ pub struct Numerics {
     /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16).
     #[arg(long, default_value = "fp32")]
     pub precision: Precision,
-    /// Whose kernels a zoo model's graph reproduces: tf1 (TensorFlow 1's decomposed ops, TAG's,
-    /// the default) or pytorch (fused attention, LayerNorm, GELU, dropout).
+    /// Whose kernels a zoo model's graph reproduces and whose runtime memory is charged: tf1
+    /// (TensorFlow 1's decomposed ops, tensors only: TAG's, the default), pytorch (fused
+    /// attention, LayerNorm, GELU, dropout; CUDA context and caching-allocator reserve) or
+    /// pytorch-eager (the same with attention unfused, as Hugging Face models ran before SDPA).
     #[arg(long, default_value = "tf1")]
     pub framework: Framework,
+    /// Tokens per sequence of a zoo transformer (BERT: 1 to 512, default 128; GPTs: default
+    /// their context).
+    #[arg(long)]
+    pub seq: Option<usize>,
+    /// The optimizer a zoo model trains with: adam (AdamW's state too; the default),
+    /// sgd-momentum, sgd, adafactor or adam8bit (bitsandbytes); it decides the optimizer state
+    /// held in memory and the update's cost.
+    #[arg(long, default_value = "adam")]
+    pub optimizer: Optimizer,
 }
 
 impl Numerics {
@@ -92,13 +103,21 @@ impl Numerics {
     pub fn cost(self) -> CostModel {
         CostModel {
             precision: self.precision,
+            runtime: self.framework.runtime_memory(),
             ..CostModel::default()
         }
     }
 
     /// `model` at `batch`, built from the framework's ops, as it trains in the precision.
     pub fn model(self, model: &str, batch: Option<u32>) -> Result<Graph> {
-        let graph = load_model_as(model, batch, self.framework)?;
+        let opts = ZooOptions {
+            batch_size: batch,
+            framework: self.framework,
+            seq: self.seq,
+            optimizer: self.optimizer,
+            ..ZooOptions::default()
+        };
+        let graph = load_model_as(model, &opts)?;
         Ok(autocast(&graph, self.precision, model)?)
     }
 

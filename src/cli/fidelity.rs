@@ -30,6 +30,9 @@ pub fn run(args: FidelityArgs) -> Result<()> {
             println!("{arch:?}: {}", row(e));
         }
         println!("fallback: {}", row(fit.table.fallback()));
+        if let Some(h) = fit.allocator_headroom {
+            println!("PyTorch allocator headroom: {h:.4} of the allocated peak");
+        }
         return Ok(());
     }
     let rows = fidelity_table(&all, &CostModel::default())?;
@@ -42,7 +45,15 @@ pub fn run(args: FidelityArgs) -> Result<()> {
 
 fn row(e: &KernelEfficiency) -> String {
     format!(
-        "gemm {:.4}, conv {:.4}, winograd {:.4}, fft {:.4}, memory {:.4}, launch {:.3} us",
-        e.gemm, e.conv, e.winograd_speedup, e.fft_speedup, e.memory, e.launch_us
+        "gemm {:.4}, conv {:.4}, tensor {:.4}, tensor conv {:.4}, winograd {:.4}, fft {:.4}, \
+         memory {:.4}, launch {:.3} us",
+        e.gemm,
+        e.conv,
+        e.tensor,
+        e.tensor_conv,
+        e.winograd_speedup,
+        e.fft_speedup,
+        e.memory,
+        e.launch_us
     )
 }

@@ -169,6 +169,7 @@ fn compile_layouts(
     for link in &cluster.links {
         exec.set_link_lanes(link.index, link.lanes);
     }
+    exec.set_runtime_memory(cost.runtime.context_bytes, cost.runtime.allocator_headroom);
     let tasks = expected_tasks(&layouts);
     exec.reserve(tasks, tasks);
     let mut c = Compiler {

@@ -107,6 +107,7 @@ impl DeviceClasses {
         for values in [
             &mut result.busy,
             &mut result.peak_memory,
+            &mut result.peak_allocated,
             &mut result.final_memory,
         ] {
             self.copy_from_representatives(values);

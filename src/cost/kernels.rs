@@ -79,6 +79,11 @@ pub struct KernelEfficiency {
     /// Share of peak FP32 reached by convolutions, on their nominal FLOPs before any fast
     /// algorithm's speed-up.
     pub conv: f64,
+    /// Share of the tensor-core peak (TF32 or 16-bit, [`crate::precision::Precision`]) reached
+    /// by matrix products and fused attention that run on the tensor cores.
+    pub tensor: f64,
+    /// The same for convolutions (cuDNN's implicit GEMM on the tensor cores).
+    pub tensor_conv: f64,
     /// How much fewer FLOPs than nominal a Winograd convolution does (Lavin & Gray: F(2x2,3x3)
     /// 2.25×, F(4x4,3x3) 4×, less the transforms).
     pub winograd_speedup: f64,
@@ -98,6 +103,8 @@ impl KernelEfficiency {
         KernelEfficiency {
             gemm: compute,
             conv: compute,
+            tensor: compute,
+            tensor_conv: compute,
             winograd_speedup: 1.0,
             fft_speedup: 1.0,
             memory,
@@ -159,11 +166,18 @@ impl KernelTable {
 
     /// The table shipped with the tool: see [`SHIPPED`].
     pub(crate) fn shipped() -> KernelTable {
-        let rows = SHIPPED
-            .iter()
-            .map(|&(arch, gemm, conv)| (arch, shared(gemm, conv)))
-            .collect();
-        KernelTable::new(rows, shared(FALLBACK.0, FALLBACK.1))
+        let row = |&(gemm, conv, tensor): &Shares| shared(gemm, conv, tensor);
+        let rows = SHIPPED.iter().map(|(arch, r)| (*arch, row(r))).collect();
+        KernelTable::new(rows, row(&FALLBACK))
+    }
+
+    /// This table with `arch`'s row replaced (or added).
+    pub(crate) fn with_row(mut self, arch: Arch, row: KernelEfficiency) -> KernelTable {
+        match self.rows.iter_mut().find(|(a, _)| *a == arch) {
+            Some(slot) => slot.1 = row,
+            None => self.rows.push((arch, row)),
+        }
+        self
     }
 }
 
@@ -191,29 +205,52 @@ pub(crate) struct SharedFit {
     pub launch_us: f64,
 }
 
-/// (architecture, GEMM share of peak, convolution share of peak), fitted by `topoplace fidelity
-/// --calibrate` to the calibration third of [`crate::fidelity::scenarios`] (resnet50, alexnet and
-/// vgg16 on each GPU but the P100; rms log error 0.059). Ampere's convolution share exceeds 1
-/// because frameworks run FP32 convolutions as TF32 on its tensor cores (156 TFLOPS dense),
-/// while the share is taken of the 19.5 TFLOPS FP32 peak. Memory-bound kernels fit at the full
-/// datasheet bandwidth (the bound of the fit): the graphs' byte counts do not know which
-/// elementwise ops frameworks fuse.
-pub(crate) const SHIPPED: &[(Arch, f64, f64)] = &[
-    (Arch::Kepler, 0.5462, 0.3005),
-    (Arch::Pascal, 0.6405, 0.5067),
-    (Arch::Volta, 0.6607, 0.7479),
-    (Arch::Turing, 0.7575, 0.7083),
-    (Arch::Ampere, 0.7327, 1.3636),
+/// Architecture → (GEMM share of FP32 peak, convolution share of FP32 peak, tensor-core shares of
+/// matrix products and of convolutions),
+/// fitted by `topoplace fidelity --calibrate` in two stages. First the FP32 shares and
+/// [`SHARED`], to the TensorFlow calibration scenarios of [`crate::fidelity::scenarios`]
+/// (resnet50, alexnet and vgg16 on each GPU but the P100); then, those held fixed, one
+/// pair of tensor-core shares per architecture to the PyTorch TF32 and mixed-precision calibration
+/// scenarios (BERT-large and ResNet-50 on one A100 and one V100), so the FP32 figures do not
+/// move. An architecture without a PyTorch scenario takes the mean tensor shares. Hopper, last,
+/// is fitted relative to Ampere: Lambda ran the same benchmarks on an A100 and an H100, and
+/// its H100 rows are fitted as the simulated A100 time times Lambda's H100/A100 ratio, which
+/// cancels what Lambda's harness adds on both; its FP32 GEMM share is Ampere's (no FP32 GEMM
+/// run on Hopper is published; on an H100 an 8192³ GEMM reaches 77% of the FP32 peak, 80% of
+/// TF32's and 79% of bf16's, docs/modelling.md). Ampere's
+/// convolution share exceeds 1 because frameworks run FP32 convolutions as TF32 on its tensor
+/// cores (156 TFLOPS dense), while the share is taken of the 19.5 TFLOPS FP32 peak.
+/// Memory-bound kernels fit at the full datasheet bandwidth (the bound of the fit): the graphs'
+/// byte counts do not know which elementwise ops frameworks fuse.
+pub(crate) const SHIPPED: &[(Arch, Shares)] = &[
+    (Arch::Kepler, (0.5462, 0.3005, TENSOR_MEAN)),
+    (Arch::Pascal, (0.6405, 0.5067, TENSOR_MEAN)),
+    (Arch::Volta, (0.6607, 0.7479, TENSOR_VOLTA)),
+    (Arch::Turing, (0.7575, 0.7083, TENSOR_MEAN)),
+    (Arch::Ampere, (0.7327, 1.3636, TENSOR_AMPERE)),
+    (Arch::Hopper, (0.7327, 0.6538, (0.5033, 0.2475))),
 ];
 
-/// GEMM and convolution shares for architectures without measurements (consumer Ampere, Hopper):
-/// the mean of the fitted rows.
-pub(crate) const FALLBACK: (f64, f64) = (0.6675, 0.7254);
+/// (GEMM, convolution, (tensor-core GEMM, tensor-core convolution)) shares.
+type Shares = (f64, f64, (f64, f64));
 
-fn shared(gemm: f64, conv: f64) -> KernelEfficiency {
+const TENSOR_VOLTA: (f64, f64) = (0.6887, 0.5371);
+const TENSOR_AMPERE: (f64, f64) = (0.7105, 0.4165);
+const TENSOR_MEAN: (f64, f64) = (
+    (TENSOR_VOLTA.0 + TENSOR_AMPERE.0) / 2.0,
+    (TENSOR_VOLTA.1 + TENSOR_AMPERE.1) / 2.0,
+);
+
+/// The shares for architectures without measurements (consumer Ampere): the mean of the fitted
+/// rows.
+pub(crate) const FALLBACK: Shares = (0.6675, 0.7254, TENSOR_MEAN);
+
+fn shared(gemm: f64, conv: f64, (tensor, tensor_conv): (f64, f64)) -> KernelEfficiency {
     KernelEfficiency {
         gemm,
         conv,
+        tensor,
+        tensor_conv,
         winograd_speedup: SHARED.winograd_speedup,
         fft_speedup: SHARED.fft_speedup,
         memory: SHARED.memory,

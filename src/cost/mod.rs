@@ -1,11 +1,13 @@
 //! The cost model: compute time of an op on a GPU ([`model`], with per-architecture kernel
 //! efficiencies in [`kernels`]), transfer time between devices, the closed forms of gradient
-//! synchronisation ([`collective`]) and the fits that calibrate them ([`fit`]).
+//! synchronisation ([`collective`]), the fits that calibrate them ([`fit`]), and the memory a
+//! framework's runtime holds beyond the tensors ([`runtime_memory`]).
 
 pub(crate) mod collective;
 pub(crate) mod fit;
 pub(crate) mod kernels;
 pub(crate) mod model;
+pub(crate) mod runtime_memory;
 
 pub use collective::CommModel;
 
@@ -19,6 +21,7 @@ pub(crate) use kernels::KernelClass;
 pub use kernels::KernelEfficiency;
 
 pub use model::CostModel;
+pub use runtime_memory::RuntimeMemory;
 
 #[cfg(test)]
 pub(crate) use collective::ps_sync_us;

@@ -10,6 +10,7 @@
 use super::collective::CommModel;
 use super::fit::LinearBatchModel;
 use super::kernels::{KernelClass, KernelEfficiency, KernelTable};
+use super::runtime_memory::RuntimeMemory;
 #[cfg(test)]
 use crate::cluster::Cluster;
 use crate::cluster::GpuSpec;
@@ -28,6 +29,8 @@ pub struct CostModel {
     /// The precision matrix products and convolutions run in: which peak they reach
     /// ([`Precision::matmul_tflops`]). Default FP32, TAG's setting.
     pub precision: Precision,
+    /// The framework runtime's memory beyond the tensors. Default none, TAG's setting.
+    pub runtime: RuntimeMemory,
 }
 
 impl CostModel {
@@ -86,9 +89,13 @@ impl CostModel {
         let e = self.efficiency(gpu);
         let class = KernelClass::of(op);
         let (efficiency, speedup) = e.compute(class);
-        let (peak, speedup) = match class {
-            KernelClass::Memory => (self.peak_flops_per_us(gpu), speedup),
-            _ => self.matmul_peak(op, class, gpu, speedup),
+        let (peak, efficiency, speedup) = match class {
+            KernelClass::Memory => (self.peak_flops_per_us(gpu), efficiency, speedup),
+            _ => match self.tensor_core_peak(op, class, gpu) {
+                Some(peak) if class == KernelClass::Gemm => (peak, e.tensor, 1.0),
+                Some(peak) => (peak, e.tensor_conv, 1.0),
+                None => (self.peak_flops_per_us(gpu), efficiency, speedup),
+            },
         };
         let compute = op.flops * share / speedup / (peak * efficiency);
         let memory = op.bytes_accessed * share / (gpu.mem_bandwidth() * e.memory);
@@ -104,27 +111,22 @@ impl CostModel {
         e.launch_us + compute.max(memory)
     }
 
-    /// Peak FLOPs per µs of a matrix product or convolution `op` on `gpu`, and the speed-up of
-    /// its fast algorithm: on the tensor cores (TF32 or 16-bit) cuDNN runs implicit GEMM, not
-    /// Winograd or FFT, so the speed-up is dropped there. The share of peak reached is the
-    /// architecture's fitted FP32 share: on an H100 an 8192³ GEMM reaches 77% of the FP32 peak,
-    /// 80% of TF32's and 79% of bf16's (docs/modelling.md).
-    fn matmul_peak(&self, op: &Op, class: KernelClass, gpu: &GpuSpec, speedup: f64) -> (f64, f64) {
+    /// The tensor-core peak, FLOPs per µs, when matrix product or convolution `op` runs on
+    /// `gpu`'s tensor cores in this precision (TF32 or 16-bit); `None` when it runs on the FP32
+    /// units (or under `use_tensor_cores`, TAG's single peak). On the tensor cores cuDNN runs
+    /// implicit GEMM, not Winograd or FFT, so no fast algorithm's speed-up applies.
+    fn tensor_core_peak(&self, op: &Op, class: KernelClass, gpu: &GpuSpec) -> Option<f64> {
         if self.use_tensor_cores {
-            return (self.peak_flops_per_us(gpu), speedup);
+            return None;
         }
         // PyTorch lets cuDNN run FP32 convolutions in TF32 by default (`cudnn.allow_tf32`), and
         // Ampere's fitted FP32 convolution share already reflects it: TF32 changes GEMMs only.
         let is_conv = class != KernelClass::Gemm;
         if is_conv && op.dtype == Dtype::F32 {
-            return (gpu.fp32_flops_per_us(), speedup);
+            return None;
         }
         let tflops = self.precision.matmul_tflops(op.dtype, gpu);
-        if tflops > gpu.fp32_tflops {
-            (tflops * 1e6, 1.0)
-        } else {
-            (gpu.fp32_flops_per_us(), speedup)
-        }
+        (tflops > gpu.fp32_tflops).then_some(tflops * 1e6)
     }
 
     /// Peak FLOPs per µs the roofline uses on `gpu`.

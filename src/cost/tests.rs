@@ -470,3 +470,18 @@ fn testbed() -> crate::cluster::Cluster {
     ))
     .unwrap()
 }
+
+#[test]
+fn runtime_memory_charges_context_and_headroom_and_inverts() {
+    let r = super::RuntimeMemory {
+        context_bytes: 1000.0,
+        allocator_headroom: 0.25,
+    };
+    assert_eq!(r.device_bytes(4000.0), 6000.0);
+    assert_eq!(r.tensor_capacity(6000.0), 4000.0);
+    // A device the context alone fills holds no tensors.
+    assert_eq!(r.tensor_capacity(500.0), 0.0);
+    let none = super::RuntimeMemory::NONE;
+    assert_eq!(none.device_bytes(123.0), 123.0);
+    assert_eq!(none.tensor_capacity(123.0), 123.0);
+}

@@ -16,7 +16,11 @@ pub struct DeviceReport {
     pub name: String,
     /// Share of the iteration the compute stream was busy.
     pub busy_share: f64,
+    /// What the GPU needs at the peak: the tensors plus the framework runtime's context and
+    /// allocator reserve (`nvidia-smi`'s figure; the tensors alone under `tf1`).
     pub peak_memory_bytes: f64,
+    /// The tensors alone at the peak (`torch.cuda.max_memory_allocated`).
+    pub peak_allocated_bytes: f64,
     pub memory_bytes: f64,
 }
 
@@ -88,6 +92,7 @@ impl SimReport {
                 name: d.name.clone(),
                 busy_share: result.busy[i] / span,
                 peak_memory_bytes: result.peak_memory[i],
+                peak_allocated_bytes: result.peak_allocated[i],
                 memory_bytes: exec.capacity()[i],
             })
             .collect();

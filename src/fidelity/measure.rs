@@ -5,11 +5,12 @@ use crate::autocast::autocast;
 use crate::cluster::{Cluster, parse_cluster};
 use crate::cost::CostModel;
 use crate::error::Result;
-use crate::evaluate::evaluate_strategy;
+use crate::evaluate::{Evaluation, evaluate_strategy};
 use crate::graph::Graph;
 use crate::problem::Problem;
 use crate::sim::Order;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
+use crate::units::MIB;
 
 /// What the simulator says of a scenario.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,7 +31,8 @@ pub fn graph(s: &Scenario) -> Result<Graph> {
     let options = crate::zoo::ZooOptions {
         batch_size: Some((s.per_gpu * u64::from(s.gpus())) as u32),
         framework: s.framework,
-        bert_seq: s.bert_seq,
+        seq: s.seq,
+        optimizer: s.optimizer,
         ..Default::default()
     };
     let fp32 = crate::zoo::build(s.model, &options)?;
@@ -42,21 +44,47 @@ pub(crate) fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
     let c = cluster(s)?;
     let cost = &CostModel {
         precision: s.precision,
+        runtime: s.framework.runtime_memory(),
         ..cost.clone()
     };
-    match s.metric {
-        Metric::ImagesPerSecond => images_per_second(s, &c, cost),
-        Metric::BusBandwidth => Ok(Outcome {
+    if s.metric == Metric::BusBandwidth {
+        return Ok(Outcome {
             value: bus_bandwidth_gbs(&c, cost, s.per_gpu as f64),
             oom: false,
-        }),
+        });
     }
+    let g = graph(s)?;
+    let e = data_parallel(&g, &c, cost)?;
+    let value = match s.metric {
+        Metric::DeviceMemoryMib => {
+            let peak = e.report.devices.iter().map(|d| d.peak_memory_bytes);
+            peak.fold(0.0, f64::max) / MIB
+        }
+        _ => f64::from(g.batch_size) / (e.report.iteration_us * 1e-6),
+    };
+    Ok(Outcome {
+        value,
+        oom: e.report.is_oom(),
+    })
+}
+
+/// The tensors' peak (`torch.cuda.max_memory_allocated`) of a memory scenario on its busiest GPU,
+/// bytes, under `cost`.
+pub(crate) fn peak_allocated_bytes(s: &Scenario, cost: &CostModel) -> Result<f64> {
+    let (c, g) = (cluster(s)?, graph(s)?);
+    let cost = &CostModel {
+        precision: s.precision,
+        runtime: s.framework.runtime_memory(),
+        ..cost.clone()
+    };
+    let e = data_parallel(&g, &c, cost)?;
+    let peak = e.report.devices.iter().map(|d| d.peak_allocated_bytes);
+    Ok(peak.fold(0.0, f64::max))
 }
 
 /// Data parallelism over every GPU as tf_cnn_benchmarks runs it: even batch shares, one NCCL
 /// AllReduce per gradient as soon as it is ready.
-fn images_per_second(s: &Scenario, c: &Cluster, cost: &CostModel) -> Result<Outcome> {
-    let g = graph(s)?;
+fn data_parallel(g: &Graph, c: &Cluster, cost: &CostModel) -> Result<Evaluation> {
     let mut strategy = Strategy::uniform(
         g.len(),
         GroupDecision {
@@ -67,15 +95,11 @@ fn images_per_second(s: &Scenario, c: &Cluster, cost: &CostModel) -> Result<Outc
     );
     strategy.allreduce = AllReducePacking::PerTensor;
     let p = Problem {
-        graph: &g,
+        graph: g,
         cluster: c,
         cost,
     };
-    let e = evaluate_strategy(&p, &strategy, Order::Fifo)?;
-    Ok(Outcome {
-        value: f64::from(g.batch_size) / (e.report.iteration_us * 1e-6),
-        oom: e.report.is_oom(),
-    })
+    evaluate_strategy(&p, &strategy, Order::Fifo)
 }
 
 /// nccl-tests' bus bandwidth of one AllReduce of `bytes` over every GPU of `c`, GB/s:

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::measure::simulate;
-use super::scenarios::{Metric, Role, Scenario};
+use super::scenarios::{Role, Scenario};
 use crate::cost::CostModel;
 use crate::error::Result;
 
@@ -32,10 +32,7 @@ pub fn fidelity_table(scenarios: &[Scenario], cost: &CostModel) -> Result<Vec<Fi
             let out = simulate(s, cost)?;
             Ok(FidelityRow {
                 scenario: s.label(),
-                metric: match s.metric {
-                    Metric::ImagesPerSecond => "img/s",
-                    Metric::BusBandwidth => "busbw GB/s",
-                },
+                metric: s.metric.unit(),
                 simulated: out.value,
                 published: s.published,
                 ratio: out.value / s.published,

@@ -54,7 +54,7 @@ pub(crate) fn best_pipeline_with_frames(
     deadline: Option<Instant>,
     refine_simulations: usize,
 ) -> Result<Option<(BestPipeline, PipelineFrames)>> {
-    let units = units(p.cluster);
+    let units = units(p.cluster, &p.cost.runtime);
     if units.len() < 2 {
         return Ok(None);
     }

@@ -4,6 +4,7 @@
 use super::chunks::Chunks;
 use super::plan::{Plan, Unit, balanced};
 use crate::cluster::{Cluster, GpuSpec};
+use crate::cost::RuntimeMemory;
 use crate::strategy::Schedule;
 
 /// Most stages: the prefixes of the unit orders stop here, so planning stays cheap on clusters of
@@ -99,13 +100,14 @@ pub(super) fn gpu_types(units: &[Unit]) -> Vec<&GpuSpec> {
     types
 }
 
-/// The device groups, or the GPUs of the only one.
-pub(super) fn units(cluster: &Cluster) -> Vec<Unit> {
+/// The device groups, or the GPUs of the only one; each unit's memory is what its smallest GPU
+/// holds of tensors once `runtime` has taken its share.
+pub(super) fn units(cluster: &Cluster, runtime: &RuntimeMemory) -> Vec<Unit> {
     let of = |devices: Vec<usize>, label: String| {
         let first = &cluster.devices[devices[0]];
         let memory_bytes = devices
             .iter()
-            .map(|&d| cluster.devices[d].memory_bytes)
+            .map(|&d| runtime.tensor_capacity(cluster.devices[d].memory_bytes))
             .fold(f64::INFINITY, f64::min);
         Unit {
             gpu: first.gpu,

@@ -69,7 +69,9 @@ impl<'a> Costs<'a> {
             cluster: p.cluster,
             compute,
             own_bytes,
-            capacity: p.cluster.devices.iter().map(|d| d.memory_bytes).collect(),
+            capacity: (p.cluster.devices.iter())
+                .map(|d| p.cost.runtime.tensor_capacity(d.memory_bytes))
+                .collect(),
             devices,
             deadline: budget.deadline,
         }

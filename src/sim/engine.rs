@@ -53,7 +53,11 @@ pub struct SimResult {
     /// Busy µs per resource (devices first, then links); a task holding k of a resource's L lanes
     /// for d µs adds d·k/L, so busy time never exceeds the makespan.
     pub busy: Vec<f64>,
+    /// What each device needs at its peak: the tensors' peak plus the runtime's context and
+    /// allocator reserve (equal to `peak_allocated` when none is charged).
     pub peak_memory: Vec<f64>,
+    /// The peak of the tensors alone per device (what `torch.cuda.max_memory_allocated` reports).
+    pub peak_allocated: Vec<f64>,
     /// Memory per device after the last task (equals the resident bytes when nothing leaks).
     pub final_memory: Vec<f64>,
     pub oom: Vec<Oom>,
@@ -432,6 +436,11 @@ impl Simulator {
     fn finish(&mut self, g: &ExecGraph) {
         let r = &mut self.result;
         r.final_memory.extend_from_slice(&self.memory);
+        r.peak_allocated.clear();
+        r.peak_allocated.extend_from_slice(&r.peak_memory);
+        for peak in &mut r.peak_memory {
+            *peak = g.device_bytes(*peak);
+        }
         for (device, (&peak, &capacity)) in r.peak_memory.iter().zip(g.capacity()).enumerate() {
             if peak > capacity {
                 r.oom.push(Oom {

@@ -29,6 +29,10 @@ pub struct ExecGraph {
     lanes_of: Vec<u32>,
     /// Memory capacity per device in bytes.
     capacity: Vec<f64>,
+    /// Bytes per device outside the tensors (a runtime's context).
+    context_bytes: f64,
+    /// A runtime allocator's reserve above the tensors' peak, as a share of it.
+    allocator_headroom: f64,
     /// Bytes resident on each device for the whole iteration (parameters, optimizer state).
     resident: Vec<f64>,
     kind: Vec<TaskKind>,
@@ -140,6 +144,18 @@ impl ExecGraph {
 
     pub(crate) fn capacity(&self) -> &[f64] {
         &self.capacity
+    }
+
+    /// Charge every device `context_bytes` beyond its tensors, and an allocator reserve of
+    /// `headroom` times their peak: what the memory check compares with the capacity.
+    pub(crate) fn set_runtime_memory(&mut self, context_bytes: f64, headroom: f64) {
+        self.context_bytes = context_bytes;
+        self.allocator_headroom = headroom;
+    }
+
+    /// What a device needs when its tensors peak at `allocated` bytes.
+    pub(crate) fn device_bytes(&self, allocated: f64) -> f64 {
+        allocated * (1.0 + self.allocator_headroom) + self.context_bytes
     }
 
     /// Room for `tasks` more tasks holding `resources` resources in all: a compiler that knows

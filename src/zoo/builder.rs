@@ -4,13 +4,14 @@
 //! a [`Rule`] saying how its gradient is computed. [`Net::finish`] then walks the forward ops in
 //! reverse creation order (a reverse topological order, since an op can only consume tensors that
 //! already exist), emits the gradient ops each rule asks for, sums gradients of tensors with
-//! several consumers with `AddN`, and ends with one `ApplyAdam` per parameter. This mirrors how
+//! several consumers with `AddN`, and ends with one optimizer update per parameter (`ApplyAdam`
+//! unless another [`Optimizer`] is asked for). This mirrors how
 //! TensorFlow's `tf.gradients` expands a graph, so op counts and tensor sizes look like a real
 //! framework's training graph.
 
 use std::collections::HashSet;
 
-use super::Framework;
+use super::{Framework, Optimizer};
 use crate::error::InputError;
 use crate::graph::{ConvWindow, Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
 
@@ -18,9 +19,6 @@ mod backward;
 
 /// Bytes per fp32 (and int32 id) element.
 const F32: f64 = 4.0;
-/// Adam: read param, grad, m, v and write param, m, v, per element.
-const ADAM_TENSOR_PASSES: f64 = 7.0;
-const ADAM_FLOPS_PER_ELEM: f64 = 10.0;
 
 /// A tensor: the output of one op the builder made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +100,7 @@ pub(crate) struct Net {
     params: Vec<T>,
     losses: Vec<T>,
     framework: Framework,
+    optimizer: Optimizer,
 }
 
 impl Net {
@@ -116,7 +115,14 @@ impl Net {
             params: Vec::new(),
             losses: Vec::new(),
             framework: Framework::Tf1,
+            optimizer: Optimizer::Adam,
         }
+    }
+
+    /// The same net ending with `optimizer`'s updates.
+    pub(crate) fn with_optimizer(mut self, optimizer: Optimizer) -> Net {
+        self.optimizer = optimizer;
+        self
     }
 
     /// The same net building `framework`'s ops.

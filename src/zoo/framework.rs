@@ -1,7 +1,9 @@
 //! The framework whose kernels a zoo graph reproduces: TensorFlow 1's decomposed ops (TAG's
-//! setting) or PyTorch 2's fused ones.
+//! setting), PyTorch 2's fused ones, or PyTorch's with attention left unfused.
 
 use std::fmt;
+
+use crate::cost::RuntimeMemory;
 
 /// Which framework's ops a zoo graph is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -16,18 +18,45 @@ pub enum Framework {
     /// SDPA, with attention dropout inside it and a causal mask halving the FLOPs), one kernel
     /// each for LayerNorm, GELU and dropout, heads split and merged as views.
     Pytorch,
+    /// PyTorch without fused attention, as Hugging Face models ran before SDPA (and as SDPA's
+    /// math backend runs): fused LayerNorm, GELU and dropout, attention as a score product,
+    /// softmax, dropout and context product, the s×s probabilities and their dropout kept for
+    /// backward.
+    PytorchEager,
 }
 
 impl Framework {
     /// Every framework, in the order `--framework` lists them.
-    pub(crate) const ALL: [Framework; 2] = [Framework::Tf1, Framework::Pytorch];
+    pub(crate) const ALL: [Framework; 3] =
+        [Framework::Tf1, Framework::Pytorch, Framework::PytorchEager];
 
     /// The name on the command line and in reports.
     pub(crate) fn name(self) -> &'static str {
         match self {
             Framework::Tf1 => "tf1",
             Framework::Pytorch => "pytorch",
+            Framework::PytorchEager => "pytorch-eager",
         }
+    }
+
+    /// What the framework's runtime holds beyond the tensors: nothing under `tf1` (TAG's
+    /// accounting, kept so its tables reproduce), PyTorch's context and caching-allocator
+    /// reserve otherwise.
+    pub fn runtime_memory(self) -> RuntimeMemory {
+        match self {
+            Framework::Tf1 => RuntimeMemory::NONE,
+            Framework::Pytorch | Framework::PytorchEager => RuntimeMemory::PYTORCH,
+        }
+    }
+
+    /// Whether LayerNorm, GELU and dropout are one kernel each (PyTorch's native ops).
+    pub(crate) fn fuses_layers(self) -> bool {
+        self != Framework::Tf1
+    }
+
+    /// Whether attention is one fused kernel (SDPA) that keeps O(s) per head for backward.
+    pub(crate) fn fuses_attention(self) -> bool {
+        self == Framework::Pytorch
     }
 
     /// The framework named `name` (case-insensitive; `torch` is PyTorch).

@@ -1,7 +1,6 @@
 //! Layers shared by the model families, as TensorFlow graphs spell them: fully connected
 //! layers, activations, TF1 dropout, LayerNorm and GELU decomposed into primitive ops.
 
-use super::Framework;
 use super::builder::{Net, Rule, T, unary};
 
 /// Fully connected layer: MatMul + BiasAdd over `rows` rows of `fin` features per sample.
@@ -53,7 +52,7 @@ pub(crate) fn dropout(net: &mut Net, p: &str, x: T) -> T {
     if !net.training() {
         return x;
     }
-    if net.framework() == Framework::Pytorch {
+    if net.framework().fuses_layers() {
         let e = net.elems(x);
         let grad = unary("NativeDropoutBackward", false, true, 1.0);
         return net.op_like("NativeDropout", format!("{p}/dropout"), &[x], x, e, grad);
@@ -112,7 +111,7 @@ pub(crate) fn layer_norm(net: &mut Net, p: &str, x: T, tokens: usize, hidden: us
     let gamma = net.param(&format!("{p}/gamma"), hidden);
     let beta = net.param(&format!("{p}/beta"), hidden);
     let e = net.elems(x);
-    if net.framework() == Framework::Pytorch {
+    if net.framework().fuses_layers() {
         let rule = Rule::Norm {
             dx: "NativeLayerNormBackward",
             dgamma: "NativeLayerNormBackwardWeight",
@@ -210,7 +209,7 @@ pub(crate) fn layer_norm(net: &mut Net, p: &str, x: T, tokens: usize, hidden: us
 /// PyTorch kernel.
 pub(crate) fn gelu(net: &mut Net, p: &str, x: T) -> T {
     let e = net.elems(x);
-    if net.framework() == Framework::Pytorch {
+    if net.framework().fuses_layers() {
         let grad = unary("GeluBackward", true, false, 8.0);
         return net.op_like("Gelu", format!("{p}/Gelu"), &[x], x, 8.0 * e, grad);
     }

@@ -11,6 +11,7 @@ mod cnn;
 mod framework;
 mod inception;
 mod layers;
+mod optimizer;
 mod transformer;
 
 use serde::Serialize;
@@ -21,6 +22,7 @@ use builder::Net;
 use transformer::{BertConfig, TransformerConfig};
 
 pub use framework::Framework;
+pub use optimizer::Optimizer;
 
 /// The models [`build`] knows, in the order the CLI lists them.
 pub const NAMES: &[&str] = &[
@@ -139,9 +141,12 @@ pub struct ZooOptions {
     pub gpt: GptConfig,
     /// Whose kernels the graph reproduces (transformer layers; the CNNs are the same in both).
     pub framework: Framework,
-    /// Tokens per sequence of `bert-small` and `bert-large` (default 128, at most their 512
-    /// positions); other models ignore it.
-    pub bert_seq: Option<usize>,
+    /// Tokens per sequence of the models that read sequences: `bert-small` and `bert-large`
+    /// (default 128, at most their 512 positions) and the GPTs (default their context; the
+    /// learned position table grows or shrinks with it). Refused for the other models.
+    pub seq: Option<usize>,
+    /// The optimizer whose updates end the graph (Adam by default).
+    pub optimizer: Optimizer,
 }
 
 /// What a zoo model is and the published figures it is checked against.
@@ -307,8 +312,10 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         base.to_string()
     };
     if let Some(config) = gpt_size(base) {
+        let config = gpt_at(config, opts)?;
         let mut net = Net::new(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), !inference)
-            .with_framework(opts.framework);
+            .with_framework(opts.framework)
+            .with_optimizer(opts.optimizer);
         transformer::gpt(&mut net, &config);
         return net.finish(&graph_name);
     }
@@ -322,11 +329,20 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
             ),
         ));
     };
+    let gpt_config = gpt_at(opts.gpt.clone(), opts)?;
     if base == "gpt" {
-        check_gpt(&opts.gpt)?;
+        check_gpt(&gpt_config)?;
+    } else if opts.seq.is_some() && !base.starts_with("bert") {
+        return Err(InputError::new(
+            "<zoo>",
+            "seq",
+            format!("{base} reads no sequences: a sequence length applies to BERT and the GPTs"),
+        ));
     }
     let batch = opts.batch_size.unwrap_or(card.default_batch);
-    let mut net = Net::new(batch, !inference).with_framework(opts.framework);
+    let mut net = Net::new(batch, !inference)
+        .with_framework(opts.framework)
+        .with_optimizer(opts.optimizer);
     match base {
         "inception-v3" => inception::inception_v3(&mut net),
         "resnet101" => cnn::resnet(&mut net, &[3, 4, 23, 3]),
@@ -338,27 +354,38 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         "transformer" => transformer::transformer(&mut net, &TransformerConfig::BASE),
         "bert-small" => transformer::bert(&mut net, bert_at(BertConfig::SMALL, opts)?),
         "bert-large" => transformer::bert(&mut net, bert_at(BertConfig::LARGE, opts)?),
-        "gpt" => transformer::gpt(&mut net, &opts.gpt),
+        "gpt" => transformer::gpt(&mut net, &gpt_config),
         "mlp" => cnn::mlp(&mut net),
         other => unreachable!("model {other} has a card but no builder"),
     }
     net.finish(&graph_name)
 }
 
-/// Refuse GPT sizes that cannot form a model.
+/// `config` at the sequence length `opts` asks for.
+fn gpt_at(config: GptConfig, opts: &ZooOptions) -> Result<GptConfig, InputError> {
+    if opts.seq == Some(0) {
+        return Err(InputError::new("<zoo>", "seq", "must be at least 1 token"));
+    }
+    Ok(GptConfig {
+        seq: opts.seq.unwrap_or(config.seq),
+        ..config
+    })
+}
+
 /// `config` at the sequence length `opts` asks for, within its position table.
 fn bert_at(config: BertConfig, opts: &ZooOptions) -> Result<BertConfig, InputError> {
-    let seq = opts.bert_seq.unwrap_or(config.seq);
+    let seq = opts.seq.unwrap_or(config.seq);
     if seq == 0 || seq > config.max_pos {
         return Err(InputError::new(
             "<zoo>",
-            "bert_seq",
+            "seq",
             format!("{seq} tokens: BERT takes 1 to {}", config.max_pos),
         ));
     }
     Ok(BertConfig { seq, ..config })
 }
 
+/// Refuse GPT sizes that cannot form a model.
 fn check_gpt(c: &GptConfig) -> Result<(), InputError> {
     let fields = [
         ("gpt.layers", c.layers),

@@ -6,9 +6,9 @@
 //! `tf.nn.dropout` (random mask, floor, scale, multiply). Attention keeps its Reshape and
 //! Transpose ops for splitting and merging heads.
 
+use super::GptConfig;
 use super::builder::{Net, Rule, T, unary};
 use super::layers::{add, dense, dropout, gelu, layer_norm, relu, reshape, transpose};
-use super::{Framework, GptConfig};
 
 /// Shapes of one attention call, per sample.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +43,7 @@ fn split_heads(net: &mut Net, p: &str, x: T) -> T {
 /// Scaled dot-product attention on projected `q`, `k`, `v` (each `[tokens, hidden]`), up to
 /// and including the merge of heads; the output projection is the caller's.
 fn attention_core(net: &mut Net, p: &str, q: T, k: T, v: T, d: Dims, mask: Mask) -> T {
-    if net.framework() == Framework::Pytorch {
+    if net.framework().fuses_attention() {
         return fused_attention(net, p, [q, k, v], d, mask);
     }
     let q = split_heads(net, &format!("{p}/query"), q);
@@ -314,7 +314,7 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
     let e = layer_norm(net, &format!("{p}/LayerNorm"), e, s, h);
     let x = dropout(net, &format!("{p}/dropout"), e);
 
-    let x = if net.framework() == Framework::Pytorch {
+    let x = if net.framework().fuses_layers() {
         bert_encoder_fused(net, &c, x, mask_in)
     } else {
         bert_encoder_tf1(net, &c, x, mask_in)
@@ -451,8 +451,8 @@ fn bert_encoder_tf1(net: &mut Net, c: &BertConfig, x: T, mask_in: T) -> T {
     x
 }
 
-/// BERT's encoder with PyTorch's fused attention: the `[B, S]` padding mask is broadcast inside
-/// the kernel.
+/// BERT's encoder as PyTorch runs it: the `[B, S]` padding mask is broadcast inside the fused
+/// attention kernel, or added to the scores by broadcasting in eager attention.
 fn bert_encoder_fused(net: &mut Net, c: &BertConfig, x: T, mask_in: T) -> T {
     let (s, h) = (c.seq, c.hidden);
     let d = Dims {
@@ -580,6 +580,20 @@ pub(crate) fn transformer(net: &mut Net, c: &TransformerConfig) {
     net.xent_loss("loss", logits, tl as f64, c.vocab as f64);
 }
 
+/// The causal mask's constants (GPT-2's lower-triangular `b` and its complement) and the shapes
+/// of self-attention over `s` tokens of width `h` in `heads` heads.
+fn causal_self_attention(net: &mut Net, s: usize, h: usize, heads: usize) -> (Mask, Dims) {
+    let b = net.constant("model/causal_b", (s * s) as f64);
+    let c = net.constant("model/causal_c", (s * s) as f64);
+    let d = Dims {
+        tq: s,
+        tk: s,
+        hidden: h,
+        heads,
+    };
+    (Mask::Gpt { b, c }, d)
+}
+
 /// GPT-2: learned positions, pre-LN blocks with a fused QKV projection, final LN, tied LM head.
 pub(crate) fn gpt(net: &mut Net, c: &GptConfig) {
     let (s, h) = (c.seq, c.hidden);
@@ -591,14 +605,7 @@ pub(crate) fn gpt(net: &mut Net, c: &GptConfig) {
     let pe = gather(net, "model/wpe", pos_ids, wpe, s, h, false);
     let x = add(net, "model/embed", te, pe);
     let mut x = dropout(net, "model/embed_dropout", x);
-    let b = net.constant("model/causal_b", (s * s) as f64);
-    let cmask = net.constant("model/causal_c", (s * s) as f64);
-    let d = Dims {
-        tq: s,
-        tk: s,
-        hidden: h,
-        heads: c.heads,
-    };
+    let (mask, d) = causal_self_attention(net, s, h, c.heads);
     for l in 0..c.layers {
         let p = format!("model/h{l}");
         let a = layer_norm(net, &format!("{p}/ln_1"), x, s, h);
@@ -617,15 +624,7 @@ pub(crate) fn gpt(net: &mut Net, c: &GptConfig) {
             )
         };
         let (q, k, v) = (slice(net, 0), slice(net, 1), slice(net, 2));
-        let ctx = attention_core(
-            net,
-            &format!("{p}/attn"),
-            q,
-            k,
-            v,
-            d,
-            Mask::Gpt { b, c: cmask },
-        );
+        let ctx = attention_core(net, &format!("{p}/attn"), q, k, v, d, mask);
         let a = dense(net, &format!("{p}/attn/c_proj"), ctx, s, h, h);
         let a = dropout(net, &format!("{p}/attn/resid_dropout"), a);
         x = add(net, &format!("{p}/attn"), x, a);

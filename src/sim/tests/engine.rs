@@ -160,6 +160,22 @@ fn multi_link_transfer_waits_for_every_link() {
 }
 
 #[test]
+fn runtime_memory_is_charged_on_top_of_the_tensors_peak() {
+    // Tensors peak at 1110 (as below); a context of 500 and 10% headroom make 1721 > 1700.
+    let mut g = ExecGraph::new(vec![1700.0], 0);
+    g.add_resident(0, 1000.0);
+    g.set_runtime_memory(500.0, 0.1);
+    let a = compute(&mut g, 0, 1.0, 100.0);
+    let b = compute(&mut g, 0, 1.0, 10.0);
+    g.add_dep(a, b);
+    let r = Simulator::new().run(&mut g, Order::Fifo).unwrap().clone();
+    assert!(close(r.peak_allocated[0], 1110.0));
+    assert!(close(r.peak_memory[0], 1110.0 * 1.1 + 500.0));
+    assert_eq!(r.oom.len(), 1);
+    assert!(close(r.oom[0].peak_bytes, r.peak_memory[0]));
+}
+
+#[test]
 fn memory_is_reference_counted() {
     // a -> b -> c on one device; outputs 100, 10, 1; resident 1000.
     // b runs while a's output is alive: peak = 1000 + 100 + 10.

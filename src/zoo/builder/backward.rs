@@ -1,5 +1,5 @@
 //! The backward pass [`Net::finish`] generates: gradient ops by each forward op's [`Rule`], sums
-//! of gradients of tensors with several consumers, and one `ApplyAdam` per parameter.
+//! of gradients of tensors with several consumers, and one optimizer update per parameter.
 
 use super::*;
 
@@ -31,7 +31,7 @@ impl Net {
             self.phase = Phase::Backward;
             let g = self.accumulate(p, contributions);
             self.phase = Phase::Optimizer;
-            self.adam(p, g);
+            self.update(p, g);
         }
     }
 
@@ -45,23 +45,39 @@ impl Net {
         self.op_like("AddN", name, &parts, t, flops, Rule::Leaf)
     }
 
-    pub(super) fn adam(&mut self, p: T, g: T) {
+    /// The optimizer's update of parameter `p` with its gradient `g`.
+    pub(super) fn update(&mut self, p: T, g: T) {
         let e = self.elems(p);
+        let kind = self.optimizer;
+        let op_type = kind.op_type();
         let mut op = Op::new(
             0,
-            format!("{}/ApplyAdam", self.name_of(p)),
-            "ApplyAdam",
+            format!("{}/{op_type}", self.name_of(p)),
+            op_type,
             Phase::Optimizer,
         );
-        op.flops = ADAM_FLOPS_PER_ELEM * e;
-        op.bytes_accessed = ADAM_TENSOR_PASSES * F32 * e;
+        let (flops, bytes) = kind.work_per_value();
+        op.flops = flops * e;
+        op.bytes_accessed = bytes * e;
         op.output_bytes = F32 * e;
-        op.resident_bytes = 2.0 * F32 * e;
+        op.resident_bytes = kind.state_bytes(e) + self.gradient_buffer_bytes(e);
         let idx = self.b.add_op(op);
         let (p_op, g_op) = (self.nodes[p.0].op, self.nodes[g.0].op);
         self.link(p_op, idx, F32 * e);
         self.linked.insert((g_op, idx));
         self.b.add_gradient(g_op, idx, F32 * e);
+    }
+
+    /// The FP32 `.grad` buffer of a parameter of `elems` values, kept for the whole step under
+    /// PyTorch: it steps the optimizer after the whole backward, so every gradient is alive at
+    /// its end (and DDP keeps its gradient buckets, Hugging Face's Trainer its zeroed `.grad`,
+    /// between steps). TensorFlow 1 applies each update as soon as its gradient is ready.
+    fn gradient_buffer_bytes(&self, elems: f64) -> f64 {
+        if self.framework().fuses_layers() {
+            F32 * elems
+        } else {
+            0.0
+        }
     }
 
     /// A gradient op of forward op `fwd`, shaped like `like`.
