@@ -14,6 +14,7 @@ use crate::{import, zoo};
 pub(crate) fn is_zoo_model(model: &str) -> bool {
     zoo::NAMES.contains(&model.strip_suffix("-inference").unwrap_or(model))
         || zoo::gpt_size(model).is_some()
+        || zoo::llama_size(model).is_some()
 }
 
 /// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format

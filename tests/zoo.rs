@@ -2,7 +2,7 @@
 //! generated training graphs (backward pass, gradient links, optimizer ops, batch scaling).
 
 use topoplace::graph::{Graph, Phase, Splittability};
-use topoplace::zoo::{self, GptConfig, Optimizer, ZooOptions};
+use topoplace::zoo::{self, Framework, GptConfig, Optimizer, ZooOptions};
 
 const CNNS: &[&str] = &["inception-v3", "resnet101", "vgg19", "alexnet", "vgg16"];
 const BIG: &[&str] = &[
@@ -595,4 +595,68 @@ fn the_optimizer_decides_the_state_each_parameter_keeps() {
         err.contains("adam, sgd-momentum, sgd, adafactor, adam8bit"),
         "{err}"
     );
+}
+
+#[test]
+fn llama_sizes_have_the_published_parameter_counts() {
+    // Hugging Face's counts of each checkpoint (`num_parameters()` of its config).
+    let published = [
+        ("llama-1b", 1_235_814_400u64),
+        ("llama-3b", 3_212_749_824),
+        ("llama-7b", 6_738_415_616),
+        ("llama-8b", 8_030_261_248),
+        ("llama-13b", 13_015_864_320),
+        ("llama-70b", 68_976_648_192),
+        ("llama3-70b", 70_553_706_496),
+    ];
+    assert_eq!(published.len(), zoo::LLAMA_SIZES.len());
+    for (name, params) in published {
+        let g = zoo::build(
+            name,
+            &ZooOptions {
+                batch_size: Some(1),
+                seq: Some(128),
+                ..ZooOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(g.summary().params, params, "{name} graph");
+    }
+}
+
+#[test]
+fn llama_attention_shares_its_key_value_heads() {
+    let opts = |framework| ZooOptions {
+        batch_size: Some(1),
+        seq: Some(256),
+        framework,
+        ..ZooOptions::default()
+    };
+    let g = zoo::build("llama-8b", &opts(Framework::Pytorch)).unwrap();
+    let projection = |name: &str| {
+        g.ops()
+            .iter()
+            .find(|o| o.name == format!("model/layers_0/self_attn/{name}/kernel"))
+            .unwrap()
+            .params
+    };
+    // 8 key/value heads of 128 against 32 query heads: a quarter of the width.
+    assert_eq!(projection("q_proj"), 4096 * 4096);
+    assert_eq!(projection("k_proj"), 4096 * 1024);
+    assert_eq!(projection("v_proj"), 4096 * 1024);
+    let sdpa = g
+        .ops()
+        .iter()
+        .filter(|o| o.op_type == "ScaledDotProductAttention")
+        .count();
+    assert_eq!(sdpa, 32);
+    // Unfused, every layer keeps its causal softmax.
+    let eager = zoo::build("llama-8b", &opts(Framework::PytorchEager)).unwrap();
+    let softmax = eager
+        .ops()
+        .iter()
+        .filter(|o| o.op_type == "Softmax")
+        .count();
+    assert_eq!(softmax, 32);
+    assert!(topoplace::resolve::load_model("llama-70b", Some(1)).is_ok());
 }

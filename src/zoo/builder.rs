@@ -64,6 +64,12 @@ pub(crate) enum Rule {
         dgamma: &'static str,
         dbeta: &'static str,
     },
+    /// Root-mean-square normalisation with inputs `[x, gamma]` (no bias): dX needs x and gamma;
+    /// gamma gets its own reduction op.
+    RmsNorm {
+        dx: &'static str,
+        dgamma: &'static str,
+    },
     /// Concatenation: each input's gradient is a slice of dY.
     Concat,
     /// Embedding lookup with inputs `[ids, table]`: the table gradient is a segment sum.

@@ -3,8 +3,8 @@
 
 use super::builder::{Net, Rule, T, unary};
 
-/// Fully connected layer: MatMul + BiasAdd over `rows` rows of `fin` features per sample.
-pub(crate) fn dense(net: &mut Net, p: &str, x: T, rows: usize, fin: usize, fout: usize) -> T {
+/// Fully connected layer without bias: one MatMul over `rows` rows of `fin` features per sample.
+pub(crate) fn linear(net: &mut Net, p: &str, x: T, rows: usize, fin: usize, fout: usize) -> T {
     let w = net.param(&format!("{p}/kernel"), fin * fout);
     let flops = 2.0 * (rows * fin * fout) as f64;
     let rule = Rule::Linear {
@@ -13,7 +13,7 @@ pub(crate) fn dense(net: &mut Net, p: &str, x: T, rows: usize, fin: usize, fout:
         flops,
     };
     let out = (rows * fout) as f64;
-    let y = net.op(
+    net.op(
         "MatMul",
         format!("{p}/MatMul"),
         &[x, w],
@@ -21,7 +21,13 @@ pub(crate) fn dense(net: &mut Net, p: &str, x: T, rows: usize, fin: usize, fout:
         true,
         flops,
         rule,
-    );
+    )
+}
+
+/// Fully connected layer: MatMul + BiasAdd over `rows` rows of `fin` features per sample.
+pub(crate) fn dense(net: &mut Net, p: &str, x: T, rows: usize, fin: usize, fout: usize) -> T {
+    let y = linear(net, p, x, rows, fin, fout);
+    let out = (rows * fout) as f64;
     let b = net.param(&format!("{p}/bias"), fout);
     net.op_like(
         "BiasAdd",
@@ -102,6 +108,39 @@ pub(crate) fn dropout(net: &mut Net, p: &str, x: T) -> T {
         unary("RealDiv", false, false, 1.0),
     );
     net.op_like("Mul", format!("{p}/mul"), &[scaled, mask], x, e, Rule::Mul)
+}
+
+/// RMSNorm (Llama's) over the last axis of a `[tokens, hidden]` tensor: `x · rsqrt(mean(x²) + ε)
+/// · γ`, one kernel forward and one each for dX and dγ (no framework has it as primitives the
+/// zoo's TF1 graphs would spell differently: TensorFlow 1 predates it).
+pub(crate) fn rms_norm(net: &mut Net, p: &str, x: T, hidden: usize) -> T {
+    let gamma = net.param(&format!("{p}/weight"), hidden);
+    let e = net.elems(x);
+    let rule = Rule::RmsNorm {
+        dx: "RmsNormBackward",
+        dgamma: "RmsNormBackwardWeight",
+    };
+    net.op_like(
+        "RmsNorm",
+        format!("{p}/RmsNorm"),
+        &[x, gamma],
+        x,
+        4.0 * e,
+        rule,
+    )
+}
+
+/// SiLU (swish), `x · sigmoid(x)`: one kernel; its gradient reads x.
+pub(crate) fn silu(net: &mut Net, p: &str, x: T) -> T {
+    let e = net.elems(x);
+    let grad = unary("SiluBackward", true, false, 6.0);
+    net.op_like("Silu", format!("{p}/Silu"), &[x], x, 4.0 * e, grad)
+}
+
+/// The elementwise product of two tensors of one shape.
+pub(crate) fn mul(net: &mut Net, p: &str, a: T, b: T) -> T {
+    let e = net.elems(a);
+    net.op_like("Mul", format!("{p}/mul"), &[a, b], a, e, Rule::Mul)
 }
 
 /// LayerNorm over the last axis of a `[tokens, hidden]` tensor, as TensorFlow decomposes it or

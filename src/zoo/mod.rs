@@ -40,16 +40,88 @@ pub const NAMES: &[&str] = &[
     "resnet152",
 ];
 
-/// Batch of a named GPT size when none is given.
+/// Batch of a named GPT or Llama size when none is given.
 const GPT_SIZE_BATCH: u32 = 8;
 
-/// Every name [`build`] knows: [`NAMES`], then the [`GPT_SIZES`].
+/// Every name [`build`] knows: [`NAMES`], then the [`GPT_SIZES`] and the [`LLAMA_SIZES`].
 pub(crate) fn known_names() -> Vec<&'static str> {
     NAMES
         .iter()
         .copied()
         .chain(GPT_SIZES.iter().map(|(n, _)| *n))
+        .chain(LLAMA_SIZES.iter().map(|(n, _)| *n))
         .collect()
+}
+
+/// Llama-family sizes: pre-RMSNorm decoder blocks with rotary positions, grouped-query attention
+/// and a SwiGLU MLP.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LlamaConfig {
+    /// Decoder blocks.
+    pub layers: usize,
+    /// Model width; a multiple of `heads`.
+    pub hidden: usize,
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (grouped-query attention; `heads` for plain multi-head attention).
+    pub kv_heads: usize,
+    /// Width of the SwiGLU MLP's gate and up projections.
+    pub ffn: usize,
+    /// Vocabulary size.
+    pub vocab: usize,
+    /// Tokens per sequence (rotary positions: no table to size).
+    pub seq: usize,
+    /// Whether the LM head is the token embedding (Llama 3.2 1B and 3B) or a matrix of its own.
+    pub tied: bool,
+}
+
+/// Named Llama sizes, each a [`build`] name of its own, at the published shapes (Hugging Face's
+/// `config.json` of each checkpoint): Llama 3.2 1B and 3B (tied head), Llama 2 7B, 13B and 70B
+/// (4,096 tokens), Llama 3 8B and 70B (8,192 tokens).
+#[rustfmt::skip]
+pub const LLAMA_SIZES: &[(&str, LlamaConfig)] = &[
+    ("llama-1b", llama(16, 2048, 32, 8, 8192, LLAMA3_VOCAB, 8192, true)),
+    ("llama-3b", llama(28, 3072, 24, 8, 8192, LLAMA3_VOCAB, 8192, true)),
+    ("llama-7b", llama(32, 4096, 32, 32, 11008, LLAMA2_VOCAB, 4096, false)),
+    ("llama-8b", llama(32, 4096, 32, 8, 14336, LLAMA3_VOCAB, 8192, false)),
+    ("llama-13b", llama(40, 5120, 40, 40, 13824, LLAMA2_VOCAB, 4096, false)),
+    ("llama-70b", llama(80, 8192, 64, 8, 28672, LLAMA2_VOCAB, 4096, false)),
+    ("llama3-70b", llama(80, 8192, 64, 8, 28672, LLAMA3_VOCAB, 8192, false)),
+];
+
+const LLAMA2_VOCAB: usize = 32000;
+const LLAMA3_VOCAB: usize = 128_256;
+
+#[allow(clippy::too_many_arguments)]
+const fn llama(
+    layers: usize,
+    hidden: usize,
+    heads: usize,
+    kv_heads: usize,
+    ffn: usize,
+    vocab: usize,
+    seq: usize,
+    tied: bool,
+) -> LlamaConfig {
+    LlamaConfig {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        ffn,
+        vocab,
+        seq,
+        tied,
+    }
+}
+
+/// The sizes of a named Llama ([`LLAMA_SIZES`]), with or without the `-inference` suffix.
+pub(crate) fn llama_size(name: &str) -> Option<LlamaConfig> {
+    let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
+    LLAMA_SIZES
+        .iter()
+        .find(|(n, _)| *n == base)
+        .map(|(_, c)| c.clone())
 }
 
 /// Suffix selecting the forward-only variant of a model.
@@ -311,6 +383,20 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
     } else {
         base.to_string()
     };
+    if let Some(config) = llama_size(base) {
+        if opts.seq == Some(0) {
+            return Err(InputError::new("<zoo>", "seq", "must be at least 1 token"));
+        }
+        let config = LlamaConfig {
+            seq: opts.seq.unwrap_or(config.seq),
+            ..config
+        };
+        let mut net = Net::new(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), !inference)
+            .with_framework(opts.framework)
+            .with_optimizer(opts.optimizer);
+        transformer::llama(&mut net, &config);
+        return net.finish(&graph_name);
+    }
     if let Some(config) = gpt_size(base) {
         let config = gpt_at(config, opts)?;
         let mut net = Net::new(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), !inference)
@@ -336,7 +422,10 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         return Err(InputError::new(
             "<zoo>",
             "seq",
-            format!("{base} reads no sequences: a sequence length applies to BERT and the GPTs"),
+            format!(
+                "{base} reads no sequences: a sequence length applies to BERT, the GPTs and \
+                 the Llamas"
+            ),
         ));
     }
     let batch = opts.batch_size.unwrap_or(card.default_batch);

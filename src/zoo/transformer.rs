@@ -6,9 +6,11 @@
 //! `tf.nn.dropout` (random mask, floor, scale, multiply). Attention keeps its Reshape and
 //! Transpose ops for splitting and merging heads.
 
-use super::GptConfig;
 use super::builder::{Net, Rule, T, unary};
-use super::layers::{add, dense, dropout, gelu, layer_norm, relu, reshape, transpose};
+use super::layers::{
+    add, dense, dropout, gelu, layer_norm, linear, mul, relu, reshape, rms_norm, silu, transpose,
+};
+use super::{GptConfig, LlamaConfig};
 
 /// Shapes of one attention call, per sample.
 #[derive(Debug, Clone, Copy)]
@@ -637,5 +639,58 @@ pub(crate) fn gpt(net: &mut Net, c: &GptConfig) {
     }
     let x = layer_norm(net, "model/ln_f", x, s, h);
     let logits = tied_dense(net, "model/lm_head", x, wte, s, h, c.vocab);
+    net.xent_loss("loss", logits, s as f64, c.vocab as f64);
+}
+
+/// Rotary position embedding applied to `x` (`[tokens, width]`): `x·cos + rotate_half(x)·sin`
+/// as one kernel; linear in x, so its gradient needs only the tables.
+fn rotary(net: &mut Net, p: &str, x: T) -> T {
+    let e = net.elems(x);
+    let grad = unary("RotaryEmbeddingBackward", false, false, 3.0);
+    net.op_like(
+        "RotaryEmbedding",
+        format!("{p}/rotary"),
+        &[x],
+        x,
+        3.0 * e,
+        grad,
+    )
+}
+
+/// Llama (Touvron et al. 2023; Llama 2 and 3): pre-RMSNorm blocks, rotary positions, grouped-query
+/// attention (`kv_heads` key/value heads shared by the query heads), a SwiGLU MLP, no biases, a
+/// final RMSNorm and an LM head tied to the embedding or not.
+pub(crate) fn llama(net: &mut Net, c: &LlamaConfig) {
+    let (s, h) = (c.seq, c.hidden);
+    let kv = c.kv_heads * (h / c.heads);
+    let ids = net.input("input_ids", s as f64);
+    let table = net.param("model/embed_tokens", c.vocab * h);
+    let mut x = gather(net, "model/embed_tokens", ids, table, s, h, true);
+    let (mask, d) = causal_self_attention(net, s, h, c.heads);
+    for l in 0..c.layers {
+        let p = format!("model/layers_{l}");
+        let a = rms_norm(net, &format!("{p}/input_layernorm"), x, h);
+        let q = linear(net, &format!("{p}/self_attn/q_proj"), a, s, h, h);
+        let k = linear(net, &format!("{p}/self_attn/k_proj"), a, s, h, kv);
+        let v = linear(net, &format!("{p}/self_attn/v_proj"), a, s, h, kv);
+        let q = rotary(net, &format!("{p}/self_attn/q"), q);
+        let k = rotary(net, &format!("{p}/self_attn/k"), k);
+        let ctx = attention_core(net, &format!("{p}/self_attn"), q, k, v, d, mask);
+        let a = linear(net, &format!("{p}/self_attn/o_proj"), ctx, s, h, h);
+        x = add(net, &format!("{p}/attn"), x, a);
+        let m = rms_norm(net, &format!("{p}/post_attention_layernorm"), x, h);
+        let gate = linear(net, &format!("{p}/mlp/gate_proj"), m, s, h, c.ffn);
+        let up = linear(net, &format!("{p}/mlp/up_proj"), m, s, h, c.ffn);
+        let gate = silu(net, &format!("{p}/mlp/act"), gate);
+        let m = mul(net, &format!("{p}/mlp/gate_up"), gate, up);
+        let m = linear(net, &format!("{p}/mlp/down_proj"), m, s, c.ffn, h);
+        x = add(net, &format!("{p}/mlp"), x, m);
+    }
+    let x = rms_norm(net, "model/norm", x, h);
+    let logits = if c.tied {
+        tied_dense(net, "lm_head", x, table, s, h, c.vocab)
+    } else {
+        linear(net, "lm_head", x, s, h, c.vocab)
+    };
     net.xent_loss("loss", logits, s as f64, c.vocab as f64);
 }

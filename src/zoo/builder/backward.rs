@@ -230,6 +230,16 @@ impl Net {
                     out.push((2, self.bop(y, dbeta, dbeta, &[dy], beta, e)));
                 }
             }
+            Rule::RmsNorm { dx, dgamma } => {
+                let (x, gamma) = (inputs[0], inputs[1]);
+                let e = self.elems(x);
+                if want(self, 0) {
+                    out.push((0, self.bop(y, dx, dx, &[dy, x, gamma], x, 6.0 * e)));
+                }
+                if want(self, 1) {
+                    out.push((1, self.bop(y, dgamma, dgamma, &[dy, x], gamma, 2.0 * e)));
+                }
+            }
             Rule::Attention { flops } => {
                 let mut distinct: Vec<usize> = Vec::new();
                 for k in 0..3 {
