@@ -39,15 +39,44 @@ fn strip_bom(text: String) -> String {
 
 /// Write a file atomically: to a temporary sibling, then rename, so a crash or a refused input
 /// never leaves a half-written output behind. Errors name `path`, the file asked for.
+///
+/// Only a regular file is replaced. A symbolic link is followed, and its target is written
+/// atomically, so the link stays. A device, pipe or socket (`--out /dev/stdout`) is written
+/// through, because renaming over it would replace the node with a regular file.
 pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
     let shown = path.display().to_string();
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_symlink() {
+            // A dangling link falls through to be replaced, as writing through it cannot work.
+            if let Ok(target) = std::fs::canonicalize(path) {
+                return write_atomic(&target, contents).map_err(|e| shown_as(e, &shown));
+            }
+        } else if !meta.is_file() && !meta.is_dir() {
+            return std::fs::write(path, contents).map_err(|e| Error::io(&shown, e));
+        }
+    }
+    let dir = output_dir(path)?;
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| InputError::new(&shown, "", "not a file path"))?;
+    let tmp = temporary_sibling(&dir, file_name);
+    std::fs::write(&tmp, contents).map_err(|e| Error::io(&shown, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(shown.clone(), e)
+    })
+}
+
+/// The directory `path` will be written in, created if missing; refused when a file stands
+/// where a directory must be.
+fn output_dir(path: &std::path::Path) -> Result<std::path::PathBuf> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."));
     if let Some(file) = dir.ancestors().find(|a| a.is_file()) {
         return Err(InputError::new(
-            &shown,
+            path.display().to_string(),
             "",
             format!(
                 "cannot write here: {} is a file, not a directory",
@@ -57,19 +86,46 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
         .into());
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| InputError::new(&shown, "", "not a file path"))?;
-    let tmp = dir.join(format!(
+    Ok(dir.to_path_buf())
+}
+
+/// A hidden name next to the output for the write before the rename.
+fn temporary_sibling(dir: &std::path::Path, file_name: &std::ffi::OsStr) -> std::path::PathBuf {
+    dir.join(format!(
         ".{}.tmp{}",
         file_name.to_string_lossy(),
         std::process::id()
-    ));
-    std::fs::write(&tmp, contents).map_err(|e| Error::io(&shown, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(shown.clone(), e)
-    })
+    ))
+}
+
+/// Whether [`write_atomic`] will be able to write `path`, checked before long work so that a bad
+/// output path fails at once, not after the work: the directory is made, and an existing target
+/// opened for writing (without truncating it) or a temporary sibling created and removed.
+pub fn check_writable(path: &std::path::Path) -> Result<()> {
+    let shown = path.display().to_string();
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) && path.exists() {
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(|e| Error::io(&shown, e));
+    }
+    let dir = output_dir(path)?;
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| InputError::new(&shown, "", "not a file path"))?;
+    let probe = temporary_sibling(&dir, file_name);
+    std::fs::write(&probe, b"").map_err(|e| Error::io(&shown, e))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// `e`, an I/O error about a link's target, told about `shown` (the link the user named).
+fn shown_as(e: Error, shown: &str) -> Error {
+    match e {
+        Error::Io { source, .. } => Error::io(shown, source),
+        other => other,
+    }
 }
 
 /// Deserialise TOML text into `T`; `source` names the file in errors, which give the field's path

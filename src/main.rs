@@ -88,7 +88,7 @@ fn main() -> ExitCode {
     restore_sigpipe();
     cli::allocator::keep_freed_memory();
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli.command).and_then(|()| cli::out::flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");

@@ -644,7 +644,8 @@ fn nvidia_smi_topology_imports_as_a_machine_entry() {
 }
 
 /// Numbers a flag cannot take are usage errors (exit 2, naming the flag), not silently turned
-/// into something else: 0 groups, 0 seeds, NaN or negative time limits, a negative gap.
+/// into something else: 0 groups, 0 seeds, NaN, negative or absurdly long time limits, a negative
+/// gap.
 #[test]
 fn impossible_numbers_are_refused_at_the_flag() {
     let place = ["place", "--model", "mlp", "--cluster", "tag-testbed"];
@@ -662,6 +663,13 @@ fn impossible_numbers_are_refused_at_the_flag() {
             "--time-limit",
         ),
         ([&solve[..], &["--gap=-1"]].concat(), "--gap"),
+        // Past a year a deadline would overflow `Instant + Duration`.
+        ([&place[..], &["--time", "1e20"]].concat(), "--time"),
+        (
+            [&solve[..], &["--time-limit", "1e20"]].concat(),
+            "--time-limit",
+        ),
+        (vec!["bench", "place", "--time", "1e20"], "--time"),
         (vec!["bench", "place", "--repeat", "0"], "--repeat"),
         (vec!["bench", "place", "--limit=-1"], "--limit"),
         ([&solve[..], &["--threads", "0"]].concat(), "--threads"),
@@ -679,6 +687,20 @@ fn impossible_numbers_are_refused_at_the_flag() {
                 "tag-testbed",
                 "--methods",
                 "foo",
+                "--out",
+                "/nonexistent/y",
+            ],
+            "--methods",
+        ),
+        (
+            vec![
+                "compare",
+                "--models",
+                "mlp",
+                "--clusters",
+                "tag-testbed",
+                "--methods",
+                " , ",
                 "--out",
                 "/nonexistent/y",
             ],
@@ -910,4 +932,108 @@ fn bench_place_reports_what_place_finds() {
     let median = row["median_s"].as_f64().unwrap();
     assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12);
     assert_eq!(row["within_limit"], true);
+}
+
+/// A full stdout is one error naming stdout and exit 1, never a panic or a silent success.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    use std::process::Stdio;
+    let commands: [&[&str]; 5] = [
+        &["info", "vgg19"],
+        &["cluster", "tag-testbed"],
+        &["zoo", "list"],
+        &[
+            "simulate",
+            "--model",
+            "mlp",
+            "--cluster",
+            "tag-testbed",
+            "--json",
+        ],
+        &["fidelity"],
+    ];
+    for args in commands {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = common::binary()
+            .args(args)
+            .stdout(Stdio::from(full))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: <stdout>:") && !err.contains("panicked"),
+            "{err}"
+        );
+    }
+}
+
+/// An output through a symbolic link writes the link's target and keeps the link; one through a
+/// pipe writes into the pipe instead of replacing it with a regular file.
+#[cfg(unix)]
+#[test]
+fn outputs_write_through_links_and_pipes_without_replacing_them() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("write-through");
+    let target = dir.join("target.json");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    topoplace::io::write_atomic(&link, b"new").unwrap();
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+
+    let fifo = dir.join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    topoplace::io::write_atomic(&fifo, b"through the pipe").unwrap();
+    assert_eq!(reader.join().unwrap(), "through the pipe");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
+/// `place` checks its output paths before it searches: a bad `--trace` leaves no `--out`
+/// written behind it, and the error comes at once.
+#[test]
+fn place_refuses_a_bad_output_path_before_writing_any() {
+    let dir = scratch("place-outputs");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = dir.join("strategy.json");
+    let result = run(&[
+        "place",
+        "--model",
+        "mlp",
+        "--cluster",
+        "tag-testbed",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        file.join("trace.json").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("trace.json") && err.contains("is a file"),
+        "{err}"
+    );
+    assert!(
+        !out.exists(),
+        "--out was written before the bad --trace was found"
+    );
 }

@@ -131,7 +131,7 @@ impl Numerics {
 
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::serialise("output", e))?;
-    println!("{text}");
+    outln!("{text}")?;
     Ok(())
 }
 
@@ -247,11 +247,18 @@ pub fn at_least_one_u32(text: &str) -> std::result::Result<u32, String> {
     at_least_one(text).and_then(|n| u32::try_from(n).map_err(|_| "too large".to_string()))
 }
 
-/// A time limit in seconds: finite and positive (NaN, infinity, 0 and negatives are refused).
+/// The longest time limit taken: a year. Longer ones would overflow the deadline arithmetic
+/// (`Instant + Duration`) and mean no limit anyway.
+const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A time limit in seconds: finite, positive, at most a year (NaN, infinity, 0, negatives and
+/// absurd lengths are refused).
 pub fn seconds(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
-        Ok(_) => Err("must be a finite number of seconds above 0".to_string()),
+        Ok(x) if x.is_finite() && x > 0.0 && x <= MAX_SECONDS => Ok(x),
+        Ok(_) => Err(format!(
+            "must be a number of seconds above 0 and at most {MAX_SECONDS} (a year)"
+        )),
         Err(_) => Err(format!("\"{text}\" is not a number of seconds")),
     }
 }
@@ -335,7 +342,7 @@ pub fn print_either<T: Serialize>(
     if json {
         print_json(value)
     } else {
-        print!("{}", text(value));
+        out!("{}", text(value))?;
         Ok(())
     }
 }

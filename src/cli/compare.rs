@@ -77,6 +77,6 @@ pub fn run(args: CompareArgs) -> Result<()> {
     if args.json {
         return print_json(&rows);
     }
-    print!("{}", compare::markdown(&rows));
+    out!("{}", compare::markdown(&rows))?;
     Ok(())
 }

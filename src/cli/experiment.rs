@@ -130,9 +130,9 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         let rows: Vec<serde_json::Map<String, serde_json::Value>> = csv_rows(&output.csv);
         return print_json(&rows);
     }
-    print!("{}", output.table.render());
+    out!("{}", output.table.render())?;
     for f in files {
-        println!("wrote {}", f.display());
+        outln!("wrote {}", f.display())?;
     }
     Ok(())
 }

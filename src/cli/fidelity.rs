@@ -22,16 +22,17 @@ pub fn run(args: FidelityArgs) -> Result<()> {
     let all = scenarios();
     if args.calibrate {
         let fit = calibrate(&all)?;
-        println!(
+        outln!(
             "fitted to {} calibration scenarios, rms log error {:.4}",
-            fit.scenarios, fit.rms_log_error
-        );
+            fit.scenarios,
+            fit.rms_log_error
+        )?;
         for (arch, e) in fit.table.rows() {
-            println!("{arch:?}: {}", row(e));
+            outln!("{arch:?}: {}", row(e))?;
         }
-        println!("fallback: {}", row(fit.table.fallback()));
+        outln!("fallback: {}", row(fit.table.fallback()))?;
         if let Some(h) = fit.allocator_headroom {
-            println!("PyTorch allocator headroom: {h:.4} of the allocated peak");
+            outln!("PyTorch allocator headroom: {h:.4} of the allocated peak")?;
         }
         return Ok(());
     }
@@ -39,7 +40,7 @@ pub fn run(args: FidelityArgs) -> Result<()> {
     if args.json {
         return print_json(&rows);
     }
-    print!("{}", render_markdown(&rows));
+    out!("{}", render_markdown(&rows))?;
     Ok(())
 }
 

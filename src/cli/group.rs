@@ -78,32 +78,34 @@ pub fn run(args: GroupArgs) -> Result<()> {
         return print_json(&result.stats);
     }
     let s = &result.stats;
-    println!(
+    outln!(
         "{} grouped by {} (weights: {} compute times)",
-        graph.name, s.method, gpu.name
-    );
-    println!("ops -> groups  {} -> {}", s.ops, s.groups);
-    println!(
+        graph.name,
+        s.method,
+        gpu.name
+    )?;
+    outln!("ops -> groups  {} -> {}", s.ops, s.groups)?;
+    outln!(
         "cut           {} of {} tensor bytes ({:.1}%)",
         bytes(s.cut_bytes),
         bytes(s.total_edge_bytes),
         100.0 * s.cut_bytes / s.total_edge_bytes.max(f64::MIN_POSITIVE)
-    );
-    println!(
+    )?;
+    outln!(
         "balance       {:.3} (largest group compute / mean)",
         s.balance
-    );
-    println!(
+    )?;
+    outln!(
         "CCR           {:.3} -> {:.3} (Celeritas eq. 1 at {} GB/s)",
         s.ccr_before,
         s.ccr_after,
         to_gbs(s.bandwidth_bytes_per_us)
-    );
+    )?;
     let shape = if result.is_acyclic() {
         "acyclic"
     } else {
         "has cycles (fine: the simulator runs ops)"
     };
-    println!("coarse graph  {shape}");
+    outln!("coarse graph  {shape}")?;
     Ok(())
 }

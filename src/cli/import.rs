@@ -94,9 +94,15 @@ pub fn run(args: ImportArgs) -> Result<()> {
     if args.json {
         return print_json(&done);
     }
-    println!(
+    outln!(
         "{} ({}) -> {}: {} ops, {} edges, {} parameters, batch {}",
-        done.input, done.format, done.out, done.ops, done.edges, done.params, done.batch_size
-    );
+        done.input,
+        done.format,
+        done.out,
+        done.ops,
+        done.edges,
+        done.params,
+        done.batch_size
+    )?;
     Ok(())
 }

@@ -2,6 +2,8 @@
 //! Every command parses, calls the library, prints; errors are one line on stderr and a non-zero
 //! exit.
 
+#[macro_use]
+pub mod out;
 pub mod allocator;
 pub mod bench;
 pub mod cluster;

@@ -13,6 +13,7 @@ use topoplace::assets::SHIPPED_POLICY;
 use topoplace::error::{Result, SearchError};
 use topoplace::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
 use topoplace::gnn::{self, GnnPolicy};
+use topoplace::io::check_writable;
 use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
 use topoplace::placers::heuristics::best_heuristic;
@@ -96,6 +97,9 @@ const EXIT_MARGIN: f64 = 0.01;
 
 pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
+    for path in [&args.out, &args.trace].into_iter().flatten() {
+        check_writable(path)?;
+    }
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
     let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;
     let Loaded { graph, cluster, .. } = &inputs;

@@ -44,10 +44,10 @@ pub fn run(command: PolicyCommand) -> Result<()> {
         ..GnnConfig::default()
     };
     GnnPolicy::init(config, seed)?.save(&out)?;
-    println!(
+    outln!(
         "wrote an untrained GNN policy (width {width}, {heads} heads, seed {seed}) to {}",
         out.display()
-    );
+    )?;
     Ok(())
 }
 
@@ -66,6 +66,6 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
     };
     write_atomic(file, &upgraded)?;
     GnnPolicy::load(file)?;
-    println!("added a checksum to {shown}");
+    outln!("added a checksum to {shown}")?;
     Ok(())
 }

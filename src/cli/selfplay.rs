@@ -105,9 +105,14 @@ pub fn run(args: SelfplayArgs) -> Result<()> {
     if args.json {
         return print_json(&report);
     }
-    println!(
+    outln!(
         "generation {generation}, shard {}/{}: played {} games ({} already in {}), {} targets",
-        args.shard, args.of, report.games, report.already_there, report.out, samples
-    );
+        args.shard,
+        args.of,
+        report.games,
+        report.already_there,
+        report.out,
+        samples
+    )?;
     Ok(())
 }

@@ -75,7 +75,7 @@ pub fn run(command: TopologyCommand) -> Result<()> {
     match out {
         Some(path) => write_atomic(&path, text.as_bytes()),
         None => {
-            print!("{text}");
+            out!("{text}")?;
             Ok(())
         }
     }
@@ -86,6 +86,6 @@ fn nvidia_smi(file: &std::path::Path, gpu: &str, name: &str) -> Result<()> {
     let text = std::fs::read_to_string(file).map_err(|e| topoplace::Error::io(shown.clone(), e))?;
     let gpu = lookup_gpu("--gpu", "gpu", gpu)?;
     let topo = parse_nvidia_smi_topo(&text).map_err(|m| InputError::new(&shown, "topo", m))?;
-    print!("{}", topo.machine_toml(name, gpu));
+    out!("{}", topo.machine_toml(name, gpu))?;
     Ok(())
 }

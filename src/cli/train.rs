@@ -143,17 +143,17 @@ fn report_train(
     if args.json {
         return print_json(&report);
     }
-    println!(
+    outln!(
         "{}: step {}/{} — weights in {}, metrics in {}",
         recipe.name,
         outcome.step,
         recipe.steps,
         outcome.policy.display(),
         run.join("metrics.csv").display()
-    );
+    )?;
     if let Some(generation) = outcome.waiting_for {
         let samples = args.samples.as_deref().unwrap_or(Path::new("."));
-        println!(
+        outln!(
             "generation {generation}'s games are not all in {}: run `topoplace selfplay --config \
              {} --run {} --shard I --of N --out {}` for every shard I, then `topoplace train \
              --config {} --out {} --resume --samples {}`",
@@ -164,7 +164,7 @@ fn report_train(
             args.config.display(),
             run.display(),
             samples.display()
-        );
+        )?;
     }
     Ok(())
 }

@@ -76,10 +76,13 @@ fn export(out: &Path, models: &[String], json: bool) -> Result<()> {
         return print_json(&written);
     }
     for f in &written {
-        println!(
+        outln!(
             "{:<24} {:>6} ops {:>6} edges  {}",
-            f.model, f.ops, f.edges, f.path
-        );
+            f.model,
+            f.ops,
+            f.edges,
+            f.path
+        )?;
     }
     Ok(())
 }

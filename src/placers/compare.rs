@@ -56,11 +56,21 @@ pub fn parse_methods(spec: &str) -> Result<Vec<Box<dyn Placer>>> {
     if spec == "all" {
         return Ok(registry());
     }
-    spec.split(',')
+    let methods: Vec<Box<dyn Placer>> = spec
+        .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(placer)
-        .collect()
+        .collect::<Result<_>>()?;
+    if methods.is_empty() {
+        // Running nothing and succeeding would hide a mistyped list.
+        return Err(Error::Unknown {
+            kind: "placement method list",
+            name: spec.to_string(),
+            expected: format!("`all` or names from: {}", super::names().join(", ")),
+        });
+    }
+    Ok(methods)
 }
 
 /// Run every method on every (model, cluster) under `cost`; `on_row` sees each row as it is done

@@ -127,10 +127,10 @@ pub(super) fn run(args: ScaleArgs) -> Result<()> {
 /// `bench scale-one`: one size measured in this process, printed as JSON.
 pub(super) fn run_one(args: &OneArgs) -> Result<()> {
     let m = measure_one(args)?;
-    println!(
+    outln!(
         "{}",
         serde_json::to_string(&m).map_err(|e| bench(e.to_string()))?
-    );
+    )?;
     Ok(())
 }
 
