@@ -1037,3 +1037,43 @@ fn place_refuses_a_bad_output_path_before_writing_any() {
         "--out was written before the bad --trace was found"
     );
 }
+
+/// `bench scale` measures each size's growth against the size above it: a repeated or smaller
+/// size is refused (it printed a growth of -inf).
+#[test]
+fn bench_scale_sizes_must_increase() {
+    let out = run(&["bench", "scale", "--gpus", "8,8"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error:") && err.contains("--gpus"), "{err}");
+}
+
+/// A one-op graph gives the CP prover a resource with a single task: nothing to post, where
+/// pumpkin panicked in its thread (and the command still exited 0).
+#[test]
+fn solve_proves_a_one_op_graph_without_a_panic() {
+    let dir = scratch("one-op");
+    std::fs::write(
+        dir.join("ops.csv"),
+        "# batch_size=1\n# name=one\n\
+         id,name,op_type,phase,flops,bytes_accessed,output_bytes,resident_bytes,params,split,batch_scaled\n\
+         0,x,MatMul,forward,1000000,1000,1000,0,0,concat,\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("edges.csv"), "src,dst,bytes\n").unwrap();
+    let out = run(&[
+        "solve",
+        "--model",
+        dir.to_str().unwrap(),
+        "--cluster",
+        "tag-testbed",
+        "--formulation",
+        "moirai",
+        "--time-limit",
+        "5",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("optimal"));
+}

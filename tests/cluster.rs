@@ -394,6 +394,17 @@ fn bad_inputs_name_the_field() {
         "machine[0].nic",
         &["negative"],
     );
+    // Absurd links: their iteration times printed with hundreds of digits.
+    expect_error(
+        &GOOD.replacen("\"100 Gbps\"", "\"1e-300 Gbps\"", 1),
+        "machine[0].nic",
+        &["1 Mbps to 1 PB/s"],
+    );
+    expect_error(
+        &GOOD.replace("\"150 GB/s\"", "\"1e20 GB/s\""),
+        "machine[0].intra_bandwidth",
+        &["1 Mbps to 1 PB/s"],
+    );
     expect_error(
         &GOOD.replace("\"T4\"", "\"V200\""),
         "machine[1].gpu",

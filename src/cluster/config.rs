@@ -252,9 +252,22 @@ fn quantity(
     Ok(v)
 }
 
+/// The slowest link a config may give, B/µs: 1 Mbps. Slower ones are typos, and their
+/// iteration times would print with hundreds of digits.
+const SLOWEST_LINK: f64 = 0.125;
+/// The fastest, B/µs: 1 PB/s, far above any GPU fabric.
+const FASTEST_LINK: f64 = 1e9;
+
 fn bandwidth(q: &Quantity, source: &str, field: &str) -> Result<f64, InputError> {
     let v = quantity(q, source, field, units::parse_bandwidth, units::GB_PER_S)?;
     check_positive(source, field, v)?;
+    if !(SLOWEST_LINK..=FASTEST_LINK).contains(&v) {
+        return Err(InputError::new(
+            source,
+            field,
+            "outside 1 Mbps to 1 PB/s: no GPU link is that slow or that fast",
+        ));
+    }
     Ok(v)
 }
 

@@ -59,12 +59,16 @@ impl<Var> OptionalDisjunctive<Var> {
 }
 
 /// Post the unary resource over `tasks` in both time directions (see the module note): as
-/// they are, and again on mirrored views `−start − duration`.
+/// they are, and again on mirrored views `−start − duration`. Fewer than two tasks cannot
+/// overlap, so nothing is posted (pumpkin refuses a propagator that watches no variable).
 pub(crate) fn post_both_directions(
     solver: &mut Solver,
     tasks: Vec<OptionalTask<AffineView<DomainId>>>,
     tag: ConstraintTag,
 ) {
+    if tasks.len() < 2 {
+        return;
+    }
     let mirrored = tasks
         .iter()
         .map(|t| OptionalTask {

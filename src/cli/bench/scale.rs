@@ -12,7 +12,7 @@ use crate::cli::common::{print_either, progress_bar};
 use topoplace::cluster::{Cluster, parse_cluster};
 use topoplace::compile::{CompileOptions, Replicas, compile};
 use topoplace::cost::CostModel;
-use topoplace::error::Result;
+use topoplace::error::{InputError, Result};
 use topoplace::gnn::GnnPolicy;
 use topoplace::mcts::{DEFAULT_GROUPS, MctsConfig};
 use topoplace::placers::tag::tag_search;
@@ -87,6 +87,15 @@ pub struct ScaleReport {
 pub(super) fn run(args: ScaleArgs) -> Result<()> {
     for &n in &args.gpus {
         two_type_cluster(n)?;
+    }
+    // Each row's growth is measured against the row above: a size again (or smaller) has none.
+    if args.gpus.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(InputError::new(
+            "<cli>",
+            "--gpus",
+            "cluster sizes must increase, each once (e.g. 8,32,128)",
+        )
+        .into());
     }
     let bar = progress_bar(args.gpus.len() as u64, "{bar:30} {pos}/{len} sizes {msg}")?;
     let mut rows: Vec<ScaleRow> = Vec::new();
