@@ -225,13 +225,14 @@ fn estimate_per_gpu_type(
             .sum();
         // The device's usable memory: a config may override the catalog's.
         let memory_bytes = device.memory_bytes;
+        let needed = model.runtime.device_bytes(memory_needed);
         out.push(GpuEstimate {
             gpu: device.gpu.name.to_string(),
             count: 1,
             serial_compute_us,
-            memory_needed_bytes: model.runtime.device_bytes(memory_needed),
+            memory_needed_bytes: needed,
             memory_bytes,
-            fits: model.runtime.device_bytes(memory_needed) <= memory_bytes,
+            fits: needed <= memory_bytes,
         });
     }
     out

@@ -103,7 +103,7 @@ fn temporary_sibling(dir: &std::path::Path, file_name: &std::ffi::OsStr) -> std:
 /// opened for writing (without truncating it) or a temporary sibling created and removed.
 pub fn check_writable(path: &std::path::Path) -> Result<()> {
     let shown = path.display().to_string();
-    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) && path.exists() {
+    if path.exists() && !path.is_dir() {
         return std::fs::OpenOptions::new()
             .append(true)
             .open(path)

@@ -678,35 +678,25 @@ fn impossible_numbers_are_refused_at_the_flag() {
             [&experiment[..], &["--topologies", "0"]].concat(),
             "--topologies",
         ),
-        (
-            vec![
-                "compare",
-                "--models",
-                "mlp",
-                "--clusters",
-                "tag-testbed",
-                "--methods",
-                "foo",
-                "--out",
-                "/nonexistent/y",
-            ],
-            "--methods",
-        ),
-        (
-            vec![
-                "compare",
-                "--models",
-                "mlp",
-                "--clusters",
-                "tag-testbed",
-                "--methods",
-                " , ",
-                "--out",
-                "/nonexistent/y",
-            ],
-            "--methods",
-        ),
     ];
+    let compare = |methods| {
+        let args = [
+            "compare",
+            "--models",
+            "mlp",
+            "--clusters",
+            "tag-testbed",
+            "--methods",
+            methods,
+            "--out",
+            "/nonexistent/y",
+        ];
+        (args.to_vec(), "--methods")
+    };
+    let cases: Vec<(Vec<&str>, &str)> = cases
+        .into_iter()
+        .chain([compare("foo"), compare(" , ")])
+        .collect();
     for (args, flag) in cases {
         let out = run(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);

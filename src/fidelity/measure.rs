@@ -39,14 +39,19 @@ pub fn graph(s: &Scenario) -> Result<Graph> {
     Ok(autocast(&fp32, s.precision, &s.label())?)
 }
 
-/// Simulate `s` under `cost`, in the scenario's precision.
-pub(crate) fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
-    let c = cluster(s)?;
-    let cost = &CostModel {
+/// `cost` in `s`'s precision, with its framework's runtime memory.
+fn scenario_cost(s: &Scenario, cost: &CostModel) -> CostModel {
+    CostModel {
         precision: s.precision,
         runtime: s.framework.runtime_memory(),
         ..cost.clone()
-    };
+    }
+}
+
+/// Simulate `s` under `cost`, in the scenario's precision.
+pub(crate) fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
+    let c = cluster(s)?;
+    let cost = &scenario_cost(s, cost);
     if s.metric == Metric::BusBandwidth {
         return Ok(Outcome {
             value: bus_bandwidth_gbs(&c, cost, s.per_gpu as f64),
@@ -72,11 +77,7 @@ pub(crate) fn simulate(s: &Scenario, cost: &CostModel) -> Result<Outcome> {
 /// bytes, under `cost`.
 pub(crate) fn peak_allocated_bytes(s: &Scenario, cost: &CostModel) -> Result<f64> {
     let (c, g) = (cluster(s)?, graph(s)?);
-    let cost = &CostModel {
-        precision: s.precision,
-        runtime: s.framework.runtime_memory(),
-        ..cost.clone()
-    };
+    let cost = &scenario_cost(s, cost);
     let e = data_parallel(&g, &c, cost)?;
     let peak = e.report.devices.iter().map(|d| d.peak_allocated_bytes);
     Ok(peak.fold(0.0, f64::max))

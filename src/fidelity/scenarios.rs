@@ -122,25 +122,20 @@ impl Scenario {
 
     /// A short label: "8x V100-SXM2-32GB vgg16 b192".
     pub(crate) fn label(&self) -> String {
-        let what = match self.metric {
-            Metric::ImagesPerSecond if self.framework != Framework::Tf1 => format!(
+        let run = || {
+            format!(
                 "{}{} b{} {} {}",
                 self.model,
                 self.seq.map_or(String::new(), |s| format!(" s{s}")),
                 self.per_gpu,
                 self.precision,
                 self.framework
-            ),
+            )
+        };
+        let what = match self.metric {
+            Metric::ImagesPerSecond if self.framework != Framework::Tf1 => run(),
             Metric::ImagesPerSecond => format!("{} b{}", self.model, self.per_gpu),
-            Metric::DeviceMemoryMib => format!(
-                "{}{} b{} {} {} {} memory",
-                self.model,
-                self.seq.map_or(String::new(), |s| format!(" s{s}")),
-                self.per_gpu,
-                self.precision,
-                self.framework,
-                self.optimizer
-            ),
+            Metric::DeviceMemoryMib => format!("{} {} memory", run(), self.optimizer),
             Metric::BusBandwidth => format!("allreduce {} MiB", self.per_gpu >> 20),
         };
         let count = if self.machines > 1 {

@@ -384,24 +384,17 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         base.to_string()
     };
     if let Some(config) = llama_size(base) {
-        if opts.seq == Some(0) {
-            return Err(InputError::new("<zoo>", "seq", "must be at least 1 token"));
-        }
         let config = LlamaConfig {
-            seq: opts.seq.unwrap_or(config.seq),
+            seq: seq_or(opts, config.seq)?,
             ..config
         };
-        let mut net = Net::new(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), !inference)
-            .with_framework(opts.framework)
-            .with_optimizer(opts.optimizer);
+        let mut net = net_for(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), inference, opts);
         transformer::llama(&mut net, &config);
         return net.finish(&graph_name);
     }
     if let Some(config) = gpt_size(base) {
         let config = gpt_at(config, opts)?;
-        let mut net = Net::new(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), !inference)
-            .with_framework(opts.framework)
-            .with_optimizer(opts.optimizer);
+        let mut net = net_for(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), inference, opts);
         transformer::gpt(&mut net, &config);
         return net.finish(&graph_name);
     }
@@ -429,9 +422,7 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         ));
     }
     let batch = opts.batch_size.unwrap_or(card.default_batch);
-    let mut net = Net::new(batch, !inference)
-        .with_framework(opts.framework)
-        .with_optimizer(opts.optimizer);
+    let mut net = net_for(batch, inference, opts);
     match base {
         "inception-v3" => inception::inception_v3(&mut net),
         "resnet101" => cnn::resnet(&mut net, &[3, 4, 23, 3]),
@@ -450,13 +441,26 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
     net.finish(&graph_name)
 }
 
+/// A net of `batch` samples (forward only when `inference`) building `opts`' framework and
+/// optimizer.
+fn net_for(batch: u32, inference: bool, opts: &ZooOptions) -> Net {
+    Net::new(batch, !inference)
+        .with_framework(opts.framework)
+        .with_optimizer(opts.optimizer)
+}
+
+/// The sequence length `opts` asks for, else `default`; refused at 0.
+fn seq_or(opts: &ZooOptions, default: usize) -> Result<usize, InputError> {
+    match opts.seq {
+        Some(0) => Err(InputError::new("<zoo>", "seq", "must be at least 1 token")),
+        seq => Ok(seq.unwrap_or(default)),
+    }
+}
+
 /// `config` at the sequence length `opts` asks for.
 fn gpt_at(config: GptConfig, opts: &ZooOptions) -> Result<GptConfig, InputError> {
-    if opts.seq == Some(0) {
-        return Err(InputError::new("<zoo>", "seq", "must be at least 1 token"));
-    }
     Ok(GptConfig {
-        seq: opts.seq.unwrap_or(config.seq),
+        seq: seq_or(opts, config.seq)?,
         ..config
     })
 }
