@@ -72,6 +72,45 @@ pub fn autocast(graph: &Graph, precision: Precision, source: &str) -> Result<Gra
         weight_gradient[link.grad] = true;
     }
     let (computes, writes) = element_types(graph, &weight_gradient);
+    retype(graph, precision, source, &computes, &writes, true)
+}
+
+/// `graph` with 16-bit parameters, as Megatron-LM, DeepSpeed and FSDP's mixed-precision policy
+/// train (`param_dtype` bf16 or fp16): every forward and backward op reads and writes 16-bit
+/// tensors (norms and softmax accumulate in FP32 inside the kernel), weight gradients included;
+/// the FP32 master weights live in the optimizer's state. FP32 and TF32 leave the graph as it is.
+pub fn half_parameters(
+    graph: &Graph,
+    precision: Precision,
+    source: &str,
+) -> Result<Graph, InputError> {
+    if !precision.is_mixed() {
+        return Ok(graph.clone());
+    }
+    let types: Vec<Dtype> = graph
+        .ops()
+        .iter()
+        .map(|op| {
+            if is_activation_op(op) {
+                Dtype::Half
+            } else {
+                Dtype::F32
+            }
+        })
+        .collect();
+    retype(graph, precision, source, &types, &types, false)
+}
+
+/// `graph` with each op computing in `computes` and writing `writes`; `weight_copies` charges
+/// autocast's cached 16-bit copy of every weight a 16-bit op reads.
+fn retype(
+    graph: &Graph,
+    precision: Precision,
+    source: &str,
+    computes: &[Dtype],
+    writes: &[Dtype],
+    weight_copies: bool,
+) -> Result<Graph, InputError> {
     let mut ops = graph.ops().to_vec();
     for (idx, op) in ops.iter_mut().enumerate() {
         if !is_activation_op(op) {
@@ -89,7 +128,7 @@ pub fn autocast(graph: &Graph, precision: Precision, source: &str) -> Result<Gra
         let lowered = graph
             .successors(idx)
             .any(|s| is_activation_op(graph.op(s)) && computes[s] == Dtype::Half);
-        if op.phase == Phase::Parameter && lowered {
+        if weight_copies && op.phase == Phase::Parameter && lowered {
             op.resident_bytes += 0.5 * op.output_bytes;
         }
     }

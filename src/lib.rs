@@ -49,6 +49,7 @@ pub mod fidelity;
 pub mod gnn;
 pub mod graph;
 pub mod group;
+pub mod hybrid;
 pub mod import;
 pub mod inspect;
 pub mod io;

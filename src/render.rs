@@ -11,14 +11,16 @@ pub struct Table {
 }
 
 impl Table {
-    pub(crate) fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+    /// A table with these column headers and no rows.
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
         Table {
             header: header.into_iter().map(Into::into).collect(),
             rows: Vec::new(),
         }
     }
 
-    pub(crate) fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+    /// Appends a row of cells.
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 

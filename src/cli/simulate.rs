@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 
 use super::common::{Loaded, Numerics};
 use super::common::{print_either, strategy_named, write_trace};
+use super::hybrid_plan;
 use topoplace::compile::Replicas;
 use topoplace::error::Result;
 use topoplace::evaluate::{
@@ -23,8 +24,12 @@ pub struct SimulateArgs {
     #[arg(long)]
     cluster: String,
     /// `single` (fastest GPU), `dp` (DP-NCCL), `dp-p` (DP-NCCL-P) or a strategy JSON file.
-    #[arg(long, default_value = "dp")]
+    #[arg(long, default_value = "dp", conflicts_with = "plan")]
     strategy: String,
+    /// A hybrid-parallel plan (JSON: stages of layers, tensor × data parallelism, ZeRO stage,
+    /// recomputation; docs/hybrid.md) for a zoo GPT or Llama, simulated at layer granularity.
+    #[arg(long, conflicts_with_all = ["order", "trace", "batch"])]
+    plan: Option<PathBuf>,
     /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
     /// assumes: docs/formats.md, "Re-batching").
     #[arg(long)]
@@ -60,6 +65,9 @@ impl From<OrderArg> for Order {
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
+    if let Some(plan) = &args.plan {
+        return hybrid_plan::run(&args.model, &args.cluster, plan, args.numerics, args.json);
+    }
     let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;
     let Loaded {
         graph,

@@ -1,0 +1,36 @@
+//! Hybrid parallelism for decoder language models, as Megatron-LM, DeepSpeed and torchtitan run
+//! it and as the heterogeneous planners (Metis, Sailor) search it: pipeline stages of whole
+//! transformer layers, each on its own GPUs as data-parallel replicas of a tensor-parallel group,
+//! with a ZeRO stage, sequence parallelism and activation recomputation per stage.
+//!
+//! A [`HybridPlan`] is simulated by [`estimate`] at layer granularity: every layer's ops are timed
+//! by the same cost model as the op-level simulator's (so precision, fused kernels and each GPU's
+//! fitted efficiencies carry over), and the communication, the pipeline's timeline and the memory
+//! of every GPU follow the closed forms of Megatron (Shoeybi et al. 2019; Narayanan et al. SC'21;
+//! Korthikanti et al. 2022) and ZeRO (Rajbhandari et al. SC'20). The op-level simulator cannot
+//! run a 70 B model's hundreds of thousands of per-micro-batch tasks on 1,024 GPUs within a
+//! search's budget; the planners this is compared with work at the same granularity.
+
+mod comm;
+mod estimate;
+mod memory;
+mod plan;
+mod profile;
+mod schedule;
+
+pub use estimate::DeviceMemory;
+pub use estimate::HybridModel;
+pub use estimate::HybridReport;
+pub use estimate::StageReport;
+pub use estimate::estimate;
+pub use memory::ModelStates;
+pub use memory::StateBytes;
+pub use memory::model_states;
+pub use plan::HybridPlan;
+pub use plan::Recompute;
+pub use plan::Stage;
+pub use plan::ZeroStage;
+pub use plan::load_plan;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,259 @@
+//! A hybrid-parallel plan as Megatron-LM, DeepSpeed and torchtitan run a decoder language model:
+//! the layers cut into pipeline stages, each stage on its own GPUs as `dp` data-parallel replicas
+//! of a `tp`-way tensor-parallel group, with a ZeRO stage, an activation-recomputation mode and
+//! sequence parallelism chosen per stage. Its JSON form is what `simulate --plan` reads and
+//! `place` writes for a hybrid plan.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::InputError;
+use crate::strategy::Schedule;
+
+/// What a data-parallel group shards across its replicas (Rajbhandari et al. SC'20, §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub enum ZeroStage {
+    /// Plain data parallelism: every replica holds every model state; gradients all-reduced.
+    #[default]
+    #[serde(rename = "0")]
+    None,
+    /// ZeRO-1 (P_os): optimizer states sharded; gradients reduce-scattered, updated parameters
+    /// all-gathered (Megatron's distributed optimizer).
+    #[serde(rename = "1")]
+    Optimizer,
+    /// ZeRO-2 (P_os+g): gradients sharded as well.
+    #[serde(rename = "2")]
+    Gradients,
+    /// ZeRO-3 (P_os+g+p), FSDP's full sharding: parameters sharded too, all-gathered before each
+    /// layer's forward and again before its backward.
+    #[serde(rename = "3")]
+    Parameters,
+}
+
+impl ZeroStage {
+    /// The stage's number, 0 to 3.
+    pub fn level(self) -> u8 {
+        match self {
+            ZeroStage::None => 0,
+            ZeroStage::Optimizer => 1,
+            ZeroStage::Gradients => 2,
+            ZeroStage::Parameters => 3,
+        }
+    }
+}
+
+/// What a stage recomputes in backward instead of keeping from forward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Recompute {
+    /// Every activation backward needs is kept.
+    #[default]
+    None,
+    /// Selective (Korthikanti et al. 2022; torchtitan's "selective op"): the outputs of the matrix
+    /// products and attention are kept, the cheap element-wise and normalisation ops between
+    /// them are recomputed in backward.
+    Selective,
+    /// Full (Megatron's `--recompute-granularity full`, torchtitan's "full"): only each layer's
+    /// input is kept; the whole layer's forward runs again before its backward.
+    Full,
+}
+
+/// One pipeline stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    /// First and one-past-last transformer layer of the stage; the first stage also runs the
+    /// embedding, the last the final norm, the LM head and the loss.
+    pub layers: [usize; 2],
+    /// The stage's data-parallel replicas, each the device indices of one tensor-parallel group
+    /// (all of one length, the stage's TP degree; rank order as listed).
+    pub replicas: Vec<Vec<usize>>,
+    /// Share of each micro-batch each replica takes (sums to 1); even when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares: Option<Vec<f64>>,
+    /// Megatron's sequence parallelism: the norms, dropouts and residuals run on `1/tp` of the
+    /// sequence, and each tensor-parallel AllReduce becomes a reduce-scatter plus an all-gather.
+    #[serde(default)]
+    pub sequence_parallel: bool,
+    /// What the data-parallel replicas shard.
+    #[serde(default)]
+    pub zero: ZeroStage,
+    /// What backward recomputes.
+    #[serde(default)]
+    pub recompute: Recompute,
+}
+
+impl Stage {
+    /// The tensor-parallel degree.
+    pub fn tp(&self) -> usize {
+        self.replicas.first().map_or(0, Vec::len)
+    }
+
+    /// The data-parallel degree.
+    pub fn dp(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// Transformer layers of the stage.
+    pub(crate) fn layer_count(&self) -> usize {
+        self.layers[1] - self.layers[0]
+    }
+
+    /// Each replica's share of a micro-batch.
+    pub(crate) fn replica_shares(&self) -> Vec<f64> {
+        self.shares
+            .clone()
+            .unwrap_or_else(|| vec![1.0 / self.dp() as f64; self.dp()])
+    }
+
+    /// Every device of the stage.
+    pub(crate) fn devices(&self) -> impl Iterator<Item = usize> + '_ {
+        self.replicas.iter().flatten().copied()
+    }
+}
+
+/// A hybrid-parallel plan of one training iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HybridPlan {
+    /// Sequences per iteration, over all replicas and micro-batches.
+    pub global_batch: u32,
+    /// Micro-batches each iteration is cut into; each flows through every stage.
+    pub micro_batches: u32,
+    /// The pipeline schedule.
+    #[serde(default = "one_f_one_b")]
+    pub schedule: Schedule,
+    /// Whether the gradient synchronisation starts during the last backward, bucket by bucket
+    /// (PyTorch DDP, FSDP, Megatron-Core's `--overlap-grad-reduce`), or only after it (Megatron-LM
+    /// before 2023).
+    #[serde(default = "yes")]
+    pub overlap_grad_reduce: bool,
+    /// The stages, first to last.
+    pub stages: Vec<Stage>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn one_f_one_b() -> Schedule {
+    Schedule::OneFOneB
+}
+
+impl HybridPlan {
+    /// Sequences in one micro-batch (of the whole stage, before its replicas share it).
+    pub(crate) fn micro_batch(&self) -> f64 {
+        f64::from(self.global_batch) / f64::from(self.micro_batches)
+    }
+
+    /// Every device the plan uses.
+    pub fn devices(&self) -> Vec<usize> {
+        let mut d: Vec<usize> = self.stages.iter().flat_map(Stage::devices).collect();
+        d.sort_unstable();
+        d
+    }
+
+    /// Checks the plan against a model of `layers` layers and `heads` attention heads (and
+    /// `kv_heads` key/value heads) on `devices` devices; `source` names the file in errors.
+    pub fn validate(
+        &self,
+        source: &str,
+        layers: usize,
+        heads: usize,
+        kv_heads: usize,
+        devices: usize,
+    ) -> Result<(), InputError> {
+        let err = |field: String, msg: String| Err(InputError::new(source, field, msg));
+        if self.stages.is_empty() {
+            return err("stages".into(), "no stages".into());
+        }
+        if self.micro_batches == 0 || !self.global_batch.is_multiple_of(self.micro_batches) {
+            return err(
+                "micro_batches".into(),
+                format!(
+                    "{} does not divide the global batch {}",
+                    self.micro_batches, self.global_batch
+                ),
+            );
+        }
+        let mut next_layer = 0;
+        let mut used = vec![false; devices];
+        for (i, s) in self.stages.iter().enumerate() {
+            let field = |f: &str| format!("stages[{i}].{f}");
+            if s.layers[0] != next_layer || s.layers[1] <= s.layers[0] {
+                return err(
+                    field("layers"),
+                    format!(
+                        "{:?} must start at layer {next_layer} and hold at least one layer",
+                        s.layers
+                    ),
+                );
+            }
+            next_layer = s.layers[1];
+            let tp = s.tp();
+            if s.replicas.is_empty() || tp == 0 {
+                return err(field("replicas"), "no devices".into());
+            }
+            if let Some(r) = s.replicas.iter().position(|r| r.len() != tp) {
+                return err(
+                    field(&format!("replicas[{r}]")),
+                    format!("has {} devices, replica 0 has {tp}", s.replicas[r].len()),
+                );
+            }
+            if !heads.is_multiple_of(tp) || !kv_heads.is_multiple_of(tp) {
+                return err(
+                    field("replicas"),
+                    format!(
+                        "tensor-parallel degree {tp} must divide the {heads} attention heads and \
+                         the {kv_heads} key/value heads"
+                    ),
+                );
+            }
+            for d in s.devices() {
+                if d >= devices {
+                    return err(
+                        field("replicas"),
+                        format!("device {d} does not exist (the cluster has {devices})"),
+                    );
+                }
+                if std::mem::replace(&mut used[d], true) {
+                    return err(field("replicas"), format!("device {d} is used twice"));
+                }
+            }
+            if let Some(shares) = &s.shares {
+                let total: f64 = shares.iter().sum();
+                if shares.len() != s.dp()
+                    || shares.iter().any(|x| !x.is_finite() || *x <= 0.0)
+                    || (total - 1.0).abs() > 1e-6
+                {
+                    return err(
+                        field("shares"),
+                        format!("must be {} positive shares summing to 1", s.dp()),
+                    );
+                }
+            }
+        }
+        if next_layer != layers {
+            return err(
+                "stages".into(),
+                format!("cover layers 0..{next_layer}; the model has {layers}"),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The plan in the JSON file at `path`; errors name the file and the field.
+pub fn load_plan(path: &std::path::Path) -> crate::error::Result<HybridPlan> {
+    let text = crate::io::read_text_file(path)?;
+    let source = path.display().to_string();
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let plan = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let field = e.path().to_string();
+        InputError::new(
+            &source,
+            if field == "." { String::new() } else { field },
+            e.into_inner().to_string(),
+        )
+    })?;
+    Ok(plan)
+}

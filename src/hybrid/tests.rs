@@ -1,0 +1,167 @@
+//! The hybrid simulator against closed forms: Megatron's tensor-parallel collectives per layer,
+//! full recomputation's extra forward, and the ZeRO paper's model states summed over a group.
+
+use crate::autocast::half_parameters;
+use crate::cluster::{Cluster, parse_cluster};
+use crate::cost::{CommModel, CostModel, ring_allreduce_time_us, tree_allreduce_time_us};
+use crate::precision::Precision;
+use crate::strategy::Schedule;
+use crate::zoo::{Framework, ZooOptions, build};
+
+use super::comm::{Ring, tp_bytes_per_layer_pass};
+use super::memory::StateBytes;
+use super::profile::Shard;
+use super::*;
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs()
+}
+
+fn dgx() -> Cluster {
+    parse_cluster(
+        "name = \"dgx\"\n[[machine]]\nname = \"a\"\ngpu = \"A100-80GB\"\ngpus = 8\n\
+         intra_bandwidth = \"300 GB/s\"\ninterconnect = \"nvswitch\"\nnic = \"200 Gbps\"\n",
+        "<test>",
+    )
+    .unwrap()
+}
+
+fn llama_1b(batch: u32) -> HybridModel {
+    let opts = ZooOptions {
+        batch_size: Some(batch),
+        framework: Framework::Pytorch,
+        seq: Some(256),
+        ..ZooOptions::default()
+    };
+    let g = half_parameters(&build("llama-1b", &opts).unwrap(), Precision::Bf16, "t").unwrap();
+    HybridModel::new(g, Precision::Bf16, [32, 8, 256], "t").unwrap()
+}
+
+fn one_stage(layers: usize, replicas: Vec<Vec<usize>>, batch: u32) -> HybridPlan {
+    HybridPlan {
+        global_batch: batch,
+        micro_batches: 1,
+        schedule: Schedule::OneFOneB,
+        overlap_grad_reduce: true,
+        stages: vec![Stage {
+            layers: [0, layers],
+            replicas,
+            shares: None,
+            sequence_parallel: false,
+            zero: ZeroStage::None,
+            recompute: Recompute::None,
+        }],
+    }
+}
+
+fn ideal_cost() -> CostModel {
+    CostModel {
+        precision: Precision::Bf16,
+        comm: CommModel::ideal(),
+        ..CostModel::default()
+    }
+}
+
+#[test]
+fn tensor_parallel_time_is_two_allreduces_per_layer_and_pass() {
+    let (cluster, cost, model) = (dgx(), ideal_cost(), llama_1b(4));
+    for t in [2usize, 4, 8] {
+        for sp in [false, true] {
+            let mut plan = one_stage(model.layers(), vec![(0..t).collect()], 4);
+            plan.stages[0].sequence_parallel = sp;
+            let r = estimate(&model, &cluster, &cost, &plan);
+            let ring = Ring::over(&cluster, &(0..t).collect::<Vec<_>>(), 1);
+            let act = model.profile.layer.input_bytes;
+            let (b, lat) = (ring.bandwidth, ring.latency_us);
+            // NCCL's faster of ring and tree for each AllReduce of b·s·h; under sequence
+            // parallelism ring reduce-scatters and all-gathers, (t−1)/t·S/B + (t−1)·latency.
+            let allreduce =
+                ring_allreduce_time_us(act, t, b, lat).min(tree_allreduce_time_us(act, t, b, lat));
+            let steps = (t - 1) as f64;
+            let per_pass = if sp {
+                4.0 * (steps / t as f64 * act / b + steps * lat)
+            } else {
+                2.0 * allreduce
+            };
+            if allreduce == ring_allreduce_time_us(act, t, b, lat) {
+                let volume = tp_bytes_per_layer_pass(act, t, sp) / b;
+                let latency = 4.0 * steps * lat;
+                assert!(close(per_pass, volume + latency));
+            }
+            // Plus one AllReduce each for the vocabulary-parallel embedding and loss.
+            let ends = 2.0 * allreduce;
+            let expect = 2.0 * model.layers() as f64 * per_pass + ends;
+            assert!(
+                close(r.stages[0].tp_comm_us, expect),
+                "t={t} sp={sp}: {} vs {expect}",
+                r.stages[0].tp_comm_us
+            );
+        }
+    }
+}
+
+#[test]
+fn full_recomputation_adds_one_forward_of_every_layer() {
+    let (cluster, cost, model) = (dgx(), ideal_cost(), llama_1b(2));
+    let plain = one_stage(model.layers(), vec![vec![0]], 2);
+    let mut full = plain.clone();
+    full.stages[0].recompute = Recompute::Full;
+    let (a, b) = (
+        estimate(&model, &cluster, &cost, &plain),
+        estimate(&model, &cluster, &cost, &full),
+    );
+    let shard = Shard {
+        share: 1.0,
+        tp: 1,
+        sequence_parallel: false,
+    };
+    let gpu = &cluster.devices[0].gpu;
+    let layer = model
+        .profile
+        .layer
+        .forward_us(&model.graph, &cost, gpu, shard);
+    let extra = b.stages[0].backward_us - a.stages[0].backward_us;
+    assert!(close(extra, model.layers() as f64 * layer), "{extra}");
+    assert_eq!(a.stages[0].forward_us, b.stages[0].forward_us);
+    // Only each layer's input is kept.
+    let kept = b.stages[0].memory[0].activations;
+    assert!(kept < a.stages[0].memory[0].activations / 5.0);
+}
+
+#[test]
+fn zero_states_summed_over_the_group_are_the_papers() {
+    let (cluster, cost, model) = (dgx(), ideal_cost(), llama_1b(8));
+    let params: f64 = model.graph.ops().iter().map(|o| o.params as f64).sum();
+    assert_eq!(model.states, StateBytes::MIXED_ADAM);
+    for (zero, total_per_param) in [
+        (ZeroStage::None, 8.0 * 16.0),
+        (ZeroStage::Optimizer, 8.0 * 4.0 + 12.0),
+        (ZeroStage::Gradients, 8.0 * 2.0 + 14.0),
+        (ZeroStage::Parameters, 16.0),
+    ] {
+        let mut plan = one_stage(model.layers(), (0..8).map(|d| vec![d]).collect(), 8);
+        plan.stages[0].zero = zero;
+        let r = estimate(&model, &cluster, &cost, &plan);
+        let sum: f64 = r.memory().map(|m| m.states.total()).sum();
+        assert!(close(sum, total_per_param * params), "{zero:?}: {sum}");
+    }
+}
+
+#[test]
+fn plans_that_do_not_cover_the_model_are_refused() {
+    let model = llama_1b(2);
+    let mut plan = one_stage(model.layers() - 1, vec![vec![0]], 2);
+    let e = model.check(&plan, 8, "p.json").unwrap_err();
+    assert!(e.to_string().contains("stages"), "{e}");
+    plan = one_stage(model.layers(), vec![vec![0, 1, 2]], 2);
+    let e = model.check(&plan, 8, "p.json").unwrap_err();
+    assert!(e.to_string().contains("tensor-parallel degree 3"), "{e}");
+    plan = one_stage(model.layers(), vec![vec![0], vec![0]], 2);
+    let e = model.check(&plan, 8, "p.json").unwrap_err();
+    assert!(e.to_string().contains("used twice"), "{e}");
+    plan = one_stage(model.layers(), vec![vec![0]], 4);
+    assert!(
+        model.check(&plan, 8, "p.json").is_err(),
+        "micro-batch 4 on a graph built at 2"
+    );
+}

@@ -1,0 +1,364 @@
+//! Hybrid plans (tensor × pipeline × data parallelism with ZeRO and recomputation) against the
+//! published LLM-scale runs of Megatron-LM, torchtitan and DeepSpeed.
+
+use topoplace::autocast::half_parameters as autocast;
+use topoplace::cluster::{Cluster, parse_cluster};
+use topoplace::cost::CostModel;
+use topoplace::hybrid::{HybridModel, HybridPlan, Recompute, Stage, ZeroStage, estimate};
+use topoplace::precision::Precision;
+use topoplace::strategy::Schedule;
+use topoplace::zoo::{self, Framework, GptConfig, ZooOptions};
+
+/// `machines` DGX A100 80GB nodes as Selene's: NVSwitch inside, eight 200 Gbps HDR NICs each.
+fn dgx_a100(machines: usize) -> Cluster {
+    let toml = format!(
+        "name = \"selene\"\n[[machine]]\nname = \"dgx\"\ngpu = \"A100-80GB\"\ngpus = 8\n\
+         intra_bandwidth = \"300 GB/s\"\ninterconnect = \"nvswitch\"\nnic = \"1600 Gbps\"\n\
+         count = {machines}\n"
+    );
+    parse_cluster(&toml, "<test>").unwrap()
+}
+
+fn cost(precision: Precision) -> CostModel {
+    CostModel {
+        precision,
+        runtime: Framework::Pytorch.runtime_memory(),
+        ..CostModel::default()
+    }
+}
+
+/// A plan of `pp` equal stages of `tp`-way groups, data-parallel over the rest of `gpus`, with
+/// devices in Megatron's rank order (TP fastest, then DP, then PP).
+fn megatron_layout(
+    gpus: usize,
+    tp: usize,
+    pp: usize,
+    layers: usize,
+    global_batch: u32,
+    micro_batches: u32,
+    recompute: Recompute,
+) -> HybridPlan {
+    let dp = gpus / tp / pp;
+    let per_stage = layers / pp;
+    let stages = (0..pp)
+        .map(|s| Stage {
+            layers: [s * per_stage, (s + 1) * per_stage],
+            replicas: (0..dp)
+                .map(|r| (0..tp).map(|k| s * dp * tp + r * tp + k).collect())
+                .collect(),
+            shares: None,
+            sequence_parallel: false,
+            zero: ZeroStage::None,
+            recompute,
+        })
+        .collect();
+    HybridPlan {
+        global_batch,
+        micro_batches,
+        schedule: Schedule::OneFOneB,
+        overlap_grad_reduce: false,
+        stages,
+    }
+}
+
+struct MegatronRow {
+    layers: usize,
+    hidden: usize,
+    heads: usize,
+    tp: usize,
+    pp: usize,
+    gpus: usize,
+    batch: u32,
+    tflops: f64,
+}
+
+/// Narayanan et al. SC'21, Table 1 (GPT, seq 2,048, vocabulary 51,200, full recomputation,
+/// mixed precision, A100 80GB): model FLOPs per GPU per second.
+const MEGATRON_A100: &[MegatronRow] = &[
+    MegatronRow {
+        layers: 24,
+        hidden: 2304,
+        heads: 24,
+        tp: 1,
+        pp: 1,
+        gpus: 32,
+        batch: 512,
+        tflops: 137.0,
+    },
+    MegatronRow {
+        layers: 30,
+        hidden: 3072,
+        heads: 32,
+        tp: 2,
+        pp: 1,
+        gpus: 64,
+        batch: 512,
+        tflops: 138.0,
+    },
+    MegatronRow {
+        layers: 36,
+        hidden: 4096,
+        heads: 32,
+        tp: 4,
+        pp: 1,
+        gpus: 128,
+        batch: 512,
+        tflops: 142.0,
+    },
+    MegatronRow {
+        layers: 40,
+        hidden: 6144,
+        heads: 48,
+        tp: 8,
+        pp: 1,
+        gpus: 256,
+        batch: 1024,
+        tflops: 135.0,
+    },
+    MegatronRow {
+        layers: 48,
+        hidden: 8192,
+        heads: 64,
+        tp: 8,
+        pp: 2,
+        gpus: 512,
+        batch: 1536,
+        tflops: 138.0,
+    },
+    MegatronRow {
+        layers: 60,
+        hidden: 10240,
+        heads: 80,
+        tp: 8,
+        pp: 4,
+        gpus: 1024,
+        batch: 1792,
+        tflops: 140.0,
+    },
+];
+
+/// Model FLOPs of one iteration with full recomputation (Narayanan et al. SC'21, eq. 3):
+/// 96·B·s·l·h²·(1 + s/6h + V/16lh).
+fn megatron_flops(batch: f64, seq: f64, layers: f64, hidden: f64, vocab: f64) -> f64 {
+    96.0 * batch
+        * seq
+        * layers
+        * hidden
+        * hidden
+        * (1.0 + seq / (6.0 * hidden) + vocab / (16.0 * layers * hidden))
+}
+
+fn gpt_model(c: GptConfig, micro_batch: u32, precision: Precision) -> HybridModel {
+    let heads = c.heads;
+    let opts = ZooOptions {
+        batch_size: Some(micro_batch),
+        gpt: c,
+        framework: Framework::PytorchEager,
+        ..ZooOptions::default()
+    };
+    let graph = zoo::build("gpt", &opts).unwrap();
+    let graph = autocast(&graph, precision, "gpt").unwrap();
+    HybridModel::new(graph, precision, [heads, heads, 2048], "gpt").unwrap()
+}
+
+#[test]
+fn megatron_a100_table() {
+    let precision = Precision::Fp16;
+    let cost = cost(precision);
+    for row in MEGATRON_A100 {
+        let cluster = dgx_a100(row.gpus / 8);
+        let dp = row.gpus / row.tp / row.pp;
+        let per_replica = row.batch as usize / dp;
+        let mut best: Option<(f64, u32)> = None;
+        for mb in [1u32, 2, 4, 8] {
+            if !per_replica.is_multiple_of(mb as usize) {
+                continue;
+            }
+            let micro_batches = row.batch / (mb * dp as u32);
+            let c = GptConfig {
+                layers: row.layers,
+                hidden: row.hidden,
+                heads: row.heads,
+                seq: 2048,
+                vocab: 51200,
+            };
+            let model = gpt_model(c, mb * dp as u32, precision);
+            let plan = megatron_layout(
+                row.gpus,
+                row.tp,
+                row.pp,
+                row.layers,
+                row.batch,
+                micro_batches,
+                Recompute::Full,
+            );
+            model.check(&plan, cluster.devices.len(), "<test>").unwrap();
+            let r = estimate(&model, &cluster, &cost, &plan);
+            let flops = megatron_flops(
+                row.batch as f64,
+                2048.0,
+                row.layers as f64,
+                row.hidden as f64,
+                51200.0,
+            );
+            let tflops = flops / (r.iteration_us * 1e-6) / row.gpus as f64 / 1e12;
+            if r.fits() && best.is_none_or(|b| tflops > b.0) {
+                best = Some((tflops, mb));
+            }
+        }
+        let (tflops, mb) = best.expect("a micro-batch that fits");
+        let ratio = tflops / row.tflops;
+        eprintln!(
+            "GPT {}L h{} TP{} PP{} on {}: {tflops:.1} TFLOP/s per GPU at micro-batch {mb}, \
+             published {} (×{ratio:.3})",
+            row.layers, row.hidden, row.tp, row.pp, row.gpus, row.tflops
+        );
+        assert!((ratio - 1.0).abs() <= 0.2, "{ratio}");
+    }
+}
+
+/// `machines` nodes of `gpus` GPUs of `gpu` on NVSwitch, with `nic` per node.
+fn nodes(gpu: &str, gpus: usize, intra: &str, nic: &str, machines: usize) -> Cluster {
+    let toml = format!(
+        "name = \"nodes\"\n[[machine]]\nname = \"node\"\ngpu = \"{gpu}\"\ngpus = {gpus}\n\
+         intra_bandwidth = \"{intra}\"\ninterconnect = \"nvswitch\"\nnic = \"{nic}\"\n\
+         count = {machines}\n"
+    );
+    parse_cluster(&toml, "<test>").unwrap()
+}
+
+fn llama_model(name: &str, micro_batch: u32, precision: Precision) -> HybridModel {
+    let c = zoo::LLAMA_SIZES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap()
+        .1
+        .clone();
+    let opts = ZooOptions {
+        batch_size: Some(micro_batch),
+        framework: Framework::Pytorch,
+        ..ZooOptions::default()
+    };
+    let graph = zoo::build(name, &opts).unwrap();
+    let graph = autocast(&graph, precision, name).unwrap();
+    HybridModel::new(graph, precision, [c.heads, c.kv_heads, c.seq], name).unwrap()
+}
+
+/// FSDP (ZeRO-3) over every GPU, one micro-batch of `local` sequences each.
+fn fsdp(gpus: usize, layers: usize, local: u32, recompute: Recompute) -> HybridPlan {
+    HybridPlan {
+        global_batch: local * gpus as u32,
+        micro_batches: 1,
+        schedule: Schedule::OneFOneB,
+        overlap_grad_reduce: true,
+        stages: vec![Stage {
+            layers: [0, layers],
+            replicas: (0..gpus).map(|d| vec![d]).collect(),
+            shares: None,
+            sequence_parallel: false,
+            zero: ZeroStage::Parameters,
+            recompute,
+        }],
+    }
+}
+
+/// torchtitan's FSDP2 runs on 64 A100 80GB in bf16 (docs/performance.md): tokens per second per
+/// GPU. The nodes' network is not stated; eight 200 Gbps NICs a node (as DGX A100) is assumed.
+#[test]
+fn torchtitan_fsdp2_a100_table() {
+    let precision = Precision::Bf16;
+    let cost = cost(precision);
+    let cluster = nodes("A100-80GB", 8, "300 GB/s", "1600 Gbps", 8);
+    let rows = [
+        (
+            "llama-8b",
+            1u32,
+            8192.0,
+            Recompute::Selective,
+            2973.0,
+            false,
+        ),
+        ("llama-13b", 2, 4096.0, Recompute::None, 2162.0, true),
+        ("llama-70b", 2, 4096.0, Recompute::Full, 353.0, true),
+        ("llama3-70b", 1, 8192.0, Recompute::Full, 331.0, true),
+    ];
+    for (name, local, seq, recompute, published, within_20) in rows {
+        let model = llama_model(name, local * 64, precision);
+        let plan = fsdp(64, model.layers(), local, recompute);
+        model.check(&plan, 64, "<test>").unwrap();
+        let r = estimate(&model, &cluster, &cost, &plan);
+        let tokens = f64::from(local) * 64.0 * seq / (r.iteration_us * 1e-6) / 64.0;
+        let ratio = tokens / published;
+        eprintln!(
+            "{name} local batch {local} {recompute:?}: {tokens:.0} tokens/s per GPU, published \
+             {published} (×{ratio:.3})"
+        );
+        // It ran: it must fit.
+        assert!(r.fits(), "{name}: {:?}", r.tightest());
+        if within_20 {
+            assert!((ratio - 1.0).abs() <= 0.2, "{name}: {ratio}");
+        } else {
+            // Llama 3 8B's selective op recomputation at 8,192 tokens: the simulator's layer is
+            // 1.3× faster than torchtitan's (docs/hybrid.md lists it as a miss).
+            assert!(
+                ratio > 1.2,
+                "{name}: {ratio}: the miss is mended, move it to the others"
+            );
+        }
+    }
+}
+
+/// DeepSpeed's ZeRO tutorial: a 10 B GPT-2 (50 layers, width 4,096, 32 heads, 1,024 tokens) on
+/// 32 V100 32GB (two DGX-2: 16 GPUs on NVSwitch, eight 100 Gbps NICs), micro-batch 1 per GPU,
+/// full recomputation, fp16, ZeRO-2: about 4.6 s an iteration and 31.5 GiB a GPU.
+#[test]
+fn deepspeed_zero2_10b() {
+    let precision = Precision::Fp16;
+    let cost = cost(precision);
+    let cluster = nodes("V100-SXM2-32GB", 16, "150 GB/s", "800 Gbps", 2);
+    let c = GptConfig {
+        layers: 50,
+        hidden: 4096,
+        heads: 32,
+        seq: 1024,
+        vocab: 50257,
+    };
+    let opts = ZooOptions {
+        batch_size: Some(32),
+        gpt: c,
+        framework: Framework::PytorchEager,
+        ..ZooOptions::default()
+    };
+    let graph = autocast(&zoo::build("gpt", &opts).unwrap(), precision, "gpt").unwrap();
+    let model = HybridModel::new(graph, precision, [32, 32, 1024], "gpt").unwrap();
+    let mut plan = fsdp(32, 50, 1, Recompute::Full);
+    plan.stages[0].zero = ZeroStage::Gradients;
+    let r = estimate(&model, &cluster, &cost, &plan);
+    let gib = r.tightest().unwrap().total / 2f64.powi(30);
+    let ms = r.iteration_us / 1e3;
+    eprintln!(
+        "GPT-2 10B ZeRO-2: {ms:.0} ms (published 4,556–4,638), {gib:.1} GiB (published 31.5)"
+    );
+    assert!(r.fits());
+    assert!((gib / 31.5 - 1.0).abs() <= 0.2, "{gib}");
+    // The time is a miss: 3× faster than DeepSpeed's log, whose optimizer step alone took 2.1 s
+    // (docs/hybrid.md).
+    assert!(ms < 4556.0 * 0.8, "{ms}: the miss is mended");
+}
+
+/// torchtitan's footnote: Llama 2 70B at local batch 2 with selective op recomputation runs out
+/// of memory on 64 A100 80GB; at local batch 1 it runs (355 tokens/s per GPU).
+#[test]
+fn torchtitan_70b_selective_fits_at_batch_1_only() {
+    let precision = Precision::Bf16;
+    let cost = cost(precision);
+    let cluster = nodes("A100-80GB", 8, "300 GB/s", "1600 Gbps", 8);
+    for (local, fits) in [(1u32, true), (2, false)] {
+        let model = llama_model("llama-70b", local * 64, precision);
+        let plan = fsdp(64, model.layers(), local, Recompute::Selective);
+        let r = estimate(&model, &cluster, &cost, &plan);
+        let gib = r.tightest().unwrap().total / 2f64.powi(30);
+        eprintln!("llama-70b local batch {local} selective: {gib:.1} GiB");
+        assert_eq!(r.fits(), fits, "local batch {local}: {gib:.1} GiB");
+    }
+}
