@@ -14,9 +14,18 @@ pub const CONFIGS: &[(&str, &str)] = &[
     ),
     ("fastt-8xv100", include_str!("../configs/fastt-8xv100.toml")),
     (
+        "hetero-a100-40-v100",
+        include_str!("../configs/hetero-a100-40-v100.toml"),
+    ),
+    (
         "hetero-a100-v100",
         include_str!("../configs/hetero-a100-v100.toml"),
     ),
+    (
+        "hetero-h100-a100",
+        include_str!("../configs/hetero-h100-a100.toml"),
+    ),
+    ("mixed-1024", include_str!("../configs/mixed-1024.toml")),
     ("moirai-inter", include_str!("../configs/moirai-inter.toml")),
     ("moirai-intra", include_str!("../configs/moirai-intra.toml")),
     (

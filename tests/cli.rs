@@ -1067,3 +1067,100 @@ fn solve_proves_a_one_op_graph_without_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("optimal"));
 }
+
+/// A language model's run on the shipped A100 + V100 cluster in fp16 under PyTorch.
+const FP16_ON_A100_V100: [&str; 6] = [
+    "--cluster",
+    "hetero-a100-v100",
+    "--precision",
+    "fp16",
+    "--framework",
+    "pytorch",
+];
+
+#[test]
+fn hybrid_plan_errors_name_the_file_and_field() {
+    let mut args = vec!["simulate", "--model", "llama-1b"];
+    args.extend(FP16_ON_A100_V100);
+    args.push("--plan");
+    let stage = |layers: &str, replicas: &str| {
+        format!(
+            r#"{{"global_batch": 8, "micro_batches": 2, "stages": [{{"layers": {layers}, "replicas": {replicas}}}]}}"#
+        )
+    };
+    fails_naming(
+        &args,
+        "gap.json",
+        &stage("[0, 10]", "[[0]]"),
+        &["stages", "layers 0..10"],
+    );
+    fails_naming(
+        &args,
+        "tp3.json",
+        &stage("[0, 16]", "[[0, 1, 2]]"),
+        &["stages[0].replicas", "degree 3"],
+    );
+    fails_naming(
+        &args,
+        "twice.json",
+        &stage("[0, 16]", "[[0], [0]]"),
+        &["used twice"],
+    );
+    fails_naming(
+        &args,
+        "far.json",
+        &stage("[0, 16]", "[[99]]"),
+        &["device 99"],
+    );
+    fails_naming(
+        &args,
+        "field.json",
+        r#"{"global_batch": 8, "micro_batches": 2, "stages": [], "pipeline": 1}"#,
+        &["pipeline"],
+    );
+    fails_naming(
+        &args,
+        "zero.json",
+        r#"{"global_batch": 8, "micro_batches": 2, "stages": [{"layers": [0, 16], "replicas": [[0]], "zero": "4"}]}"#,
+        &["stages[0].zero"],
+    );
+    fails_naming(
+        &args,
+        "mb.json",
+        r#"{"global_batch": 8, "micro_batches": 3, "stages": [{"layers": [0, 16], "replicas": [[0]]}]}"#,
+        &["micro_batches"],
+    );
+}
+
+#[test]
+fn place_writes_a_hybrid_plan_that_simulate_reproduces() {
+    let dir = scratch("hybrid-place");
+    let out = dir.join("plan.json");
+    let mut common = vec!["--model", "llama-8b", "--json"];
+    common.extend(FP16_ON_A100_V100);
+    let mut place = vec!["place", "--batch", "32", "--out", out.to_str().unwrap()];
+    place.extend(&common);
+    let placed = run_json(&place);
+    assert!(placed["fits"].as_bool().unwrap());
+    assert!(placed["speedup_over_best_other"].as_f64().unwrap() >= 1.0);
+    let mut simulate = vec!["simulate", "--plan", out.to_str().unwrap()];
+    simulate.extend(&common);
+    let simulated = run_json(&simulate);
+    assert_eq!(placed["iteration_ms"], simulated["iteration_ms"]);
+    // The same seed, the same plan: placing again writes the same file.
+    let first = std::fs::read_to_string(&out).unwrap();
+    run_ok(&place);
+    assert_eq!(first, std::fs::read_to_string(&out).unwrap());
+    // A model that is not a zoo language model is refused by the hybrid planner.
+    let refused = run(&[
+        "place",
+        "--model",
+        "vgg19",
+        "--cluster",
+        "tag-testbed",
+        "--planner",
+        "hybrid",
+    ]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--planner"));
+}

@@ -25,6 +25,9 @@ const EXPECTED: &[(&str, usize, usize, usize)] = &[
     ("fastt-8xv100", 1, 8, 1),
     ("fastt-2x4xv100", 2, 8, 2),
     ("hetero-a100-v100", 2, 16, 2),
+    ("hetero-a100-40-v100", 4, 32, 4),
+    ("hetero-h100-a100", 16, 128, 16),
+    ("mixed-1024", 128, 1024, 128),
 ];
 
 #[test]

@@ -362,3 +362,84 @@ fn torchtitan_70b_selective_fits_at_batch_1_only() {
         assert_eq!(r.fits(), fits, "local batch {local}: {gib:.1} GiB");
     }
 }
+
+/// The four language-model instances of the hybrid planner's acceptance: the search finds a plan
+/// that fits and is never slower than Megatron's default layout or FSDP.
+#[test]
+fn search_fits_and_beats_megatron_and_fsdp() {
+    use topoplace::hybrid::{Planner, fsdp, megatron, search};
+    use topoplace::resolve::load_named_cluster;
+    let instances = [
+        ("llama-7b", "hetero-a100-v100", 64u32, Precision::Fp16),
+        ("llama-13b", "hetero-a100-40-v100", 64, Precision::Fp16),
+        ("llama-70b", "hetero-h100-a100", 256, Precision::Bf16),
+        ("llama-70b", "mixed-1024", 1024, Precision::Bf16),
+    ];
+    for (model, cluster, batch, precision) in instances {
+        let cluster = load_named_cluster(cluster, "<test>").unwrap();
+        let cost = cost(precision);
+        let opts = ZooOptions {
+            framework: Framework::Pytorch,
+            ..ZooOptions::default()
+        };
+        let mut planner = Planner::new(model, &opts, precision, &cluster, &cost, batch).unwrap();
+        let best = search(&mut planner).unwrap().expect("a plan");
+        assert!(best.report.fits(), "{model} on {}", cluster.name);
+        for (name, other) in [
+            ("megatron", megatron(&mut planner).unwrap()),
+            ("fsdp", fsdp(&mut planner).unwrap()),
+        ] {
+            let Some(other) = other.filter(|o| o.report.fits()) else {
+                continue;
+            };
+            let speedup = other.report.iteration_us / best.report.iteration_us;
+            eprintln!("{model} on {}: {speedup:.2}× {name}", cluster.name);
+            assert!(
+                speedup >= 1.0,
+                "{model} on {}: slower than {name}",
+                cluster.name
+            );
+        }
+    }
+}
+
+/// Ten random clusters of TAG's distribution (1–6 machines of 1–8 GPUs of three 2017–2019 types):
+/// wherever Llama 3.2 1B fits, the search is never slower than Megatron's layout or FSDP.
+#[test]
+fn search_beats_the_baselines_on_random_topologies() {
+    use topoplace::cluster::random_cluster;
+    use topoplace::hybrid::{Planner, fsdp, megatron, search};
+    let precision = Precision::Fp16;
+    let cost = cost(precision);
+    let opts = ZooOptions {
+        framework: Framework::Pytorch,
+        seq: Some(2048),
+        ..ZooOptions::default()
+    };
+    let mut placed = 0;
+    for seed in 0..10 {
+        let cluster = random_cluster(seed);
+        let mut planner = Planner::new("llama-1b", &opts, precision, &cluster, &cost, 32).unwrap();
+        let Some(best) = search(&mut planner).unwrap().filter(|b| b.report.fits()) else {
+            continue;
+        };
+        placed += 1;
+        let others = [megatron(&mut planner).unwrap(), fsdp(&mut planner).unwrap()];
+        let fastest_other = others
+            .iter()
+            .flatten()
+            .filter(|o| o.report.fits())
+            .map(|o| o.report.iteration_us)
+            .fold(f64::INFINITY, f64::min);
+        eprintln!(
+            "seed {seed} ({} GPUs): {:.2}× the best baseline",
+            cluster.devices.len(),
+            fastest_other / best.report.iteration_us
+        );
+        assert!(best.report.iteration_us <= fastest_other, "seed {seed}");
+    }
+    assert!(
+        placed >= 5,
+        "only {placed} of 10 clusters hold Llama 3.2 1B"
+    );
+}

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::common::{Numerics, print_either};
+use topoplace::cluster::Cluster;
 use topoplace::error::Result;
 use topoplace::hybrid::{HybridModel, HybridPlan, HybridReport, estimate, load_plan};
 use topoplace::render::Table;
@@ -15,7 +16,8 @@ use topoplace::zoo::ZooOptions;
 #[derive(Serialize)]
 struct PlanOutput<'a> {
     model: &'a str,
-    cluster: &'a str,
+    #[serde(serialize_with = "cluster_name")]
+    cluster: &'a Cluster,
     iteration_ms: f64,
     tokens_per_s: f64,
     fits: bool,
@@ -50,7 +52,7 @@ pub fn run(model: &str, cluster: &str, plan: &Path, numerics: Numerics, json: bo
     let seq = hybrid.seq() as f64;
     let out = PlanOutput {
         model,
-        cluster: &cluster.name,
+        cluster: &cluster,
         iteration_ms: report.iteration_us / 1e3,
         tokens_per_s: f64::from(plan.global_batch) * seq / (report.iteration_us * 1e-6),
         fits: report.fits(),
@@ -65,10 +67,43 @@ fn gib(bytes: f64) -> String {
 }
 
 fn text(o: &PlanOutput) -> String {
+    format!(
+        "{} on {}: {:.2} ms per iteration, {:.0} tokens/s, {}\n{}",
+        o.model,
+        o.cluster.name,
+        o.iteration_ms,
+        o.tokens_per_s,
+        verdict(o.plan, o.report),
+        stage_table(o.plan, o.report, o.cluster)
+    )
+}
+
+/// Micro-batches and whether the plan fits (the tightest GPU when it does not).
+pub fn verdict(plan: &HybridPlan, report: &HybridReport) -> String {
+    let fits = match report.tightest() {
+        Some(m) if !m.fits() => format!(
+            "OUT OF MEMORY on GPU {}: {} GiB of {} GiB",
+            m.device,
+            gib(m.total),
+            gib(m.capacity)
+        ),
+        _ => "fits".to_string(),
+    };
+    format!(
+        "{} micro-batches of {} ({fits})",
+        plan.micro_batches,
+        plan.global_batch / plan.micro_batches
+    )
+}
+
+/// The plan per stage: layers, GPUs, TP, DP, ZeRO, recomputation, sequence parallelism, times per
+/// micro-batch and the tightest GPU's memory with what dominates it.
+pub fn stage_table(plan: &HybridPlan, report: &HybridReport, cluster: &Cluster) -> String {
     let mut t = Table::new([
         "stage",
         "layers",
         "GPUs",
+        "type",
         "TP",
         "DP",
         "ZeRO",
@@ -83,7 +118,7 @@ fn text(o: &PlanOutput) -> String {
         "of",
         "dominated by",
     ]);
-    for (i, (s, r)) in o.plan.stages.iter().zip(&o.report.stages).enumerate() {
+    for (i, (s, r)) in plan.stages.iter().zip(&report.stages).enumerate() {
         let Some(peak) = r
             .memory
             .iter()
@@ -95,6 +130,10 @@ fn text(o: &PlanOutput) -> String {
             i.to_string(),
             format!("{}..{}", s.layers[0], s.layers[1]),
             (s.tp() * s.dp()).to_string(),
+            s.replicas[0]
+                .first()
+                .map_or("", |&d| cluster.devices[d].gpu.name)
+                .to_string(),
             s.tp().to_string(),
             s.dp().to_string(),
             s.zero.level().to_string(),
@@ -110,23 +149,9 @@ fn text(o: &PlanOutput) -> String {
             peak.dominant().to_string(),
         ]);
     }
-    let verdict = match o.report.tightest() {
-        Some(m) if !m.fits() => format!(
-            "OUT OF MEMORY on GPU {}: {} GiB of {} GiB",
-            m.device,
-            gib(m.total),
-            gib(m.capacity)
-        ),
-        _ => "fits".to_string(),
-    };
-    format!(
-        "{} on {}: {:.2} ms per iteration, {:.0} tokens/s, {} micro-batches of {} ({verdict})\n{}",
-        o.model,
-        o.cluster,
-        o.iteration_ms,
-        o.tokens_per_s,
-        o.plan.micro_batches,
-        o.plan.global_batch / o.plan.micro_batches,
-        t.render()
-    )
+    t.render()
+}
+
+fn cluster_name<S: serde::Serializer>(c: &&Cluster, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&c.name)
 }

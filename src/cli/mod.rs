@@ -12,6 +12,7 @@ pub mod compare;
 pub mod experiment;
 pub mod fidelity;
 pub mod group;
+pub mod hybrid_place;
 pub mod hybrid_plan;
 pub mod import;
 pub mod info;

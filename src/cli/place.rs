@@ -9,8 +9,9 @@ use clap::{Args, ValueEnum};
 
 use super::common::{BAR, print_either, progress_bar, write_trace};
 use super::common::{GnnDeviceArg, Loaded, Numerics};
+use super::hybrid_place::{self, HybridRequest};
 use topoplace::assets::SHIPPED_POLICY;
-use topoplace::error::{Result, SearchError};
+use topoplace::error::{InputError, Result, SearchError};
 use topoplace::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
 use topoplace::gnn::{self, GnnPolicy};
 use topoplace::io::check_writable;
@@ -18,8 +19,10 @@ use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
 use topoplace::placers::heuristics::best_heuristic;
 use topoplace::placers::tag::tag_search;
+use topoplace::resolve::load_named_cluster;
 use topoplace::strategy::save_strategy;
 use topoplace::units::to_ms;
+use topoplace::zoo::{self, ZooOptions};
 
 #[derive(Args)]
 pub struct PlaceArgs {
@@ -64,7 +67,13 @@ pub struct PlaceArgs {
     pipeline_leaves: usize,
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Write the chosen strategy JSON here.
+    /// Which search places the model: `tag` (op groups: TAG's tree search with pipelines),
+    /// `hybrid` (pipeline stages × tensor × data parallelism with ZeRO and recomputation, for a
+    /// zoo GPT or Llama), or `auto`: hybrid for a zoo language model of a billion parameters or
+    /// more, tag otherwise.
+    #[arg(long, value_enum, default_value_t = PlannerArg::Auto)]
+    planner: PlannerArg,
+    /// Write the chosen strategy JSON here (a hybrid plan's JSON under the hybrid planner).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Write a Chrome trace of the chosen strategy's iteration here.
@@ -72,6 +81,48 @@ pub struct PlaceArgs {
     trace: Option<PathBuf>,
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum PlannerArg {
+    Auto,
+    Tag,
+    Hybrid,
+}
+
+/// Parameters from which `auto` places a zoo language model with the hybrid planner.
+const HYBRID_FROM_PARAMS: u64 = 1_000_000_000;
+
+/// Whether `place` runs the hybrid planner on `model`.
+fn wants_hybrid(args: &PlaceArgs) -> Result<bool> {
+    let is_lm = zoo::attention_heads(&args.model).is_some();
+    match args.planner {
+        PlannerArg::Tag => Ok(false),
+        PlannerArg::Hybrid if !is_lm => Err(InputError::new(
+            "<cli>",
+            "--planner",
+            format!(
+                "hybrid plans a zoo GPT or Llama; \"{}\" is not one",
+                args.model
+            ),
+        )
+        .into()),
+        PlannerArg::Hybrid => Ok(true),
+        PlannerArg::Auto if !is_lm => Ok(false),
+        PlannerArg::Auto => {
+            let opts = ZooOptions {
+                batch_size: Some(1),
+                seq: args.numerics.seq,
+                ..ZooOptions::default()
+            };
+            let params: u64 = zoo::build(&args.model, &opts)?
+                .ops()
+                .iter()
+                .map(|o| o.params)
+                .sum();
+            Ok(params >= HYBRID_FROM_PARAMS)
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -99,6 +150,23 @@ pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
     for path in [&args.out, &args.trace].into_iter().flatten() {
         check_writable(path)?;
+    }
+    if wants_hybrid(&args)? {
+        let cluster = load_named_cluster(&args.cluster, "--cluster")?;
+        args.numerics.check(&cluster)?;
+        let global_batch = match args.batch {
+            Some(b) => b,
+            None => zoo::card(&args.model).map_or(8, |c| c.default_batch),
+        };
+        return hybrid_place::run(HybridRequest {
+            model: &args.model,
+            cluster: &cluster,
+            global_batch,
+            numerics: args.numerics,
+            time: args.time,
+            out: args.out.as_deref(),
+            json: args.json,
+        });
     }
     let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
     let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;

@@ -95,6 +95,22 @@ impl HybridModel {
         )?)
     }
 
+    /// Whether a tensor-parallel degree of `tp` divides the query and key/value heads.
+    pub(crate) fn tp_divides_heads(&self, tp: usize) -> bool {
+        self.heads.is_multiple_of(tp) && self.kv_heads.is_multiple_of(tp)
+    }
+
+    /// One layer's forward and backward on `gpu`, the whole micro-batch, no tensor parallelism.
+    pub(crate) fn layer_us(&self, gpu: &GpuSpec, cost: &CostModel) -> f64 {
+        let shard = Shard {
+            share: 1.0,
+            tp: 1,
+            sequence_parallel: false,
+        };
+        let l = &self.profile.layer;
+        l.forward_us(&self.graph, cost, gpu, shard) + l.backward_us(&self.graph, cost, gpu, shard)
+    }
+
     /// Transformer layers.
     pub fn layers(&self) -> usize {
         self.profile.layers

@@ -11,13 +11,18 @@
 //! run a 70 B model's hundreds of thousands of per-micro-batch tasks on 1,024 GPUs within a
 //! search's budget; the planners this is compared with work at the same granularity.
 
+mod baselines;
 mod comm;
 mod estimate;
 mod memory;
 mod plan;
+mod planner;
 mod profile;
 mod schedule;
+mod search;
 
+pub use baselines::fsdp;
+pub use baselines::megatron;
 pub use estimate::DeviceMemory;
 pub use estimate::HybridModel;
 pub use estimate::HybridReport;
@@ -31,6 +36,9 @@ pub use plan::Recompute;
 pub use plan::Stage;
 pub use plan::ZeroStage;
 pub use plan::load_plan;
+pub use planner::Planned;
+pub use planner::Planner;
+pub use search::search;
 
 #[cfg(test)]
 mod tests;
