@@ -1164,3 +1164,27 @@ fn place_writes_a_hybrid_plan_that_simulate_reproduces() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--planner"));
 }
+
+#[test]
+fn hybrid_place_keeps_its_time_limit_on_1024_gpus() {
+    let started = std::time::Instant::now();
+    let placed = run_json(&[
+        "place",
+        "--model",
+        "llama-70b",
+        "--cluster",
+        "mixed-1024",
+        "--batch",
+        "1024",
+        "--precision",
+        "bf16",
+        "--framework",
+        "pytorch",
+        "--time",
+        "4",
+        "--json",
+    ]);
+    let wall = started.elapsed().as_secs_f64();
+    assert!(placed["fits"].as_bool().unwrap());
+    assert!(wall < 4.0 * 1.25, "--time 4 took {wall:.1} s");
+}

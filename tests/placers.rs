@@ -794,7 +794,7 @@ fn compare_gives_the_searches_tags_time_and_says_so() {
     let rows = run(
         &models,
         &clusters,
-        &parse_methods("mcmc,local-search,tag").unwrap(),
+        &parse_methods("mcmc,local-search,tag").unwrap().placers,
         &budget(),
         &CostModel::default(),
         |_| {},
@@ -813,7 +813,7 @@ fn compare_gives_the_searches_tags_time_and_says_so() {
     let alone = run(
         &models,
         &clusters,
-        &parse_methods("mcmc").unwrap(),
+        &parse_methods("mcmc").unwrap().placers,
         &budget(),
         &CostModel::default(),
         |_| {},

@@ -12,9 +12,12 @@ use super::common::{Numerics, print_either};
 use super::hybrid_plan::{stage_table, verdict};
 use topoplace::cluster::Cluster;
 use topoplace::error::{Result, SearchError};
-use topoplace::hybrid::{HybridPlan, HybridReport, Planned, Planner, fsdp, megatron, search};
+use topoplace::hybrid::{HybridPlan, HybridReport, JOINT_SEARCH, Planned, Planner, plan_all};
 use topoplace::io::write_atomic;
 use topoplace::zoo::ZooOptions;
+
+/// Seconds the planners may take together when `--time` is not given.
+const DEFAULT_SECONDS: f64 = 50.0;
 
 /// What is placed and how long the search may take.
 pub struct HybridRequest<'a> {
@@ -57,7 +60,8 @@ pub fn run(r: HybridRequest) -> Result<()> {
         ..ZooOptions::default()
     };
     let cost = r.numerics.cost();
-    let deadline = r.time.map(|t| started + Duration::from_secs_f64(t * 0.95));
+    let limit = r.time.unwrap_or(DEFAULT_SECONDS) * 0.95;
+    let end = started + Duration::from_secs_f64(limit);
     let mut planner = Planner::new(
         r.model,
         &opts,
@@ -65,14 +69,9 @@ pub fn run(r: HybridRequest) -> Result<()> {
         r.cluster,
         &cost,
         r.global_batch,
-    )?
-    .with_deadline(deadline);
-    let baselines = [
-        ("megatron", megatron(&mut planner)?),
-        ("fsdp", fsdp(&mut planner)?),
-    ];
-    let found = search(&mut planner)?;
-    let Some(best) = found.filter(|p| p.report.fits()) else {
+    )?;
+    let placed = plan_all(&mut planner, Some(end))?;
+    let Some(best) = placed.best() else {
         return Err(SearchError::DoesNotFit {
             model: r.model.to_string(),
             cluster: r.cluster.name.clone(),
@@ -80,18 +79,14 @@ pub fn run(r: HybridRequest) -> Result<()> {
         }
         .into());
     };
-    let best_other = baselines
-        .iter()
-        .filter_map(|(_, p)| p.as_ref().filter(|p| p.report.fits()))
-        .map(|p| p.report.iteration_us)
-        .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.min(t))));
+    let best_other = placed.best_baseline_us();
     if let Some(path) = r.out {
         let text = serde_json::to_string_pretty(&best.plan)
             .map_err(|e| topoplace::error::Error::serialise("plan", e))?;
         write_atomic(path, text.as_bytes())?;
     }
     let seq = planner_seq(&mut planner, r.global_batch)?;
-    let Planned { plan, report } = &best;
+    let Planned { plan, report } = best;
     let out = HybridPlaceOutput {
         model: r.model,
         cluster: &r.cluster.name,
@@ -99,12 +94,14 @@ pub fn run(r: HybridRequest) -> Result<()> {
         tokens_per_s: f64::from(r.global_batch) * seq / (report.iteration_us * 1e-6),
         fits: report.fits(),
         speedup_over_best_other: best_other.map(|t| t / report.iteration_us),
-        baselines: baselines
+        baselines: placed
+            .methods
             .iter()
-            .map(|(method, p)| Baseline {
-                method,
-                iteration_ms: p.as_ref().map(|p| p.report.iteration_us / 1e3),
-                fits: p.as_ref().is_some_and(|p| p.report.fits()),
+            .filter(|m| m.method != JOINT_SEARCH)
+            .map(|m| Baseline {
+                method: m.method,
+                iteration_ms: m.planned.as_ref().map(|p| p.report.iteration_us / 1e3),
+                fits: m.planned.as_ref().is_some_and(|p| p.report.fits()),
             })
             .collect(),
         search_seconds: started.elapsed().as_secs_f64(),
@@ -120,7 +117,7 @@ fn planner_seq(planner: &mut Planner, batch: u32) -> Result<f64> {
 
 fn text(o: &HybridPlaceOutput, cluster: &Cluster) -> String {
     let vs = match o.speedup_over_best_other {
-        Some(s) => format!("{s:.2}× the best other method"),
+        Some(s) => format!("{s:.3}× the best other method"),
         None => "no other method fits".to_string(),
     };
     let others: Vec<String> = o

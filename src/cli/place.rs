@@ -14,6 +14,7 @@ use topoplace::assets::SHIPPED_POLICY;
 use topoplace::error::{InputError, Result, SearchError};
 use topoplace::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
 use topoplace::gnn::{self, GnnPolicy};
+use topoplace::hybrid::planned_by_default;
 use topoplace::io::check_writable;
 use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
@@ -22,7 +23,7 @@ use topoplace::placers::tag::tag_search;
 use topoplace::resolve::load_named_cluster;
 use topoplace::strategy::save_strategy;
 use topoplace::units::to_ms;
-use topoplace::zoo::{self, ZooOptions};
+use topoplace::zoo;
 
 #[derive(Args)]
 pub struct PlaceArgs {
@@ -90,15 +91,11 @@ enum PlannerArg {
     Hybrid,
 }
 
-/// Parameters from which `auto` places a zoo language model with the hybrid planner.
-const HYBRID_FROM_PARAMS: u64 = 1_000_000_000;
-
 /// Whether `place` runs the hybrid planner on `model`.
 fn wants_hybrid(args: &PlaceArgs) -> Result<bool> {
-    let is_lm = zoo::attention_heads(&args.model).is_some();
     match args.planner {
         PlannerArg::Tag => Ok(false),
-        PlannerArg::Hybrid if !is_lm => Err(InputError::new(
+        PlannerArg::Hybrid if zoo::attention_heads(&args.model).is_none() => Err(InputError::new(
             "<cli>",
             "--planner",
             format!(
@@ -108,20 +105,7 @@ fn wants_hybrid(args: &PlaceArgs) -> Result<bool> {
         )
         .into()),
         PlannerArg::Hybrid => Ok(true),
-        PlannerArg::Auto if !is_lm => Ok(false),
-        PlannerArg::Auto => {
-            let opts = ZooOptions {
-                batch_size: Some(1),
-                seq: args.numerics.seq,
-                ..ZooOptions::default()
-            };
-            let params: u64 = zoo::build(&args.model, &opts)?
-                .ops()
-                .iter()
-                .map(|o| o.params)
-                .sum();
-            Ok(params >= HYBRID_FROM_PARAMS)
-        }
+        PlannerArg::Auto => planned_by_default(&args.model),
     }
 }
 

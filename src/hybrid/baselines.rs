@@ -50,6 +50,9 @@ fn fewest_stages_that_fit(planner: &mut Planner, devices: &[usize], tp: usize) -
     let batch = planner.global_batch;
     let mut last = None;
     for pp in (1..=n / tp).filter(|pp| (n / tp).is_multiple_of(*pp) && *pp <= layers) {
+        if planner.out_of_time() {
+            break;
+        }
         let dp = n / tp / pp;
         if !batch.is_multiple_of(dp as u32) {
             continue;

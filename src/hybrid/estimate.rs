@@ -298,7 +298,14 @@ impl StageContext<'_> {
         psi
     }
 
-    fn replica_times(&self, replica: &[usize], share: f64) -> (f64, f64, f64, f64) {
+    /// A replica's forward, backward, tensor-parallel communication and optimizer step per
+    /// micro-batch, µs; `zero3` is the stage's per-layer gather and scatter under ZeRO-3.
+    fn replica_times(
+        &self,
+        replica: &[usize],
+        share: f64,
+        zero3: (f64, f64),
+    ) -> (f64, f64, f64, f64) {
         let s = self.stage;
         let shard = Shard {
             share,
@@ -340,7 +347,7 @@ impl StageContext<'_> {
         fwd += layers * per_pass + if self.first { ends / 2.0 } else { 0.0 };
         bwd += tp - layers * per_pass - if self.first { ends / 2.0 } else { 0.0 };
         if s.zero == ZeroStage::Parameters {
-            let (gather, scatter) = self.zero3_layer_us();
+            let (gather, scatter) = zero3;
             fwd = fwd.max(layers * gather) + gather;
             bwd = bwd.max(layers * (gather + scatter)) + scatter;
         }
@@ -444,6 +451,38 @@ impl StageContext<'_> {
     }
 }
 
+/// What decides a replica's times besides its stage.
+#[derive(PartialEq)]
+struct ReplicaKey {
+    share: u64,
+    gpus: Vec<&'static str>,
+    machines: usize,
+    link: u64,
+}
+
+impl ReplicaKey {
+    fn of(cluster: &Cluster, replica: &[usize], share: f64) -> ReplicaKey {
+        let mut machines: Vec<usize> = replica
+            .iter()
+            .map(|&d| cluster.devices[d].machine)
+            .collect();
+        machines.dedup();
+        let link = match replica {
+            [a, b, ..] => cluster.bandwidth(*a, *b),
+            _ => 0.0,
+        };
+        ReplicaKey {
+            share: share.to_bits(),
+            gpus: replica
+                .iter()
+                .map(|&d| cluster.devices[d].gpu.name)
+                .collect(),
+            machines: machines.len(),
+            link: link.to_bits(),
+        }
+    }
+}
+
 /// Simulates one training iteration of `plan` for `model` on `cluster`.
 pub fn estimate(
     model: &HybridModel,
@@ -470,8 +509,23 @@ pub fn estimate(
     let mut partial = Vec::with_capacity(p);
     for (i, c) in contexts.iter().enumerate() {
         let (mut fwd, mut bwd, mut tp, mut opt) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        let zero3 = if c.stage.zero == ZeroStage::Parameters {
+            c.zero3_layer_us()
+        } else {
+            (0.0, 0.0)
+        };
+        // Replicas alike (share, GPU types, one machine or not, link rate) take alike times.
+        let mut alike: Vec<(ReplicaKey, (f64, f64, f64, f64))> = Vec::new();
         for (replica, share) in c.stage.replicas.iter().zip(c.stage.replica_shares()) {
-            let (f, b, t, o) = c.replica_times(replica, share);
+            let key = ReplicaKey::of(cluster, replica, share);
+            let (f, b, t, o) = match alike.iter().find(|(k, _)| *k == key) {
+                Some((_, times)) => *times,
+                None => {
+                    let times = c.replica_times(replica, share, zero3);
+                    alike.push((key, times));
+                    times
+                }
+            };
             (fwd, bwd, tp, opt) = (fwd.max(f), bwd.max(b), tp.max(t), opt.max(o));
         }
         let send_next = contexts.get(i + 1).map_or(0.0, |next| {

@@ -15,9 +15,11 @@ mod baselines;
 mod comm;
 mod estimate;
 mod memory;
+mod metis_atc24;
 mod plan;
 mod planner;
 mod profile;
+mod sailor;
 mod schedule;
 mod search;
 
@@ -31,6 +33,7 @@ pub use estimate::estimate;
 pub use memory::ModelStates;
 pub use memory::StateBytes;
 pub use memory::model_states;
+pub use metis_atc24::metis_atc24;
 pub use plan::HybridPlan;
 pub use plan::Recompute;
 pub use plan::Stage;
@@ -38,6 +41,12 @@ pub use plan::ZeroStage;
 pub use plan::load_plan;
 pub use planner::Planned;
 pub use planner::Planner;
+pub use planner::planned_by_default;
+pub use sailor::sailor;
+pub use search::HybridPlacement;
+pub use search::JOINT_SEARCH;
+pub use search::MethodPlan;
+pub use search::plan_all;
 pub use search::search;
 
 #[cfg(test)]

@@ -37,6 +37,37 @@ impl Planned {
     }
 }
 
+/// Parameters from which a zoo language model is placed with hybrid plans by default.
+const HYBRID_FROM_PARAMS: u64 = 1_000_000_000;
+
+/// Whether `name` is a zoo language model (GPT or Llama) of a billion parameters or more, which
+/// `place` and `compare` plan with hybrid plans unless told otherwise.
+pub fn planned_by_default(name: &str) -> Result<bool> {
+    if crate::zoo::attention_heads(name).is_none() {
+        return Ok(false);
+    }
+    let opts = ZooOptions {
+        batch_size: Some(1),
+        ..ZooOptions::default()
+    };
+    let params: u64 = crate::zoo::build(name, &opts)?
+        .ops()
+        .iter()
+        .map(|o| o.params)
+        .sum();
+    Ok(params >= HYBRID_FROM_PARAMS)
+}
+
+/// Keeps `candidate` in `best` when it fits and is faster.
+pub(crate) fn keep_fitting(best: &mut Option<Planned>, candidate: Option<Planned>) {
+    if let Some(p) = candidate
+        && p.report.fits()
+        && p.beats(best.as_ref())
+    {
+        *best = Some(p);
+    }
+}
+
 /// GPUs of one type: its device groups (one machine's GPUs of that type each), fastest first.
 #[derive(Debug, Clone)]
 pub(crate) struct Pool {
@@ -94,9 +125,8 @@ impl<'a> Planner<'a> {
     }
 
     /// Stops the searches at `deadline` (they keep the best plan found by then).
-    pub fn with_deadline(mut self, deadline: Option<Instant>) -> Planner<'a> {
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
         self.deadline = deadline;
-        self
     }
 
     /// Plans simulated so far.
@@ -160,19 +190,32 @@ impl<'a> Planner<'a> {
         Ok(pools)
     }
 
-    /// Simulates `plan` after giving each stage the cheapest recomputation with which it fits
-    /// (none, then selective, then full); `None` when its micro-batch cannot be built.
-    pub(crate) fn judge(&mut self, mut plan: HybridPlan) -> Option<Planned> {
+    /// Simulates `plan` with the recomputation it names; `None` when it does not suit the model
+    /// or the cluster.
+    pub(crate) fn judge_as_is(&mut self, plan: HybridPlan) -> Option<Planned> {
         let micro_batch = plan.global_batch / plan.micro_batches;
         self.judged += 1;
         let cluster = self.cluster;
         let cost = self.cost;
         let model = self.model(micro_batch).ok()?;
         model.check(&plan, cluster.devices.len(), "<plan>").ok()?;
+        let report = estimate(model, cluster, cost, &plan);
+        Some(Planned { plan, report })
+    }
+
+    /// Simulates `plan` after giving each stage the cheapest recomputation with which it fits
+    /// (none, then selective, then full); `None` when its micro-batch cannot be built.
+    pub(crate) fn judge(&mut self, mut plan: HybridPlan) -> Option<Planned> {
         for s in &mut plan.stages {
             s.recompute = Recompute::None;
         }
-        let mut report = estimate(model, cluster, cost, &plan);
+        let Planned {
+            mut plan,
+            mut report,
+        } = self.judge_as_is(plan)?;
+        let micro_batch = plan.global_batch / plan.micro_batches;
+        let (cluster, cost) = (self.cluster, self.cost);
+        let model = self.model(micro_batch).ok()?;
         for next in [Recompute::Selective, Recompute::Full] {
             let mut changed = false;
             for (s, r) in plan.stages.iter_mut().zip(&report.stages) {

@@ -7,19 +7,24 @@
 //!
 //! A layout is improved by best-improvement local search, one knob at a time, from several starts
 //! (each GPU type alone and all together, and the baselines' plans where a layout expresses them),
-//! until no move helps or the deadline passes; the plans of [`super::megatron`] and
-//! [`super::fsdp`] compete with the result, so the answer is never slower than theirs.
+//! until no move helps or the deadline passes. [`plan_all`] runs it after [`super::megatron`],
+//! [`super::fsdp`], [`super::metis_atc24`] and [`super::sailor`], whose plans compete with its
+//! result, so `place`'s answer is never slower than theirs.
+
+use std::time::Instant;
 
 use crate::error::Result;
 
-use super::baselines::{fsdp, megatron};
+use super::baselines::{fsdp, integer_shares, megatron};
+use super::metis_atc24::metis_atc24;
 use super::plan::{HybridPlan, ZeroStage};
 use super::planner::{Planned, Planner, Pool, divisors, split_layers, stage};
+use super::sailor::sailor;
 
 /// One point of the search space.
 #[derive(Debug, Clone, PartialEq)]
 struct Layout {
-    /// Pools taking part, fastest first.
+    /// Pools taking part, in the pipeline's order.
     types: Vec<usize>,
     /// Stages each pool's GPUs form (index: pool).
     stages: Vec<usize>,
@@ -48,11 +53,15 @@ impl Layout {
             }
         }
         let micro = batch / self.micro_batches;
-        if chunks
-            .iter()
-            .any(|(d, tp, _)| !micro.is_multiple_of((d.len() / tp) as u32))
-        {
-            return None;
+        // Replicas take whole sequences: as evenly as they divide.
+        let mut shares = Vec::with_capacity(chunks.len());
+        for (d, tp, _) in &chunks {
+            let dp = d.len() / tp;
+            shares.push(if micro.is_multiple_of(dp as u32) {
+                None
+            } else {
+                Some(integer_shares(micro, &vec![1.0; dp])?)
+            });
         }
         let weights: Vec<f64> = chunks.iter().map(|c| c.2).collect();
         let ranges = split_layers(layers, &weights)?;
@@ -64,7 +73,8 @@ impl Layout {
             stages: chunks
                 .iter()
                 .zip(ranges)
-                .map(|((d, tp, _), r)| stage(r, d, *tp, self.zero, None))
+                .zip(shares)
+                .map(|(((d, tp, _), r), shares)| stage(r, d, *tp, self.zero, shares))
                 .collect(),
         })
     }
@@ -105,13 +115,18 @@ fn neighbours(l: &Layout, pools: &[Pool], planner: &Planner, batch: u32) -> Vec<
             ..l.clone()
         });
     }
+    // The pipeline's order of types.
+    for i in 1..l.types.len() {
+        let mut swapped = l.clone();
+        swapped.types.swap(i - 1, i);
+        out.push(swapped);
+    }
     for (t, pool) in pools.iter().enumerate() {
         let mut flipped = l.clone();
         if let Some(i) = flipped.types.iter().position(|&x| x == t) {
             flipped.types.remove(i);
         } else {
             flipped.types.push(t);
-            flipped.types.sort_unstable();
         }
         if !flipped.types.is_empty() {
             out.push(flipped);
@@ -136,23 +151,91 @@ fn neighbours(l: &Layout, pools: &[Pool], planner: &Planner, batch: u32) -> Vec<
     out
 }
 
-/// The best hybrid plan found for the planner's model, cluster and batch (module docs).
+/// One hybrid planner's answer.
+#[derive(Debug, Clone)]
+pub struct MethodPlan {
+    /// `megatron`, `fsdp`, `metis-atc24`, `sailor`, or `hybrid` (the joint search).
+    pub method: &'static str,
+    /// Its plan, `None` where it found none.
+    pub planned: Option<Planned>,
+    /// How long it took, seconds.
+    pub seconds: f64,
+}
+
+/// The joint search's name among the methods.
+pub const JOINT_SEARCH: &str = "hybrid";
+
+/// What every hybrid planner answered: the four baselines, then the joint search.
+#[derive(Debug, Clone)]
+pub struct HybridPlacement {
+    /// Each planner's answer, the joint search's last.
+    pub methods: Vec<MethodPlan>,
+}
+
+impl HybridPlacement {
+    fn fitting(&self, baselines_only: bool) -> impl DoubleEndedIterator<Item = &Planned> {
+        self.methods
+            .iter()
+            .filter(move |m| !baselines_only || m.method != JOINT_SEARCH)
+            .filter_map(|m| m.planned.as_ref().filter(|p| p.report.fits()))
+    }
+
+    /// The fastest plan that fits among all (the joint search's when it ties).
+    pub fn best(&self) -> Option<&Planned> {
+        self.fitting(false)
+            .rev()
+            .fold(None, |best, p| if p.beats(best) { Some(p) } else { best })
+    }
+
+    /// The fastest baseline that fits, µs.
+    pub fn best_baseline_us(&self) -> Option<f64> {
+        self.fitting(true)
+            .map(|p| p.report.iteration_us)
+            .reduce(f64::min)
+    }
+}
+
+type Planning = fn(&mut Planner) -> Result<Option<Planned>>;
+
+/// Every hybrid planner in turn, by `end` when given: each baseline gets a share of the time
+/// left (Megatron and FSDP a tenth, Metis a third, Sailor half), the joint search the rest.
+pub fn plan_all(planner: &mut Planner, end: Option<Instant>) -> Result<HybridPlacement> {
+    let planners: [(&'static str, f64, Planning); 5] = [
+        ("megatron", 0.1, megatron),
+        ("fsdp", 0.1, fsdp),
+        ("metis-atc24", 0.35, metis_atc24),
+        ("sailor", 0.5, sailor),
+        (JOINT_SEARCH, 1.0, search),
+    ];
+    let mut methods = Vec::with_capacity(planners.len());
+    for (method, share, plan) in planners {
+        let began = Instant::now();
+        planner.set_deadline(
+            end.map(|end| began + end.saturating_duration_since(began).mul_f64(share)),
+        );
+        let planned = plan(planner)?;
+        methods.push(MethodPlan {
+            method,
+            planned,
+            seconds: began.elapsed().as_secs_f64(),
+        });
+    }
+    Ok(HybridPlacement { methods })
+}
+
+/// The best plan the joint search finds for the planner's model, cluster and batch (module
+/// docs).
 pub fn search(planner: &mut Planner) -> Result<Option<Planned>> {
     let pools = planner.pools()?;
     let batch = planner.global_batch;
     let layers = planner.layers();
     let mut best: Option<Planned> = None;
-    for p in [megatron(planner)?, fsdp(planner)?].into_iter().flatten() {
-        if p.beats(best.as_ref()) {
-            best = Some(p);
-        }
-    }
     let mut starts: Vec<Vec<usize>> = (0..pools.len()).map(|t| vec![t]).collect();
     if pools.len() > 1 {
         starts.push((0..pools.len()).collect());
     }
     for types in starts {
-        let tp = pools
+        let tp: Vec<usize> = pools
             .iter()
             .map(|p| {
                 [8, 4, 2, 1]
@@ -161,18 +244,20 @@ pub fn search(planner: &mut Planner) -> Result<Option<Planned>> {
                     .unwrap_or(1)
             })
             .collect();
-        let start = Layout {
-            types,
-            stages: vec![1; pools.len()],
-            tp,
-            zero: ZeroStage::Optimizer,
-            micro_batches: batch,
-        };
-        let found = descend(planner, &pools, start, layers, batch);
-        if let Some(p) = found
-            && p.beats(best.as_ref())
-        {
-            best = Some(p);
+        for zero in [ZeroStage::Optimizer, ZeroStage::None] {
+            let start = Layout {
+                types: types.clone(),
+                stages: vec![1; pools.len()],
+                tp: tp.clone(),
+                zero,
+                micro_batches: 1,
+            };
+            let found = descend(planner, &pools, start, layers, batch);
+            if let Some(p) = found
+                && p.beats(best.as_ref())
+            {
+                best = Some(p);
+            }
         }
         if planner.out_of_time() {
             break;

@@ -15,11 +15,14 @@ use crate::cost::CostModel;
 use crate::error::{Error, Result};
 use crate::evaluate::evaluate;
 use crate::graph::Graph;
+use crate::hybrid::{HybridPlan, JOINT_SEARCH, Planner, plan_all};
 use crate::io::write_atomic;
+use crate::precision::Precision;
 use crate::problem::Problem;
 use crate::render::{self, svg_open, xml_escape};
 use crate::strategy::Reference;
 use crate::units::to_ms;
+use crate::zoo::ZooOptions;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -51,26 +54,134 @@ pub struct Row {
     pub note: String,
 }
 
-/// `all`, or a comma-separated list of registered names.
-pub fn parse_methods(spec: &str) -> Result<Vec<Box<dyn Placer>>> {
+/// The methods a comparison runs: placers of op groups, and hybrid planners of language models.
+pub struct Methods {
+    /// The placers, run on every model (on a language model planned with hybrid plans only when
+    /// named).
+    pub placers: Vec<Box<dyn Placer>>,
+    /// The hybrid planners (`megatron`, `fsdp`, `metis-atc24`, `sailor`, `hybrid`), run on the
+    /// language models of a billion parameters or more.
+    pub hybrid: Vec<&'static str>,
+    /// Whether the list was `all`.
+    pub all: bool,
+}
+
+/// The hybrid planners' names, in the order `plan_all` runs them.
+pub const HYBRID_METHODS: [&str; 5] = ["megatron", "fsdp", "metis-atc24", "sailor", JOINT_SEARCH];
+
+/// `all`, or a comma-separated list of registered names and hybrid planners.
+pub fn parse_methods(spec: &str) -> Result<Methods> {
     if spec == "all" {
-        return Ok(registry());
+        return Ok(Methods {
+            placers: registry(),
+            hybrid: HYBRID_METHODS.to_vec(),
+            all: true,
+        });
     }
-    let methods: Vec<Box<dyn Placer>> = spec
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(placer)
-        .collect::<Result<_>>()?;
-    if methods.is_empty() {
+    let mut methods = Methods {
+        placers: Vec::new(),
+        hybrid: Vec::new(),
+        all: false,
+    };
+    for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match HYBRID_METHODS.iter().find(|&&h| h == name) {
+            Some(&h) => methods.hybrid.push(h),
+            None => methods.placers.push(placer(name)?),
+        }
+    }
+    if methods.placers.is_empty() && methods.hybrid.is_empty() {
         // Running nothing and succeeding would hide a mistyped list.
         return Err(Error::Unknown {
             kind: "placement method list",
             name: spec.to_string(),
-            expected: format!("`all` or names from: {}", super::names().join(", ")),
+            expected: format!(
+                "`all` or names from: {}, {}",
+                super::names().join(", "),
+                HYBRID_METHODS.join(", ")
+            ),
         });
     }
     Ok(methods)
+}
+
+/// What a comparison of hybrid planners is given for one language model.
+pub struct HybridCase<'a> {
+    /// The model's label and zoo name.
+    pub model: &'a str,
+    /// How the zoo builds it.
+    pub opts: &'a ZooOptions,
+    /// Its precision.
+    pub precision: Precision,
+    /// Sequences per iteration.
+    pub global_batch: u32,
+    /// Seconds the planners may take together.
+    pub seconds: f64,
+}
+
+/// The rows of `methods` (hybrid planners) on `case` and one cluster: each planner's plan
+/// simulated, or the reason it has none.
+pub fn hybrid_rows(
+    case: &HybridCase,
+    cluster_label: &str,
+    cluster: &Cluster,
+    cost: &CostModel,
+    methods: &[&str],
+) -> Result<Vec<Row>> {
+    let mut planner = Planner::new(
+        case.model,
+        case.opts,
+        case.precision,
+        cluster,
+        cost,
+        case.global_batch,
+    )?;
+    let end = Instant::now() + std::time::Duration::from_secs_f64(case.seconds);
+    let placed = plan_all(&mut planner, Some(end))?;
+    Ok(placed
+        .methods
+        .iter()
+        .filter(|m| methods.contains(&m.method))
+        .map(|m| {
+            let mut row = Row {
+                model: case.model.to_string(),
+                cluster: cluster_label.to_string(),
+                method: m.method.to_string(),
+                iteration_ms: None,
+                speedup_over_dp: None,
+                peak_memory_gib: None,
+                oom: false,
+                search_s: m.seconds,
+                budget: format!("{:.0} s for all five", case.seconds),
+                error: None,
+                note: String::new(),
+            };
+            match &m.planned {
+                Some(p) => {
+                    row.iteration_ms = Some(to_ms(p.report.iteration_us));
+                    row.oom = !p.report.fits();
+                    row.peak_memory_gib =
+                        Some(p.report.memory().map(|d| d.total).fold(0.0, f64::max) / GIB);
+                    row.note = describe(&p.plan);
+                }
+                None => row.error = Some("no plan".to_string()),
+            }
+            row
+        })
+        .collect())
+}
+
+/// A hybrid plan in a few words: stages, and each stage's GPUs as TP × DP with its ZeRO stage.
+fn describe(plan: &HybridPlan) -> String {
+    let stages: Vec<String> = plan
+        .stages
+        .iter()
+        .map(|s| format!("{}x{} z{}", s.tp(), s.dp(), s.zero.level()))
+        .collect();
+    format!(
+        "{} micro-batches; stages (TPxDP ZeRO): {}",
+        plan.micro_batches,
+        stages.join(", ")
+    )
 }
 
 /// Run every method on every (model, cluster) under `cost`; `on_row` sees each row as it is done
