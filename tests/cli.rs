@@ -376,6 +376,52 @@ fn strategy_file_errors_name_the_field() {
         &bad_option,
         &["groups[0].option"],
     );
+    // Buckets of no bytes hold no gradient.
+    let zero_buckets = strategy
+        .replace("\"devices\": [0, 9]", "\"devices\": [0, 1]")
+        .replacen('{', "{\"allreduce\": {\"buckets\": 0}, ", 1);
+    fails_naming(
+        &[
+            "simulate",
+            "--model",
+            "mlp",
+            "--cluster",
+            "configs/quickp-fat-tree-2.toml",
+            "--strategy",
+        ],
+        "strategy4.json",
+        &zero_buckets,
+        &["allreduce", "0 bytes"],
+    );
+}
+
+#[test]
+fn sizes_that_would_exhaust_memory_or_threads_are_refused() {
+    let dir = scratch("absurd-sizes");
+    let out = dir.join("p.gnn");
+    let out = out.to_str().unwrap();
+    for args in [
+        vec!["policy", "init", "--out", out, "--width", "100000"],
+        vec!["policy", "init", "--out", out, "--heads", "1000"],
+        vec![
+            "solve",
+            "--model",
+            "mlp",
+            "--cluster",
+            "tag-sfb",
+            "--formulation",
+            "quickp",
+            "--threads",
+            "100000",
+        ],
+    ] {
+        let run = run(&args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("more than the"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    assert!(!std::path::Path::new(out).exists());
 }
 
 #[test]

@@ -237,14 +237,34 @@ pub fn at_least_one(text: &str) -> std::result::Result<usize, String> {
     }
 }
 
+/// [`at_least_one`] up to `most`: sizes whose memory or threads grow with them, where a typo
+/// like 100000 would abort the process allocating instead of being refused.
+fn one_to(text: &str, most: usize) -> std::result::Result<usize, String> {
+    let n = at_least_one(text)?;
+    if n > most {
+        return Err(format!("{n} is more than the {most} allowed"));
+    }
+    Ok(n)
+}
+
+/// A GNN's embedding width (`policy init --width`): 1 to 4,096.
+pub fn gnn_width(text: &str) -> std::result::Result<usize, String> {
+    one_to(text, 4096)
+}
+
+/// A GNN's attention heads (`policy init --heads`): 1 to 64.
+pub fn gnn_heads(text: &str) -> std::result::Result<usize, String> {
+    one_to(text, 64)
+}
+
+/// Solver threads (`solve --threads`): 1 to 256.
+pub fn solver_threads(text: &str) -> std::result::Result<u32, String> {
+    one_to(text, 256).map(|n| n as u32)
+}
+
 /// [`at_least_one`] as a u64.
 pub fn at_least_one_u64(text: &str) -> std::result::Result<u64, String> {
     at_least_one(text).map(|n| n as u64)
-}
-
-/// [`at_least_one`] as a u32.
-pub fn at_least_one_u32(text: &str) -> std::result::Result<u32, String> {
-    at_least_one(text).and_then(|n| u32::try_from(n).map_err(|_| "too large".to_string()))
 }
 
 /// The longest time limit taken: a year. Longer ones would overflow the deadline arithmetic

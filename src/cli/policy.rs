@@ -17,10 +17,10 @@ pub enum PolicyCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Embedding width f.
-        #[arg(long, default_value_t = 64)]
+        #[arg(long, default_value_t = 64, value_parser = super::common::gnn_width)]
         width: usize,
         /// Attention heads (must divide the width).
-        #[arg(long, default_value_t = 4)]
+        #[arg(long, default_value_t = 4, value_parser = super::common::gnn_heads)]
         heads: usize,
     },
     /// Add a checksum to a policy file written before policy files carried one (in place; the

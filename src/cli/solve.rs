@@ -28,7 +28,8 @@ pub struct SolveArgs {
     /// Relative MIP gap at which to stop.
     #[arg(long, default_value_t = 1e-4, value_parser = super::common::gap)]
     gap: f64,
-    #[arg(long, default_value_t = 1, value_parser = super::common::at_least_one_u32)]
+    /// Solver threads, 1 to 256.
+    #[arg(long, default_value_t = 1, value_parser = super::common::solver_threads)]
     threads: u32,
     /// Groups of `--coarsen` with a grouping method (`metis`, `chunks`, ...).
     #[arg(short, long, default_value_t = 60, value_parser = super::common::at_least_one)]

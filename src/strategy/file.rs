@@ -185,6 +185,13 @@ impl StrategyFile {
             g.len(),
             devices,
         )?;
+        if self.allreduce == AllReducePacking::Buckets(0) {
+            return Err(InputError::new(
+                source,
+                "allreduce",
+                "buckets of 0 bytes hold no gradient; give a positive size",
+            ));
+        }
         strategy.allreduce = self.allreduce;
         for (k, split) in own_splits {
             strategy.set_split(k, split);
