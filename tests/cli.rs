@@ -326,19 +326,22 @@ fn simulate_reports_against_dp_and_writes_a_trace() {
     );
 }
 
+/// `simulate` of the MLP on a two-GPU cluster, the strategy file's path to follow.
+const SIMULATE_MLP_STRATEGY: [&str; 6] = [
+    "simulate",
+    "--model",
+    "mlp",
+    "--cluster",
+    "configs/quickp-fat-tree-2.toml",
+    "--strategy",
+];
+
 #[test]
 fn strategy_file_errors_name_the_field() {
     let strategy =
         r#"{"groups": [{"ops": [999, 1, 2], "devices": [0, 1], "option": "all-reduce"}]}"#;
     fails_naming(
-        &[
-            "simulate",
-            "--model",
-            "mlp",
-            "--cluster",
-            "configs/quickp-fat-tree-2.toml",
-            "--strategy",
-        ],
+        &SIMULATE_MLP_STRATEGY,
         "strategy.json",
         strategy,
         &["groups[0].ops[0]", "no op has id 999"],
@@ -350,28 +353,14 @@ fn strategy_file_errors_name_the_field() {
         ops.join(",")
     );
     fails_naming(
-        &[
-            "simulate",
-            "--model",
-            "mlp",
-            "--cluster",
-            "configs/quickp-fat-tree-2.toml",
-            "--strategy",
-        ],
+        &SIMULATE_MLP_STRATEGY,
         "strategy2.json",
         &strategy,
         &["groups[0].devices", "device 9"],
     );
     let bad_option = strategy.replace("all-reduce", "allreduce-ish");
     fails_naming(
-        &[
-            "simulate",
-            "--model",
-            "mlp",
-            "--cluster",
-            "configs/quickp-fat-tree-2.toml",
-            "--strategy",
-        ],
+        &SIMULATE_MLP_STRATEGY,
         "strategy3.json",
         &bad_option,
         &["groups[0].option"],
@@ -381,14 +370,7 @@ fn strategy_file_errors_name_the_field() {
         .replace("\"devices\": [0, 9]", "\"devices\": [0, 1]")
         .replacen('{', "{\"allreduce\": {\"buckets\": 0}, ", 1);
     fails_naming(
-        &[
-            "simulate",
-            "--model",
-            "mlp",
-            "--cluster",
-            "configs/quickp-fat-tree-2.toml",
-            "--strategy",
-        ],
+        &SIMULATE_MLP_STRATEGY,
         "strategy4.json",
         &zero_buckets,
         &["allreduce", "0 bytes"],
