@@ -30,14 +30,7 @@ pub fn run(model: &str, cluster: &str, plan: &Path, numerics: Numerics, json: bo
     let plan = load_plan(plan)?;
     let cluster = load_named_cluster(cluster, "--cluster")?;
     numerics.check(&cluster)?;
-    if plan.micro_batches == 0 || plan.global_batch % plan.micro_batches != 0 {
-        return Err(topoplace::error::InputError::new(
-            &source,
-            "micro_batches",
-            "must divide global_batch",
-        )
-        .into());
-    }
+    plan.check_micro_batches(&source)?;
     let opts = ZooOptions {
         framework: numerics.framework,
         seq: numerics.seq,

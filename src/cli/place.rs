@@ -95,7 +95,7 @@ enum PlannerArg {
 fn wants_hybrid(args: &PlaceArgs) -> Result<bool> {
     match args.planner {
         PlannerArg::Tag => Ok(false),
-        PlannerArg::Hybrid if zoo::attention_heads(&args.model).is_none() => Err(InputError::new(
+        PlannerArg::Hybrid if zoo::lm_shape(&args.model).is_none() => Err(InputError::new(
             "<cli>",
             "--planner",
             format!(

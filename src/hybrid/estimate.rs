@@ -74,7 +74,7 @@ impl HybridModel {
         opts: &ZooOptions,
         precision: Precision,
     ) -> crate::error::Result<HybridModel> {
-        let (heads, kv_heads, seq) = zoo::attention_heads(name).ok_or_else(|| {
+        let (heads, kv_heads, seq) = zoo::lm_shape(name).ok_or_else(|| {
             InputError::new(
                 "<cli>",
                 "--model",

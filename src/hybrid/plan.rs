@@ -152,6 +152,22 @@ impl HybridPlan {
         d
     }
 
+    /// Checks that the micro-batch count divides the global batch (before the model is built at
+    /// the micro-batch it gives).
+    pub fn check_micro_batches(&self, source: &str) -> Result<(), InputError> {
+        if self.micro_batches == 0 || !self.global_batch.is_multiple_of(self.micro_batches) {
+            return Err(InputError::new(
+                source,
+                "micro_batches",
+                format!(
+                    "{} does not divide the global batch {}",
+                    self.micro_batches, self.global_batch
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the plan against a model of `layers` layers and `heads` attention heads (and
     /// `kv_heads` key/value heads) on `devices` devices; `source` names the file in errors.
     pub fn validate(
@@ -166,15 +182,7 @@ impl HybridPlan {
         if self.stages.is_empty() {
             return err("stages".into(), "no stages".into());
         }
-        if self.micro_batches == 0 || !self.global_batch.is_multiple_of(self.micro_batches) {
-            return err(
-                "micro_batches".into(),
-                format!(
-                    "{} does not divide the global batch {}",
-                    self.micro_batches, self.global_batch
-                ),
-            );
-        }
+        self.check_micro_batches(source)?;
         let mut next_layer = 0;
         let mut used = vec![false; devices];
         for (i, s) in self.stages.iter().enumerate() {

@@ -169,19 +169,17 @@ const fn gpt(layers: usize, hidden: usize, heads: usize, seq: usize) -> GptConfi
 
 /// Query heads, key/value heads and default tokens per sequence of a named language model (`gpt`,
 /// a [`GPT_SIZES`] or a [`LLAMA_SIZES`] name).
-pub fn attention_heads(name: &str) -> Option<(usize, usize, usize)> {
-    let name = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
+pub fn lm_shape(name: &str) -> Option<(usize, usize, usize)> {
     if let Some(c) = llama_size(name) {
         return Some((c.heads, c.kv_heads, c.seq));
     }
-    if name == "gpt" {
-        let c = GptConfig::default();
-        return Some((c.heads, c.heads, c.seq));
-    }
-    GPT_SIZES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, c)| (c.heads, c.heads, c.seq))
+    let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
+    let c = if base == "gpt" {
+        GptConfig::default()
+    } else {
+        gpt_size(name)?
+    };
+    Some((c.heads, c.heads, c.seq))
 }
 
 /// The sizes of a named GPT ([`GPT_SIZES`]), with or without the `-inference` suffix.
