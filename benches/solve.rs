@@ -87,6 +87,9 @@ fn main() {
                     match s.prover {
                         topoplace::solve::Prover::Cp => format!("{} (CP)", s.status.name()),
                         topoplace::solve::Prover::Milp => s.status.name().to_string(),
+                        topoplace::solve::Prover::Abandoned => {
+                            format!("{} (warm start)", s.status.name())
+                        }
                     },
                     ms(s.objective_us),
                     ms(s.bound_us),

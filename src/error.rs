@@ -246,6 +246,10 @@ pub enum SolverError {
     /// The solve ended (infeasible, out of time) with no placement to return.
     #[error("{0}")]
     NoSolution(String),
+    /// The constraint-programming prover beside HiGHS failed (its thread could not start, or
+    /// stopped on an internal error); holds what it said. No answer is given without it.
+    #[error("the CP prover failed: {0}")]
+    Prover(String),
     /// The model would not fit the memory limit; refused before it is built.
     #[error(
         "the {formulation} MILP of this instance ({nodes} nodes, {devices} GPUs) would have about \
@@ -387,6 +391,14 @@ pub enum TrainError {
     )]
     AlreadyStarted {
         /// The run's output directory.
+        path: String,
+    },
+    /// Another process holds the run directory's lock: two runs would interleave checkpoints.
+    #[error(
+        "{path}: another training run holds this directory; wait for it or choose another --out"
+    )]
+    Locked {
+        /// The run's lock file.
         path: String,
     },
     /// On `--resume`, the checkpoint belongs to a recipe of another name.

@@ -67,6 +67,29 @@ fn cyclic_graph_fails_cleanly() {
 }
 
 #[test]
+fn edges_without_bytes_and_disconnected_ops_fail_cleanly() {
+    let unsized_edge = GRAPH.replace(r#", "bytes": 8"#, "");
+    fails_naming(
+        &["info"],
+        "unsized.json",
+        &unsized_edge,
+        &["edges[0]", "bytes"],
+    );
+    // The forward-only graph with its edges left out.
+    let no_edges = GRAPH.replace(
+        r#""edges": [{"src": 0, "dst": 1, "bytes": 8}]"#,
+        r#""edges": []"#,
+    );
+    assert_ne!(no_edges, GRAPH);
+    fails_naming(
+        &["info"],
+        "no-edges.json",
+        &no_edges,
+        &["edges", "unconnected"],
+    );
+}
+
+#[test]
 fn dangling_edge_fails_cleanly() {
     let dangling = GRAPH.replace(r#""dst": 1"#, r#""dst": 7"#);
     fails_naming(

@@ -666,6 +666,37 @@ fn bad_policy_files_are_named_errors() {
         bytes,
         "the same file as written today"
     );
+    // Damaged files of the old format are refused, not vouched for by a new checksum: bytes
+    // flipped in the weights, and a tail zeroed as a crash while writing leaves it.
+    let mut flipped_v1 = v1.clone();
+    let mid = v1.len() / 2;
+    for b in &mut flipped_v1[mid..mid + 1000] {
+        *b ^= 0x5a;
+    }
+    let mut zeroed_v1 = v1.clone();
+    let tail = v1.len() - 4096;
+    zeroed_v1[tail..].fill(0);
+    for (name, damaged) in [("flipped", flipped_v1), ("zeroed", zeroed_v1)] {
+        let path = dir.join(format!("old-{name}.gnn"));
+        std::fs::write(&path, &damaged).unwrap();
+        let run = topoplace()
+            .args(["policy", "upgrade"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(&*path.to_string_lossy()), "{stderr}");
+        assert!(
+            stderr.contains("not upgraded") || stderr.contains("weights:"),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            damaged,
+            "{name}: left as it was"
+        );
+    }
     for file in [&garbage, &truncated, &missing, &corrupt] {
         let run = topoplace()
             .args([

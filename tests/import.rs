@@ -301,6 +301,17 @@ fn csv_negative_size_names_row_and_column() {
 }
 
 #[test]
+fn csv_edge_without_bytes_names_row_and_column() {
+    let (file, field, msg) = csv_error("csv_empty_edge", "edges.csv", "2,3,16384", "2,3,");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 4, column \"bytes\""),
+        "{msg}"
+    );
+    assert!(msg.contains("is empty"), "{msg}");
+}
+
+#[test]
 fn csv_unknown_phase_names_row_and_column() {
     let (file, field, msg) = csv_error("csv_phase", "ops.csv", "Relu,forward", "Relu,fwd");
     assert_eq!(

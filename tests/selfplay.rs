@@ -580,3 +580,30 @@ fn teacher_share_mixes_the_teachers_targets_and_resumes() {
     let err = Recipe::parse(&too_much, "r.toml").unwrap_err().to_string();
     assert!(err.contains("optimizer.teacher_share"), "{err}");
 }
+
+/// Two runs on one `--out` would interleave their checkpoints: while one holds the directory, a
+/// second is refused at once, naming the lock, and leaves no checkpoint behind.
+#[test]
+fn a_second_run_on_a_held_directory_is_refused() {
+    let dir = scratch("locked-run");
+    let recipe = tiny_recipe(&dir, 2, 2, 0);
+    let out = dir.join("run");
+    std::fs::create_dir_all(&out).unwrap();
+    let held = std::fs::File::create(out.join(".lock")).unwrap();
+    held.lock().unwrap();
+    let second = train(recipe.to_str().unwrap(), &out, &[]);
+    assert_eq!(second.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains(".lock") && stderr.contains("another training run"),
+        "{stderr}"
+    );
+    assert!(!out.join("checkpoints").exists());
+    held.unlock().unwrap();
+    let after = train(recipe.to_str().unwrap(), &out, &[]);
+    assert!(
+        after.status.success(),
+        "{}",
+        String::from_utf8_lossy(&after.stderr)
+    );
+}

@@ -57,7 +57,7 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
         path: shown.clone(),
         source,
     })?;
-    let Some(upgraded) = upgrade_v1(&bytes) else {
+    let Some(upgraded) = upgrade_v1(&bytes, &shown)? else {
         return Err(GnnError::NotAPolicy {
             path: shown,
             why: "not a policy file of the format before checksums".into(),
@@ -65,7 +65,6 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
         .into());
     };
     write_atomic(file, &upgraded)?;
-    GnnPolicy::load(file)?;
     outln!("added a checksum to {shown}")?;
     Ok(())
 }

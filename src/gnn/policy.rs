@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use burn::store::ModuleRecord;
 use burn::tensor::Bytes;
@@ -163,15 +163,74 @@ fn encode(config: &str, record: &[u8]) -> Vec<u8> {
     out
 }
 
-/// A policy file of the format before checksums rewritten with one (the weights unchanged), or
-/// `None` when `bytes` is not such a file.
-pub fn upgrade_v1(bytes: &[u8]) -> Option<Vec<u8>> {
-    let (header, rest) = split_line(bytes)?;
+/// The largest weight magnitude [`upgrade_v1`] accepts. Trained and freshly drawn weights stay
+/// within ±10; a flipped exponent bit sends a float past 1e4 or to NaN.
+const PLAUSIBLE_WEIGHT: f32 = 1e4;
+/// The run of zero bytes at the end of a record that [`upgrade_v1`] takes for a zeroed or
+/// zero-filled tail: eight exact-zero floats, which no trained or drawn weights end in.
+const ZEROED_TAIL: usize = 32;
+
+/// A policy file of the format before checksums rewritten with one (the weights unchanged).
+/// `None` when `bytes` is not such a file; an error, naming `shown`, when its weights show
+/// damage. That format carried no checksum, so what can be checked is checked before a new
+/// checksum vouches for the file: the config parses, the record decodes into the network, every
+/// weight is finite and plausible, and the record does not end in zeros. A flip of a low mantissa
+/// bit passes all of these and cannot be found.
+pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
+    let Some((header, rest)) = split_line(bytes) else {
+        return Ok(None);
+    };
     if header != MAGIC_V1.as_bytes() {
-        return None;
+        return Ok(None);
     }
-    let (config, record) = split_line(rest)?;
-    Some(encode(std::str::from_utf8(config).ok()?, record))
+    let bad = |why: String| GnnError::NotAPolicy {
+        path: shown.to_string(),
+        why,
+    };
+    let (config, record) = split_line(rest).ok_or_else(|| bad("no config line".into()))?;
+    let text = std::str::from_utf8(config).map_err(|_| bad("config: not UTF-8".into()))?;
+    let parsed: GnnConfig = serde_json::from_str(text).map_err(|e| bad(format!("config: {e}")))?;
+    parsed.check().map_err(|e| bad(format!("config: {e}")))?;
+    let zeros = record.iter().rev().take_while(|&&b| b == 0).count();
+    if zeros >= ZEROED_TAIL {
+        return Err(bad(format!(
+            "the weights end in {zeros} zero bytes: the file was truncated or zeroed; not upgraded"
+        ))
+        .into());
+    }
+    let model =
+        model_from_record(&parsed, record, &cpu()).map_err(|e| bad(format!("weights: {e}")))?;
+    if let Some(weight) = implausible_weight(&model) {
+        return Err(bad(format!(
+            "a weight of {weight} (finite weights within ±{PLAUSIBLE_WEIGHT} expected): the file \
+             is damaged; not upgraded"
+        ))
+        .into());
+    }
+    Ok(Some(encode(text, record)))
+}
+
+/// The first weight of `model` that is not finite or exceeds [`PLAUSIBLE_WEIGHT`].
+fn implausible_weight(model: &GnnModel) -> Option<f32> {
+    struct Finder(Option<f32>);
+    impl ModuleVisitor for Finder {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if self.0.is_some() {
+                return;
+            }
+            let values = param
+                .val()
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap_or_default();
+            self.0 = values
+                .into_iter()
+                .find(|w| !w.is_finite() || w.abs() > PLAUSIBLE_WEIGHT);
+        }
+    }
+    let mut finder = Finder(None);
+    model.visit(&mut finder);
+    finder.0
 }
 
 /// The bytes before the first newline and those after it.

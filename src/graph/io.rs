@@ -51,7 +51,8 @@ fn default_version() -> u32 {
 pub struct EdgeRecord {
     pub src: u64,
     pub dst: u64,
-    #[serde(default)]
+    /// Required: a file that leaves it out would otherwise read as free transfers. 0 is a
+    /// control or resource-handle edge (TensorFlow's graphs have them).
     pub bytes: f64,
 }
 
@@ -142,14 +143,16 @@ impl GraphFile {
                 optimizer: lookup(format!("gradients[{k}].optimizer"), l.optimizer)?,
             });
         }
-        Graph::new(
+        let graph = Graph::new(
             source,
             self.name,
             self.batch_size,
             self.ops,
             edges,
             gradients,
-        )
+        )?;
+        super::validate::check_file_edges(source, &graph)?;
+        Ok(graph)
     }
 }
 

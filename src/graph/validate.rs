@@ -182,3 +182,21 @@ pub(super) fn check_optimizers_fed(source: &str, g: &Graph) -> Result<(), InputE
     }
     Ok(())
 }
+
+/// A check for graphs read from files: a graph of several ops with no edge at all is a file
+/// whose edges were left out. Every op would run as if it needed no input and fed no one. Single
+/// unconnected ops are accepted: TensorFlow's graphs keep some (`Shape` ops whose readers were
+/// pruned).
+pub(crate) fn check_file_edges(source: &str, g: &Graph) -> Result<(), InputError> {
+    if g.len() >= 2 && g.edges().is_empty() {
+        return Err(InputError::new(
+            source,
+            "edges",
+            format!(
+                "none: the graph's {} ops would run unconnected (were the edges left out?)",
+                g.len()
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -442,11 +442,14 @@ fn read_edges(t: &Table, index: &HashMap<u64, usize>) -> Result<Vec<Edge>, Input
         if let Some(first) = seen.insert((src, dst), row.line) {
             return Err(row.err("dst", format!("duplicate edge (also on line {first})")));
         }
-        edges.push(Edge {
-            src,
-            dst,
-            bytes: row.size("bytes")?,
-        });
+        if row.get("bytes").is_none() {
+            return Err(row.err(
+                "bytes",
+                "is empty: give the tensor's size (0 for a control edge)",
+            ));
+        }
+        let bytes = row.size("bytes")?;
+        edges.push(Edge { src, dst, bytes });
     }
     Ok(edges)
 }

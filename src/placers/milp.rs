@@ -74,6 +74,7 @@ impl Placer for Milp {
         let solver = match result.prover {
             crate::solve::Prover::Milp => "HiGHS",
             crate::solve::Prover::Cp => "HiGHS and a CP proof (pumpkin)",
+            crate::solve::Prover::Abandoned => "the warm start (HiGHS overran the time limit)",
         };
         placement.note = format!("{}: {solver} on {label}, {proof}", self.name());
         Ok(placement)

@@ -116,6 +116,9 @@ pub enum Prover {
     Milp,
     /// Pumpkin's lazy clause generation on the same model ([`cp`]).
     Cp,
+    /// Nothing: HiGHS overran the time limit and was abandoned, and the warm start's
+    /// heuristics gave the answer.
+    Abandoned,
 }
 
 impl Prover {
@@ -123,6 +126,7 @@ impl Prover {
         match self {
             Prover::Milp => "HiGHS on the MILP",
             Prover::Cp => "pumpkin on the CP model",
+            Prover::Abandoned => "the warm start; HiGHS overran the time limit and was abandoned",
         }
     }
 }
@@ -215,8 +219,12 @@ pub(crate) fn solve_instance(
             flag: interrupt,
         },
     ];
+    let at_time_limit = memory_watch::Deadline {
+        at: deadline,
+        flags: [stop, interrupt],
+    };
     let (milp, proof, stopped_by_memory) = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| memory_watch::watch(done, &wires));
+        let watcher = scope.spawn(|| memory_watch::watch(done, &wires, &at_time_limit));
         let cp = with_cp.then(|| {
             std::thread::Builder::new()
                 .stack_size(CP_STACK_BYTES)
@@ -229,7 +237,7 @@ pub(crate) fn solve_instance(
                     proof
                 })
         });
-        let milp = solve_milp(inst, formulation, opts, &heuristic, started, interrupt);
+        let milp = solve_milp_within(inst, formulation, opts, &heuristic, started, interrupt);
         if milp
             .as_ref()
             .is_ok_and(|r| r.status != SolveStatus::Feasible)
@@ -237,17 +245,32 @@ pub(crate) fn solve_instance(
         {
             stop.store(true, Ordering::Relaxed);
         }
-        let proof = cp.and_then(|spawned| spawned.ok()?.join().ok());
+        let proof = cp.map(|spawned| {
+            let handle = spawned.map_err(|e| SolverError::Prover(e.to_string()))?;
+            handle
+                .join()
+                .map_err(|payload| SolverError::Prover(panic_text(payload.as_ref())))
+        });
         done.store(true, Ordering::Relaxed);
         watcher.thread().unpark();
-        (milp, proof, watcher.join().unwrap_or(false))
+        (milp, proof.transpose(), watcher.join().unwrap_or(false))
     });
+    let proof = proof?;
     let mut result = milp?;
     result.stopped_by_memory = stopped_by_memory;
     if let Some(proof) = proof {
         merge_proof(&mut result, proof);
     }
     Ok(result)
+}
+
+/// What a panicking thread said, for an error instead of a swallowed panic.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "an internal error".to_string())
 }
 
 /// An answer reached without building the MILP: `status`, with `heuristic` as the solution
@@ -276,6 +299,74 @@ fn without_milp(
 
 /// Stack of the CP thread (pumpkin's conflict analysis on deep implication graphs).
 const CP_STACK_BYTES: usize = 64 << 20;
+
+/// How long past the time limit [`solve_milp_within`] waits for HiGHS before it gives up on it.
+const ABANDON_GRACE: Duration = Duration::from_millis(250);
+
+/// Between two looks at the outside interrupt while waiting for HiGHS.
+const RELAY_POLL: Duration = Duration::from_millis(10);
+
+/// [`solve_milp`] on a thread of its own, abandoned if it is still running [`ABANDON_GRACE`]
+/// after the time limit. HiGHS checks its time limit and its interrupt callback only now and
+/// then: building the model and handing it over take seconds on large instances, and presolve
+/// and the root LP overran 3-second limits by 1 to 20 s (transformer × tag-testbed under
+/// QuickP: 25 s). An abandoned solve has its interrupt raised and finishes in the background,
+/// holding its memory until it does; the warm start is then the answer.
+fn solve_milp_within(
+    inst: &Instance,
+    formulation: Formulation,
+    opts: &SolveOptions,
+    heuristic: &Plan,
+    started: Instant,
+    interrupt: &AtomicBool,
+) -> Result<InstanceResult> {
+    let give_up_at = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0)) + ABANDON_GRACE;
+    let own = std::sync::Arc::new(AtomicBool::new(false));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let worker = {
+        let (inst, opts, heuristic, own) =
+            (inst.clone(), opts.clone(), heuristic.clone(), own.clone());
+        move || {
+            let result = solve_milp(&inst, formulation, &opts, &heuristic, started, &own);
+            // The receiver is gone when the solve was abandoned; the result is not wanted.
+            let _ = sender.send(result);
+        }
+    };
+    std::thread::Builder::new()
+        .name("highs".into())
+        .spawn(worker)
+        .map_err(|e| SolverError::Failed(format!("cannot start the solver's thread: {e}")))?;
+    loop {
+        if interrupt.load(Ordering::Relaxed) {
+            own.store(true, Ordering::Relaxed);
+        }
+        match receiver.recv_timeout(RELAY_POLL) {
+            Ok(result) => return result,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(SolverError::Failed("the solver's thread stopped".into()).into());
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() >= give_up_at => {
+                own.store(true, Ordering::Relaxed);
+                return Ok(abandoned(inst, heuristic.clone(), started));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+}
+
+/// The answer when HiGHS was abandoned: the warm start, if it fits; no bound.
+fn abandoned(inst: &Instance, heuristic: Plan, started: Instant) -> InstanceResult {
+    let admissible = heuristic.admissible(inst);
+    let status = if admissible {
+        SolveStatus::Feasible
+    } else {
+        SolveStatus::TimedOut
+    };
+    InstanceResult {
+        prover: Prover::Abandoned,
+        ..without_milp(status, heuristic, admissible, started)
+    }
+}
 
 /// Build the formulation's MILP around the warm start and run HiGHS on it.
 fn solve_milp(
@@ -542,6 +633,7 @@ pub(crate) fn solve_problem(
     let proved_by = match result.prover {
         Prover::Cp => " (CP proof)",
         Prover::Milp => "",
+        Prover::Abandoned => " (warm start; HiGHS overran the time limit)",
     };
     let status = result.status.name();
     let note = format!("{} {label}, {status}{proved_by}", formulation.name());

@@ -10,8 +10,13 @@
 //! instances and the symmetry-breaking rows. The
 //! rows are exact for MOIRAI (vgg19 on tag-testbed: 7,554,910 estimated and built). The bytes
 //! are what the process holds: our row problem, HiGHS's copies of the matrix column- and
-//! row-wise and its working copies, measured at about 80 bytes per nonzero plus 200 per row or
-//! column (the same vgg19 instance peaks at 4.15 GB for 3.8e7 nonzeros).
+//! row-wise and its working copies. Fitted to the peak resident memory of three solves with a
+//! 3-second limit (2 cores, 2026-11-28): transformer × tag-testbed under QuickP (4.9e6 rows,
+//! 2.4e7 nonzeros: 4.16 GB), gpt × tag-testbed under QuickP (1.7e6, 8.3e6: 1.57 GB) and vgg19 ×
+//! tag-testbed under MOIRAI (7.6e6, 3.8e7: 5.37 GB), less the 0.2 GB the process holds before
+//! building: 60 bytes per nonzero and 400 per row or column. The row and column terms dominate;
+//! the earlier 80 + 200 fitted to the MOIRAI instance alone under-counted QuickP's models by a
+//! third, so `--memory-limit 3GiB` let a 4 GB solve through.
 
 use super::Formulation;
 use super::instance::Instance;
@@ -27,7 +32,7 @@ pub(crate) struct ModelSize {
 impl ModelSize {
     /// Bytes HiGHS needs for the model, roughly.
     pub(crate) fn bytes(&self) -> f64 {
-        80.0 * self.nonzeros + 200.0 * (self.rows + self.columns)
+        60.0 * self.nonzeros + 400.0 * (self.rows + self.columns)
     }
 }
 

@@ -38,6 +38,39 @@ pub fn step_seed(seed: u64, step: u64, worker: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The lock file of a run directory, held for as long as a run writes there.
+const LOCK: &str = ".lock";
+
+/// An exclusive hold on a run directory: a second `train` on the same `--out` fails at once
+/// instead of interleaving its checkpoints with the first's. The operating system drops the lock
+/// when the process ends, however it ends, so a killed run leaves nothing to clean up.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: std::fs::File,
+}
+
+impl RunLock {
+    /// Take the lock of `run_dir`, creating the directory if needed.
+    pub fn acquire(run_dir: &Path) -> Result<RunLock> {
+        std::fs::create_dir_all(run_dir).map_err(|e| io(run_dir, e))?;
+        let path = run_dir.join(LOCK);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(RunLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(TrainError::Locked {
+                path: path.display().to_string(),
+            }
+            .into()),
+            Err(std::fs::TryLockError::Error(e)) => Err(io(&path, e)),
+        }
+    }
+}
+
 /// The checkpoints of one run.
 #[derive(Debug, Clone)]
 pub struct Checkpoints {

@@ -34,7 +34,7 @@ use crate::problem::Problem;
 use crate::render::mean;
 
 use super::batch;
-use super::checkpoint::{Checkpoints, step_seed};
+use super::checkpoint::{Checkpoints, RunLock, step_seed};
 pub use super::generation::generation_policy;
 pub use super::generation::next_generation;
 use super::generation::snapshot_path;
@@ -153,6 +153,8 @@ struct Trainer<'r> {
     teacher: VecDeque<GameRecord>,
     state: RunState,
     checkpoints: Checkpoints,
+    /// Held until the run returns.
+    _lock: RunLock,
 }
 
 /// Train the policy of `recipe` as `opts` says; `on_event` sees progress.
@@ -195,6 +197,7 @@ impl<'r> Trainer<'r> {
         let config = recipe.model.gnn_config();
         config.check().map_err(GnnError::Config)?;
         let device = gnn::device_named(&opts.gnn_device)?.autodiff();
+        let lock = RunLock::acquire(&opts.run_dir)?;
         let checkpoints = Checkpoints::new(&opts.run_dir);
         let latest = checkpoints.latest()?;
         if latest.is_some() && !opts.resume {
@@ -221,6 +224,7 @@ impl<'r> Trainer<'r> {
                 warm_start: None,
             },
             checkpoints,
+            _lock: lock,
         };
         if let Some((_, dir)) = latest {
             t.restore(&dir)?;
