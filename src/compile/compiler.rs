@@ -9,7 +9,7 @@ use super::compiled::{Compiled, PipelineOps};
 use super::compute_bound::{compute_exceeds, replica_durations};
 use super::device_classes::DeviceClasses;
 use super::layout::{Layout, LayoutKind, gradient_producers, layouts};
-use super::pipeline::expand;
+use super::pipeline::{OrderBlock, expand};
 use super::task_role::TaskRole;
 use crate::cluster::{Cluster, GpuSpec};
 use crate::cost::CostModel;
@@ -118,20 +118,87 @@ pub(crate) fn compile_within(
     Some(compiled)
 }
 
+/// Blocks of at most this many op pairs become dependencies pair by pair; larger ones go
+/// through zero-time gates, whose dependencies grow with the sum of the block's sides rather than
+/// their product.
+const GATE_ABOVE_PAIRS: usize = 4096;
+
 /// The schedule's order between the expanded ops as order dependencies between their tasks:
 /// replica by replica when both ops run on the same devices, else every replica before every one.
-fn add_schedule(compiled: &mut Compiled, order: &[(OpIdx, OpIdx)]) {
-    for &(before, after) in order {
-        let (a, b) = (compiled.tasks_of_op(before), compiled.tasks_of_op(after));
-        if compiled.op_devices[before] == compiled.op_devices[after] {
-            for (ta, tb) in a.zip(b) {
-                compiled.exec.add_order_dep(ta, tb);
+/// A large block whose ops all run on the same devices gets one gate per replica, which is the
+/// same order; a large block over different devices gets one gate for all, which also orders
+/// its same-device pairs across replicas (slightly stricter than pair by pair).
+fn add_schedule(compiled: &mut Compiled, order: &[OrderBlock]) {
+    for block in order {
+        if block.before.len() * block.after.len() <= GATE_ABOVE_PAIRS {
+            for &before in &block.before {
+                for &after in &block.after {
+                    order_pair(compiled, before, after);
+                }
             }
         } else {
-            for ta in a {
-                for tb in b.clone() {
-                    compiled.exec.add_order_dep(ta, tb);
-                }
+            order_through_gates(compiled, block);
+        }
+    }
+}
+
+/// `after`'s tasks wait for `before`'s.
+fn order_pair(compiled: &mut Compiled, before: OpIdx, after: OpIdx) {
+    let (a, b) = (compiled.tasks_of_op(before), compiled.tasks_of_op(after));
+    if compiled.op_devices[before] == compiled.op_devices[after] {
+        for (ta, tb) in a.zip(b) {
+            compiled.exec.add_order_dep(ta, tb);
+        }
+    } else {
+        for ta in a {
+            for tb in b.clone() {
+                compiled.exec.add_order_dep(ta, tb);
+            }
+        }
+    }
+}
+
+/// A block's order through zero-time gates: one per replica when every op of the block runs
+/// on the same devices, else one for all.
+fn order_through_gates(compiled: &mut Compiled, block: &OrderBlock) {
+    let first = block.before[0];
+    let devices = Arc::clone(&compiled.op_devices[first]);
+    let same = block
+        .before
+        .iter()
+        .chain(&block.after)
+        .all(|&op| compiled.op_devices[op] == devices);
+    let lanes: Vec<Option<usize>> = if same {
+        (0..devices.len()).map(Some).collect()
+    } else {
+        vec![None]
+    };
+    for lane in lanes {
+        let gate = compiled.exec.add_task(TaskSpec {
+            kind: TaskKind::Collective,
+            duration: 0.0,
+            resources: &[],
+            out_device: devices[lane.unwrap_or(0)],
+            out_bytes: 0.0,
+            priority: 0.0,
+            label: first as u32,
+        });
+        compiled.roles.push(TaskRole::Gate);
+        let tasks = |compiled: &Compiled, op: OpIdx| -> Vec<TaskId> {
+            let all = compiled.tasks_of_op(op);
+            match lane {
+                Some(r) => vec![all.start + r as TaskId],
+                None => all.collect(),
+            }
+        };
+        for &op in &block.before {
+            for t in tasks(compiled, op) {
+                compiled.exec.add_order_dep(t, gate);
+            }
+        }
+        for &op in &block.after {
+            for t in tasks(compiled, op) {
+                compiled.exec.add_order_dep(gate, t);
             }
         }
     }

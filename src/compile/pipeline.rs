@@ -31,8 +31,9 @@ pub(super) struct Expansion {
     pub(super) priority: Option<Vec<f64>>,
     /// Original op of each expanded op.
     pub(super) origin: Arc<[OpIdx]>,
-    /// `(before, after)` expanded ops: the schedule's order on each stage.
-    pub(super) order: Vec<(OpIdx, OpIdx)>,
+    /// The schedule's order on each stage: every op of a block's `before` ahead of every op of
+    /// its `after`.
+    pub(super) order: Vec<OrderBlock>,
 }
 
 /// Where an original op went.
@@ -265,6 +266,16 @@ struct Work {
     sinks: Vec<OpIdx>,
 }
 
+/// The ops leaving one piece of a stage's work (`before`) and those entering the next (`after`):
+/// each of the first goes ahead of each of the second. Kept as a block, not as pairs: a stage fed
+/// by one op fanning out to 50,000 has 50,000 ops on each side, and its pairs would not fit in
+/// memory.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct OrderBlock {
+    pub(super) before: Vec<OpIdx>,
+    pub(super) after: Vec<OpIdx>,
+}
+
 /// Order dependencies of the schedule, stage by stage.
 fn schedule_order(
     g: &Graph,
@@ -272,7 +283,7 @@ fn schedule_order(
     pipeline: &Pipeline,
     origin: &[OpIdx],
     micro_batch: &[Option<usize>],
-) -> Vec<(OpIdx, OpIdx)> {
+) -> Vec<OrderBlock> {
     let (p, m) = (pipeline.stages(), pipeline.micro_batches as usize);
     // Key of an expanded op's work: (stage, micro-batch, backward?); accumulations are not work.
     let key = |i: OpIdx| -> Option<(usize, usize, bool)> {
@@ -297,10 +308,11 @@ fn schedule_order(
     }
     let mut order = Vec::new();
     let mut after = |before: &Work, then: &Work| {
-        for &a in &before.sinks {
-            for &b in &then.sources {
-                order.push((a, b));
-            }
+        if !before.sinks.is_empty() && !then.sources.is_empty() {
+            order.push(OrderBlock {
+                before: before.sinks.clone(),
+                after: then.sources.clone(),
+            });
         }
     };
     for s in 0..p {

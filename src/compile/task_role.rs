@@ -21,6 +21,9 @@ pub enum TaskRole {
     Hold,
     /// A parameter server sending an updated parameter back to a replica.
     Pull,
+    /// A zero-time task without resources through which a pipeline stage's schedule orders a
+    /// large block of its work ([`super::pipeline`]).
+    Gate,
 }
 
 impl TaskRole {

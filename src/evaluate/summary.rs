@@ -154,5 +154,6 @@ pub fn task_name(graph: &Graph, compiled: &Compiled, task: u32) -> String {
         TaskRole::Interference => format!("{op} [allreduce interference]"),
         TaskRole::Hold => format!("{op} [reduced]"),
         TaskRole::Pull => format!("{op} [pull]"),
+        TaskRole::Gate => format!("{op} [schedule gate]"),
     }
 }

@@ -2,7 +2,7 @@
 //! other method is measured against.
 
 use super::{Budget, Placer};
-use crate::data_parallel::best_data_parallel;
+use crate::data_parallel::best_data_parallel_until;
 use crate::error::Result;
 use crate::evaluate::Placement;
 use crate::problem::Problem;
@@ -14,8 +14,8 @@ impl Placer for DpSubset {
         "dp-subset"
     }
 
-    fn place(&self, p: &Problem, _budget: &Budget) -> Result<Placement> {
-        let best = best_data_parallel(p)?;
+    fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
+        let best = best_data_parallel_until(p, budget.deadline)?;
         let mut placement = Placement::plain(best.strategy, best.note);
         placement.fits = Some(best.fits);
         Ok(placement)

@@ -51,8 +51,8 @@ pub struct Heuristic {
 }
 
 /// Every heuristic's placement in [`HEURISTICS`] order, those started before `deadline` (the
-/// first one, `dp-subset`, always runs; a list scheduler still running at the deadline gives
-/// up), `pipeline-dp` with `pipeline_deadline` instead. They run side by side; the list keeps its
+/// first one, `dp-subset`, always runs, and tries no further GPU subset past the deadline; a
+/// list scheduler still running at the deadline gives up), `pipeline-dp` with `pipeline_deadline` instead. They run side by side; the list keeps its
 /// order whichever finished first.
 pub(crate) fn heuristics(
     p: &Problem,
@@ -65,21 +65,23 @@ pub(crate) fn heuristics(
         .map(|(at, &name)| {
             let deadline = match name {
                 "pipeline-dp" => pipeline_deadline,
-                _ => deadline.filter(|_| at > 0),
+                _ => deadline,
             };
-            heuristic(p, name, deadline)
+            heuristic(p, name, deadline, at == 0)
         })
         .collect::<Result<_>>()?;
     Ok(found.into_iter().flatten().collect())
 }
 
-/// One heuristic's placement, simulated; none when it is out of time or has nothing to offer.
+/// One heuristic's placement, simulated; none when it is out of time (unless it must `always`
+/// run) or has nothing to offer.
 fn heuristic(
     p: &Problem,
     name: &'static str,
     deadline: Option<Instant>,
+    always: bool,
 ) -> Result<Option<Heuristic>> {
-    if deadline.is_some_and(|d| Instant::now() >= d) {
+    if !always && deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
     }
     let placed = if name == "pipeline-dp" {
