@@ -72,6 +72,7 @@ fn fewest_stages_that_fit(planner: &mut Planner, devices: &[usize], tp: usize) -
             micro_batches: batch / dp as u32,
             schedule: crate::strategy::Schedule::OneFOneB,
             overlap_grad_reduce: true,
+            tp_comm_overlap: false,
             stages,
         };
         let Some(p) = planner.judge(plan) else {
@@ -117,6 +118,7 @@ pub fn fsdp(planner: &mut Planner) -> Result<Option<Planned>> {
                 micro_batches: m,
                 schedule: crate::strategy::Schedule::OneFOneB,
                 overlap_grad_reduce: true,
+                tp_comm_overlap: false,
                 stages: vec![stage(
                     [0, layers],
                     &devices,

@@ -239,6 +239,8 @@ struct StageContext<'a> {
     first: bool,
     last: bool,
     pipeline_stages: usize,
+    /// The plan's `tp_comm_overlap`.
+    tp_overlap: bool,
 }
 
 impl StageContext<'_> {
@@ -332,20 +334,31 @@ impl StageContext<'_> {
             2.0 * ring.allreduce_us(self.cost, act)
         };
         let layers = s.layer_count() as f64;
-        let passes = if s.recompute == Recompute::Full {
-            3.0
-        } else {
-            2.0
-        };
         let ends = if ring.size > 1 {
             ring.allreduce_us(self.cost, act)
                 * (f64::from(u8::from(self.first)) + f64::from(u8::from(self.last)))
         } else {
             0.0
         };
-        let tp = layers * per_pass * passes + ends;
-        fwd += layers * per_pass + if self.first { ends / 2.0 } else { 0.0 };
-        bwd += tp - layers * per_pass - if self.first { ends / 2.0 } else { 0.0 };
+        // Under `tp_comm_overlap` a pass's collectives hide under the layer's compute of that
+        // pass but for one chunk of t (the pipelined GEMM's first or last).
+        let exposed = |compute: f64| {
+            if self.tp_overlap {
+                (per_pass - compute / layers).max(per_pass / s.tp() as f64)
+            } else {
+                per_pass
+            }
+        };
+        let (fwd_tp, bwd_tp) = (layers * exposed(fwd), layers * exposed(bwd));
+        let recompute_tp = if s.recompute == Recompute::Full {
+            fwd_tp
+        } else {
+            0.0
+        };
+        let head_end = if self.first { ends / 2.0 } else { 0.0 };
+        let tp = fwd_tp + bwd_tp + recompute_tp + ends;
+        fwd += fwd_tp + head_end;
+        bwd += bwd_tp + recompute_tp + ends - head_end;
         if s.zero == ZeroStage::Parameters {
             let (gather, scatter) = zero3;
             fwd = fwd.max(layers * gather) + gather;
@@ -503,6 +516,7 @@ pub fn estimate(
             first: i == 0,
             last: i + 1 == p,
             pipeline_stages: p,
+            tp_overlap: plan.tp_comm_overlap,
         })
         .collect();
     let mut times = Vec::with_capacity(p);

@@ -135,6 +135,7 @@ fn plan_of(
         micro_batches,
         schedule: crate::strategy::Schedule::OneFOneB,
         overlap_grad_reduce: true,
+        tp_comm_overlap: false,
         stages: parts
             .into_iter()
             .zip(ranges)

@@ -127,6 +127,12 @@ pub struct HybridPlan {
     /// before 2023).
     #[serde(default = "yes")]
     pub overlap_grad_reduce: bool,
+    /// Whether the tensor-parallel collectives run under the adjacent matrix products
+    /// (Megatron-Core's `--tp-comm-overlap`: the sequence-parallel all-gather and
+    /// reduce-scatter split into chunks pipelined with the GEMM's chunks). Needs sequence
+    /// parallelism on every stage with TP > 1, as Megatron requires. Off by default.
+    #[serde(default)]
+    pub tp_comm_overlap: bool,
     /// The stages, first to last.
     pub stages: Vec<Stage>,
 }
@@ -183,6 +189,17 @@ impl HybridPlan {
             return err("stages".into(), "no stages".into());
         }
         self.check_micro_batches(source)?;
+        if self.tp_comm_overlap
+            && let Some(i) = self
+                .stages
+                .iter()
+                .position(|s| s.tp() > 1 && !s.sequence_parallel)
+        {
+            return err(
+                "tp_comm_overlap".into(),
+                format!("needs sequence_parallel on stages[{i}], whose TP is above 1"),
+            );
+        }
         let mut next_layer = 0;
         let mut used = vec![false; devices];
         for (i, s) in self.stages.iter().enumerate() {

@@ -59,6 +59,7 @@ fn plan_of(
         micro_batches: m,
         schedule: crate::strategy::Schedule::OneFOneB,
         overlap_grad_reduce: true,
+        tp_comm_overlap: false,
         stages: parts
             .into_iter()
             .zip(ranges)

@@ -70,6 +70,7 @@ impl Layout {
             micro_batches: self.micro_batches,
             schedule: crate::strategy::Schedule::OneFOneB,
             overlap_grad_reduce: true,
+            tp_comm_overlap: false,
             stages: chunks
                 .iter()
                 .zip(ranges)

@@ -43,6 +43,7 @@ fn one_stage(layers: usize, replicas: Vec<Vec<usize>>, batch: u32) -> HybridPlan
         micro_batches: 1,
         schedule: Schedule::OneFOneB,
         overlap_grad_reduce: true,
+        tp_comm_overlap: false,
         stages: vec![Stage {
             layers: [0, layers],
             replicas,
@@ -98,6 +99,53 @@ fn tensor_parallel_time_is_two_allreduces_per_layer_and_pass() {
             );
         }
     }
+}
+
+/// Megatron-Core's `--tp-comm-overlap`: each pass's sequence-parallel collectives hide under that
+/// pass's layer compute but for one chunk of t, so a layer exposes max(comm − compute, comm / t);
+/// the embedding's and loss's collectives stay exposed. A plan asking for it without sequence
+/// parallelism is refused, as Megatron refuses it.
+#[test]
+fn overlapped_tensor_parallel_time_exposes_what_compute_cannot_hide() {
+    let (cluster, cost, model) = (dgx(), ideal_cost(), llama_1b(4));
+    for t in [2usize, 4, 8] {
+        let mut plan = one_stage(model.layers(), vec![(0..t).collect()], 4);
+        plan.stages[0].sequence_parallel = true;
+        let plain = estimate(&model, &cluster, &cost, &plan);
+        plan.tp_comm_overlap = true;
+        let hidden = estimate(&model, &cluster, &cost, &plan);
+        let ring = Ring::over(&cluster, &(0..t).collect::<Vec<_>>(), 1);
+        let act = model.profile.layer.input_bytes;
+        let (b, lat) = (ring.bandwidth, ring.latency_us);
+        let steps = (t - 1) as f64;
+        let per_pass = 4.0 * (steps / t as f64 * act / b + steps * lat);
+        let ends = 2.0
+            * ring_allreduce_time_us(act, t, b, lat).min(tree_allreduce_time_us(act, t, b, lat));
+        let layers = model.layers() as f64;
+        let (p, h) = (&plain.stages[0], &hidden.stages[0]);
+        // The compute of each pass: the plain pass less its collectives.
+        let fwd = p.forward_us - layers * per_pass - ends / 2.0;
+        let bwd = p.backward_us - layers * per_pass - ends / 2.0;
+        let exposed = |compute: f64| (per_pass - compute / layers).max(per_pass / t as f64);
+        let expect = layers * (exposed(fwd) + exposed(bwd)) + ends;
+        assert!(
+            close(h.tp_comm_us, expect),
+            "t={t}: {} vs {expect}",
+            h.tp_comm_us
+        );
+        assert!(h.tp_comm_us < p.tp_comm_us);
+        assert!(close(
+            h.forward_us,
+            fwd + layers * exposed(fwd) + ends / 2.0
+        ));
+    }
+    let mut plan = one_stage(model.layers(), vec![vec![0, 1]], 4);
+    plan.tp_comm_overlap = true;
+    let e = model.check(&plan, 8, "p.json").unwrap_err().to_string();
+    assert!(
+        e.contains("tp_comm_overlap") && e.contains("sequence_parallel"),
+        "{e}"
+    );
 }
 
 #[test]
