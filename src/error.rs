@@ -458,6 +458,12 @@ pub enum TrainError {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Whether this is a usage error: bad input from the command line's flags (`<cli>`), which
+    /// exits with status 2 as clap's own usage errors do.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::Input(e) if e.file == "<cli>")
+    }
+
     /// An [`Error::Io`] for an operation on `path` (as shown to the user).
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {

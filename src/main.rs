@@ -92,7 +92,13 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::FAILURE
+            // Flags that clap's parsers cannot judge alone (`--shard` against `--of`) are
+            // usage errors all the same: clap's exit status for them.
+            if e.is_usage() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

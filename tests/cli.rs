@@ -155,16 +155,17 @@ fn malformed_cluster_fails_cleanly() {
 
 #[test]
 fn unknown_model_and_missing_file_fail_cleanly() {
+    // A name that is neither shipped nor a file is a bad value of the flag: a usage error.
     let out = run(&["info", "resnet-9000"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr.contains("resnet-9000") && stderr.contains("resnet101"),
         "{stderr}"
     );
     let out = run(&["cluster", "configs/no-such-cluster.toml"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(stderr.contains("no-such-cluster.toml"), "{stderr}");
     assert!(!stderr.contains("panicked"));
 }
@@ -255,9 +256,10 @@ fn random_topology_takes_other_bandwidth_ranges() {
         gbps.iter().all(|&g| (90.0..=400.0).contains(&g)),
         "{gbps:?}"
     );
+    // A usage error, refused at the flag (exit 2).
     let out = run(&["topology", "random", "--inter-gbps", "50,20"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.starts_with("error: ") && stderr.contains("--inter-gbps"),
         "{stderr}"
@@ -529,7 +531,7 @@ fn group_prints_statistics_and_writes_dot() {
         "{stderr}"
     );
     let out = run(&["group", "--model", "mlp", "--gpu", "Voodoo-5"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Voodoo-5"));
 }
 
@@ -729,6 +731,46 @@ fn impossible_numbers_are_refused_at_the_flag() {
             [&experiment[..], &["--topologies", "0"]].concat(),
             "--topologies",
         ),
+        // Validated at the flag, not after loading the model (they exited 1).
+        ([&place[..], &["--batch", "0"]].concat(), "--batch"),
+        (
+            vec![
+                "simulate",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--batch",
+                "0",
+            ],
+            "--batch",
+        ),
+        (
+            [
+                &solve[..],
+                &["--formulation", "quickp", "--coarsen", "bogus"],
+            ]
+            .concat(),
+            "--coarsen",
+        ),
+        (
+            vec![
+                "sfb",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--depth",
+                "4294967295",
+            ],
+            "--depth",
+        ),
+        (vec!["bench", "gnn", "--samples", "1000000"], "--samples"),
+        (vec!["bench", "scale", "--gpus", "9"], "--gpus"),
+        (
+            vec!["topology", "random", "--intra-gbps", "160,64"],
+            "--intra-gbps",
+        ),
     ];
     let compare = |methods| {
         let args = [
@@ -898,9 +940,12 @@ fn bench_scale_reports_the_growth_between_sizes() {
         );
     }
     let out = run(&["bench", "scale", "--gpus", "12"]);
-    assert!(!out.status.success());
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--gpus 12"), "{stderr}");
+    assert!(
+        stderr.contains("--gpus") && stderr.contains("12"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -1085,7 +1130,7 @@ fn place_refuses_a_bad_output_path_before_writing_any() {
 fn bench_scale_sizes_must_increase() {
     let out = run(&["bench", "scale", "--gpus", "8,8"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error:") && err.contains("--gpus"), "{err}");
 }
 
@@ -1212,7 +1257,7 @@ fn place_writes_a_hybrid_plan_that_simulate_reproduces() {
         "--planner",
         "hybrid",
     ]);
-    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--planner"));
 }
 

@@ -311,6 +311,20 @@ fn csv_edge_without_bytes_names_row_and_column() {
     assert!(msg.contains("is empty"), "{msg}");
 }
 
+/// `--format csv` on a file that is no CSV names that file, not a guessed `edges.csv` beside it.
+#[test]
+fn csv_format_on_another_file_names_it() {
+    let path = repo("datasets/torch/vgg19_b96.json.gz");
+    let e = import::import(&path, Some(Format::Csv))
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with(&*path.to_string_lossy()), "{e}");
+    assert!(
+        e.contains("--format csv") && !e.contains("edges.csv: "),
+        "{e}"
+    );
+}
+
 #[test]
 fn csv_unknown_phase_names_row_and_column() {
     let (file, field, msg) = csv_error("csv_phase", "ops.csv", "Relu,forward", "Relu,fwd");

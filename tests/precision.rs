@@ -189,8 +189,9 @@ fn cli_precision_is_a_flag_and_bf16_on_volta_is_one_clear_error() {
     assert_eq!(fp32["iteration_us"], default["iteration_us"]);
     let amp = run_json(&args("amp"));
     assert!(amp["iteration_us"].as_f64().unwrap() < fp32["iteration_us"].as_f64().unwrap());
+    // bf16 on Volta: a usage error (exit 2), as autocast refuses it.
     let refused = run(&args("bf16"));
-    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(
         err.starts_with("error:") && err.contains("--precision"),
@@ -371,7 +372,7 @@ fn info_and_compare_take_the_precision_and_framework() {
         "--precision",
         "bf16",
     ]);
-    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--precision"));
 
     let dir = common::scratch("precision-compare");

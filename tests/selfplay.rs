@@ -326,7 +326,8 @@ fn bad_shards_and_recipes_are_named_errors() {
         .args(["--out", dir.join("s").to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A usage error: clap's exit status.
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--shard"));
 
     let text = std::fs::read_to_string(&recipe)

@@ -117,17 +117,36 @@ fn bad_recipes_name_the_file_and_field() {
             "name = \"t\"\n[training_set]\nmodels = [\"mlp\"]\nintra_gbps = [-5, 100]\n".into(),
             "intra_gbps",
         ),
+        // A GNN the model cannot build is the recipe's error, not a bare one.
+        (minimal("[model]\nwidth = 30\nheads = 4"), "model"),
     ];
     for (text, field) in cases {
         let e = Recipe::parse(&text, "r.toml").unwrap_err().to_string();
         assert!(e.starts_with("r.toml"), "{e}");
         assert!(e.contains(field), "{field}: {e}");
     }
+    // A model that is neither in the zoo nor a file names the recipe and the entry; it named
+    // `<cli>` once training had started.
+    let dir = common::scratch("recipe-model");
+    let path = dir.join("r.toml");
+    std::fs::write(
+        &path,
+        "name = \"t\"\n[training_set]\nmodels = [\"mlp\", \"nosuchmodel\"]\n",
+    )
+    .unwrap();
+    let e = Recipe::load(&path).unwrap_err().to_string();
+    assert!(e.starts_with(&*path.to_string_lossy()), "{e}");
+    assert!(
+        e.contains("training_set.models[1]") && e.contains("nosuchmodel"),
+        "{e}"
+    );
 }
 
 #[test]
 fn relative_graph_paths_resolve_against_the_recipe() {
     let dir = common::scratch("train-recipe");
+    // Loading checks that the graph exists; what it holds is read when training starts.
+    std::fs::write(dir.join("g.json"), "{}").unwrap();
     std::fs::write(
         dir.join("r.toml"),
         "name = \"t\"\n[training_set]\nmodels = [\"vgg19\", \"g.json\"]\nclusters = [\"c.toml\", \"tag-testbed\"]\n",

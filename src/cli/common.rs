@@ -262,6 +262,48 @@ pub fn solver_threads(text: &str) -> std::result::Result<u32, String> {
     one_to(text, 256).map(|n| n as u32)
 }
 
+/// A batch size (`--batch`): 1 to 2³²−1 samples. 0 was refused only after loading the model,
+/// with exit 1 where clap's usage errors exit 2.
+pub fn batch(text: &str) -> std::result::Result<u32, String> {
+    let n = at_least_one(text)?;
+    u32::try_from(n).map_err(|_| format!("{n} is more than the {} allowed", u32::MAX))
+}
+
+/// SFB's search depth (`sfb --depth`): 0 to 64 hops. 4,294,967,295 ran for 24 s before.
+pub fn sfb_depth(text: &str) -> std::result::Result<usize, String> {
+    if text.trim() == "0" {
+        return Ok(0);
+    }
+    one_to(text, 64)
+}
+
+/// Samples of one benchmarked training step (`bench gnn --samples`): 1 to 4,096. A million ran
+/// for minutes with no progress shown.
+pub fn gnn_samples(text: &str) -> std::result::Result<usize, String> {
+    one_to(text, 4096)
+}
+
+/// A cluster size of `bench scale --gpus`: 1 to 8, or a multiple of 8 up to 1,024.
+pub fn scale_gpus(text: &str) -> std::result::Result<usize, String> {
+    let n = one_to(text, 1024)?;
+    if n > 8 && !n.is_multiple_of(8) {
+        return Err(format!("{n}: sizes are 1 to 8 GPUs or multiples of 8"));
+    }
+    Ok(n)
+}
+
+/// `solve --coarsen`: `auto`, `none` or a grouping method of `topoplace group`.
+pub fn coarsen(text: &str) -> std::result::Result<String, String> {
+    let methods = topoplace::group::method_names();
+    if text == "auto" || text == "none" || methods.contains(&text) {
+        return Ok(text.to_string());
+    }
+    Err(format!(
+        "\"{text}\" is none of auto, none, {}",
+        methods.join(", ")
+    ))
+}
+
 /// [`at_least_one`] as a u64.
 pub fn at_least_one_u64(text: &str) -> std::result::Result<u64, String> {
     at_least_one(text).map(|n| n as u64)
@@ -319,7 +361,11 @@ pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
             .parse::<u32>()
             .map_err(|_| format!("\"{s}\" is not a whole number of Gbps"))
     };
-    Ok([whole(lo)?, whole(hi)?])
+    let range = [whole(lo)?, whole(hi)?];
+    if range[0] > range[1] {
+        return Err(format!("\"{text}\": LOW is above HIGH"));
+    }
+    Ok(range)
 }
 
 /// The random topologies of `--intra-gbps` / `--inter-gbps` (TAG's where not given) and

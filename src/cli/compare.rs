@@ -20,7 +20,7 @@ pub struct CompareArgs {
     models: Vec<String>,
     /// Batch size of every model: a zoo model is rebuilt at it, a graph file re-batched linearly
     /// (what that assumes: docs/formats.md, "Re-batching"). Default: each model's own.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::batch)]
     batch: Option<u32>,
     #[command(flatten)]
     numerics: Numerics,

@@ -30,7 +30,7 @@ pub struct GroupArgs {
     gpu: Option<String>,
     /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
     /// assumes: docs/formats.md, "Re-batching").
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::batch)]
     batch: Option<u32>,
     /// Write the coarse graph for Graphviz here.
     #[arg(long)]

@@ -16,7 +16,7 @@ pub struct InfoArgs {
     model: String,
     /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
     /// assumes: docs/formats.md, "Re-batching").
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::batch)]
     batch: Option<u32>,
     #[command(flatten)]
     numerics: Numerics,

@@ -32,7 +32,7 @@ pub struct PlaceArgs {
     model: String,
     /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
     /// assumes: docs/formats.md, "Re-batching"). Default: the model's own.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::batch)]
     batch: Option<u32>,
     #[command(flatten)]
     numerics: Numerics,

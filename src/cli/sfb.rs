@@ -19,10 +19,10 @@ pub struct SfbArgs {
     #[arg(long, default_value = "dp")]
     strategy: String,
     /// Hops above each gradient op the duplicated subgraph may reach.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = super::common::sfb_depth)]
     depth: usize,
     /// Batch size (TAG §5.6 uses 4): a zoo model is rebuilt at it, a graph file re-batched linearly.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::batch)]
     batch: Option<u32>,
     #[command(flatten)]
     numerics: Numerics,

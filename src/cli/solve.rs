@@ -20,7 +20,7 @@ pub struct SolveArgs {
     formulation: FormulationArg,
     /// `auto` (QuickP P2: fusion + co-location; MOIRAI: its fusion rules), `none` (single ops:
     /// QuickP P1), or a grouping method of `topoplace group`.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = super::common::coarsen)]
     coarsen: String,
     /// Solver time limit, seconds.
     #[arg(long, default_value_t = 60.0, value_parser = super::common::seconds)]

@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use super::has_extension;
 use crate::error::{InputError, Result, check_non_negative};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
@@ -29,6 +30,15 @@ const OPS_OPTIONAL: &[&str] = &[
 /// Read the CSV layout from a directory, or from the path of one of its files (`ops.csv` or a
 /// sibling: `edges.csv`/`gradients.csv` mean the `ops.csv` next to them).
 pub(crate) fn import_csv(path: &Path) -> Result<Graph> {
+    if !path.is_dir() && !has_extension(path, "csv") {
+        return Err(InputError::new(
+            path.display().to_string(),
+            "--format csv",
+            "not a .csv file: the CSV format reads a folder holding ops.csv and edges.csv, or one \
+             of its files",
+        )
+        .into());
+    }
     let (dir, ops_path) = locate(path);
     let ops_file = Table::read(&ops_path)?;
     let edges_file = Table::read(&dir.join("edges.csv"))?;

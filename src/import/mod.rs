@@ -144,7 +144,7 @@ pub fn import(path: &Path, format: Option<Format>) -> Result<Graph> {
     }
 }
 
-fn has_extension(path: &Path, ext: &str) -> bool {
+pub(super) fn has_extension(path: &Path, ext: &str) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }

@@ -317,7 +317,37 @@ impl Recipe {
         let mut recipe = Recipe::parse(&text, &shown)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         recipe.resolve_paths(dir);
+        recipe.check_models_exist(&shown)?;
         Ok(recipe)
+    }
+
+    /// Every model named is a zoo model or a file (paths already resolved against the recipe's
+    /// folder): a typo is an error naming the recipe and the entry, not the command line.
+    fn check_models_exist(&self, source: &str) -> Result<(), InputError> {
+        let warm = self.warm_start.iter().flat_map(|w| w.models.iter());
+        let fields = self
+            .training_set
+            .models
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (format!("training_set.models[{i}]"), m))
+            .chain(
+                warm.enumerate()
+                    .map(|(i, m)| (format!("warm_start.models[{i}]"), m)),
+            );
+        for (field, model) in fields {
+            if !is_zoo_name(model) && !Path::new(model).exists() {
+                return Err(InputError::new(
+                    source,
+                    field,
+                    format!(
+                        "\"{model}\" is neither a zoo model nor a file (paths are relative to the \
+                         recipe's folder)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Every model the run plays: the training set's and the warm start's.
@@ -376,6 +406,10 @@ impl Recipe {
         for (field, value) in positive {
             check_positive(source, field, value)?;
         }
+        self.model
+            .gnn_config()
+            .check()
+            .map_err(|problem| at("model", &problem))?;
         self.check_expert_iteration(source)?;
         if let Some(w) = &self.warm_start {
             for (field, value) in [
@@ -441,13 +475,9 @@ impl Recipe {
                 *p = dir.join(path).display().to_string();
             }
         };
-        let is_zoo = |m: &str| {
-            let base = m.strip_suffix("-inference").unwrap_or(m);
-            crate::zoo::NAMES.contains(&base)
-        };
         let warm_models = self.warm_start.iter_mut().flat_map(|w| w.models.iter_mut());
         for m in self.training_set.models.iter_mut().chain(warm_models) {
-            if !is_zoo(m) {
+            if !is_zoo_name(m) {
                 resolve(m);
             }
         }
@@ -457,6 +487,12 @@ impl Recipe {
             }
         }
     }
+}
+
+/// A zoo model's name, or its forward-only variant's (`vgg19-inference`).
+fn is_zoo_name(model: &str) -> bool {
+    let base = model.strip_suffix("-inference").unwrap_or(model);
+    crate::zoo::NAMES.contains(&base)
 }
 
 /// The dotted keys (`search.budget`, `training_set.models`, …) in which two recipes differ, but

@@ -32,7 +32,7 @@ pub struct GnnBenchArgs {
     #[arg(long, default_value_t = 20, value_parser = crate::cli::common::at_least_one)]
     repeat: usize,
     /// Samples in one training step (the shipped recipe's batch is 16).
-    #[arg(long, default_value_t = 16, value_parser = crate::cli::common::at_least_one)]
+    #[arg(long, default_value_t = 16, value_parser = crate::cli::common::gnn_samples)]
     samples: usize,
     #[arg(long)]
     json: bool,

@@ -18,7 +18,7 @@ pub struct PlaceBenchArgs {
     #[command(flatten)]
     instances: BenchInstances,
     /// Batch size (each model's own when absent; the pipeline instances are measured at 32).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::common::batch)]
     batch: Option<u32>,
     /// Runs of each instance (the machine is shared and noisy: read the median and the spread).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]

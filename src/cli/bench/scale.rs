@@ -27,7 +27,8 @@ pub struct ScaleArgs {
     #[arg(long, default_value = "bert-large")]
     model: String,
     /// Cluster sizes in GPUs (multiples of 8 from 8 up, at most 1,024).
-    #[arg(long, value_delimiter = ',', default_value = "8,32,128,512,1024")]
+    #[arg(long, value_delimiter = ',', default_value = "8,32,128,512,1024",
+          value_parser = crate::cli::common::scale_gpus)]
     gpus: Vec<usize>,
     /// Run `place` on sizes up to this many GPUs (it simulates hundreds of strategies).
     #[arg(long, default_value_t = 128)]
