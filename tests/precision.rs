@@ -458,10 +458,11 @@ fn cli_seq_sets_a_transformers_tokens_and_is_refused_elsewhere() {
     assert!(ms(run_at("gpt2-medium", "256")) < ms(run_at("gpt2-medium", "1024")));
     assert!(ms(run_at("bert-small", "64")) < ms(run_at("bert-small", "512")));
     for (model, seq) in [("vgg16", "128"), ("bert-small", "513"), ("gpt", "0")] {
+        // A bad value of the flag: a usage error naming it.
         let refused = run_at(model, seq);
-        assert_eq!(refused.status.code(), Some(1), "{model} --seq {seq}");
+        assert_eq!(refused.status.code(), Some(2), "{model} --seq {seq}");
         let err = String::from_utf8_lossy(&refused.stderr);
-        assert!(err.starts_with("error:") && err.contains("seq"), "{err}");
+        assert!(err.starts_with("error:") && err.contains("--seq"), "{err}");
     }
 }
 

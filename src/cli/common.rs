@@ -89,7 +89,7 @@ pub struct Numerics {
     pub framework: Framework,
     /// Tokens per sequence of a zoo transformer (BERT: 1 to 512, default 128; GPTs: default
     /// their context).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub seq: Option<usize>,
     /// The optimizer a zoo model trains with: adam (AdamW's state too; the default),
     /// sgd-momentum, sgd, adafactor or adam8bit (bitsandbytes); it decides the optimizer state
@@ -117,7 +117,7 @@ impl Numerics {
             optimizer: self.optimizer,
             ..ZooOptions::default()
         };
-        let graph = load_model_as(model, &opts)?;
+        let graph = load_model_as(model, &opts).map_err(seq_as_flag)?;
         Ok(autocast(&graph, self.precision, model)?)
     }
 
@@ -126,6 +126,17 @@ impl Numerics {
         Ok(self
             .precision
             .check_cluster(cluster, "<cli>", "--precision")?)
+    }
+}
+
+/// The zoo's refusal of a sequence length (`<zoo>: seq: 513 tokens: BERT takes 1 to 512`) as
+/// what it is here: a bad value of `--seq`, a usage error.
+fn seq_as_flag(e: Error) -> Error {
+    match e {
+        Error::Input(i) if i.file == "<zoo>" && i.field == "seq" => {
+            InputError::new("<cli>", "--seq", i.message).into()
+        }
+        other => other,
     }
 }
 
