@@ -140,6 +140,14 @@ fn bad_recipes_name_the_file_and_field() {
         e.contains("training_set.models[1]") && e.contains("nosuchmodel"),
         "{e}"
     );
+    // Every zoo name is one, the sized GPTs and Llamas included (not a path beside the recipe).
+    std::fs::write(
+        &path,
+        "name = \"t\"\n[training_set]\nmodels = [\"llama-1b\", \"gpt2-xl\"]\n",
+    )
+    .unwrap();
+    let r = Recipe::load(&path).unwrap();
+    assert_eq!(r.training_set.models, ["llama-1b", "gpt2-xl"]);
 }
 
 #[test]

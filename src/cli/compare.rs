@@ -113,18 +113,17 @@ pub fn run(args: CompareArgs) -> Result<()> {
         optimizer: args.numerics.optimizer,
         ..ZooOptions::default()
     };
-    for (model, graph) in &planned_graphs {
+    for (model, graph) in planned_graphs.iter().filter(|_| !methods.hybrid.is_empty()) {
         let case = HybridCase {
             model,
             opts: &opts,
             precision: args.numerics.precision,
             global_batch: graph.batch_size,
-            seconds: args.time_limit.unwrap_or(HYBRID_SECONDS),
+            seconds: args
+                .time_limit
+                .unwrap_or(topoplace::hybrid::DEFAULT_SECONDS),
         };
         for (label, cluster) in &clusters {
-            if methods.hybrid.is_empty() {
-                continue;
-            }
             for row in compare::hybrid_rows(&case, label, cluster, &cost, &methods.hybrid)? {
                 on_row(&row);
                 rows.push(row);
@@ -139,7 +138,3 @@ pub fn run(args: CompareArgs) -> Result<()> {
     out!("{}", compare::markdown(&rows))?;
     Ok(())
 }
-
-/// Seconds the hybrid planners take together on one language model and cluster without
-/// `--time-limit`.
-const HYBRID_SECONDS: f64 = 50.0;

@@ -16,9 +16,6 @@ use topoplace::hybrid::{HybridPlan, HybridReport, JOINT_SEARCH, Planned, Planner
 use topoplace::io::write_atomic;
 use topoplace::zoo::ZooOptions;
 
-/// Seconds the planners may take together when `--time` is not given.
-const DEFAULT_SECONDS: f64 = 50.0;
-
 /// What is placed and how long the search may take.
 pub struct HybridRequest<'a> {
     pub model: &'a str,
@@ -60,7 +57,7 @@ pub fn run(r: HybridRequest) -> Result<()> {
         ..ZooOptions::default()
     };
     let cost = r.numerics.cost();
-    let limit = r.time.unwrap_or(DEFAULT_SECONDS) * 0.95;
+    let limit = r.time.unwrap_or(topoplace::hybrid::DEFAULT_SECONDS) * 0.95;
     let end = started + Duration::from_secs_f64(limit);
     let mut planner = Planner::new(
         r.model,

@@ -184,11 +184,14 @@ fn order_through_gates(compiled: &mut Compiled, block: &OrderBlock) {
             label: first as u32,
         });
         compiled.roles.push(TaskRole::Gate);
-        let tasks = |compiled: &Compiled, op: OpIdx| -> Vec<TaskId> {
+        let tasks = |compiled: &Compiled, op: OpIdx| {
             let all = compiled.tasks_of_op(op);
             match lane {
-                Some(r) => vec![all.start + r as TaskId],
-                None => all.collect(),
+                Some(r) => {
+                    let t = all.start + r as TaskId;
+                    t..t + 1
+                }
+                None => all,
             }
         };
         for &op in &block.before {

@@ -189,8 +189,6 @@ pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
     };
     let (config, record) = split_line(rest).ok_or_else(|| bad("no config line".into()))?;
     let text = std::str::from_utf8(config).map_err(|_| bad("config: not UTF-8".into()))?;
-    let parsed: GnnConfig = serde_json::from_str(text).map_err(|e| bad(format!("config: {e}")))?;
-    parsed.check().map_err(|e| bad(format!("config: {e}")))?;
     let zeros = record.iter().rev().take_while(|&&b| b == 0).count();
     if zeros >= ZEROED_TAIL {
         return Err(bad(format!(
@@ -198,16 +196,17 @@ pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
         ))
         .into());
     }
-    let model =
-        model_from_record(&parsed, record, &cpu()).map_err(|e| bad(format!("weights: {e}")))?;
-    if let Some(weight) = implausible_weight(&model) {
+    // Read back as every policy file is read: the config parses and checks, the record decodes.
+    let upgraded = encode(text, record);
+    let policy = GnnPolicy::from_bytes(&upgraded, shown, &cpu())?;
+    if let Some(weight) = implausible_weight(&policy.model) {
         return Err(bad(format!(
             "a weight of {weight} (finite weights within ±{PLAUSIBLE_WEIGHT} expected): the file \
              is damaged; not upgraded"
         ))
         .into());
     }
-    Ok(Some(encode(text, record)))
+    Ok(Some(upgraded))
 }
 
 /// The first weight of `model` that is not finite or exceeds [`PLAUSIBLE_WEIGHT`].

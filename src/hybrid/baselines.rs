@@ -67,14 +67,7 @@ fn fewest_stages_that_fit(planner: &mut Planner, devices: &[usize], tp: usize) -
                 stage(r, d, tp, ZeroStage::Optimizer, None)
             })
             .collect();
-        let plan = HybridPlan {
-            global_batch: batch,
-            micro_batches: batch / dp as u32,
-            schedule: crate::strategy::Schedule::OneFOneB,
-            overlap_grad_reduce: true,
-            tp_comm_overlap: false,
-            stages,
-        };
+        let plan = HybridPlan::one_f_one_b(batch, batch / dp as u32, stages);
         let Some(p) = planner.judge(plan) else {
             continue;
         };
@@ -113,20 +106,17 @@ pub fn fsdp(planner: &mut Planner) -> Result<Option<Planned>> {
             let Some(shares) = integer_shares(micro, &speed) else {
                 continue;
             };
-            let plan = HybridPlan {
-                global_batch: batch,
-                micro_batches: m,
-                schedule: crate::strategy::Schedule::OneFOneB,
-                overlap_grad_reduce: true,
-                tp_comm_overlap: false,
-                stages: vec![stage(
+            let plan = HybridPlan::one_f_one_b(
+                batch,
+                m,
+                vec![stage(
                     [0, layers],
                     &devices,
                     1,
                     ZeroStage::Parameters,
                     Some(shares),
                 )],
-            };
+            );
             if let Some(p) = planner.judge(plan)
                 && p.beats(best.as_ref())
             {

@@ -464,35 +464,47 @@ impl StageContext<'_> {
     }
 }
 
-/// What decides a replica's times besides its stage.
-#[derive(PartialEq)]
-struct ReplicaKey {
+/// What decides a replica's times besides its stage: its share, its GPU types in order, how
+/// many machine boundaries it spans and its first link's rate. Built without allocating, since
+/// the planners estimate plans of hundreds of replicas thousands of times.
+struct ReplicaKey<'a> {
+    cluster: &'a Cluster,
+    replica: &'a [usize],
     share: u64,
-    gpus: Vec<&'static str>,
     machines: usize,
     link: u64,
 }
 
-impl ReplicaKey {
-    fn of(cluster: &Cluster, replica: &[usize], share: f64) -> ReplicaKey {
-        let mut machines: Vec<usize> = replica
-            .iter()
-            .map(|&d| cluster.devices[d].machine)
-            .collect();
-        machines.dedup();
+impl<'a> ReplicaKey<'a> {
+    fn of(cluster: &'a Cluster, replica: &'a [usize], share: f64) -> ReplicaKey<'a> {
+        let machine = |d: usize| cluster.devices[d].machine;
+        let machines = 1 + replica
+            .windows(2)
+            .filter(|w| machine(w[0]) != machine(w[1]))
+            .count();
         let link = match replica {
             [a, b, ..] => cluster.bandwidth(*a, *b),
             _ => 0.0,
         };
         ReplicaKey {
+            cluster,
+            replica,
             share: share.to_bits(),
-            gpus: replica
-                .iter()
-                .map(|&d| cluster.devices[d].gpu.name)
-                .collect(),
-            machines: machines.len(),
+            machines,
             link: link.to_bits(),
         }
+    }
+}
+
+impl PartialEq for ReplicaKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let gpu = |d: &usize| self.cluster.devices[*d].gpu.name;
+        (self.share, self.machines, self.link) == (other.share, other.machines, other.link)
+            && self
+                .replica
+                .iter()
+                .map(gpu)
+                .eq(other.replica.iter().map(gpu))
     }
 }
 

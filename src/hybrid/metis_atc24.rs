@@ -130,18 +130,15 @@ fn plan_of(
     }
     let weights: Vec<f64> = parts.iter().map(|p| p.1).collect();
     let ranges = split_layers(layers, &weights)?;
-    Some(HybridPlan {
-        global_batch: batch,
+    Some(HybridPlan::one_f_one_b(
+        batch,
         micro_batches,
-        schedule: crate::strategy::Schedule::OneFOneB,
-        overlap_grad_reduce: true,
-        tp_comm_overlap: false,
-        stages: parts
+        parts
             .into_iter()
             .zip(ranges)
             .map(|((ids, _, shares), r)| stage(r, &ids, tp, ZeroStage::None, shares))
             .collect(),
-    })
+    ))
 }
 
 /// Micro-batch counts giving the widest stage's replicas 1, 2, 4 or 8 sequences each (Metis's

@@ -43,6 +43,7 @@ pub use planner::Planned;
 pub use planner::Planner;
 pub use planner::planned_by_default;
 pub use sailor::sailor;
+pub use search::DEFAULT_SECONDS;
 pub use search::HybridPlacement;
 pub use search::JOINT_SEARCH;
 pub use search::MethodPlan;

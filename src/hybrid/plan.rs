@@ -158,6 +158,19 @@ impl HybridPlan {
         d
     }
 
+    /// A 1F1B plan of `stages`, gradient reduction overlapped with the last backward, no
+    /// tensor-parallel overlap: what the planners build.
+    pub fn one_f_one_b(global_batch: u32, micro_batches: u32, stages: Vec<Stage>) -> HybridPlan {
+        HybridPlan {
+            global_batch,
+            micro_batches,
+            schedule: Schedule::OneFOneB,
+            overlap_grad_reduce: true,
+            tp_comm_overlap: false,
+            stages,
+        }
+    }
+
     /// Checks that the micro-batch count divides the global batch (before the model is built at
     /// the micro-batch it gives).
     pub fn check_micro_batches(&self, source: &str) -> Result<(), InputError> {

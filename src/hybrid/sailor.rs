@@ -54,18 +54,15 @@ fn plan_of(
     }
     let weights: Vec<f64> = parts.iter().map(|p| p.2).collect();
     let ranges = split_layers(layers, &weights)?;
-    Some(HybridPlan {
-        global_batch: batch,
-        micro_batches: m,
-        schedule: crate::strategy::Schedule::OneFOneB,
-        overlap_grad_reduce: true,
-        tp_comm_overlap: false,
-        stages: parts
+    Some(HybridPlan::one_f_one_b(
+        batch,
+        m,
+        parts
             .into_iter()
             .zip(ranges)
             .map(|((ids, tp, _), r)| stage(r, &ids, tp, ZeroStage::None, None))
             .collect(),
-    })
+    ))
 }
 
 /// Every combination of one quota per type, the all-unused one left out.

@@ -65,19 +65,16 @@ impl Layout {
         }
         let weights: Vec<f64> = chunks.iter().map(|c| c.2).collect();
         let ranges = split_layers(layers, &weights)?;
-        Some(HybridPlan {
-            global_batch: batch,
-            micro_batches: self.micro_batches,
-            schedule: crate::strategy::Schedule::OneFOneB,
-            overlap_grad_reduce: true,
-            tp_comm_overlap: false,
-            stages: chunks
+        Some(HybridPlan::one_f_one_b(
+            batch,
+            self.micro_batches,
+            chunks
                 .iter()
                 .zip(ranges)
                 .zip(shares)
                 .map(|(((d, tp, _), r), shares)| stage(r, d, *tp, self.zero, shares))
                 .collect(),
-        })
+        ))
     }
 }
 
@@ -162,6 +159,10 @@ pub struct MethodPlan {
     /// How long it took, seconds.
     pub seconds: f64,
 }
+
+/// Seconds the hybrid planners take together on one model and cluster when not told
+/// (`place --time`, `compare --time-limit`).
+pub const DEFAULT_SECONDS: f64 = 50.0;
 
 /// The joint search's name among the methods.
 pub const JOINT_SEARCH: &str = "hybrid";

@@ -5,7 +5,6 @@ use crate::autocast::half_parameters;
 use crate::cluster::{Cluster, parse_cluster};
 use crate::cost::{CommModel, CostModel, ring_allreduce_time_us, tree_allreduce_time_us};
 use crate::precision::Precision;
-use crate::strategy::Schedule;
 use crate::zoo::{Framework, ZooOptions, build};
 
 use super::comm::{Ring, tp_bytes_per_layer_pass};
@@ -38,13 +37,10 @@ fn llama_1b(batch: u32) -> HybridModel {
 }
 
 fn one_stage(layers: usize, replicas: Vec<Vec<usize>>, batch: u32) -> HybridPlan {
-    HybridPlan {
-        global_batch: batch,
-        micro_batches: 1,
-        schedule: Schedule::OneFOneB,
-        overlap_grad_reduce: true,
-        tp_comm_overlap: false,
-        stages: vec![Stage {
+    HybridPlan::one_f_one_b(
+        batch,
+        1,
+        vec![Stage {
             layers: [0, layers],
             replicas,
             shares: None,
@@ -52,7 +48,7 @@ fn one_stage(layers: usize, replicas: Vec<Vec<usize>>, batch: u32) -> HybridPlan
             zero: ZeroStage::None,
             recompute: Recompute::None,
         }],
-    }
+    )
 }
 
 fn ideal_cost() -> CostModel {

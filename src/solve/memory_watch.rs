@@ -8,7 +8,7 @@
 //! memory the allocator keeps after the CP stops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Share of the memory limit at which the CP proof stops.
 pub(crate) const CP_SHARE: f64 = 0.8;
@@ -25,19 +25,9 @@ pub(crate) struct Tripwire<'a> {
     pub flag: &'a AtomicBool,
 }
 
-/// Flags to raise at the time limit. HiGHS overshoots its own `time_limit` by seconds on large
-/// models (presolve and the root LP check it rarely; bert-small × moirai-inter under QuickP took
-/// 7.9 s for 2.4 s), but it polls its interrupt callback inside the simplex and the
-/// branch and bound, so the watcher raises the interrupt itself when the time is up.
-pub(crate) struct Deadline<'a> {
-    pub at: Instant,
-    pub flags: [&'a AtomicBool; 2],
-}
-
 /// Read the resident memory now and every [`POLL`] until `done` is raised (unpark the watching
-/// thread to end the wait at once), and raise the deadline's flags once it passes; whether any
-/// memory tripwire fired.
-pub(crate) fn watch(done: &AtomicBool, wires: &[Tripwire], deadline: &Deadline) -> bool {
+/// thread to end the wait at once); whether any tripwire fired.
+pub(crate) fn watch(done: &AtomicBool, wires: &[Tripwire]) -> bool {
     let mut fired = false;
     while !done.load(Ordering::Relaxed) {
         if let Some(resident) = resident_bytes() {
@@ -46,22 +36,10 @@ pub(crate) fn watch(done: &AtomicBool, wires: &[Tripwire], deadline: &Deadline) 
                 fired = true;
             }
         }
-        let now = Instant::now();
-        if now >= deadline.at {
-            for flag in deadline.flags {
-                flag.store(true, Ordering::Relaxed);
-            }
-        }
-        std::thread::park_timeout(
-            POLL.min(deadline.at.saturating_duration_since(now))
-                .max(MIN_POLL),
-        );
+        std::thread::park_timeout(POLL);
     }
     fired
 }
-
-/// The shortest wait between two reads, past the deadline too.
-const MIN_POLL: Duration = Duration::from_millis(5);
 
 /// This process's resident memory (VmRSS; `None` where /proc is missing, and then only the size
 /// estimate holds the limit).

@@ -219,12 +219,8 @@ pub(crate) fn solve_instance(
             flag: interrupt,
         },
     ];
-    let at_time_limit = memory_watch::Deadline {
-        at: deadline,
-        flags: [stop, interrupt],
-    };
     let (milp, proof, stopped_by_memory) = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| memory_watch::watch(done, &wires, &at_time_limit));
+        let watcher = scope.spawn(|| memory_watch::watch(done, &wires));
         let cp = with_cp.then(|| {
             std::thread::Builder::new()
                 .stack_size(CP_STACK_BYTES)
@@ -237,7 +233,14 @@ pub(crate) fn solve_instance(
                     proof
                 })
         });
-        let milp = solve_milp_within(inst, formulation, opts, &heuristic, started, interrupt);
+        let job = MilpJob {
+            inst: inst.clone(),
+            formulation,
+            opts: opts.clone(),
+            heuristic: heuristic.clone(),
+            started,
+        };
+        let milp = solve_milp_within(std::sync::Arc::new(job), interrupt);
         if milp
             .as_ref()
             .is_ok_and(|r| r.status != SolveStatus::Feasible)
@@ -306,6 +309,15 @@ const ABANDON_GRACE: Duration = Duration::from_millis(250);
 /// Between two looks at the outside interrupt while waiting for HiGHS.
 const RELAY_POLL: Duration = Duration::from_millis(10);
 
+/// What [`solve_milp`] works on, owned: the solve may outlive the caller's borrow when abandoned.
+struct MilpJob {
+    inst: Instance,
+    formulation: Formulation,
+    opts: SolveOptions,
+    heuristic: Plan,
+    started: Instant,
+}
+
 /// [`solve_milp`] on a thread of its own, abandoned if it is still running [`ABANDON_GRACE`]
 /// after the time limit. HiGHS checks its time limit and its interrupt callback only now and
 /// then: building the model and handing it over take seconds on large instances, and presolve
@@ -313,21 +325,25 @@ const RELAY_POLL: Duration = Duration::from_millis(10);
 /// QuickP: 25 s). An abandoned solve has its interrupt raised and finishes in the background,
 /// holding its memory until it does; the warm start is then the answer.
 fn solve_milp_within(
-    inst: &Instance,
-    formulation: Formulation,
-    opts: &SolveOptions,
-    heuristic: &Plan,
-    started: Instant,
+    job: std::sync::Arc<MilpJob>,
     interrupt: &AtomicBool,
 ) -> Result<InstanceResult> {
-    let give_up_at = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0)) + ABANDON_GRACE;
+    let limit = Duration::from_secs_f64(job.opts.time_limit_s.max(0.0));
+    let give_up_at = job.started + limit + ABANDON_GRACE;
     let own = std::sync::Arc::new(AtomicBool::new(false));
     let (sender, receiver) = std::sync::mpsc::channel();
     let worker = {
-        let (inst, opts, heuristic, own) =
-            (inst.clone(), opts.clone(), heuristic.clone(), own.clone());
+        let (job, own) = (std::sync::Arc::clone(&job), std::sync::Arc::clone(&own));
         move || {
-            let result = solve_milp(&inst, formulation, &opts, &heuristic, started, &own);
+            let j = &*job;
+            let result = solve_milp(
+                &j.inst,
+                j.formulation,
+                &j.opts,
+                &j.heuristic,
+                j.started,
+                &own,
+            );
             // The receiver is gone when the solve was abandoned; the result is not wanted.
             let _ = sender.send(result);
         }
@@ -347,7 +363,7 @@ fn solve_milp_within(
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() >= give_up_at => {
                 own.store(true, Ordering::Relaxed);
-                return Ok(abandoned(inst, heuristic.clone(), started));
+                return Ok(abandoned(&job.inst, job.heuristic.clone(), job.started));
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
         }

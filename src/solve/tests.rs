@@ -795,7 +795,7 @@ fn the_cp_model_certifies_the_moirai_optimum_the_milp_cannot() {
 /// The watcher raises a tripwire's flag once resident memory is past its cap, and only then.
 #[test]
 fn the_memory_watch_trips_only_past_its_cap() {
-    use crate::solve::memory_watch::{Deadline, Tripwire, resident_bytes, watch};
+    use crate::solve::memory_watch::{Tripwire, resident_bytes, watch};
     use std::sync::atomic::{AtomicBool, Ordering};
     assert!(resident_bytes().is_some_and(|b| b > 0.0));
     let [done, low, high] = [(); 3].map(|_| AtomicBool::new(false));
@@ -809,13 +809,8 @@ fn the_memory_watch_trips_only_past_its_cap() {
             flag: &high,
         },
     ];
-    let unused = AtomicBool::new(false);
-    let never = Deadline {
-        at: Instant::now() + std::time::Duration::from_secs(3600),
-        flags: [&unused, &unused],
-    };
     let fired = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| watch(&done, &wires, &never));
+        let watcher = scope.spawn(|| watch(&done, &wires));
         let asked = Instant::now();
         while !low.load(Ordering::Relaxed) && asked.elapsed().as_secs() < 10 {
             std::thread::sleep(std::time::Duration::from_millis(5));

@@ -336,7 +336,7 @@ impl Recipe {
                     .map(|(i, m)| (format!("warm_start.models[{i}]"), m)),
             );
         for (field, model) in fields {
-            if !is_zoo_name(model) && !Path::new(model).exists() {
+            if !crate::resolve::is_zoo_model(model) && !Path::new(model).exists() {
                 return Err(InputError::new(
                     source,
                     field,
@@ -477,7 +477,7 @@ impl Recipe {
         };
         let warm_models = self.warm_start.iter_mut().flat_map(|w| w.models.iter_mut());
         for m in self.training_set.models.iter_mut().chain(warm_models) {
-            if !is_zoo_name(m) {
+            if !crate::resolve::is_zoo_model(m) {
                 resolve(m);
             }
         }
@@ -487,12 +487,6 @@ impl Recipe {
             }
         }
     }
-}
-
-/// A zoo model's name, or its forward-only variant's (`vgg19-inference`).
-fn is_zoo_name(model: &str) -> bool {
-    let base = model.strip_suffix("-inference").unwrap_or(model);
-    crate::zoo::NAMES.contains(&base)
 }
 
 /// The dotted keys (`search.budget`, `training_set.models`, …) in which two recipes differ, but
