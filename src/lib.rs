@@ -35,6 +35,7 @@
 
 #![warn(missing_docs)]
 
+pub mod api;
 pub mod assets;
 pub mod autocast;
 pub mod checksum;

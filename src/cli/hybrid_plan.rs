@@ -3,71 +3,31 @@
 
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::common::{Numerics, print_either};
+use topoplace::api::{PlanSimulated, simulate_plan};
 use topoplace::cluster::Cluster;
 use topoplace::error::Result;
-use topoplace::hybrid::{HybridModel, HybridPlan, HybridReport, estimate, load_plan};
+use topoplace::hybrid::{HybridPlan, HybridReport};
 use topoplace::render::Table;
-use topoplace::resolve::load_named_cluster;
-use topoplace::zoo::ZooOptions;
-
-#[derive(Serialize)]
-struct PlanOutput<'a> {
-    model: &'a str,
-    #[serde(serialize_with = "cluster_name")]
-    cluster: &'a Cluster,
-    iteration_ms: f64,
-    tokens_per_s: f64,
-    fits: bool,
-    plan: &'a HybridPlan,
-    report: &'a HybridReport,
-}
 
 pub fn run(model: &str, cluster: &str, plan: &Path, numerics: Numerics, json: bool) -> Result<()> {
-    let source = plan.display().to_string();
-    let plan = load_plan(plan)?;
-    let cluster = load_named_cluster(cluster, "--cluster")?;
-    numerics.check(&cluster)?;
-    plan.check_micro_batches(&source)?;
-    let opts = ZooOptions {
-        framework: numerics.framework,
-        seq: numerics.seq,
-        optimizer: numerics.optimizer,
-        ..ZooOptions::default()
-    };
-    let micro_batch = plan.global_batch / plan.micro_batches;
-    let hybrid = HybridModel::from_zoo(model, micro_batch, &opts, numerics.precision)?;
-    hybrid.check(&plan, cluster.devices.len(), &source)?;
-    let cost = numerics.cost();
-    let report = estimate(&hybrid, &cluster, &cost, &plan);
-    let seq = hybrid.seq() as f64;
-    let out = PlanOutput {
-        model,
-        cluster: &cluster,
-        iteration_ms: report.iteration_us / 1e3,
-        tokens_per_s: f64::from(plan.global_batch) * seq / (report.iteration_us * 1e-6),
-        fits: report.fits(),
-        plan: &plan,
-        report: &report,
-    };
-    print_either(json, &out, text)
+    let simulated = simulate_plan(model, cluster, plan, numerics)?;
+    print_either(json, &simulated, text)
 }
 
 fn gib(bytes: f64) -> String {
     format!("{:.1}", bytes / 2f64.powi(30))
 }
 
-fn text(o: &PlanOutput) -> String {
+fn text(o: &PlanSimulated) -> String {
     format!(
         "{} on {}: {:.2} ms per iteration, {:.0} tokens/s, {}\n{}",
         o.model,
         o.cluster.name,
         o.iteration_ms,
         o.tokens_per_s,
-        verdict(o.plan, o.report),
-        stage_table(o.plan, o.report, o.cluster)
+        verdict(&o.plan, &o.report),
+        stage_table(&o.plan, &o.report, &o.cluster)
     )
 }
 
@@ -143,8 +103,4 @@ pub fn stage_table(plan: &HybridPlan, report: &HybridReport, cluster: &Cluster) 
         ]);
     }
     t.render()
-}
-
-fn cluster_name<S: serde::Serializer>(c: &&Cluster, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_str(&c.name)
 }

@@ -7,23 +7,14 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
-use super::common::{BAR, print_either, progress_bar, write_trace};
-use super::common::{GnnDeviceArg, Loaded, Numerics};
-use super::hybrid_place::{self, HybridRequest};
-use topoplace::assets::SHIPPED_POLICY;
-use topoplace::error::{InputError, Result, SearchError};
-use topoplace::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
-use topoplace::gnn::{self, GnnPolicy};
-use topoplace::hybrid::planned_by_default;
+use super::common::print_either;
+use super::common::{GnnDeviceArg, Numerics};
+use super::hybrid_place;
+use topoplace::api::{PlaceRequest, Placed, PlannerChoice, TagPlaced, place_showing_progress};
+use topoplace::error::Result;
 use topoplace::io::check_writable;
-use topoplace::mcts::{self, GroupOrder, MctsConfig, SearchSplit};
+use topoplace::mcts::{self, GroupOrder, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
-use topoplace::placers::heuristics::best_heuristic;
-use topoplace::placers::tag::tag_search;
-use topoplace::resolve::load_named_cluster;
-use topoplace::strategy::save_strategy;
-use topoplace::units::to_ms;
-use topoplace::zoo;
 
 #[derive(Args)]
 pub struct PlaceArgs {
@@ -91,24 +82,6 @@ enum PlannerArg {
     Hybrid,
 }
 
-/// Whether `place` runs the hybrid planner on `model`.
-fn wants_hybrid(args: &PlaceArgs) -> Result<bool> {
-    match args.planner {
-        PlannerArg::Tag => Ok(false),
-        PlannerArg::Hybrid if zoo::lm_shape(&args.model).is_none() => Err(InputError::new(
-            "<cli>",
-            "--planner",
-            format!(
-                "hybrid plans a zoo GPT or Llama; \"{}\" is not one",
-                args.model
-            ),
-        )
-        .into()),
-        PlannerArg::Hybrid => Ok(true),
-        PlannerArg::Auto => planned_by_default(&args.model),
-    }
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 enum GroupOrderArg {
     /// Descending compute (TAG).
@@ -125,45 +98,21 @@ enum BatchSplitArg {
     Auto,
 }
 
-/// Share of `--time` the search leaves unplanned: the result's SFB check, the summary, and the
-/// process's start and exit are not among the pieces of work it times (`mcts::reserve`), and
-/// without it `place --time 10` ended at 10.02 s on two cores.
-const EXIT_MARGIN: f64 = 0.01;
-
 pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
     for path in [&args.out, &args.trace].into_iter().flatten() {
         check_writable(path)?;
     }
-    if wants_hybrid(&args)? {
-        let cluster = load_named_cluster(&args.cluster, "--cluster")?;
-        args.numerics.check(&cluster)?;
-        let global_batch = match args.batch {
-            Some(b) => b,
-            None => zoo::card(&args.model).map_or(8, |c| c.default_batch),
-        };
-        return hybrid_place::run(HybridRequest {
-            model: &args.model,
-            cluster: &cluster,
-            global_batch,
-            numerics: args.numerics,
-            time: args.time,
-            out: args.out.as_deref(),
-            json: args.json,
-        });
-    }
-    let (policy, policy_shown) = load_policy(&args.policy, args.gnn_device)?;
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;
-    let Loaded { graph, cluster, .. } = &inputs;
-    let p = inputs.problem();
-    let config = MctsConfig {
-        iterations: args.budget,
-        // The limit counts from the command's start (loading the policy and the inputs too), and
-        // the search aims at [`EXIT_MARGIN`] of it less, for what it does not measure.
-        seconds: args
-            .time
-            .map(|t| (t * (1.0 - EXIT_MARGIN) - started.elapsed().as_secs_f64()).max(0.0)),
-        seed: args.seed,
+    let request = PlaceRequest {
+        model: &args.model,
+        batch: args.batch,
+        cluster: &args.cluster,
+        numerics: args.numerics,
+        policy: &args.policy,
+        gnn_device: args.gnn_device.name(),
+        budget: args.budget,
+        time: args.time,
+        groups: args.groups,
         group_order: match args.group_order {
             GroupOrderArg::Compute => GroupOrder::Compute,
             GroupOrderArg::Impact => GroupOrder::Impact,
@@ -173,73 +122,31 @@ pub fn run(args: PlaceArgs) -> Result<()> {
             BatchSplitArg::Auto => SearchSplit::Auto,
         },
         pipeline_leaves: args.pipeline_leaves,
-        ..Default::default()
+        seed: args.seed,
+        planner: match args.planner {
+            PlannerArg::Auto => PlannerChoice::Auto,
+            PlannerArg::Tag => PlannerChoice::Tag,
+            PlannerArg::Hybrid => PlannerChoice::Hybrid,
+        },
+        started,
     };
-    let bar = progress_bar(args.budget as u64, BAR)?;
-    bar.set_message("heuristics");
-    let found = tag_search(&p, args.groups, config, policy.as_ref(), |progress| {
-        bar.set_position(progress.iterations as u64);
-        if let Some(best) = progress.best_us {
-            bar.set_message(format!("best {:.2} ms", to_ms(best)));
-        }
-    });
-    bar.finish_and_clear();
-    let (found, heuristics) = found?;
-    if !found.fits {
-        return Err(SearchError::DoesNotFit {
-            model: graph.name.clone(),
-            cluster: cluster.name.clone(),
-            simulated: found.simulated,
-        }
-        .into());
+    let placed = place_showing_progress(&request, true);
+    match placed? {
+        Placed::Hybrid(h) => hybrid_place::report(&h, args.out.as_deref(), args.json),
+        Placed::Tag(t) => report(&t, &args),
     }
-    let (heuristic, heuristic_us) = best_heuristic(&heuristics);
-    let summary = PlaceSummary::new(
-        graph,
-        cluster,
-        &policy_shown,
-        &found,
-        heuristic,
-        heuristic_us,
-    );
-    if let Some(warning) = thin_batch_warning(graph, cluster, &found.strategy) {
+}
+
+/// Writes what `--out` and `--trace` ask for, then prints the summary.
+fn report(placed: &TagPlaced, args: &PlaceArgs) -> Result<()> {
+    if let Some(warning) = &placed.warning {
         eprintln!("warning: {warning}");
     }
     if let Some(path) = &args.out {
-        save_strategy(
-            &found.strategy,
-            found.order.as_deref(),
-            graph,
-            &cluster.name,
-            path,
-        )?;
+        placed.write_strategy(path)?;
     }
     if let Some(path) = &args.trace {
-        // Every GPU in the trace: the search's evaluation may have compiled one per class.
-        let placement = Placement {
-            order: found.order.clone(),
-            ..Placement::plain(found.strategy.clone(), "")
-        };
-        let traced = evaluate_every_replica(&p, &placement)?;
-        write_trace(path, graph, cluster, &traced)?;
+        placed.write_trace(path)?;
     }
-    print_either(args.json, &summary, PlaceSummary::render_text)
-}
-
-/// The policy `--policy` names and how the summary shows it: `none` (uniform priors), `shipped`
-/// (the policy embedded in the binary) or a file. Read before any search starts, so a bad file
-/// fails fast and names itself.
-fn load_policy(policy: &str, device: GnnDeviceArg) -> Result<(Option<GnnPolicy>, String)> {
-    let device = gnn::device_named(device.name())?;
-    match policy {
-        "none" => Ok((None, "none".into())),
-        "shipped" => Ok((
-            Some(GnnPolicy::shipped_on(&device)?),
-            format!("{SHIPPED_POLICY} (shipped)"),
-        )),
-        file => Ok((
-            Some(GnnPolicy::load_on(std::path::Path::new(file), &device)?),
-            file.to_string(),
-        )),
-    }
+    print_either(args.json, &placed.summary, PlaceSummary::render_text)
 }

@@ -4,16 +4,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::common::{Loaded, Numerics};
-use super::common::{print_either, strategy_named, write_trace};
+use super::common::{Loaded, Numerics, print_either, write_trace};
 use super::hybrid_plan;
-use topoplace::compile::Replicas;
+use topoplace::api::{SimulateRequest, simulate};
 use topoplace::error::Result;
-use topoplace::evaluate::{
-    SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
-};
+use topoplace::evaluate::SimulationSummary;
 use topoplace::sim::Order;
-use topoplace::strategy::Reference;
 
 #[derive(Args)]
 pub struct SimulateArgs {
@@ -68,37 +64,26 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     if let Some(plan) = &args.plan {
         return hybrid_plan::run(&args.model, &args.cluster, plan, args.numerics, args.json);
     }
-    let inputs = Loaded::load(&args.model, args.batch, &args.cluster, args.numerics)?;
-    let Loaded {
-        graph,
-        cluster,
-        cost,
-    } = &inputs;
-    let p = inputs.problem();
-    let (strategy, priority) = strategy_named(&args.strategy, graph, cluster, cost)?;
-    let warning = thin_batch_warning(graph, cluster, &strategy);
-    // A trace shows every GPU, so it needs every replica compiled (the times are the same).
-    let replicas = match args.trace {
-        Some(_) => Replicas::Every,
-        None => Replicas::ByClass,
-    };
-    let evaluation = match (priority, args.order) {
-        (Some(order), None | Some(OrderArg::Priority)) => {
-            simulate_strategy(&p, &strategy, Some(&order), Order::Priority, replicas)?
-        }
-        (_, order) => {
-            let order = order.unwrap_or(OrderArg::Fifo).into();
-            simulate_strategy(&p, &strategy, None, order, replicas)?
-        }
-    };
-    let dp_order = args.order.unwrap_or(OrderArg::Fifo).into();
-    let dp = evaluate_strategy(&p, &Reference::Dp.strategy(graph, cluster), dp_order)?;
-    let summary = SimulationSummary::new(graph, cluster, &args.strategy, &evaluation, &dp);
-    if let Some(warning) = warning {
+    let simulated = simulate(&SimulateRequest {
+        model: &args.model,
+        batch: args.batch,
+        cluster: &args.cluster,
+        strategy: &args.strategy,
+        numerics: args.numerics,
+        order: args.order.map(Order::from),
+        // A trace shows every GPU, so it needs every replica compiled (the times are the same).
+        every_replica: args.trace.is_some(),
+    })?;
+    if let Some(warning) = &simulated.warning {
         eprintln!("warning: {warning}");
     }
     if let Some(path) = &args.trace {
-        write_trace(path, graph, cluster, &evaluation)?;
+        let Loaded { graph, cluster, .. } = &simulated.inputs;
+        write_trace(path, graph, cluster, &simulated.evaluation)?;
     }
-    print_either(args.json, &summary, SimulationSummary::render_text)
+    print_either(
+        args.json,
+        &simulated.summary,
+        SimulationSummary::render_text,
+    )
 }

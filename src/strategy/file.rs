@@ -326,7 +326,16 @@ pub fn save_strategy(
     cluster: &str,
     path: &Path,
 ) -> Result<()> {
+    write_atomic(path, strategy_text(s, priority, g, cluster)?.as_bytes())
+}
+
+/// The text [`save_strategy`] writes.
+pub fn strategy_text(
+    s: &Strategy,
+    priority: Option<&[f64]>,
+    g: &Graph,
+    cluster: &str,
+) -> Result<String> {
     let file = StrategyFile::from_strategy(s, priority, g, cluster);
-    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::serialise("strategy", e))?;
-    write_atomic(path, text.as_bytes())
+    serde_json::to_string_pretty(&file).map_err(|e| Error::serialise("strategy", e))
 }

@@ -16,7 +16,7 @@ pub use decision::Strategy;
 pub use file::StrategyFile;
 pub use file::load_strategy;
 pub use file::parse_strategy;
-pub use file::save_strategy;
+pub use file::{save_strategy, strategy_text};
 pub use pipeline::Pipeline;
 pub use pipeline::Schedule;
 pub use reference::Reference;

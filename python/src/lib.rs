@@ -1,0 +1,361 @@
+//! `topoplace._topoplace`, the native half of the Python package: the library's three jobs
+//! (`topoplace::api`) called with Python's arguments and answered as the JSON the command line
+//! prints with `--json`. The Python half (`python/topoplace/`) wraps the answers in objects and
+//! the errors in its exception classes.
+//!
+//! Every call runs on a worker thread while the calling thread waits without the GIL, checking
+//! for Ctrl-C every 100 ms: a KeyboardInterrupt returns at once, and the abandoned worker ends
+//! within the call's own time limit, its result dropped.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use topoplace::api::{
+    self, CompareRequest, Comparison, Numerics, PlaceRequest, Placed, PlannerChoice,
+    SimulateRequest,
+};
+use topoplace::error::{Error, SearchError};
+use topoplace::mcts::{GroupOrder, SearchSplit};
+use topoplace::sim::Order;
+
+/// How often the waiting thread looks for Ctrl-C.
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+/// Runs `job` on a worker thread; the caller waits with the GIL released and answers Ctrl-C.
+fn run_detached<T: Send + 'static>(
+    py: Python<'_>,
+    job: impl FnOnce() -> topoplace::Result<T> + Send + 'static,
+) -> PyResult<T> {
+    let (tx, rx) = channel();
+    // A receiver is not shared between threads; a lock around it is.
+    let rx = Mutex::new(rx);
+    std::thread::spawn(move || {
+        let _ = tx.send(catch_unwind(AssertUnwindSafe(job)));
+    });
+    loop {
+        let received = py.detach(|| match rx.lock() {
+            Ok(rx) => rx.recv_timeout(SIGNAL_POLL),
+            Err(_) => Err(RecvTimeoutError::Disconnected),
+        });
+        match received {
+            Ok(Ok(result)) => return result.map_err(|e| to_python(py, e)),
+            Ok(Err(panic)) => return Err(internal_error(panic)),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "topoplace: the worker thread vanished",
+                ));
+            }
+        }
+    }
+}
+
+fn internal_error(panic: Box<dyn std::any::Any + Send>) -> PyErr {
+    let what = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".to_string());
+    PyRuntimeError::new_err(format!("topoplace: internal error: {what}"))
+}
+
+/// The library's error as an exception of `topoplace.errors`: `InputError` (with `file`,
+/// `field` and `reason`) for bad input, `DoesNotFitError` when no plan fits, `TopoplaceError`
+/// for the rest. A command-line flag (`<cli>`, `--cluster`) is shown as the Python argument
+/// (`<argument>`, `cluster`).
+fn to_python(py: Python<'_>, e: Error) -> PyErr {
+    let raised = || -> PyResult<PyErr> {
+        let errors = py.import("topoplace.errors")?;
+        let exception = match &e {
+            Error::Input(i) => {
+                let (file, field) = match i.file.as_str() {
+                    "<cli>" => (
+                        "<argument>".to_string(),
+                        i.field.trim_start_matches('-').replace('-', "_"),
+                    ),
+                    _ => (i.file.clone(), i.field.clone()),
+                };
+                errors
+                    .getattr("InputError")?
+                    .call1((file, field, i.message.clone()))?
+            }
+            Error::Search(SearchError::DoesNotFit { .. }) => {
+                errors.getattr("DoesNotFitError")?.call1((e.to_string(),))?
+            }
+            _ => errors.getattr("TopoplaceError")?.call1((e.to_string(),))?,
+        };
+        Ok(PyErr::from_value(exception))
+    };
+    raised().unwrap_or_else(|failed| failed)
+}
+
+fn json<T: serde::Serialize>(value: &T) -> topoplace::Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::serialise("result", e))
+}
+
+/// How the model trains, from the keyword arguments every job takes.
+fn numerics(
+    precision: &str,
+    framework: &str,
+    seq: Option<usize>,
+    optimizer: &str,
+) -> topoplace::Result<Numerics> {
+    let bad =
+        |field: &str, why: String| Error::from(topoplace::InputError::new("<cli>", field, why));
+    if seq == Some(0) {
+        return Err(bad("--seq", "must be at least 1".into()));
+    }
+    Ok(Numerics {
+        precision: precision.parse().map_err(|why| bad("--precision", why))?,
+        framework: framework.parse().map_err(|why| bad("--framework", why))?,
+        seq,
+        optimizer: optimizer.parse().map_err(|why| bad("--optimizer", why))?,
+    })
+}
+
+fn usage(field: &str, why: impl Into<String>) -> Error {
+    topoplace::InputError::new("<cli>", field, why.into()).into()
+}
+
+/// One training iteration of `strategy` (`single`, `dp`, `dp-p` or a strategy file), or of the
+/// hybrid plan in the file `plan`; the summary `simulate --json` prints.
+#[pyfunction]
+#[pyo3(signature = (model, cluster, strategy="dp", *, batch=None, precision="fp32", framework="tf1",
+    seq=None, optimizer="adam", order=None, plan=None, trace=None))]
+#[allow(clippy::too_many_arguments)]
+fn simulate(
+    py: Python<'_>,
+    model: String,
+    cluster: String,
+    strategy: &str,
+    batch: Option<u32>,
+    precision: &str,
+    framework: &str,
+    seq: Option<usize>,
+    optimizer: &str,
+    order: Option<&str>,
+    plan: Option<PathBuf>,
+    trace: Option<PathBuf>,
+) -> PyResult<String> {
+    let strategy = strategy.to_string();
+    let numerics = numerics(precision, framework, seq, optimizer).map_err(|e| to_python(py, e))?;
+    let order = match order {
+        None => None,
+        Some("fifo") => Some(Order::Fifo),
+        Some("priority") => Some(Order::Priority),
+        Some(other) => {
+            let why = format!("\"{other}\" is neither \"fifo\" nor \"priority\"");
+            return Err(to_python(py, usage("--order", why)));
+        }
+    };
+    run_detached(py, move || {
+        if let Some(plan) = plan {
+            return json(&api::simulate_plan(&model, &cluster, &plan, numerics)?);
+        }
+        let simulated = api::simulate(&SimulateRequest {
+            model: &model,
+            batch,
+            cluster: &cluster,
+            strategy: &strategy,
+            numerics,
+            order,
+            every_replica: trace.is_some(),
+        })?;
+        if let Some(path) = &trace {
+            let api::Loaded { graph, cluster, .. } = &simulated.inputs;
+            api::write_trace(path, graph, cluster, &simulated.evaluation)?;
+        }
+        json(&simulated.summary)
+    })
+}
+
+/// Places `model` on `cluster` as `topoplace place` does; returns the summary `place --json`
+/// prints and the chosen strategy (or hybrid plan) as its file's JSON.
+#[pyfunction]
+#[pyo3(signature = (model, cluster, *, batch=None, precision="fp32", framework="tf1", seq=None,
+    optimizer="adam", policy="shipped", budget=300, time=None, seed=0, planner="auto",
+    groups=None, pipeline_leaves=None, batch_split="even", group_order="compute", out=None,
+    trace=None, progress=true))]
+#[allow(clippy::too_many_arguments)]
+fn place(
+    py: Python<'_>,
+    model: String,
+    cluster: String,
+    batch: Option<u32>,
+    precision: &str,
+    framework: &str,
+    seq: Option<usize>,
+    optimizer: &str,
+    policy: &str,
+    budget: usize,
+    time: Option<f64>,
+    seed: u64,
+    planner: &str,
+    groups: Option<usize>,
+    pipeline_leaves: Option<usize>,
+    batch_split: &str,
+    group_order: &str,
+    out: Option<PathBuf>,
+    trace: Option<PathBuf>,
+    progress: bool,
+) -> PyResult<(String, String)> {
+    let started = Instant::now();
+    let checked = || -> topoplace::Result<_> {
+        let numerics = numerics(precision, framework, seq, optimizer)?;
+        let planner = match planner {
+            "auto" => PlannerChoice::Auto,
+            "tag" => PlannerChoice::Tag,
+            "hybrid" => PlannerChoice::Hybrid,
+            other => {
+                return Err(usage(
+                    "--planner",
+                    format!("\"{other}\": auto, tag or hybrid"),
+                ));
+            }
+        };
+        let batch_split = match batch_split {
+            "even" => SearchSplit::Even,
+            "auto" => SearchSplit::Auto,
+            other => return Err(usage("--batch-split", format!("\"{other}\": even or auto"))),
+        };
+        let group_order = match group_order {
+            "compute" => GroupOrder::Compute,
+            "impact" => GroupOrder::Impact,
+            other => {
+                return Err(usage(
+                    "--group-order",
+                    format!("\"{other}\": compute or impact"),
+                ));
+            }
+        };
+        if budget == 0 {
+            return Err(usage("--budget", "must be at least 1"));
+        }
+        if let Some(t) = time {
+            api::check_seconds(t).map_err(|why| usage("--time", why))?;
+        }
+        for path in [&out, &trace].into_iter().flatten() {
+            topoplace::io::check_writable(path)?;
+        }
+        Ok((numerics, planner, batch_split, group_order))
+    };
+    let (numerics, planner, batch_split, group_order) = checked().map_err(|e| to_python(py, e))?;
+    let policy = policy.to_string();
+    run_detached(py, move || {
+        let defaults = PlaceRequest::new(&model, &cluster);
+        let request = PlaceRequest {
+            batch,
+            numerics,
+            policy: &policy,
+            budget,
+            time,
+            groups: groups.unwrap_or(defaults.groups),
+            group_order,
+            batch_split,
+            pipeline_leaves: pipeline_leaves.unwrap_or(defaults.pipeline_leaves),
+            seed,
+            planner,
+            started,
+            ..defaults
+        };
+        let placed = api::place_showing_progress(&request, progress)?;
+        match placed {
+            Placed::Tag(t) => {
+                if let Some(path) = &out {
+                    t.write_strategy(path)?;
+                }
+                if let Some(path) = &trace {
+                    t.write_trace(path)?;
+                }
+                Ok((json(&t.summary)?, t.strategy_json()?))
+            }
+            Placed::Hybrid(h) => {
+                if let Some(path) = &out {
+                    h.write_plan(path)?;
+                }
+                Ok((json(&*h)?, json(&h.plan)?))
+            }
+        }
+    })
+}
+
+/// Runs `methods` on every model × cluster as `topoplace compare` does; returns the rows
+/// `compare --json` prints, and writes results.csv, results.md and the charts when `out` is
+/// given.
+#[pyfunction]
+#[pyo3(signature = (models, clusters, methods="all", *, batch=None, precision="fp32",
+    framework="tf1", seq=None, optimizer="adam", seed=0, budget=100, time_limit=None, out=None,
+    progress=true))]
+#[allow(clippy::too_many_arguments)]
+fn compare(
+    py: Python<'_>,
+    models: Vec<String>,
+    clusters: Vec<String>,
+    methods: &str,
+    batch: Option<u32>,
+    precision: &str,
+    framework: &str,
+    seq: Option<usize>,
+    optimizer: &str,
+    seed: u64,
+    budget: usize,
+    time_limit: Option<f64>,
+    out: Option<PathBuf>,
+    progress: bool,
+) -> PyResult<String> {
+    let checked = || -> topoplace::Result<Numerics> {
+        topoplace::placers::compare::parse_methods(methods)
+            .map_err(|e| usage("--methods", e.to_string()))?;
+        if budget == 0 {
+            return Err(usage("--budget", "must be at least 1"));
+        }
+        if let Some(t) = time_limit {
+            api::check_seconds(t).map_err(|why| usage("--time-limit", why))?;
+        }
+        numerics(precision, framework, seq, optimizer)
+    };
+    let numerics = checked().map_err(|e| to_python(py, e))?;
+    let methods = methods.to_string();
+    run_detached(py, move || {
+        let comparison = Comparison::prepare(&CompareRequest {
+            models: &models,
+            batch,
+            numerics,
+            clusters: &clusters,
+            methods: &methods,
+            seed,
+            budget,
+            time_limit,
+        })?;
+        let rows = comparison.run_showing_progress(progress)?;
+        if let Some(dir) = &out {
+            topoplace::placers::compare::write_outputs(dir, &rows)?;
+        }
+        json(&rows)
+    })
+}
+
+/// The names of the shipped cluster configs.
+#[pyfunction]
+fn shipped_clusters() -> Vec<String> {
+    topoplace::assets::CONFIGS
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect()
+}
+
+#[pymodule]
+fn _topoplace(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(place, m)?)?;
+    m.add_function(wrap_pyfunction!(compare, m)?)?;
+    m.add_function(wrap_pyfunction!(shipped_clusters, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,204 @@
+"""The Python package against the command line: the same numbers on the same instances, the
+same strategies, and bad input raised as exceptions naming the file and field."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import topoplace as tp
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    """The ``topoplace`` binary of this build (``TOPOPLACE_CLI``, set by tests/python.rs)."""
+    binary = os.environ.get("TOPOPLACE_CLI")
+    assert binary, "TOPOPLACE_CLI must name the topoplace binary (cargo test sets it)"
+    return subprocess.run(
+        [binary, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def cli_json(*args: str):
+    done = cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_readme_example_gives_the_main_commands_time():
+    placed = tp.place("vgg19", "tag-testbed", progress=False)
+    shown = cli("place", "--model", "vgg19", "--cluster", "tag-testbed")
+    assert shown.returncode == 0, shown.stderr
+    first = next(l for l in shown.stdout.splitlines() if l.startswith("iteration time"))
+    assert first.split()[2] == f"{placed.iteration_ms:.3f}"
+
+
+@pytest.mark.parametrize(
+    "model,cluster,extra",
+    [
+        ("bert-small", "tag-cloud", ["--budget", "40", "--seed", "3"]),
+        ("resnet50", "tag-testbed", ["--budget", "30", "--policy", "none"]),
+    ],
+)
+def test_place_gives_the_cli_numbers(model, cluster, extra):
+    kwargs = {"budget": int(extra[1])}
+    if "--seed" in extra:
+        kwargs["seed"] = int(extra[extra.index("--seed") + 1])
+    if "--policy" in extra:
+        kwargs["policy"] = extra[extra.index("--policy") + 1]
+    placed = tp.place(model, cluster, progress=False, **kwargs)
+    expected = cli_json("place", "--model", model, "--cluster", cluster, *extra)
+    for key in ["iteration_us", "best_heuristic", "best_heuristic_us", "peak_memory_bytes",
+                "iterations", "simulated", "groups"]:
+        assert placed[key] == expected[key], key
+
+
+@pytest.mark.parametrize(
+    "model,cluster,strategy,extra",
+    [
+        ("vgg19", "tag-testbed", "dp", []),
+        ("bert-large", "tag-cloud", "dp-p", ["--precision", "fp32"]),
+        ("resnet50", "hetero-a100-v100", "single", ["--precision", "fp16", "--framework", "pytorch"]),
+    ],
+)
+def test_simulate_gives_the_cli_numbers(model, cluster, strategy, extra):
+    kwargs = {}
+    for flag in ["--precision", "--framework"]:
+        if flag in extra:
+            kwargs[flag[2:]] = extra[extra.index(flag) + 1]
+    sim = tp.simulate(model, cluster, strategy, **kwargs)
+    expected = cli_json("simulate", "--model", model, "--cluster", cluster,
+                        "--strategy", strategy, *extra)
+    assert sim.to_dict() == expected
+    assert sim.iteration_ms == pytest.approx(expected["iteration_us"] / 1e3, rel=1e-12)
+
+
+def test_a_placed_strategy_round_trips_and_simulates_to_its_time(tmp_path):
+    placed = tp.place("vgg19", "tag-testbed", budget=20, progress=False)
+    path = placed.strategy.save(tmp_path / "s.json")
+    again = tp.Strategy.load(path)
+    assert again.to_dict() == placed.strategy.to_dict()
+    from_object = tp.simulate("vgg19", "tag-testbed", again)
+    from_file = cli_json("simulate", "--model", "vgg19", "--cluster", "tag-testbed",
+                         "--strategy", str(path))
+    assert from_object.iteration_us == from_file["iteration_us"]
+    assert from_object.iteration_us == pytest.approx(placed.iteration_us, rel=1e-9)
+
+
+def test_compare_gives_the_cli_rows(tmp_path):
+    rows = tp.compare("vgg19", "tag-testbed", ["dp-subset", "pipeline-dp", "horovod"],
+                      progress=False, out=tmp_path / "py")
+    expected = cli_json("compare", "--models", "vgg19", "--clusters", "tag-testbed",
+                        "--methods", "dp-subset,pipeline-dp,horovod",
+                        "--out", str(tmp_path / "cli"))
+    assert [r.method for r in rows] == [r["method"] for r in expected]
+    for row, want in zip(rows, expected):
+        assert row.iteration_ms == want["iteration_ms"], row.method
+        assert row.peak_memory_gib == want["peak_memory_gib"], row.method
+    assert (tmp_path / "py" / "results.csv").exists()
+
+
+def test_a_hybrid_plan_simulates_as_the_cli_does(tmp_path):
+    plan = {
+        "global_batch": 64,
+        "micro_batches": 8,
+        "stages": [
+            {"layers": [0, 16], "replicas": [[0, 1, 2, 3]], "zero": "1"},
+            {"layers": [16, 32], "replicas": [[4, 5, 6, 7]], "zero": "1"},
+        ],
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    expected = cli_json("simulate", "--model", "llama-7b", "--cluster", "hetero-a100-v100",
+                        "--plan", str(path), "--precision", "fp16", "--framework", "pytorch")
+    sim = tp.simulate("llama-7b", "hetero-a100-v100", plan=tp.Strategy.load(path),
+                      precision="fp16", framework="pytorch")
+    assert sim.to_dict() == expected
+    assert sim.fits == expected["fits"]
+
+
+# Bad input: an exception naming the file (or argument) and the field, never a crash.
+
+def test_an_unknown_model_names_it():
+    with pytest.raises(tp.InputError) as e:
+        tp.simulate("no-such-model", "tag-testbed")
+    assert "no-such-model" in str(e.value)
+
+
+def test_an_unknown_cluster_is_the_cluster_argument():
+    with pytest.raises(tp.InputError) as e:
+        tp.place("vgg19", "no-such-cluster", progress=False)
+    assert e.value.file == "<argument>" and e.value.field == "cluster"
+
+
+def test_a_bad_cluster_file_names_the_file_and_field(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[[machine]]\ngpu = "V100"\ngpus = -1\n')
+    with pytest.raises(tp.InputError) as e:
+        tp.simulate("vgg19", bad)
+    assert e.value.file == str(bad)
+    assert e.value.field
+
+
+def test_a_strategy_for_another_model_is_refused(tmp_path):
+    placed = tp.place("vgg19", "tag-testbed", budget=5, progress=False)
+    path = placed.strategy.save(tmp_path / "vgg.json")
+    with pytest.raises(tp.InputError) as e:
+        tp.simulate("resnet50", "tag-testbed", path)
+    # Its op groups do not match resnet50's ops: the file and the field are named.
+    assert e.value.file == str(path) and e.value.field in ("model", "groups")
+
+
+def test_a_malformed_strategy_file_names_itself(tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text('{"model": "vgg19", "cluster": ')
+    with pytest.raises(tp.InputError) as e:
+        tp.simulate("vgg19", "tag-testbed", path)
+    assert e.value.file == str(path)
+
+
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda: tp.simulate("vgg19", "tag-testbed", precision="fp8"), "precision"),
+        (lambda: tp.simulate("bert-small", "tag-testbed", seq=0), "seq"),
+        (lambda: tp.place("vgg19", "tag-testbed", budget=0), "budget"),
+        (lambda: tp.place("vgg19", "tag-testbed", time=-1.0), "time"),
+        (lambda: tp.place("vgg19", "tag-testbed", planner="hybrid"), "planner"),
+        (lambda: tp.compare("vgg19", "tag-testbed", "no-such-method"), "methods"),
+        (lambda: tp.simulate("vgg19", "tag-testbed", order="random"), "order"),
+    ],
+)
+def test_a_bad_argument_names_it(call, field):
+    with pytest.raises(tp.InputError) as e:
+        call()
+    assert e.value.file == "<argument>" and e.value.field == field, str(e.value)
+
+
+def test_a_model_that_fits_nowhere_raises_does_not_fit(tmp_path):
+    one_gpu = tmp_path / "one.toml"
+    one_gpu.write_text(
+        'name = "one-small-gpu"\n[[machine]]\nname = "box"\ngpu = "GTX-1080Ti"\ngpus = 1\n'
+        'intra_bandwidth = "12 GB/s"\nnic = "10 Gbps"\n'
+    )
+    with pytest.raises(tp.DoesNotFitError) as e:
+        tp.place("bert-large", one_gpu, batch=256, budget=5, progress=False)
+    assert "does not fit on one-small-gpu" in str(e.value)
+
+
+def test_an_unwritable_output_is_refused_before_the_search(tmp_path):
+    (tmp_path / "a-file").write_text("")
+    with pytest.raises(tp.TopoplaceError) as e:
+        tp.place("vgg19", "tag-testbed", out=tmp_path / "a-file" / "s.json", progress=False)
+    assert "a-file" in str(e.value)
+
+
+def test_it_imports_without_torch():
+    import sys
+
+    assert "torch" not in sys.modules

@@ -1,0 +1,210 @@
+"""topoplace: where each op of a DNN training graph runs on a heterogeneous GPU cluster.
+
+The three jobs of the command line, from Python, over the same engine and with the same
+numbers::
+
+    import topoplace as tp
+
+    placed = tp.place("vgg19", "tag-testbed")          # TAG's search with the shipped policy
+    print(placed.iteration_ms, placed.best_heuristic)
+    sim = tp.simulate("vgg19", "tag-testbed", "dp")    # one iteration of DP-NCCL
+    rows = tp.compare(["vgg19"], ["tag-testbed"], "dp-subset,pipeline-dp")
+    # pandas.DataFrame([r.to_dict() for r in rows])
+
+Models are zoo names (``topoplace zoo`` lists them) or graph JSON files; clusters are shipped names (``tp.shipped_clusters()``) or TOML files.
+Every call releases the GIL, shows the command line's progress bar on a terminal, and returns
+on Ctrl-C (KeyboardInterrupt). Bad input raises :class:`InputError` naming the file and field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+from . import _topoplace
+from .errors import DoesNotFitError, InputError, TopoplaceError
+from .results import Placement, Result, Row, Simulation, Strategy
+
+__all__ = [
+    "place",
+    "simulate",
+    "compare",
+    "shipped_clusters",
+    "Placement",
+    "Simulation",
+    "Strategy",
+    "Row",
+    "Result",
+    "TopoplaceError",
+    "InputError",
+    "DoesNotFitError",
+]
+
+__version__ = _topoplace.__version__
+
+PathLike = Union[str, Path]
+
+
+def _path(p: Optional[PathLike]) -> Optional[str]:
+    return None if p is None else str(p)
+
+
+def simulate(
+    model: PathLike,
+    cluster: PathLike,
+    strategy: Union[str, PathLike, Strategy] = "dp",
+    *,
+    batch: Optional[int] = None,
+    precision: str = "fp32",
+    framework: str = "tf1",
+    seq: Optional[int] = None,
+    optimizer: str = "adam",
+    order: Optional[str] = None,
+    plan: Optional[Union[PathLike, Strategy]] = None,
+    trace: Optional[PathLike] = None,
+) -> Simulation:
+    """Simulates one training iteration, as ``topoplace simulate``.
+
+    ``strategy`` is ``"single"``, ``"dp"``, ``"dp-p"``, a strategy file, or a
+    :class:`Strategy`; ``plan`` a hybrid plan (file or :class:`Strategy`) of a zoo GPT or
+    Llama instead. ``trace`` writes a Chrome trace of every task there.
+    """
+    with _materialised(strategy) as strategy_arg, _materialised(plan) as plan_arg:
+        text = _topoplace.simulate(
+            str(model),
+            str(cluster),
+            strategy_arg,
+            batch=batch,
+            precision=precision,
+            framework=framework,
+            seq=seq,
+            optimizer=optimizer,
+            order=order,
+            plan=plan_arg,
+            trace=_path(trace),
+        )
+    return Simulation(json.loads(text))
+
+
+def place(
+    model: PathLike,
+    cluster: PathLike,
+    *,
+    batch: Optional[int] = None,
+    precision: str = "fp32",
+    framework: str = "tf1",
+    seq: Optional[int] = None,
+    optimizer: str = "adam",
+    policy: Union[str, PathLike] = "shipped",
+    budget: int = 300,
+    time: Optional[float] = None,
+    seed: int = 0,
+    planner: str = "auto",
+    groups: Optional[int] = None,
+    pipeline_leaves: Optional[int] = None,
+    batch_split: str = "even",
+    group_order: str = "compute",
+    out: Optional[PathLike] = None,
+    trace: Optional[PathLike] = None,
+    progress: bool = True,
+) -> Placement:
+    """Places a model on a cluster, as ``topoplace place`` with the same defaults.
+
+    ``policy`` is ``"shipped"``, ``"none"`` (uniform priors) or a policy file; ``time`` caps
+    the call in seconds; ``planner`` is ``"auto"``, ``"tag"`` or ``"hybrid"``. The result's
+    ``strategy`` is the chosen strategy (a hybrid plan under the hybrid planner); ``out``
+    writes it to a file too. Raises :class:`DoesNotFitError` when nothing fits.
+    """
+    summary, strategy = _topoplace.place(
+        str(model),
+        str(cluster),
+        batch=batch,
+        precision=precision,
+        framework=framework,
+        seq=seq,
+        optimizer=optimizer,
+        policy=str(policy),
+        budget=budget,
+        time=time,
+        seed=seed,
+        planner=planner,
+        groups=groups,
+        pipeline_leaves=pipeline_leaves,
+        batch_split=batch_split,
+        group_order=group_order,
+        out=_path(out),
+        trace=_path(trace),
+        progress=progress,
+    )
+    return Placement(json.loads(summary), Strategy.from_json(strategy))
+
+
+def compare(
+    models: Union[PathLike, Iterable[PathLike]],
+    clusters: Union[PathLike, Iterable[PathLike]],
+    methods: Union[str, Iterable[str]] = "all",
+    *,
+    batch: Optional[int] = None,
+    precision: str = "fp32",
+    framework: str = "tf1",
+    seq: Optional[int] = None,
+    optimizer: str = "adam",
+    seed: int = 0,
+    budget: int = 100,
+    time_limit: Optional[float] = None,
+    out: Optional[PathLike] = None,
+    progress: bool = True,
+) -> list[Row]:
+    """Runs methods on every model × cluster, as ``topoplace compare``; one :class:`Row` per
+    method, model and cluster (``pandas.DataFrame([r.to_dict() for r in rows])``). ``out``
+    writes results.csv, results.md and the charts into that directory too."""
+    text = _topoplace.compare(
+        _names(models),
+        _names(clusters),
+        methods if isinstance(methods, str) else ",".join(methods),
+        batch=batch,
+        precision=precision,
+        framework=framework,
+        seq=seq,
+        optimizer=optimizer,
+        seed=seed,
+        budget=budget,
+        time_limit=time_limit,
+        out=_path(out),
+        progress=progress,
+    )
+    return [Row(r) for r in json.loads(text)]
+
+
+def shipped_clusters() -> list[str]:
+    """The names of the cluster configs that ship with topoplace."""
+    return list(_topoplace.shipped_clusters())
+
+
+def _names(given: Union[PathLike, Iterable[PathLike]]) -> list[str]:
+    if isinstance(given, (str, Path)):
+        return [str(given)]
+    return [str(g) for g in given]
+
+
+class _materialised:
+    """A :class:`Strategy` written to a temporary file for the duration of a call (the engine
+    reads strategies from files, as the command line does); names and paths pass through."""
+
+    def __init__(self, value):
+        self.value = value
+        self.directory = None
+
+    def __enter__(self):
+        if not isinstance(self.value, Strategy):
+            return _path(self.value)
+        import tempfile
+
+        self.directory = tempfile.TemporaryDirectory(prefix="topoplace-")
+        return str(self.value.save(Path(self.directory.name) / "strategy.json"))
+
+    def __exit__(self, *exc):
+        if self.directory is not None:
+            self.directory.cleanup()
+        return False

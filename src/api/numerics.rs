@@ -1,0 +1,222 @@
+//! How a model trains (precision, framework, sequence length, optimizer) and the inputs every job
+//! loads from the names a user gives: a model, a cluster, a strategy.
+
+use std::path::Path;
+
+use crate::autocast::autocast;
+use crate::cluster::Cluster;
+use crate::cost::CostModel;
+use crate::error::{Error, InputError, Result};
+use crate::evaluate::{Evaluation, summary};
+use crate::graph::Graph;
+use crate::io::write_atomic;
+use crate::precision::Precision;
+use crate::problem::Problem;
+use crate::resolve::{load_model_as, load_named_cluster};
+use crate::sfb::{SfbOptions, duplicated_ops};
+use crate::sim::chrome_trace;
+use crate::strategy::{Reference, Strategy, load_strategy};
+use crate::zoo::{Framework, Optimizer, ZooOptions};
+
+/// `--precision`, `--framework`, `--seq` and `--optimizer`: how the model trains ([`Precision`],
+/// [`Framework`]; docs/modelling.md). The command line's flags are these fields.
+#[derive(clap::Args, Clone, Copy, Debug, Default)]
+pub struct Numerics {
+    /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
+    /// cores), bf16 or fp16 (PyTorch autocast; `amp` = fp16).
+    #[arg(long, default_value = "fp32")]
+    pub precision: Precision,
+    /// Whose kernels a zoo model's graph reproduces and whose runtime memory is charged: tf1
+    /// (TensorFlow 1's decomposed ops, tensors only: TAG's, the default), pytorch (fused
+    /// attention, LayerNorm, GELU, dropout; CUDA context and caching-allocator reserve) or
+    /// pytorch-eager (the same with attention unfused, as Hugging Face models ran before SDPA).
+    #[arg(long, default_value = "tf1")]
+    pub framework: Framework,
+    /// Tokens per sequence of a zoo transformer (BERT: 1 to 512, default 128; GPTs: default
+    /// their context).
+    #[arg(long, value_parser = at_least_one)]
+    pub seq: Option<usize>,
+    /// The optimizer a zoo model trains with: adam (AdamW's state too; the default),
+    /// sgd-momentum, sgd, adafactor or adam8bit (bitsandbytes); it decides the optimizer state
+    /// held in memory and the update's cost.
+    #[arg(long, default_value = "adam")]
+    pub optimizer: Optimizer,
+}
+
+impl Numerics {
+    /// The cost model of this precision.
+    pub fn cost(self) -> CostModel {
+        CostModel {
+            precision: self.precision,
+            runtime: self.framework.runtime_memory(),
+            ..CostModel::default()
+        }
+    }
+
+    /// The zoo options of this framework, sequence length and optimizer (at the model's own
+    /// batch).
+    pub fn zoo_options(self) -> ZooOptions {
+        ZooOptions {
+            framework: self.framework,
+            seq: self.seq,
+            optimizer: self.optimizer,
+            ..ZooOptions::default()
+        }
+    }
+
+    /// `model` at `batch`, built from the framework's ops, as it trains in the precision.
+    pub fn model(self, model: &str, batch: Option<u32>) -> Result<Graph> {
+        let opts = ZooOptions {
+            batch_size: batch,
+            ..self.zoo_options()
+        };
+        let graph = load_model_as(model, &opts).map_err(seq_as_flag)?;
+        Ok(autocast(&graph, self.precision, model)?)
+    }
+
+    /// Refuses `cluster` when one of its GPUs lacks the precision.
+    pub fn check(self, cluster: &Cluster) -> Result<()> {
+        Ok(self
+            .precision
+            .check_cluster(cluster, "<cli>", "--precision")?)
+    }
+}
+
+/// A count that must be at least 1 (`--seq`, `--groups`, `--budget`, `--seeds`, `--threads`):
+/// 0 is refused with clap's usage error (exit 2) instead of becoming 1 or a table of NaN.
+pub fn at_least_one(text: &str) -> std::result::Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("\"{text}\" is not a whole number")),
+    }
+}
+
+/// The longest time limit taken: a year. Longer ones would overflow the deadline arithmetic
+/// (`Instant + Duration`) and mean no limit anyway.
+const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A time limit in seconds: finite, positive, at most a year (NaN, infinity, 0, negatives and
+/// absurd lengths are refused).
+pub fn check_seconds(x: f64) -> std::result::Result<f64, String> {
+    match x.is_finite() && x > 0.0 && x <= MAX_SECONDS {
+        true => Ok(x),
+        false => Err(format!(
+            "must be a number of seconds above 0 and at most {MAX_SECONDS} (a year)"
+        )),
+    }
+}
+
+/// The zoo's refusal of a sequence length (`<zoo>: seq: 513 tokens: BERT takes 1 to 512`) as
+/// what it is here: a bad value of `--seq`, a usage error.
+fn seq_as_flag(e: Error) -> Error {
+    match e {
+        Error::Input(i) if i.file == "<zoo>" && i.field == "seq" => {
+            InputError::new("<cli>", "--seq", i.message).into()
+        }
+        other => other,
+    }
+}
+
+/// The model, cluster and cost model a job works on, loaded from `--model` (a zoo name or a
+/// file, at `batch` if given) and `--cluster` (a file or a shipped name).
+pub struct Loaded {
+    /// The model's training graph, in the precision's dtypes.
+    pub graph: Graph,
+    /// The cluster.
+    pub cluster: Cluster,
+    /// The cost model of the precision and framework.
+    pub cost: CostModel,
+}
+
+impl Loaded {
+    /// The model at `batch`, the cluster, and the cost model, all as `numerics` says (refused
+    /// when a GPU of the cluster lacks its precision).
+    pub fn load(
+        model: &str,
+        batch: Option<u32>,
+        cluster: &str,
+        numerics: Numerics,
+    ) -> Result<Loaded> {
+        let cluster = load_named_cluster(cluster, "--cluster")?;
+        numerics.check(&cluster)?;
+        Ok(Loaded {
+            graph: numerics.model(model, batch)?,
+            cluster,
+            cost: numerics.cost(),
+        })
+    }
+
+    /// What a placer or the compiler is asked about: these three together.
+    pub fn problem(&self) -> Problem<'_> {
+        Problem {
+            graph: &self.graph,
+            cluster: &self.cluster,
+            cost: &self.cost,
+        }
+    }
+}
+
+/// `--strategy`: a reference strategy (`single`, `dp`, `dp-p`) or a strategy file, with the
+/// file's execution priorities if it gives them. A file written by an older version that asks
+/// for SFB (`"sfb": true`) gets its duplicated ops decided here.
+pub fn strategy_named(
+    name: &str,
+    graph: &Graph,
+    cluster: &Cluster,
+    cost: &CostModel,
+) -> Result<(Strategy, Option<Vec<f64>>)> {
+    if let Some(reference) = Reference::parse(name) {
+        return Ok((reference.strategy(graph, cluster), None));
+    }
+    if !Path::new(name).exists() {
+        return Err(InputError::new(
+            "<cli>",
+            "--strategy",
+            format!("\"{name}\" is neither `single`, `dp`, `dp-p` nor a strategy file"),
+        )
+        .into());
+    }
+    let loaded = load_strategy(Path::new(name), graph, cluster.devices.len())?;
+    // A strategy names the model and cluster it was made for: another one is a mistake, not a
+    // placement to simulate.
+    for (field, file_says, given) in [
+        ("model", &loaded.model, &graph.name),
+        ("cluster", &loaded.cluster, &cluster.name),
+    ] {
+        if file_says != given {
+            return Err(InputError::new(
+                name,
+                field,
+                format!("the strategy is for {field} \"{file_says}\", not \"{given}\""),
+            )
+            .into());
+        }
+    }
+    let mut strategy = loaded.strategy;
+    if loaded.sfb_requested {
+        strategy.sfb_duplicated =
+            duplicated_ops(graph, cluster, cost, &strategy, &SfbOptions::default())?;
+    }
+    Ok((strategy, loaded.priority))
+}
+
+/// The Chrome trace of a simulated iteration, written atomically.
+pub fn write_trace(path: &Path, graph: &Graph, cluster: &Cluster, e: &Evaluation) -> Result<()> {
+    let trace = chrome_trace(
+        &e.compiled.exec,
+        &e.result,
+        |r| summary::resource_name(cluster, &e.compiled.exec, r),
+        |t| summary::task_name(graph, &e.compiled, t),
+    );
+    let text = serde_json::to_string(&trace).map_err(|e| Error::serialise("trace", e))?;
+    write_atomic(path, text.as_bytes())
+}
+
+/// A cluster written as its name (what a JSON result shows of it).
+pub(super) fn cluster_name<S: serde::Serializer>(
+    c: &Cluster,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&c.name)
+}

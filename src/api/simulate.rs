@@ -1,0 +1,134 @@
+//! `simulate`: one training iteration of a strategy (a reference, or a strategy file) or of a
+//! hybrid-parallel plan, summarised as the command line prints it.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::numerics::{Loaded, Numerics, cluster_name, strategy_named};
+use crate::cluster::Cluster;
+use crate::compile::Replicas;
+use crate::error::Result;
+use crate::evaluate::{
+    Evaluation, SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
+};
+use crate::hybrid::{HybridModel, HybridPlan, HybridReport, estimate, load_plan};
+use crate::resolve::load_named_cluster;
+use crate::sim::Order;
+use crate::strategy::Reference;
+
+/// What to simulate.
+#[derive(Clone, Debug)]
+pub struct SimulateRequest<'a> {
+    /// A zoo name or a graph JSON file.
+    pub model: &'a str,
+    /// The batch the model is rebuilt (zoo) or re-batched (file) at; `None`: its own.
+    pub batch: Option<u32>,
+    /// A cluster config file, or the name of a shipped one.
+    pub cluster: &'a str,
+    /// `single`, `dp`, `dp-p` or a strategy JSON file.
+    pub strategy: &'a str,
+    /// How the model trains.
+    pub numerics: Numerics,
+    /// Execution order on each GPU; `None`: the file's priorities when it gives them, else
+    /// arrival order.
+    pub order: Option<Order>,
+    /// Compile every replica, not one per class of alike GPUs (same times; a trace needs it).
+    pub every_replica: bool,
+}
+
+/// A simulated strategy: the summary the command line prints, and what a trace is drawn from.
+pub struct Simulated {
+    /// Iteration time, per-GPU busy share and memory, out-of-memory GPUs, TAG's feedback.
+    pub summary: SimulationSummary,
+    /// Why the batch is too thin for the strategy's replicas, if it is.
+    pub warning: Option<String>,
+    /// The model, cluster and cost model simulated.
+    pub inputs: Loaded,
+    /// The compiled execution graph and its simulation.
+    pub evaluation: Evaluation,
+}
+
+/// Simulates `r.strategy` for `r.model` on `r.cluster`, beside DP-NCCL for reference.
+pub fn simulate(r: &SimulateRequest) -> Result<Simulated> {
+    let inputs = Loaded::load(r.model, r.batch, r.cluster, r.numerics)?;
+    let Loaded {
+        graph,
+        cluster,
+        cost,
+    } = &inputs;
+    let p = inputs.problem();
+    let (strategy, priority) = strategy_named(r.strategy, graph, cluster, cost)?;
+    let warning = thin_batch_warning(graph, cluster, &strategy);
+    let replicas = match r.every_replica {
+        true => Replicas::Every,
+        false => Replicas::ByClass,
+    };
+    let evaluation = match (priority, r.order) {
+        (Some(order), None | Some(Order::Priority)) => {
+            simulate_strategy(&p, &strategy, Some(&order), Order::Priority, replicas)?
+        }
+        (_, order) => {
+            let order = order.unwrap_or(Order::Fifo);
+            simulate_strategy(&p, &strategy, None, order, replicas)?
+        }
+    };
+    let dp_order = r.order.unwrap_or(Order::Fifo);
+    let dp = evaluate_strategy(&p, &Reference::Dp.strategy(graph, cluster), dp_order)?;
+    let summary = SimulationSummary::new(graph, cluster, r.strategy, &evaluation, &dp);
+    Ok(Simulated {
+        summary,
+        warning,
+        inputs,
+        evaluation,
+    })
+}
+
+/// A hybrid-parallel plan simulated at layer granularity.
+#[derive(Serialize)]
+pub struct PlanSimulated {
+    /// The zoo language model.
+    pub model: String,
+    /// The cluster (its name in JSON).
+    #[serde(serialize_with = "cluster_name")]
+    pub cluster: Cluster,
+    /// Simulated iteration time, ms.
+    pub iteration_ms: f64,
+    /// Tokens trained per second.
+    pub tokens_per_s: f64,
+    /// Whether every GPU's memory holds.
+    pub fits: bool,
+    /// The plan simulated.
+    pub plan: HybridPlan,
+    /// Its times and memory per stage.
+    pub report: HybridReport,
+}
+
+/// Simulates the hybrid plan in the file `plan` for the zoo language model `model`.
+pub fn simulate_plan(
+    model: &str,
+    cluster: &str,
+    plan: &Path,
+    numerics: Numerics,
+) -> Result<PlanSimulated> {
+    let source = plan.display().to_string();
+    let plan = load_plan(plan)?;
+    let cluster = load_named_cluster(cluster, "--cluster")?;
+    numerics.check(&cluster)?;
+    plan.check_micro_batches(&source)?;
+    let opts = numerics.zoo_options();
+    let micro_batch = plan.global_batch / plan.micro_batches;
+    let hybrid = HybridModel::from_zoo(model, micro_batch, &opts, numerics.precision)?;
+    hybrid.check(&plan, cluster.devices.len(), &source)?;
+    let report = estimate(&hybrid, &cluster, &numerics.cost(), &plan);
+    let seq = hybrid.seq() as f64;
+    Ok(PlanSimulated {
+        model: model.to_string(),
+        iteration_ms: report.iteration_us / 1e3,
+        tokens_per_s: f64::from(plan.global_batch) * seq / (report.iteration_us * 1e-6),
+        fits: report.fits(),
+        cluster,
+        plan,
+        report,
+    })
+}
