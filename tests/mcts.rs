@@ -482,3 +482,64 @@ fn sfb_double_check_keeps_only_what_pays() {
         }
     }
 }
+
+/// The tree as an episode (`mcts::Environment`): every group on action 0 with one packed
+/// AllReduce and even shares is DP-NCCL itself, so its time is DP-NCCL's to the bit and its
+/// reward 0; on a problem small enough to enumerate, the best complete episode's reward is the
+/// search's best, DP-NCCL's time over the best time less one.
+#[test]
+fn an_all_dp_episode_is_dp_nccl_and_the_best_episode_is_the_enumerated_best() {
+    use topoplace::mcts::Environment;
+    use topoplace::strategy::{AllReducePacking, BatchSplit};
+    let (g, c, cost) = (model("mlp"), two_machines(), CostModel::default());
+    let p = Problem::new(&g, &c, &cost);
+    let dp_us = evaluate(&p, &Placement::plain(Reference::Dp.strategy(&g, &c), ""))
+        .unwrap()
+        .report
+        .iteration_us;
+    let packed = Some(AllReducePacking::Packed);
+    let mut env = Environment::new(&p, 2, BatchSplit::Even, packed).unwrap();
+    assert_eq!(env.dp_us(), dp_us);
+    let first = env.reset(&p).unwrap();
+    assert_eq!((first.group, first.graph.ops()), (0, env.groups()));
+    let mut last = None;
+    for step in 0..env.groups() {
+        let t = env.step(&p, 0).unwrap();
+        assert_eq!(
+            t.observation.as_ref().map(|o| o.group),
+            (step + 1 < env.groups()).then_some(step + 1)
+        );
+        last = Some(t);
+    }
+    let last = last.unwrap();
+    assert_eq!(last.iteration_us, dp_us);
+    assert_eq!(last.reward, 0.0);
+    assert!(env.step(&p, 0).is_err(), "a finished episode takes no step");
+
+    // Every complete episode of the two groups under the tree's packings, against brute force.
+    let mut env = Environment::new(&p, 2, BatchSplit::Even, None).unwrap();
+    let n = env.actions().len();
+    let mut best_reward = f64::NEG_INFINITY;
+    let mut best_us = f64::INFINITY;
+    for a in 0..n {
+        for b in 0..n {
+            env.reset(&p).unwrap();
+            env.step(&p, a).unwrap();
+            let t = env.step(&p, b).unwrap();
+            if t.fits {
+                best_us = best_us.min(t.iteration_us);
+            }
+            best_reward = best_reward.max(t.reward);
+        }
+    }
+    assert!(
+        best_us < dp_us,
+        "some placement of mlp beats DP-NCCL on two machines"
+    );
+    assert!((best_reward - (dp_us / best_us - 1.0)).abs() < 1e-12);
+    env.reset(&p).unwrap();
+    assert!(
+        env.step(&p, n).is_err(),
+        "an action past the last is refused"
+    );
+}

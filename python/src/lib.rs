@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use topoplace::api::{
     self, CompareRequest, Comparison, Numerics, PlaceRequest, Placed, PlannerChoice,
@@ -23,6 +24,7 @@ use topoplace::api::{
 use topoplace::error::{Error, SearchError};
 use topoplace::mcts::{GroupOrder, SearchSplit};
 use topoplace::sim::Order;
+use topoplace::strategy::{AllReducePacking, BatchSplit, HOROVOD_FUSION_BYTES};
 
 /// How often the waiting thread looks for Ctrl-C.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
@@ -350,12 +352,217 @@ fn shipped_clusters() -> Vec<String> {
         .collect()
 }
 
+/// TAG's tree as an episodic environment (`topoplace::mcts::Environment`) over owned inputs;
+/// `topoplace.env.PlacementEnv` gives it Gymnasium's shape.
+#[pyclass(module = "topoplace._topoplace")]
+struct Environment {
+    inputs: api::Loaded,
+    env: topoplace::mcts::Environment,
+    /// The vertex the next step decides (for the priors).
+    at: Option<topoplace::mcts::Observation>,
+    /// A GNN policy, read on the first call for priors.
+    policy: Option<(String, topoplace::gnn::GnnPolicy)>,
+}
+
+/// An observation as plain Python values: every array flat, with its row width.
+fn observation<'py>(
+    py: Python<'py>,
+    o: &topoplace::mcts::Observation,
+) -> PyResult<Bound<'py, PyDict>> {
+    use topoplace::gnn::features::{DEV_FEATURES, EDGE_FEATURES, OP_FEATURES};
+    let d = PyDict::new(py);
+    let g = &o.graph;
+    d.set_item("group", o.group)?;
+    d.set_item("op_features", (&g.op_features, OP_FEATURES))?;
+    d.set_item("dev_features", (&g.dev_features, DEV_FEATURES))?;
+    for (name, edges) in [
+        ("op_op", &g.op_op),
+        ("dev_dev", &g.dev_dev),
+        ("op_dev", &g.op_dev),
+    ] {
+        d.set_item(
+            name,
+            (&edges.src, &edges.dst, &edges.features, EDGE_FEATURES),
+        )?;
+    }
+    Ok(d)
+}
+
+#[pymethods]
+impl Environment {
+    #[new]
+    #[pyo3(signature = (model, cluster, *, groups=None, batch=None, precision="fp32",
+        framework="tf1", seq=None, optimizer="adam", batch_split="even", allreduce="auto"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        model: String,
+        cluster: String,
+        groups: Option<usize>,
+        batch: Option<u32>,
+        precision: &str,
+        framework: &str,
+        seq: Option<usize>,
+        optimizer: &str,
+        batch_split: &str,
+        allreduce: &str,
+    ) -> PyResult<Self> {
+        let checked = || -> topoplace::Result<_> {
+            let numerics = numerics(precision, framework, seq, optimizer)?;
+            let split = match batch_split {
+                "even" => BatchSplit::Even,
+                "proportional" => BatchSplit::Proportional,
+                other => {
+                    let why = format!("\"{other}\": even or proportional");
+                    return Err(usage("--batch-split", why));
+                }
+            };
+            let packing = match allreduce {
+                "auto" => None,
+                "per-tensor" => Some(AllReducePacking::PerTensor),
+                "packed" => Some(AllReducePacking::Packed),
+                "buckets" => Some(AllReducePacking::Buckets(HOROVOD_FUSION_BYTES)),
+                other => {
+                    let why = format!("\"{other}\": auto, per-tensor, packed or buckets");
+                    return Err(usage("--allreduce", why));
+                }
+            };
+            if groups == Some(0) {
+                return Err(usage("--groups", "must be at least 1"));
+            }
+            Ok((numerics, split, packing))
+        };
+        let (numerics, split, packing) = checked().map_err(|e| to_python(py, e))?;
+        let groups = groups.unwrap_or(topoplace::mcts::DEFAULT_GROUPS);
+        run_detached(py, move || {
+            let inputs = api::Loaded::load(&model, batch, &cluster, numerics)?;
+            let env = topoplace::mcts::Environment::new(&inputs.problem(), groups, split, packing)?;
+            Ok(Environment {
+                inputs,
+                env,
+                at: None,
+                policy: None,
+            })
+        })
+    }
+
+    /// Starts an episode; the first observation.
+    fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let Environment { inputs, env, .. } = self;
+        let o = py
+            .detach(|| env.reset(&inputs.problem()))
+            .map_err(|e| to_python(py, e))?;
+        let shown = observation(py, &o);
+        self.at = Some(o);
+        shown
+    }
+
+    /// Takes `action` for the next op group: (observation or None, reward, iteration µs, fits).
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        action: usize,
+    ) -> PyResult<(Option<Bound<'py, PyDict>>, f64, f64, bool)> {
+        let Environment { inputs, env, .. } = self;
+        let t = py
+            .detach(|| env.step(&inputs.problem(), action))
+            .map_err(|e| to_python(py, e))?;
+        let o = t
+            .observation
+            .as_ref()
+            .map(|o| observation(py, o))
+            .transpose()?;
+        self.at = t.observation;
+        Ok((o, t.reward, t.iteration_us, t.fits))
+    }
+
+    /// A GNN policy's priors over every action at the vertex the next step decides: `policy`
+    /// is `shipped` or a policy file, as `place --policy` takes.
+    #[pyo3(signature = (policy="shipped"))]
+    fn priors(&mut self, py: Python<'_>, policy: &str) -> PyResult<Vec<f32>> {
+        let Some(at) = &self.at else {
+            let why = "no vertex to score: reset the episode, or it is over";
+            return Err(to_python(
+                py,
+                topoplace::InputError::new("<env>", "step", why).into(),
+            ));
+        };
+        if self.policy.as_ref().is_none_or(|(name, _)| name != policy) {
+            let loaded = api::load_policy(policy, "cpu").map_err(|e| to_python(py, e))?;
+            let Some(gnn) = loaded.0 else {
+                let why = "\"none\" has no priors: they are uniform";
+                return Err(to_python(py, usage("--policy", why)));
+            };
+            self.policy = Some((policy.to_string(), gnn));
+        }
+        let (_, gnn) = self.policy.as_ref().expect("loaded above");
+        let env = &self.env;
+        Ok(py.detach(|| env.priors(gnn, at)))
+    }
+
+    /// The completed choice's strategy as its file's JSON.
+    fn strategy_json(&self, py: Python<'_>) -> PyResult<String> {
+        let api::Loaded { graph, cluster, .. } = &self.inputs;
+        let text = || -> topoplace::Result<String> {
+            let strategy = self.env.strategy(&self.inputs.problem())?;
+            topoplace::strategy::strategy_text(&strategy, None, graph, &cluster.name)
+        };
+        py.detach(text).map_err(|e| to_python(py, e))
+    }
+
+    /// Each action's devices (cluster indices) and replication option.
+    #[getter]
+    fn actions(&self) -> Vec<(Vec<usize>, String)> {
+        self.env
+            .actions()
+            .iter()
+            .map(|a| (a.devices.clone(), a.option.name().to_string()))
+            .collect()
+    }
+
+    /// Each action as the GNN's decoder sees it: 0/1 per device group, and the option's index.
+    #[getter]
+    fn slices(&self) -> Vec<(Vec<f32>, usize)> {
+        self.env
+            .slices()
+            .iter()
+            .map(|s| (s.placement.clone(), s.option))
+            .collect()
+    }
+
+    /// Op groups an episode decides.
+    #[getter]
+    fn groups(&self) -> usize {
+        self.env.groups()
+    }
+
+    /// DP-NCCL's iteration time, µs: the reward's reference.
+    #[getter]
+    fn dp_us(&self) -> f64 {
+        self.env.dp_us()
+    }
+
+    /// The actions taken so far.
+    #[getter]
+    fn choice(&self) -> Vec<u16> {
+        self.env.choice().to_vec()
+    }
+}
+
+/// A random cluster from TAG's distribution (`topoplace topology random --seed`), as its TOML.
+#[pyfunction]
+fn random_topology(seed: u64) -> String {
+    topoplace::cluster::random_cluster(seed).to_toml()
+}
+
 #[pymodule]
 fn _topoplace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(place, m)?)?;
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_clusters, m)?)?;
+    m.add_function(wrap_pyfunction!(random_topology, m)?)?;
+    m.add_class::<Environment>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -4,30 +4,11 @@ same strategies, and bad input raised as exceptions naming the file and field.""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
 import topoplace as tp
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    """The ``topoplace`` binary of this build (``TOPOPLACE_CLI``, set by tests/python.rs)."""
-    binary = os.environ.get("TOPOPLACE_CLI")
-    assert binary, "TOPOPLACE_CLI must name the topoplace binary (cargo test sets it)"
-    return subprocess.run(
-        [binary, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-
-
-def cli_json(*args: str):
-    done = cli(*args, "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+from helpers import cli, cli_json
 
 
 def test_the_readme_example_gives_the_main_commands_time():

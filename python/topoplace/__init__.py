@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from . import _topoplace
+from .env import PlacementEnv
 from .errors import DoesNotFitError, InputError, TopoplaceError
 from .results import Placement, Result, Row, Simulation, Strategy
 
@@ -31,6 +32,8 @@ __all__ = [
     "simulate",
     "compare",
     "shipped_clusters",
+    "random_topology",
+    "PlacementEnv",
     "Placement",
     "Simulation",
     "Strategy",
@@ -180,6 +183,14 @@ def compare(
 def shipped_clusters() -> list[str]:
     """The names of the cluster configs that ship with topoplace."""
     return list(_topoplace.shipped_clusters())
+
+
+def random_topology(seed: int, path: PathLike) -> Path:
+    """Writes a random cluster of TAG's distribution (``topoplace topology random --seed``) to
+    ``path``, a TOML file any call takes as its cluster."""
+    path = Path(path)
+    path.write_text(_topoplace.random_topology(seed))
+    return path
 
 
 def _names(given: Union[PathLike, Iterable[PathLike]]) -> list[str]:

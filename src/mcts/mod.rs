@@ -31,6 +31,7 @@
 
 pub mod actions;
 pub(crate) mod config;
+mod environment;
 pub(crate) mod expert;
 pub(crate) mod finish;
 pub(crate) mod grouping;
@@ -56,6 +57,7 @@ pub use config::GroupOrder;
 pub use config::MctsConfig;
 pub use config::PIPELINE_LEAVES;
 pub use config::SearchSplit;
+pub use environment::{Environment, Observation, Transition};
 pub use grouping::metis_groups;
 pub use grouping::ordered_groups;
 pub use noise::RootNoise;
