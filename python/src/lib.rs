@@ -555,6 +555,20 @@ fn random_topology(seed: u64) -> String {
     topoplace::cluster::random_cluster(seed).to_toml()
 }
 
+/// A `[[machine]]` entry from `nvidia-smi topo -m` output, as `topoplace topology nvidia-smi`
+/// prints it: `gpu` names the GPU type of the catalog.
+#[pyfunction]
+#[pyo3(signature = (text, gpu, name="machine"))]
+fn nvidia_smi_machine(py: Python<'_>, text: &str, gpu: &str, name: &str) -> PyResult<String> {
+    let machine = || -> topoplace::Result<String> {
+        let gpu = topoplace::cluster::lookup_gpu("<cli>", "--gpu", gpu)?;
+        let topo = topoplace::cluster::parse_nvidia_smi_topo(text)
+            .map_err(|m| topoplace::InputError::new("<nvidia-smi>", "topo", m))?;
+        Ok(topo.machine_toml(name, gpu))
+    };
+    machine().map_err(|e| to_python(py, e))
+}
+
 #[pymodule]
 fn _topoplace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
@@ -562,6 +576,7 @@ fn _topoplace(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compare, m)?)?;
     m.add_function(wrap_pyfunction!(shipped_clusters, m)?)?;
     m.add_function(wrap_pyfunction!(random_topology, m)?)?;
+    m.add_function(wrap_pyfunction!(nvidia_smi_machine, m)?)?;
     m.add_class::<Environment>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -183,3 +183,67 @@ def test_it_imports_without_torch():
     import sys
 
     assert "torch" not in sys.modules
+
+
+# Clusters as TOML text and from nvidia-smi.
+
+TWO_MACHINES = """name = "two-boxes"
+[[machine]]
+name = "a"
+gpu = "V100-32GB"
+gpus = 2
+intra_bandwidth = "50 GB/s"
+nic = "10 Gbps"
+[[machine]]
+name = "b"
+gpu = "P100-16GB"
+gpus = 2
+intra_bandwidth = "12 GB/s"
+nic = "10 Gbps"
+"""
+
+
+def test_a_cluster_given_as_toml_text_is_the_file(tmp_path):
+    path = tmp_path / "two-boxes.toml"
+    path.write_text(TWO_MACHINES)
+    from_text = tp.simulate("bert-small", TWO_MACHINES, "dp")
+    assert from_text.to_dict() == tp.simulate("bert-small", path, "dp").to_dict()
+    rows = tp.compare("bert-small", [TWO_MACHINES], "dp-subset", progress=False)
+    assert [r.cluster for r in rows] == ["two-boxes"]
+    env = tp.PlacementEnv("mlp", TWO_MACHINES, groups=2)
+    assert env.reset()[1]["dp_us"] > 0
+
+
+def test_bad_toml_text_is_named_as_such():
+    with pytest.raises(tp.InputError) as e:
+        tp.simulate("vgg19", TWO_MACHINES.replace("gpus = 2", "gpus = -2", 1))
+    assert e.value.file == "<cluster text>" and "gpus" in e.value.field
+
+
+DGX1 = "\tGPU0\tGPU1\tCPU Affinity\n" + "\n".join([
+    "GPU0 X NV1 NV1 NV2 NV2 SYS SYS SYS",
+    "GPU1 NV1 X NV2 NV1 SYS NV2 SYS SYS",
+    "GPU2 NV1 NV2 X NV2 SYS SYS NV1 SYS",
+    "GPU3 NV2 NV1 NV2 X SYS SYS SYS NV1",
+    "GPU4 NV2 SYS SYS SYS X NV1 NV1 NV2",
+    "GPU5 SYS NV2 SYS SYS NV1 X NV2 NV1",
+    "GPU6 SYS SYS NV1 SYS NV1 NV2 X NV2",
+    "GPU7 SYS SYS SYS NV1 NV2 NV1 NV2 X",
+]) + "\n"
+
+
+def test_an_nvidia_smi_machine_is_the_cli_one(tmp_path):
+    topo = tmp_path / "topo.txt"
+    topo.write_text(DGX1)
+    shown = cli("topology", "nvidia-smi", "--gpu", "V100-16GB", str(topo))
+    assert shown.returncode == 0, shown.stderr
+    machine = tp.nvidia_smi_machine(DGX1, "V100-16GB")
+    assert machine.strip() == shown.stdout.strip()
+    sim = tp.simulate("resnet50", 'name = "dgx1"\n' + machine, "dp")
+    assert len(sim.devices) == 8
+    with pytest.raises(tp.InputError) as e:
+        tp.nvidia_smi_machine("not a topology", "V100-16GB")
+    assert e.value.field == "topo"
+    with pytest.raises(tp.InputError) as e:
+        tp.nvidia_smi_machine(DGX1, "no-such-gpu")
+    assert e.value.file == "<argument>" and e.value.field == "gpu"

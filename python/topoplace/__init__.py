@@ -11,7 +11,8 @@ numbers::
     rows = tp.compare(["vgg19"], ["tag-testbed"], "dp-subset,pipeline-dp")
     # pandas.DataFrame([r.to_dict() for r in rows])
 
-Models are zoo names (``topoplace zoo`` lists them) or graph JSON files; clusters are shipped names (``tp.shipped_clusters()``) or TOML files.
+Models are zoo names (``topoplace zoo`` lists them) or graph JSON files; clusters are shipped
+names (``tp.shipped_clusters()``), TOML files, or TOML text.
 Every call releases the GIL, shows the command line's progress bar on a terminal, and returns
 on Ctrl-C (KeyboardInterrupt). Bad input raises :class:`InputError` naming the file and field.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Union
 
 from . import _topoplace
+from ._files import PathLike, _inline_clusters, _materialised, _path
 from .env import PlacementEnv
 from .errors import DoesNotFitError, InputError, TopoplaceError
 from .results import Placement, Result, Row, Simulation, Strategy
@@ -33,6 +35,7 @@ __all__ = [
     "compare",
     "shipped_clusters",
     "random_topology",
+    "nvidia_smi_machine",
     "PlacementEnv",
     "Placement",
     "Simulation",
@@ -45,12 +48,6 @@ __all__ = [
 ]
 
 __version__ = _topoplace.__version__
-
-PathLike = Union[str, Path]
-
-
-def _path(p: Optional[PathLike]) -> Optional[str]:
-    return None if p is None else str(p)
 
 
 def simulate(
@@ -73,10 +70,11 @@ def simulate(
     :class:`Strategy`; ``plan`` a hybrid plan (file or :class:`Strategy`) of a zoo GPT or
     Llama instead. ``trace`` writes a Chrome trace of every task there.
     """
-    with _materialised(strategy) as strategy_arg, _materialised(plan) as plan_arg:
+    with _materialised(strategy) as strategy_arg, _materialised(plan) as plan_arg, \
+            _inline_clusters([cluster]) as (cluster_arg,):
         text = _topoplace.simulate(
             str(model),
-            str(cluster),
+            cluster_arg,
             strategy_arg,
             batch=batch,
             precision=precision,
@@ -119,27 +117,28 @@ def place(
     ``strategy`` is the chosen strategy (a hybrid plan under the hybrid planner); ``out``
     writes it to a file too. Raises :class:`DoesNotFitError` when nothing fits.
     """
-    summary, strategy = _topoplace.place(
-        str(model),
-        str(cluster),
-        batch=batch,
-        precision=precision,
-        framework=framework,
-        seq=seq,
-        optimizer=optimizer,
-        policy=str(policy),
-        budget=budget,
-        time=time,
-        seed=seed,
-        planner=planner,
-        groups=groups,
-        pipeline_leaves=pipeline_leaves,
-        batch_split=batch_split,
-        group_order=group_order,
-        out=_path(out),
-        trace=_path(trace),
-        progress=progress,
-    )
+    with _inline_clusters([cluster]) as (cluster_arg,):
+        summary, strategy = _topoplace.place(
+            str(model),
+            cluster_arg,
+            batch=batch,
+            precision=precision,
+            framework=framework,
+            seq=seq,
+            optimizer=optimizer,
+            policy=str(policy),
+            budget=budget,
+            time=time,
+            seed=seed,
+            planner=planner,
+            groups=groups,
+            pipeline_leaves=pipeline_leaves,
+            batch_split=batch_split,
+            group_order=group_order,
+            out=_path(out),
+            trace=_path(trace),
+            progress=progress,
+        )
     return Placement(json.loads(summary), Strategy.from_json(strategy))
 
 
@@ -162,21 +161,22 @@ def compare(
     """Runs methods on every model × cluster, as ``topoplace compare``; one :class:`Row` per
     method, model and cluster (``pandas.DataFrame([r.to_dict() for r in rows])``). ``out``
     writes results.csv, results.md and the charts into that directory too."""
-    text = _topoplace.compare(
-        _names(models),
-        _names(clusters),
-        methods if isinstance(methods, str) else ",".join(methods),
-        batch=batch,
-        precision=precision,
-        framework=framework,
-        seq=seq,
-        optimizer=optimizer,
-        seed=seed,
-        budget=budget,
-        time_limit=time_limit,
-        out=_path(out),
-        progress=progress,
-    )
+    with _inline_clusters(_names(clusters)) as cluster_args:
+        text = _topoplace.compare(
+            _names(models),
+            cluster_args,
+            methods if isinstance(methods, str) else ",".join(methods),
+            batch=batch,
+            precision=precision,
+            framework=framework,
+            seq=seq,
+            optimizer=optimizer,
+            seed=seed,
+            budget=budget,
+            time_limit=time_limit,
+            out=_path(out),
+            progress=progress,
+        )
     return [Row(r) for r in json.loads(text)]
 
 
@@ -199,23 +199,8 @@ def _names(given: Union[PathLike, Iterable[PathLike]]) -> list[str]:
     return [str(g) for g in given]
 
 
-class _materialised:
-    """A :class:`Strategy` written to a temporary file for the duration of a call (the engine
-    reads strategies from files, as the command line does); names and paths pass through."""
-
-    def __init__(self, value):
-        self.value = value
-        self.directory = None
-
-    def __enter__(self):
-        if not isinstance(self.value, Strategy):
-            return _path(self.value)
-        import tempfile
-
-        self.directory = tempfile.TemporaryDirectory(prefix="topoplace-")
-        return str(self.value.save(Path(self.directory.name) / "strategy.json"))
-
-    def __exit__(self, *exc):
-        if self.directory is not None:
-            self.directory.cleanup()
-        return False
+def nvidia_smi_machine(text: str, gpu: str, name: str = "machine") -> str:
+    """A ``[[machine]]`` TOML entry from ``nvidia-smi topo -m`` output (``topoplace topology
+    nvidia-smi``); ``gpu`` is a GPU type of the catalog (``A100-80GB``, ``V100-32GB``, ...).
+    Prepend ``name = "..."`` (and add more machines) to get a cluster any call takes."""
+    return _topoplace.nvidia_smi_machine(text, gpu, name)

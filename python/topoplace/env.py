@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from . import _topoplace
+from ._files import _inline_clusters
 from .results import Strategy
 
 try:  # Optional: the package itself needs neither.
@@ -56,7 +57,7 @@ def _observation(raw: dict) -> dict[str, Any]:
 
 
 class PlacementEnv(_Base):
-    """``model`` (zoo name or graph file) on ``cluster`` (shipped name or TOML file), over
+    """``model`` (zoo name or graph file) on ``cluster`` (shipped name, TOML file or text), over
     ``groups`` METIS op groups (``place``'s default when ``None``), replicas sharing the batch
     ``"even"``-ly (TAG) or ``"proportional"``-ly to their GPUs' speed, gradients synchronised
     as ``allreduce`` says: ``"auto"`` (the faster of Horovod's 64 MiB buckets and one pack, as
@@ -78,11 +79,12 @@ class PlacementEnv(_Base):
         batch_split: str = "even",
         allreduce: str = "auto",
     ) -> None:
-        self._env = _topoplace.Environment(
-            str(model), str(cluster), groups=groups, batch=batch, precision=precision,
-            framework=framework, seq=seq, optimizer=optimizer, batch_split=batch_split,
-            allreduce=allreduce,
-        )
+        with _inline_clusters([cluster]) as (cluster_arg,):
+            self._env = _topoplace.Environment(
+                str(model), cluster_arg, groups=groups, batch=batch, precision=precision,
+                framework=framework, seq=seq, optimizer=optimizer, batch_split=batch_split,
+                allreduce=allreduce,
+            )
         self.actions = self._env.actions
         self.slices = self._env.slices
         self.groups = self._env.groups
