@@ -247,3 +247,28 @@ def test_an_nvidia_smi_machine_is_the_cli_one(tmp_path):
     with pytest.raises(tp.InputError) as e:
         tp.nvidia_smi_machine(DGX1, "no-such-gpu")
     assert e.value.file == "<argument>" and e.value.field == "gpu"
+
+
+def test_ctrl_c_stops_a_long_call_at_once():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # A search that would run for a minute, interrupted after it has started.
+    script = (
+        "import topoplace as tp\n"
+        "print('started', flush=True)\n"
+        "try:\n"
+        "    tp.place('bert-large', 'tag-cloud', budget=10**6, time=60, progress=False)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "started"
+    time.sleep(3)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=30)
+    assert "interrupted" in out
+    assert time.monotonic() - sent < 5, "KeyboardInterrupt came within 0.1 s polls, not at the end"
