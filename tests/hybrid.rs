@@ -278,7 +278,7 @@ fn torchtitan_fsdp2_a100_table() {
             "llama-8b",
             1u32,
             8192.0,
-            Recompute::Selective,
+            Recompute::SelectiveOp,
             2973.0,
             false,
         ),
@@ -302,8 +302,10 @@ fn torchtitan_fsdp2_a100_table() {
         if within_20 {
             assert!((ratio - 1.0).abs() <= 0.2, "{name}: {ratio}");
         } else {
-            // Llama 3 8B's selective op recomputation at 8,192 tokens: the simulator's layer is
-            // 1.3× faster than torchtitan's (docs/hybrid.md lists it as a miss).
+            // Llama 3 8B with selective op recomputation at 8,192 tokens: 1.21× torchtitan's
+            // throughput once every second weight GEMM is recomputed (it was 1.32× without);
+            // the fused attention's backward at that length is the likely remaining term
+            // (docs/hybrid.md lists it as a miss).
             assert!(
                 ratio > 1.2,
                 "{name}: {ratio}: the miss is mended, move it to the others"
@@ -397,10 +399,10 @@ fn torchtitan_70b_selective_fits_at_batch_1_only() {
     let cluster = nodes("A100-80GB", 8, "300 GB/s", "1600 Gbps", 8);
     for (local, fits) in [(1u32, true), (2, false)] {
         let model = llama_model("llama-70b", local * 64, precision);
-        let plan = fsdp(64, model.layers(), local, Recompute::Selective);
+        let plan = fsdp(64, model.layers(), local, Recompute::SelectiveOp);
         let r = estimate(&model, &cluster, &cost, &plan);
         let gib = r.tightest().unwrap().total / 2f64.powi(30);
-        eprintln!("llama-70b local batch {local} selective: {gib:.1} GiB");
+        eprintln!("llama-70b local batch {local} selective op: {gib:.1} GiB");
         assert_eq!(r.fits(), fits, "local batch {local}: {gib:.1} GiB");
     }
 }

@@ -90,7 +90,7 @@ pub fn stage_table(plan: &HybridPlan, report: &HybridReport, cluster: &Cluster) 
             s.tp().to_string(),
             s.dp().to_string(),
             s.zero.level().to_string(),
-            format!("{:?}", s.recompute).to_lowercase(),
+            s.recompute.name().to_string(),
             if s.sequence_parallel { "yes" } else { "no" }.to_string(),
             format!("{:.2}", r.forward_us / 1e3),
             format!("{:.2}", r.backward_us / 1e3),

@@ -275,12 +275,7 @@ impl StageContext<'_> {
         }
         let layers = self.stage.layer_count() as f64;
         let layer = &self.model.profile.layer;
-        c.backward += layers
-            * match self.stage.recompute {
-                Recompute::None => 0.0,
-                Recompute::Selective => layer.selective_recompute_us(g, cost, gpu, shard),
-                Recompute::Full => layer.forward_us(g, cost, gpu, shard),
-            };
+        c.backward += layers * layer.recompute_us(self.stage.recompute, g, cost, gpu, shard);
         c
     }
 

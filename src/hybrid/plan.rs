@@ -48,13 +48,30 @@ pub enum Recompute {
     /// Every activation backward needs is kept.
     #[default]
     None,
-    /// Selective (Korthikanti et al. 2022; torchtitan's "selective op"): the outputs of the matrix
-    /// products and attention are kept, the cheap element-wise and normalisation ops between
-    /// them are recomputed in backward.
+    /// Selective (Korthikanti et al. 2022): the outputs of the matrix products and attention are
+    /// kept, the cheap element-wise and normalisation ops between them are recomputed in
+    /// backward.
     Selective,
+    /// torchtitan's selective op recomputation (`--activation-checkpoint.mode selective`,
+    /// `selective_ac_option = "op"`): as [`Recompute::Selective`], but every second weight
+    /// matrix product of a layer (in forward order: Llama's `wk`, `wo`, `w3`) is recomputed
+    /// too, its output not kept ("saves output of all compute ops, except every second mm").
+    SelectiveOp,
     /// Full (Megatron's `--recompute-granularity full`, torchtitan's "full"): only each layer's
     /// input is kept; the whole layer's forward runs again before its backward.
     Full,
+}
+
+impl Recompute {
+    /// The name plan files use (`none`, `selective`, `selective-op`, `full`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::SelectiveOp => "selective-op",
+            Recompute::Full => "full",
+        }
+    }
 }
 
 /// One pipeline stage.

@@ -72,6 +72,9 @@ struct PartOp {
     split: bool,
     /// A forward op whose output selective recomputation keeps (a weight GEMM or attention).
     kept_by_selective: bool,
+    /// A forward op whose output torchtitan's selective op recomputation keeps: the same, less
+    /// every second weight GEMM of the part.
+    kept_by_selective_op: bool,
 }
 
 /// The ops of one part by phase, and the bytes it holds.
@@ -89,6 +92,11 @@ pub(crate) struct PartProfile {
     /// Of those, the outputs selective recomputation keeps.
     kept_split: f64,
     kept_replicated: f64,
+    /// Of those, the outputs torchtitan's selective op recomputation keeps.
+    kept_op_split: f64,
+    kept_op_replicated: f64,
+    /// Weight GEMMs of the part's forward so far (which of them selective op recomputes).
+    weight_gemms: usize,
     /// Bytes of the part's input from the part before it (what full recomputation keeps).
     pub input_bytes: f64,
     /// The largest output of a backward op: the working memory backward needs beyond what is kept.
@@ -133,19 +141,26 @@ impl PartProfile {
         self.time(&self.backward, g, cost, gpu, s)
     }
 
-    /// Forward time of the ops selective recomputation runs again, µs.
-    pub(crate) fn selective_recompute_us(
+    /// Forward time of the ops `recompute` runs again before the part's backward, µs.
+    pub(crate) fn recompute_us(
         &self,
+        recompute: super::Recompute,
         g: &Graph,
         cost: &CostModel,
         gpu: &GpuSpec,
         s: Shard,
     ) -> f64 {
+        use super::Recompute;
         let redone: Vec<PartOp> = self
             .forward
             .iter()
             .copied()
-            .filter(|o| !o.kept_by_selective)
+            .filter(|o| match recompute {
+                Recompute::None => false,
+                Recompute::Selective => !o.kept_by_selective,
+                Recompute::SelectiveOp => !o.kept_by_selective_op,
+                Recompute::Full => true,
+            })
             .collect();
         self.time(&redone, g, cost, gpu, s)
     }
@@ -188,6 +203,10 @@ impl PartProfile {
         let (split, replicated) = match recompute {
             Recompute::None => (self.saved_split, self.saved_replicated),
             Recompute::Selective => (self.kept_split, self.kept_replicated + self.input_bytes),
+            Recompute::SelectiveOp => (
+                self.kept_op_split,
+                self.kept_op_replicated + self.input_bytes,
+            ),
             Recompute::Full => (0.0, self.input_bytes),
         };
         split * s.fraction(true) + replicated * s.fraction(false)
@@ -244,13 +263,20 @@ fn profile_part(g: &Graph, parts: &[Part], part: Part) -> PartProfile {
             // Vocabulary-parallel embedding, LM head and loss; the final norm is replicated.
             _ => !op.name.contains("norm") && !op.name.contains("ln_f"),
         };
-        let kept_by_selective = op.op_type.contains("Attention")
-            || (op.op_type.contains("MatMul")
-                && g.predecessors(i).any(|q| g.op(q).phase == Phase::Parameter));
+        let weight_gemm = op.op_type.contains("MatMul")
+            && g.predecessors(i).any(|q| g.op(q).phase == Phase::Parameter);
+        let kept_by_selective = op.op_type.contains("Attention") || weight_gemm;
+        // torchtitan counts the matrix products of each checkpointed block from one and
+        // recomputes the even ones.
+        let second = weight_gemm && op.phase == Phase::Forward && {
+            p.weight_gemms += 1;
+            p.weight_gemms % 2 == 0
+        };
         let entry = PartOp {
             op: i,
             split,
             kept_by_selective,
+            kept_by_selective_op: kept_by_selective && !second,
         };
         match op.phase {
             Phase::Forward => {
@@ -265,6 +291,12 @@ fn profile_part(g: &Graph, parts: &[Part], part: Part) -> PartProfile {
                     *all += op.output_bytes;
                     if kept_by_selective {
                         *kept += op.output_bytes;
+                    }
+                    if entry.kept_by_selective_op {
+                        match split {
+                            true => p.kept_op_split += op.output_bytes,
+                            false => p.kept_op_replicated += op.output_bytes,
+                        }
                     }
                 }
                 inputs.extend(g.predecessors(i).filter(|&q| {
