@@ -43,8 +43,9 @@ class Result(Mapping[str, Any]):
         return f"{type(self).__name__}({shown})"
 
 
-class Simulation(Result):
-    """One simulated training iteration (``topoplace simulate --json``)."""
+class _Timed(Result):
+    """A result with an iteration time: in ms where the JSON has ``iteration_ms`` (hybrid
+    plans), from ``iteration_us`` otherwise."""
 
     @property
     def iteration_ms(self) -> float:
@@ -52,6 +53,10 @@ class Simulation(Result):
         if "iteration_ms" in self._fields:
             return self._fields["iteration_ms"]
         return self._fields["iteration_us"] / 1e3
+
+
+class Simulation(_Timed):
+    """One simulated training iteration (``topoplace simulate --json``)."""
 
     @property
     def fits(self) -> bool:
@@ -88,19 +93,12 @@ class Strategy(Result):
         return cls(json.loads(text))
 
 
-class Placement(Result):
+class Placement(_Timed):
     """What ``place`` found (``topoplace place --json``), with the strategy behind it."""
 
     def __init__(self, fields: Mapping[str, Any], strategy: Strategy) -> None:
         super().__init__(fields)
         self.strategy = strategy
-
-    @property
-    def iteration_ms(self) -> float:
-        """The chosen strategy's simulated iteration time, milliseconds."""
-        if "iteration_ms" in self._fields:
-            return self._fields["iteration_ms"]
-        return self._fields["iteration_us"] / 1e3
 
     @property
     def hybrid(self) -> bool:
