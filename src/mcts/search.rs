@@ -128,7 +128,11 @@ impl<'a> Mcts<'a> {
         // backed into the tree as one visit of the root's DP edge, so once worse strategies
         // pull the root's mean down, that edge is preferred and its children, data parallelism
         // with one group changed, are tried. It is iteration 0, not counted in the budget.
-        let (start, _) = search.simulate(&dp_choice)?;
+        // Timed: the first measure of a leaf's cost, which the seeds' share of a time limit
+        // is judged by.
+        let (start, _) = search
+            .slowest_simulation
+            .timed(|| search.simulate(&dp_choice))?;
         let start = search.choose_split(&dp_choice, start)?;
         search.cache.insert(dp_choice.clone(), start);
         search.record(&dp_choice, start);
