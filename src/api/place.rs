@@ -185,9 +185,14 @@ pub struct HybridPlaced {
 
 /// Places `r.model` on `r.cluster`; `progress` hears of the tree search's iterations.
 pub fn place(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed> {
-    if r.wants_hybrid()? {
-        return Ok(Placed::Hybrid(Box::new(place_hybrid(r)?)));
+    match r.wants_hybrid()? {
+        true => Ok(Placed::Hybrid(Box::new(place_hybrid(r)?))),
+        false => place_tag(r, progress),
     }
+}
+
+/// TAG's search over op groups.
+fn place_tag(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed> {
     let (policy, policy_shown) = load_policy(r.policy, r.gnn_device)?;
     let inputs = Loaded::load(r.model, r.batch, r.cluster, r.numerics)?;
     let config = MctsConfig {
@@ -235,11 +240,14 @@ pub fn place(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed>
 /// [`place`] with the command line's progress bar on stderr (when `show` and stderr is a
 /// terminal): the tree search's iterations and its best time so far.
 pub fn place_showing_progress(r: &PlaceRequest, show: bool) -> Result<Placed> {
-    // The hybrid search reports no iterations: its bar would stand still.
-    let show = show && !r.wants_hybrid()?;
+    // The hybrid search reports no iterations: it draws no bar. Deciding builds the model's
+    // graph, so it is decided once.
+    if r.wants_hybrid()? {
+        return Ok(Placed::Hybrid(Box::new(place_hybrid(r)?)));
+    }
     let bar = bar_if(show, r.budget as u64)?;
     bar.set_message("heuristics");
-    let placed = place(r, |progress| {
+    let placed = place_tag(r, |progress| {
         bar.set_position(progress.iterations as u64);
         if let Some(best) = progress.best_us {
             bar.set_message(format!("best {:.2} ms", to_ms(best)));

@@ -10,6 +10,7 @@
 //! replicated, or split along the sequence under sequence parallelism. The embedding and the
 //! head are vocabulary-parallel. Every layer is taken to cost what layer 0 costs.
 
+use super::Recompute;
 use crate::cluster::GpuSpec;
 use crate::cost::CostModel;
 use crate::error::InputError;
@@ -77,6 +78,26 @@ struct PartOp {
     kept_by_selective_op: bool,
 }
 
+impl PartOp {
+    /// Whether `recompute` keeps the op's output for backward (else backward runs it again).
+    fn kept_under(&self, recompute: Recompute) -> bool {
+        match recompute {
+            Recompute::None => true,
+            Recompute::Selective => self.kept_by_selective,
+            Recompute::SelectiveOp => self.kept_by_selective_op,
+            Recompute::Full => false,
+        }
+    }
+}
+
+/// Every recomputation, in declaration order (its `as usize`).
+const RECOMPUTES: [Recompute; 4] = [
+    Recompute::None,
+    Recompute::Selective,
+    Recompute::SelectiveOp,
+    Recompute::Full,
+];
+
 /// The ops of one part by phase, and the bytes it holds.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct PartProfile {
@@ -86,15 +107,9 @@ pub(crate) struct PartProfile {
     /// Parameters split by tensor parallelism, and replicated ones.
     pub params_split: f64,
     pub params_replicated: f64,
-    /// Bytes of forward outputs backward reads, split and replicated.
-    saved_split: f64,
-    saved_replicated: f64,
-    /// Of those, the outputs selective recomputation keeps.
-    kept_split: f64,
-    kept_replicated: f64,
-    /// Of those, the outputs torchtitan's selective op recomputation keeps.
-    kept_op_split: f64,
-    kept_op_replicated: f64,
+    /// Bytes of the forward outputs backward reads that each recomputation keeps, by
+    /// [`Recompute`] (as `usize`): `[replicated, split]`.
+    kept: [[f64; 2]; RECOMPUTES.len()],
     /// Weight GEMMs of the part's forward so far (which of them selective op recomputes).
     weight_gemms: usize,
     /// Bytes of the part's input from the part before it (what full recomputation keeps).
@@ -125,8 +140,15 @@ impl Shard {
 }
 
 impl PartProfile {
-    fn time(&self, ops: &[PartOp], g: &Graph, cost: &CostModel, gpu: &GpuSpec, s: Shard) -> f64 {
-        ops.iter()
+    fn time<'o>(
+        &self,
+        ops: impl IntoIterator<Item = &'o PartOp>,
+        g: &Graph,
+        cost: &CostModel,
+        gpu: &GpuSpec,
+        s: Shard,
+    ) -> f64 {
+        ops.into_iter()
             .map(|o| cost.compute_time_us(g.op(o.op), gpu, s.fraction(o.split)))
             .sum()
     }
@@ -144,25 +166,14 @@ impl PartProfile {
     /// Forward time of the ops `recompute` runs again before the part's backward, µs.
     pub(crate) fn recompute_us(
         &self,
-        recompute: super::Recompute,
+        recompute: Recompute,
         g: &Graph,
         cost: &CostModel,
         gpu: &GpuSpec,
         s: Shard,
     ) -> f64 {
-        use super::Recompute;
-        let redone: Vec<PartOp> = self
-            .forward
-            .iter()
-            .copied()
-            .filter(|o| match recompute {
-                Recompute::None => false,
-                Recompute::Selective => !o.kept_by_selective,
-                Recompute::SelectiveOp => !o.kept_by_selective_op,
-                Recompute::Full => true,
-            })
-            .collect();
-        self.time(&redone, g, cost, gpu, s)
+        let redone = self.forward.iter().filter(|o| !o.kept_under(recompute));
+        self.time(redone, g, cost, gpu, s)
     }
 
     /// The optimizer step of `fraction` of the part's parameters, as one fused (multi-tensor)
@@ -198,17 +209,14 @@ impl PartProfile {
     }
 
     /// Activation bytes one replica keeps for backward per micro-batch.
-    pub(crate) fn kept_bytes(&self, s: Shard, recompute: super::Recompute) -> f64 {
-        use super::Recompute;
-        let (split, replicated) = match recompute {
-            Recompute::None => (self.saved_split, self.saved_replicated),
-            Recompute::Selective => (self.kept_split, self.kept_replicated + self.input_bytes),
-            Recompute::SelectiveOp => (
-                self.kept_op_split,
-                self.kept_op_replicated + self.input_bytes,
-            ),
-            Recompute::Full => (0.0, self.input_bytes),
+    pub(crate) fn kept_bytes(&self, s: Shard, recompute: Recompute) -> f64 {
+        let [replicated, split] = self.kept[recompute as usize];
+        // Recomputation reruns the layer from its input, which it keeps.
+        let input = match recompute {
+            Recompute::None => 0.0,
+            _ => self.input_bytes,
         };
+        let replicated = replicated + input;
         split * s.fraction(true) + replicated * s.fraction(false)
     }
 }
@@ -283,19 +291,9 @@ fn profile_part(g: &Graph, parts: &[Part], part: Part) -> PartProfile {
                 p.forward.push(entry);
                 let saved = g.successors(i).any(|q| g.op(q).phase == Phase::Backward);
                 if saved {
-                    let (all, kept) = if split {
-                        (&mut p.saved_split, &mut p.kept_split)
-                    } else {
-                        (&mut p.saved_replicated, &mut p.kept_replicated)
-                    };
-                    *all += op.output_bytes;
-                    if kept_by_selective {
-                        *kept += op.output_bytes;
-                    }
-                    if entry.kept_by_selective_op {
-                        match split {
-                            true => p.kept_op_split += op.output_bytes,
-                            false => p.kept_op_replicated += op.output_bytes,
+                    for r in RECOMPUTES {
+                        if entry.kept_under(r) {
+                            p.kept[r as usize][usize::from(split)] += op.output_bytes;
                         }
                     }
                 }

@@ -10,8 +10,9 @@
 use super::actions::{PACKINGS, Shares, actions, build_strategy};
 use super::config::OOM_REWARD;
 use super::grouping::metis_groups;
+use super::measure::under_best_packing;
 use crate::error::{InputError, Result};
-use crate::evaluate::{Evaluation, beats, evaluate_strategy};
+use crate::evaluate::{Evaluation, Placement, evaluate_strategy};
 use crate::gnn::features::{Feedback, StaticFeatures};
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice};
 use crate::problem::Problem;
@@ -182,23 +183,14 @@ impl Environment {
         }
     }
 
-    /// `choice` under each packing, the faster one kept (a later one only when strictly
-    /// faster, as the search keeps them).
+    /// `choice` under the faster of the packings, as the search measures a leaf.
     fn simulate(&self, p: &Problem, choice: &[u16]) -> Result<(Strategy, Evaluation)> {
-        let mut best: Option<(Strategy, Evaluation)> = None;
-        for &packing in &self.packings {
-            let (groups, actions) = (&self.op_group, &self.actions);
-            let strategy = strategy_of(p, groups, actions, choice, packing, self.split)?;
-            let e = evaluate_strategy(p, &strategy, Order::Fifo)?;
-            let (time, fits) = (e.report.iteration_us, e.report.oom.is_empty());
-            let better = best.as_ref().is_none_or(|(_, b)| {
-                beats(time, fits, b.report.iteration_us, b.report.oom.is_empty())
-            });
-            if better {
-                best = Some((strategy, e));
-            }
-        }
-        Ok(best.expect("at least one packing"))
+        let (groups, actions) = (&self.op_group, &self.actions);
+        let mut strategy = strategy_of(p, groups, actions, choice, self.packings[0], self.split)?;
+        let (packing, e) =
+            under_best_packing(p, Placement::plain(strategy.clone(), ""), &self.packings)?;
+        strategy.allreduce = packing;
+        Ok((strategy, e))
     }
 }
 

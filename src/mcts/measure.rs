@@ -11,6 +11,7 @@ use crate::evaluate::{
     Evaluation, Placement, evaluate, evaluate_within, limit_to_beat, timing_within,
 };
 use crate::gnn::Feedback;
+use crate::problem::Problem;
 use crate::strategy::{AllReducePacking, BatchSplit, Strategy};
 
 impl Mcts<'_> {
@@ -69,24 +70,10 @@ impl Mcts<'_> {
         if self.frame_of(choice).is_some() {
             return Ok((self.simulate_pipeline(choice)?, None));
         }
-        let mut placement = self.placement_of(choice, PACKINGS[0], self.split, &[])?;
-        let mut best: Option<(Outcome, Evaluation)> = None;
-        for packing in PACKINGS {
-            // A later packing is kept only when strictly faster: past the kept one's time, given up.
-            let limit_us = best
-                .as_ref()
-                .map_or(f64::INFINITY, |(b, _)| limit_to_beat(b.time_us, b.fits));
-            placement.strategy.allreduce = packing;
-            let within = evaluate_within(&self.problem, &placement, limit_us)?;
-            let Some(e) = within else { continue };
-            let o = outcome_of(&e, packing);
-            if best.as_ref().is_none_or(|(b, _)| o.better_than(b)) {
-                best = Some((o, e));
-            }
-        }
-        let (o, e) = best.expect("at least one packing");
+        let placement = self.placement_of(choice, PACKINGS[0], self.split, &[])?;
+        let (packing, e) = under_best_packing(&self.problem, placement, &PACKINGS)?;
         let feedback = self.policy.as_ref().map(|p| p.feedback(&e));
-        Ok((o, feedback))
+        Ok((outcome_of(&e, packing), feedback))
     }
 
     /// A polish point's outcome, or `None` once its simulation passes `limit_us`.
@@ -104,6 +91,32 @@ impl Mcts<'_> {
         let (_, e) = self.evaluate(choice, packing)?;
         Ok(outcome_of(&e, packing))
     }
+}
+
+/// `placement` simulated under each of `packings` (its own packing replaced), the faster kept: a
+/// later packing only when strictly faster, its simulation given up past the kept one's time.
+/// The kept packing and its evaluation; `packings` must not be empty.
+pub(super) fn under_best_packing(
+    p: &Problem,
+    mut placement: Placement,
+    packings: &[AllReducePacking],
+) -> Result<(AllReducePacking, Evaluation)> {
+    let mut best: Option<(Outcome, Evaluation)> = None;
+    for &packing in packings {
+        let limit_us = best
+            .as_ref()
+            .map_or(f64::INFINITY, |(b, _)| limit_to_beat(b.time_us, b.fits));
+        placement.strategy.allreduce = packing;
+        let Some(e) = evaluate_within(p, &placement, limit_us)? else {
+            continue;
+        };
+        let o = outcome_of(&e, packing);
+        if best.as_ref().is_none_or(|(b, _)| o.better_than(b)) {
+            best = Some((o, e));
+        }
+    }
+    let (o, e) = best.expect("at least one packing");
+    Ok((o.packing, e))
 }
 
 pub(super) fn outcome_of(e: &Evaluation, packing: AllReducePacking) -> Outcome {
