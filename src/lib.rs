@@ -53,6 +53,7 @@ pub mod group;
 pub mod hybrid;
 pub mod import;
 pub mod inspect;
+pub mod interrupt;
 pub mod io;
 pub mod mcts;
 pub mod milp;

@@ -581,7 +581,7 @@ fn pct(a: f64, b: f64) -> f64 {
 /// forward (same formula, same shapes; the only dense difference is BERT's token-type lookup, a
 /// one-hot MatMul in the zoo as in the TF reference but a gather in PyTorch: 0.004%) and 0.05%
 /// backward (the bias gradient inside the exporter's convolution backward). The rest of the
-/// difference is element-wise: the exporter counts fused ATen ops by datasets/torch_flops.py's
+/// difference is element-wise: the exporter counts fused ATen ops by torch_export/flops.py's
 /// per-element table (native_layer_norm 8 per element, gelu 5, _softmax 5, dropout 2), while the
 /// zoo spells LayerNorm (10 ops), tanh-GELU (8 ops) and TF1 dropout (4 ops) as TensorFlow
 /// primitives, each with its own per-element count.

@@ -249,7 +249,7 @@ fn graph_files_take_batch_and_import_names_estimated_flops() {
 }
 
 /// `info`'s activation memory against the exporter's replay of the captured step's allocations
-/// (datasets/torch_memory.py: what `torch.cuda.max_memory_allocated` counts, replayed without a
+/// (python/topoplace/torch_export/memory.py: what `torch.cuda.max_memory_allocated` counts, replayed without a
 /// GPU): within 1.5x for every export. vit_b_16 at batch 32 once reported 19.7 GiB, 14.2 of them
 /// views.
 #[test]

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Regenerates every committed torch export (see datasets/README.md). Run from the repository root
-# with a Python that has torch, torchvision and transformers installed.
+# with a Python that has torch, torchvision, transformers and this package (`pip install .`).
 set -e
 PY=${PYTHON:-python3}
 X="$PY datasets/export_torch.py"

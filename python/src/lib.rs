@@ -4,13 +4,14 @@
 //! the errors in its exception classes.
 //!
 //! Every call runs on a worker thread while the calling thread waits without the GIL, checking
-//! for Ctrl-C every 100 ms: a KeyboardInterrupt returns at once, and the abandoned worker ends
-//! within the call's own time limit, its result dropped.
+//! for Ctrl-C every 100 ms: a KeyboardInterrupt returns at once and asks the abandoned worker to
+//! stop (`topoplace::interrupt`); it ends at its next check, its result dropped.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::PyRuntimeError;
@@ -37,8 +38,11 @@ fn run_detached<T: Send + 'static>(
     let (tx, rx) = channel();
     // A receiver is not shared between threads; a lock around it is.
     let rx = Mutex::new(rx);
+    let stop = Arc::new(AtomicBool::new(false));
+    let asked = stop.clone();
     std::thread::spawn(move || {
-        let _ = tx.send(catch_unwind(AssertUnwindSafe(job)));
+        let done = topoplace::interrupt::stoppable(asked, || catch_unwind(AssertUnwindSafe(job)));
+        let _ = tx.send(done);
     });
     loop {
         let received = py.detach(|| match rx.lock() {
@@ -48,7 +52,12 @@ fn run_detached<T: Send + 'static>(
         match received {
             Ok(Ok(result)) => return result.map_err(|e| to_python(py, e)),
             Ok(Err(panic)) => return Err(internal_error(panic)),
-            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Err(interrupted) = py.check_signals() {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(interrupted);
+                }
+            }
             Err(RecvTimeoutError::Disconnected) => {
                 return Err(PyRuntimeError::new_err(
                     "topoplace: the worker thread vanished",

@@ -11,8 +11,9 @@ numbers::
     rows = tp.compare(["vgg19"], ["tag-testbed"], "dp-subset,pipeline-dp")
     # pandas.DataFrame([r.to_dict() for r in rows])
 
-Models are zoo names (``topoplace zoo`` lists them) or graph JSON files; clusters are shipped
-names (``tp.shipped_clusters()``), TOML files, or TOML text.
+Models are zoo names (``topoplace zoo`` lists them), graph JSON files, or a PyTorch module
+captured by :func:`from_torch` (``tp.place(tp.from_torch(net, x, y), "tag-testbed")``, torch
+needed); clusters are shipped names (``tp.shipped_clusters()``), TOML files, or TOML text.
 Every call releases the GIL, shows the command line's progress bar on a terminal, and returns
 on Ctrl-C (KeyboardInterrupt). Bad input raises :class:`InputError` naming the file and field.
 """
@@ -20,6 +21,7 @@ on Ctrl-C (KeyboardInterrupt). Bad input raises :class:`InputError` naming the f
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
@@ -28,11 +30,14 @@ from ._files import PathLike, _inline_clusters, _materialised, _path
 from .env import PlacementEnv
 from .errors import DoesNotFitError, InputError, TopoplaceError
 from .results import Placement, Result, Row, Simulation, Strategy
+from .torch_graph import TorchGraph, from_torch
 
 __all__ = [
     "place",
     "simulate",
     "compare",
+    "from_torch",
+    "TorchGraph",
     "shipped_clusters",
     "random_topology",
     "nvidia_smi_machine",
@@ -73,7 +78,7 @@ def simulate(
     with _materialised(strategy) as strategy_arg, _materialised(plan) as plan_arg, \
             _inline_clusters([cluster]) as (cluster_arg,):
         text = _topoplace.simulate(
-            str(model),
+            os.fspath(model),
             cluster_arg,
             strategy_arg,
             batch=batch,
@@ -119,7 +124,7 @@ def place(
     """
     with _inline_clusters([cluster]) as (cluster_arg,):
         summary, strategy = _topoplace.place(
-            str(model),
+            os.fspath(model),
             cluster_arg,
             batch=batch,
             precision=precision,
@@ -194,9 +199,9 @@ def random_topology(seed: int, path: PathLike) -> Path:
 
 
 def _names(given: Union[PathLike, Iterable[PathLike]]) -> list[str]:
-    if isinstance(given, (str, Path)):
-        return [str(given)]
-    return [str(g) for g in given]
+    if isinstance(given, (str, os.PathLike)):
+        return [os.fspath(given)]
+    return [os.fspath(g) for g in given]
 
 
 def nvidia_smi_machine(text: str, gpu: str, name: str = "machine") -> str:

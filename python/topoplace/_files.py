@@ -3,17 +3,18 @@ cluster given as TOML text are written to temporary files for the duration of th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional, Union
 
 from .errors import InputError
 from .results import Strategy
 
-PathLike = Union[str, Path]
+PathLike = Union[str, Path, "os.PathLike[str]"]
 
 
 def _path(p: Optional[PathLike]) -> Optional[str]:
-    return None if p is None else str(p)
+    return None if p is None else os.fspath(p)
 
 
 class _materialised:
@@ -59,7 +60,7 @@ class _inline_clusters:
         out = []
         for i, value in enumerate(self.values):
             if not _is_toml_text(value):
-                out.append(str(value))
+                out.append(os.fspath(value))
                 continue
             if self.directory is None:
                 self.directory = tempfile.TemporaryDirectory(prefix="topoplace-")

@@ -14,6 +14,7 @@ observations (numpy arrays); without it, observations are lists and the spaces a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -67,7 +68,7 @@ class PlacementEnv(_Base):
 
     def __init__(
         self,
-        model: Union[str, Path],
+        model: Union[str, Path, "os.PathLike[str]"],
         cluster: Union[str, Path],
         *,
         groups: Optional[int] = None,
@@ -81,7 +82,7 @@ class PlacementEnv(_Base):
     ) -> None:
         with _inline_clusters([cluster]) as (cluster_arg,):
             self._env = _topoplace.Environment(
-                str(model), cluster_arg, groups=groups, batch=batch, precision=precision,
+                os.fspath(model), cluster_arg, groups=groups, batch=batch, precision=precision,
                 framework=framework, seq=seq, optimizer=optimizer, batch_split=batch_split,
                 allreduce=allreduce,
             )

@@ -130,6 +130,9 @@ impl Comparison {
                 seconds: self.time_limit.unwrap_or(hybrid::DEFAULT_SECONDS),
             };
             for (label, cluster) in clusters {
+                if crate::interrupt::requested() {
+                    return Ok(rows);
+                }
                 for row in compare::hybrid_rows(&case, label, cluster, &cost, &self.methods.hybrid)?
                 {
                     on_row(&row);

@@ -134,8 +134,10 @@ impl<'a> Planner<'a> {
         self.judged
     }
 
+    /// Whether the deadline has passed or the caller asked the work to stop
+    /// ([`crate::interrupt`]).
     pub(crate) fn out_of_time(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
+        crate::interrupt::requested() || self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// The model at a micro-batch of `micro_batch` sequences.

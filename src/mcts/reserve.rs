@@ -38,13 +38,15 @@ fn rounds_of(simulations: usize) -> u32 {
     u32::try_from(simulations.div_ceil(threads)).unwrap_or(u32::MAX)
 }
 
-/// Whether work taking `needed` and started now would end past `deadline` (never, without one).
+/// Whether work taking `needed` and started now would end past `deadline` (never, without one),
+/// or the caller has asked the work to stop ([`crate::interrupt`]).
 pub(crate) fn no_room_for(deadline: Option<Instant>, needed: Duration) -> bool {
-    deadline.is_some_and(|d| {
-        Instant::now()
-            .checked_add(needed)
-            .is_none_or(|end| end >= d)
-    })
+    crate::interrupt::requested()
+        || deadline.is_some_and(|d| {
+            Instant::now()
+                .checked_add(needed)
+                .is_none_or(|end| end >= d)
+        })
 }
 
 /// `per_round` times the rounds `simulations` take side by side ([`rounds_of`]), saturating.

@@ -395,10 +395,11 @@ impl<'a> Mcts<'a> {
         let mut longest_batch = Duration::ZERO;
         while self.iterations < self.config.iterations {
             let needed = longest_batch.saturating_add(self.slowest_simulation.get());
-            if self
-                .config
-                .seconds
-                .is_some_and(|s| began.elapsed().saturating_add(needed).as_secs_f64() >= s)
+            if crate::interrupt::requested()
+                || self
+                    .config
+                    .seconds
+                    .is_some_and(|s| began.elapsed().saturating_add(needed).as_secs_f64() >= s)
             {
                 break;
             }

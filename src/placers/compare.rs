@@ -185,7 +185,7 @@ fn describe(plan: &HybridPlan) -> String {
 }
 
 /// Run every method on every (model, cluster) under `cost`; `on_row` sees each row as it is done
-/// (progress).
+/// (progress). A stop request ([`crate::interrupt`]) ends it after the method running then.
 pub fn run(
     models: &[(String, Graph)],
     clusters: &[(String, Cluster)],
@@ -195,7 +195,7 @@ pub fn run(
     mut on_row: impl FnMut(&Row),
 ) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (model, graph) in models {
+    'all: for (model, graph) in models {
         for (cluster_name, cluster) in clusters {
             let p = Problem {
                 graph,
@@ -206,6 +206,10 @@ pub fn run(
             let mut done: Vec<Option<Row>> = vec![None; methods.len()];
             let mut tag_seconds = None;
             for i in run_order(methods) {
+                if crate::interrupt::requested() {
+                    rows.extend(done.into_iter().flatten());
+                    break 'all;
+                }
                 let m = methods[i].as_ref();
                 let (budget, allowed) = fair_budget(m.name(), budget, tag_seconds);
                 let mut row = run_one(&p, m, &budget);

@@ -1,25 +1,31 @@
-"""Checks for datasets/export_torch.py. Needs torch + torchvision (not run by CI; see
-docs/formats.md): ``python -m pytest -q datasets/test_export_torch.py`` or
-``python datasets/test_export_torch.py``."""
+"""Checks for the PyTorch exporter (``topoplace.torch_export``). Skipped where torch is not
+installed (as in CI); the tests that build torchvision or transformers models skip without them.
+Run with torch: see docs/python.md."""
 
 import json
 import os
 import sys
 import tempfile
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import export_torch  # noqa: E402
-import torch_workloads  # noqa: E402
+torch = pytest.importorskip("torch")
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from helpers import ROOT  # noqa: E402
+from topoplace.torch_export import capture as export_torch  # noqa: E402
+from topoplace.torch_export import workloads as torch_workloads  # noqa: E402
+from topoplace.torch_export.__main__ import main as export_main  # noqa: E402
+
+# The model factories kept beside the committed exports (``module:torch_models:...``).
+sys.path.insert(0, str(ROOT / "datasets"))
 
 BATCH, D_IN, D_HID, D_OUT = 3, 8, 16, 4
 
 
 def make_mlp():
-    """Factory used through ``--model module:test_export_torch:make_mlp``."""
+    """Factory used through ``--model module:test_torch_export:make_mlp``."""
     model = nn.Sequential(nn.Linear(D_IN, D_HID), nn.ReLU(), nn.Linear(D_HID, D_OUT))
 
     def make_batch(b):
@@ -31,7 +37,7 @@ def make_mlp():
 def export(*argv):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "g.json")
-        doc = export_torch.main([*argv, "--out", out])
+        doc = export_main([*argv, "--out", out])
         with open(out) as f:
             assert json.load(f) == json.loads(json.dumps(doc))
     return doc
@@ -71,7 +77,7 @@ def check_graph(doc):
 
 
 def test_mlp_params_links_and_linear_flops():
-    doc = export("--model", "module:test_export_torch:make_mlp", "--batch", str(BATCH))
+    doc = export("--model", "module:test_torch_export:make_mlp", "--batch", str(BATCH))
     by_id = check_graph(doc)
     n_params = D_IN * D_HID + D_HID + D_HID * D_OUT + D_OUT
     assert doc["torch"]["params_total"] == n_params
@@ -96,7 +102,7 @@ def test_mlp_params_links_and_linear_flops():
 
 
 def test_mlp_profile_gives_cpu_times():
-    doc = export("--model", "module:test_export_torch:make_mlp", "--batch", str(BATCH), "--profile", "--profile-runs", "3")
+    doc = export("--model", "module:test_torch_export:make_mlp", "--batch", str(BATCH), "--profile", "--profile-runs", "3")
     timed = [op for op in doc["ops"] if "cpu" in op.get("profiled_us", {})]
     assert doc["torch"]["profiled"]
     assert all(op["phase"] in ("forward", "backward", "optimizer") for op in timed)
@@ -105,7 +111,7 @@ def test_mlp_profile_gives_cpu_times():
 
 
 def test_resnet18_exact_params_and_gradient_links():
-    import torchvision
+    torchvision = pytest.importorskip("torchvision")
     doc = export("--model", "torchvision:resnet18", "--batch", "2", "--no-op-info")
     by_id = check_graph(doc)
     model = torchvision.models.resnet18(weights=None)
@@ -118,7 +124,6 @@ def test_resnet18_exact_params_and_gradient_links():
     splits = {op["split"] for op in doc["ops"] if op["op_type"] == "aten.convolution_backward"}
     assert splits == {"concat", "sum"}
     assert all(by_id[g["grad"]]["phase"] == "backward" for g in doc["gradients"])
-
 
 
 def test_traced_step_matches_eager_autograd_and_adam():
@@ -146,7 +151,7 @@ def test_traced_step_matches_eager_autograd_and_adam():
 
 def test_resnet18_flops_match_flop_counter_mode():
     """Σ FLOPs of the formula-counted ops equals torch's FlopCounterMode over an eager step."""
-    import torchvision
+    torchvision = pytest.importorskip("torchvision")
     from torch.utils.flop_counter import FlopCounterMode
     doc = export("--model", "torchvision:resnet18", "--batch", "2", "--no-op-info")
     model = torchvision.models.resnet18(weights=None)
@@ -195,17 +200,18 @@ def test_token_module_transformer_tiny():
 
 def test_transformer_base_and_gpt2_param_counts():
     """The zoo equivalents: exact parameter counts without tracing."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import torch_models
     m = torch_models.transformer_base()
     assert sum(p.numel() for p in m.transformer.parameters()) == 44_140_544
     assert sum(p.numel() for p in m.parameters()) == transformer_params(37000, 512, 2048, 6, 6) == 63_084_544
+    pytest.importorskip("transformers")
     from transformers import GPT2LMHeadModel
     gpt = GPT2LMHeadModel(torch_workloads.gpt2_config("gpt2"))
     assert sum(p.numel() for p in gpt.parameters()) == 124_439_808
 
 
 def test_gpt2_tiny_exports_with_exact_params():
+    pytest.importorskip("transformers")
     doc = export("--model", "transformers:gpt2-tiny", "--batch", "2", "--seq", "32", "--no-op-info")
     check_graph(doc)
     d, layers, vocab = 64, 2, 50257
@@ -221,7 +227,7 @@ def test_loss_is_sum_split_with_the_means_scale():
     """The loss reduces over the batch by a mean: sum-split (each slice's partial loss, scaled by
     its share, adds up), recorded as ``reduce: mean``. Unsplittable, data parallelism would gather
     the whole log-softmax on one GPU."""
-    doc = export("--model", "module:test_export_torch:make_mlp", "--batch", str(BATCH))
+    doc = export("--model", "module:test_torch_export:make_mlp", "--batch", str(BATCH))
     losses = [op for op in doc["ops"] if op["op_type"] == "aten.nll_loss_forward"]
     # the loss and its companion holding total_weight (read by the backward): both sum-split
     assert sorted(op["name"].endswith(".saved") for op in losses) == [False, True]
@@ -250,7 +256,7 @@ def test_grouped_convolution_backward_flops():
     """Depthwise: 2·B·C·H·W·k² forward flops, and exactly that again for each of the input and the
     weight gradient (torch's counter charged the weight gradient C times too much)."""
     b, c, hw, k = 5, 8, 36, 9
-    doc = export("--model", "module:test_export_torch:make_depthwise", "--batch", str(b))
+    doc = export("--model", "module:test_torch_export:make_depthwise", "--batch", str(b))
     depthwise = 2 * b * c * hw * k
     fwd = sorted(op["flops"] for op in doc["ops"] if op["op_type"] == "aten.convolution")
     assert fwd == sorted([2 * b * 8 * 3 * hw, depthwise])
@@ -315,6 +321,7 @@ def test_default_lstm_and_gru_export():
 def test_transformers_configs_by_name_with_overrides():
     """T5 by preset and Llama by model type with --config overrides: no hand-written factory,
     exact parameter counts, the loss sum-split."""
+    pytest.importorskip("transformers")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM
     llama = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                  intermediate_size=128, vocab_size=256)
@@ -336,7 +343,7 @@ def test_transformers_configs_by_name_with_overrides():
 def test_memory_replay_of_a_chain():
     """Replay on y = relu(x W1ᵀ + b1) W2ᵀ + b2 at batch B, checked by hand: forward keeps the
     hidden pre-activation's consumers' inputs alive until the backward reads them."""
-    doc = export("--model", "module:test_export_torch:make_mlp", "--batch", str(BATCH))
+    doc = export("--model", "module:test_torch_export:make_mlp", "--batch", str(BATCH))
     mem = doc["torch"]["memory_replay"]
     params = (D_IN * D_HID + D_HID + D_HID * D_OUT + D_OUT) * 4
     batch = BATCH * D_IN * 4 + BATCH * 8  # features and int64 labels
@@ -366,7 +373,7 @@ def test_memory_replay_matches_eager_allocations():
     """The replayed peak of the captured step (without its optimizer) equals what the allocator
     really holds at the peak of an eager forward and backward, within 5%: the replay is a
     ``max_memory_allocated`` measurement made without a GPU."""
-    import torchvision
+    torchvision = pytest.importorskip("torchvision")
     for name, b in (("resnet18", 4), ("vit_b_16", 4)):
         doc = export("--model", f"torchvision:{name}", "--batch", str(b), "--no-op-info")
         torch.manual_seed(0)
@@ -375,9 +382,3 @@ def test_memory_replay_matches_eager_allocations():
         replayed = doc["torch"]["memory_replay"]["peak"]
         assert abs(replayed / eager - 1) < 0.05, (name, replayed, eager)
 
-
-if __name__ == "__main__":
-    for name, fn in list(globals().items()):
-        if name.startswith("test_") and callable(fn):
-            fn()
-            print("ok", name)

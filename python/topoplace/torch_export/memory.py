@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch.utils._pytree import tree_flatten
 
-from torch_fx import input_nodes, nbytes, tensors_of
+from .fx import input_nodes, nbytes, tensors_of
 
 
 

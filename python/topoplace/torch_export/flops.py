@@ -26,7 +26,7 @@ import math
 import torch
 from torch.utils.flop_counter import flop_registry
 
-from torch_fx import tensors_of
+from .fx import tensors_of
 
 # Data movement, views and allocation: no arithmetic.
 ZERO = {

@@ -1,6 +1,7 @@
-"""What ``export_torch.py`` traces: a model, how to make a batch, and a scalar loss.
+"""What the exporter traces: a model, how to make a batch, and a scalar loss.
 
-``--model`` picks one:
+``topoplace.from_torch`` takes a module and an example batch (``example_workload``); the
+command line's ``--model`` picks one of:
 
 - ``torchvision:NAME``: any ``torchvision.models`` builder (images 224², or 299² for inception_v3
   with its auxiliary head weighted 0.4), cross-entropy over 1,000 classes;
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 
 import torch
 import torch.nn as nn
@@ -99,7 +99,7 @@ def parse_overrides(text):
     for item in filter(None, (text or "").split(",")):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            sys.exit(f"--config: expected key=value, got {item!r}")
+            raise ValueError(f"--config: expected key=value, got {item!r}")
         try:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
@@ -118,7 +118,7 @@ def transformers_config(name, overrides=None):
     try:
         cfg = AutoConfig.for_model(model_type, **{**sizes, **(overrides or {})})
     except ValueError as e:
-        sys.exit(f"transformers:{name}: {e} (named sizes: {', '.join(PRESETS)})")
+        raise ValueError(f"transformers:{name}: {e} (named sizes: {', '.join(PRESETS)})") from e
     cfg._attn_implementation = "eager"
     if hasattr(cfg, "use_cache"):
         cfg.use_cache = False
@@ -254,7 +254,7 @@ def token_workload(model, tokens):
     lengths = [int(v) for v in tokens.split(",")]
     vocab = getattr(model, "vocab_size", None)
     if not isinstance(vocab, int):
-        sys.exit("--tokens needs the module to have an integer attribute vocab_size")
+        raise ValueError("--tokens needs the module to have an integer attribute vocab_size")
 
     def make_batch(b):
         ids = tuple(torch.randint(0, vocab, (b, n)) for n in lengths)
@@ -286,6 +286,55 @@ def sequence_workload(model, shape, classes):
     return Workload(model, make_batch, loss)
 
 
+def example_workload(model, inputs, targets=(), loss=None):
+    """A module with one example batch: ``inputs`` (and ``targets``) are tensors whose first
+    dimension is the batch. A batch of another size repeats the example's rows cyclically, so
+    token ids stay valid indices. ``loss(output, *targets)`` defaults to cross-entropy against
+    integer targets, mean squared error against float ones, and the mean of the squared output
+    without targets (a stand-in that keeps the whole backward pass)."""
+    inputs, targets = _tensor_tuple(inputs, "inputs"), _tensor_tuple(targets, "targets")
+    if not inputs:
+        raise ValueError("inputs: give at least one example tensor (its first dimension is the batch)")
+    sizes = {t.shape[0] for t in inputs + targets if t.dim() > 0}
+    if any(t.dim() == 0 for t in inputs + targets) or len(sizes) != 1:
+        raise ValueError("inputs/targets: every tensor needs the same batch size as its first dimension, "
+                         f"got shapes {[tuple(t.shape) for t in inputs + targets]}")
+
+    def make_batch(b):
+        rows = torch.arange(b) % next(iter(sizes))
+        return (tuple(t.index_select(0, rows) for t in inputs),
+                tuple(t.index_select(0, rows) for t in targets))
+
+    return Workload(model, make_batch, loss or _default_loss(targets))
+
+
+def _tensor_tuple(value, what):
+    if value is None:
+        return ()
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    value = tuple(value)
+    if not all(isinstance(t, torch.Tensor) for t in value):
+        raise TypeError(f"{what}: expected a tensor or a sequence of tensors, got "
+                        f"{[type(t).__name__ for t in value]}")
+    return value
+
+
+def _default_loss(targets):
+    def output_tensor(out):
+        if isinstance(out, (tuple, list)):
+            out = out[0]
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"loss: the module returns {type(out).__name__}, not a tensor: pass loss=f(output, *targets)")
+        return out
+
+    if not targets:
+        return lambda out: output_tensor(out).float().square().mean()
+    if targets[0].is_floating_point():
+        return lambda out, *ys: F.mse_loss(output_tensor(out), ys[0])
+    return lambda out, *ys: cross_entropy(output_tensor(out), ys[0])
+
+
 def module_workload(spec):
     """``module:pkg.mod:factory``: factory() returns an nn.Module taking images (``--image``),
     token ids (``--tokens``) or float sequences (``--sequence``), or a dict ``{"model",
@@ -313,4 +362,4 @@ def build_workload(args):
             return sequence_workload(model, args.sequence, args.classes)
         c, h, wd = (int(v) for v in args.image.split(","))
         return image_workload(model, (h, wd), args.classes, channels=c)
-    sys.exit(f"--model must be torchvision:NAME, transformers:CONFIG or module:path.to:factory, not {args.model!r}")
+    raise ValueError(f"--model must be torchvision:NAME, transformers:CONFIG or module:path.to:factory, not {args.model!r}")

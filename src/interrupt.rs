@@ -1,0 +1,54 @@
+//! A request, from outside, to stop long work early: the Python package's Ctrl-C.
+//!
+//! The command line needs none (Ctrl-C ends its process). A library caller that abandons a call
+//! — the Python package raises `KeyboardInterrupt` at once — runs the call with
+//! [`stoppable`] on a thread of its own and raises the flag; the long loops (the tree search's
+//! batches, its polish and finish, the hybrid planners, `compare`'s methods) ask [`requested`]
+//! where they ask whether time is up, and end as if it were. The flag lives on the thread that
+//! runs the call, so calls on other threads run on; work that loop farms out to rayon's threads
+//! finishes its current piece.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+thread_local! {
+    static FLAG: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Runs `job` on this thread with `flag` as its stop request: once the flag is raised,
+/// [`requested`] answers true on this thread until `job` returns.
+///
+/// ```
+/// use std::sync::{atomic::{AtomicBool, Ordering}, Arc};
+/// use topoplace::interrupt::{requested, stoppable};
+///
+/// let flag = Arc::new(AtomicBool::new(false));
+/// let steps = stoppable(flag.clone(), || {
+///     let mut steps = 0;
+///     while !requested() {
+///         steps += 1;
+///         if steps == 3 {
+///             flag.store(true, Ordering::Relaxed); // as another thread would on Ctrl-C
+///         }
+///     }
+///     steps
+/// });
+/// assert_eq!(steps, 3);
+/// assert!(!requested()); // outside the job nothing is requested
+/// ```
+pub fn stoppable<T>(flag: Arc<AtomicBool>, job: impl FnOnce() -> T) -> T {
+    let before = FLAG.with(|f| f.replace(Some(flag)));
+    let result = job();
+    FLAG.with(|f| *f.borrow_mut() = before);
+    result
+}
+
+/// Whether the work running on this thread has been asked to stop.
+pub fn requested() -> bool {
+    FLAG.with(|f| {
+        f.borrow()
+            .as_ref()
+            .is_some_and(|flag| flag.load(Ordering::Relaxed))
+    })
+}
