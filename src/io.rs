@@ -3,24 +3,51 @@
 
 use crate::error::{Error, InputError, Result};
 
+/// The most any input file may hold, decompressed: far above any graph, cluster, strategy or
+/// policy (a 50,000-op graph is tens of MB), and a stop for `--model /dev/zero` or a gzip bomb,
+/// which would otherwise be read until memory runs out.
+pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// The bytes `reader` yields, refused past [`MAX_INPUT_BYTES`].
+fn read_capped(reader: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    reader.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "more than 1 GiB: not an input file (a device such as /dev/zero?)",
+        ));
+    }
+    Ok(bytes)
+}
+
+/// The bytes of the file at `path`, at most [`MAX_INPUT_BYTES`] of them (an I/O error past
+/// that, so callers name the file as for any read failure).
+pub fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    read_capped(std::fs::File::open(path)?)
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_bounded_text(path: &std::path::Path) -> std::io::Result<String> {
+    String::from_utf8(read_bounded(path)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// The bytes of `path`; a failure names the file.
 pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))
+    read_bounded(path).map_err(|e| Error::io(path.display().to_string(), e))
 }
 
 /// Read a UTF-8 text file, gunzipped when it starts with the gzip magic bytes (so `x.json.gz` and
 /// a compressed file without the suffix both work); a leading byte-order mark (editors on Windows
 /// write one) is dropped.
 pub(crate) fn read_text_file(path: &std::path::Path) -> Result<String> {
-    use std::io::Read;
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::io(&shown, e))?;
+    let bytes = read_bounded(path).map_err(|e| Error::io(&shown, e))?;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::with_capacity(bytes.len() * 8);
-        flate2::read::MultiGzDecoder::new(&bytes[..])
-            .read_to_end(&mut out)
-            .map_err(|e| Error::io(format!("{shown} (gzip)"), e))?;
-        out
+        read_capped(flate2::read::MultiGzDecoder::new(&bytes[..]))
+            .map_err(|e| Error::io(format!("{shown} (gzip)"), e))?
     } else {
         bytes
     };
@@ -41,16 +68,31 @@ fn strip_bom(text: String) -> String {
 /// never leaves a half-written output behind. Errors name `path`, the file asked for.
 ///
 /// Only a regular file is replaced. A symbolic link is followed, and its target is written
-/// atomically, so the link stays. A device, pipe or socket (`--out /dev/stdout`) is written
-/// through, because renaming over it would replace the node with a regular file.
+/// atomically, so the link stays; a dangling link's target is created, as `echo > link` would.
+/// A device, pipe or socket (`--out /dev/stdout`) is written through, because renaming over it
+/// would replace the node with a regular file.
 pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
+    write_following(path, contents, MAX_LINKS)
+}
+
+/// Links followed before a chain is called a loop (Linux's own limit).
+const MAX_LINKS: u32 = 40;
+
+fn write_following(path: &std::path::Path, contents: &[u8], links_left: u32) -> Result<()> {
     let shown = path.display().to_string();
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
-            // A dangling link falls through to be replaced, as writing through it cannot work.
-            if let Ok(target) = std::fs::canonicalize(path) {
-                return write_atomic(&target, contents).map_err(|e| shown_as(e, &shown));
+            if links_left == 0 {
+                let looped = std::io::Error::other("too many levels of symbolic links");
+                return Err(Error::io(&shown, looped));
             }
+            let target = std::fs::read_link(path).map_err(|e| Error::io(&shown, e))?;
+            let target = match path.parent() {
+                Some(dir) if target.is_relative() => dir.join(target),
+                _ => target,
+            };
+            return write_following(&target, contents, links_left - 1)
+                .map_err(|e| shown_as(e, &shown));
         } else if !meta.is_file() && !meta.is_dir() {
             return std::fs::write(path, contents).map_err(|e| Error::io(&shown, e));
         }

@@ -87,7 +87,10 @@ enum Command {
 fn main() -> ExitCode {
     restore_sigpipe();
     cli::allocator::keep_freed_memory();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return refused_or_shown(e),
+    };
     match run(cli.command).and_then(|()| cli::out::flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -100,6 +103,21 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+/// What clap answers instead of a command: help or the version on stdout (exit 0), a usage error
+/// on stderr (exit 2). Help that cannot be written (`--help > /dev/full`) is an error like any
+/// other output's, not a silent success.
+fn refused_or_shown(e: clap::Error) -> ExitCode {
+    use std::io::Write;
+    let printed = e.print().and_then(|()| std::io::stdout().flush());
+    match printed {
+        Err(io) if !e.use_stderr() => {
+            eprintln!("error: <stdout>: {io}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
 }
 

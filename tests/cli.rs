@@ -1020,12 +1020,15 @@ fn bench_place_reports_what_place_finds() {
     assert_eq!(row["within_limit"], true);
 }
 
-/// A full stdout is one error naming stdout and exit 1, never a panic or a silent success.
+/// A full stdout is one error naming stdout and exit 1, never a panic or a silent success: for
+/// clap's help and version too.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_full_stdout_is_an_error_not_a_panic() {
     use std::process::Stdio;
-    let commands: [&[&str]; 5] = [
+    let commands: [&[&str]; 7] = [
+        &["policy", "--help"],
+        &["--version"],
         &["info", "vgg19"],
         &["cluster", "tag-testbed"],
         &["zoo", "list"],
@@ -1058,8 +1061,9 @@ fn a_full_stdout_is_an_error_not_a_panic() {
     }
 }
 
-/// An output through a symbolic link writes the link's target and keeps the link; one through a
-/// pipe writes into the pipe instead of replacing it with a regular file.
+/// An output through a symbolic link writes the link's target and keeps the link (a dangling
+/// link's target is created); one through a pipe writes into the pipe instead of replacing it
+/// with a regular file.
 #[cfg(unix)]
 #[test]
 fn outputs_write_through_links_and_pipes_without_replacing_them() {
@@ -1078,6 +1082,40 @@ fn outputs_write_through_links_and_pipes_without_replacing_them() {
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
 
+    // A dangling link (relative, as `ln -s made.json dangling.json` makes it) gets its target
+    // created; a loop of links is an error naming the link, and leaves both links as they were.
+    let dangling = dir.join("dangling.json");
+    std::os::unix::fs::symlink("made.json", &dangling).unwrap();
+    topoplace::io::write_atomic(&dangling, b"made").unwrap();
+    assert!(
+        std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("made.json")).unwrap(),
+        "made"
+    );
+    let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let looped = topoplace::io::write_atomic(&a, b"x")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        looped.contains("a.json") && looped.contains("symbolic links"),
+        "{looped}"
+    );
+    for link in [&a, &b] {
+        assert!(
+            std::fs::symlink_metadata(link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
     let fifo = dir.join("pipe");
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
@@ -1091,6 +1129,51 @@ fn outputs_write_through_links_and_pipes_without_replacing_them() {
     topoplace::io::write_atomic(&fifo, b"through the pipe").unwrap();
     assert_eq!(reader.join().unwrap(), "through the pipe");
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
+/// An endless input (`/dev/zero` as the model, cluster or strategy) is refused once it passes
+/// 1 GiB, naming the file, instead of being read until memory runs out.
+#[cfg(unix)]
+#[test]
+fn an_endless_input_is_refused_not_read_forever() {
+    for args in [
+        [
+            "--model",
+            "/dev/zero",
+            "--cluster",
+            "tag-testbed",
+            "--strategy",
+            "dp",
+        ],
+        [
+            "--model",
+            "mlp",
+            "--cluster",
+            "/dev/zero",
+            "--strategy",
+            "dp",
+        ],
+        [
+            "--model",
+            "mlp",
+            "--cluster",
+            "tag-testbed",
+            "--strategy",
+            "/dev/zero",
+        ],
+    ] {
+        let out = common::binary()
+            .arg("simulate")
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: /dev/zero: more than 1 GiB") && !err.contains("panicked"),
+            "{err}"
+        );
+    }
 }
 
 /// `place` checks its output paths before it searches: a bad `--trace` leaves no `--out`

@@ -2,7 +2,7 @@
 clusters, then judged on clusters it never saw against uniformly random actions. CPU only, a
 few minutes; needs torch (numpy and gymnasium are not needed).
 
-    python python/examples/reinforce_torch.py --train-clusters 4 --episodes 600 --test-clusters 10
+    python python/examples/reinforce_torch.py --train-clusters 4 --episodes 1500 --test-clusters 10
 
 The network reads the observation the shipped GNN reads: op-group and device-group node
 features, one round of mean message passing along the op→op and device↔device edges (with their
@@ -95,7 +95,7 @@ def main() -> None:
     parser.add_argument("--model", default="vgg19")
     parser.add_argument("--groups", type=int, default=16)
     parser.add_argument("--train-clusters", type=int, default=4)
-    parser.add_argument("--episodes", type=int, default=600)
+    parser.add_argument("--episodes", type=int, default=1500)
     parser.add_argument("--test-clusters", type=int, default=10)
     parser.add_argument("--test-episodes", type=int, default=10)
     parser.add_argument("--lr", type=float, default=3e-3)

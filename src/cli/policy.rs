@@ -53,7 +53,7 @@ pub fn run(command: PolicyCommand) -> Result<()> {
 
 fn upgrade(file: &std::path::Path) -> Result<()> {
     let shown = file.display().to_string();
-    let bytes = std::fs::read(file).map_err(|source| GnnError::Read {
+    let bytes = topoplace::io::read_bounded(file).map_err(|source| GnnError::Read {
         path: shown.clone(),
         source,
     })?;

@@ -158,7 +158,8 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<Cluster, InputError> {
 pub fn load_cluster(path: impl AsRef<std::path::Path>) -> crate::error::Result<Cluster> {
     let path = path.as_ref();
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(shown.clone(), e))?;
+    let text =
+        crate::io::read_bounded_text(path).map_err(|e| crate::Error::io(shown.clone(), e))?;
     Ok(parse_cluster(&text, &shown)?)
 }
 

@@ -63,7 +63,7 @@ impl GnnPolicy {
     /// Read a policy file onto `device`.
     pub fn load_on(path: &Path, device: &Device) -> Result<GnnPolicy> {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|source| GnnError::Read {
+        let bytes = crate::io::read_bounded(path).map_err(|source| GnnError::Read {
             path: shown.clone(),
             source,
         })?;
