@@ -79,7 +79,7 @@ pub(crate) fn best_data_parallel_until(
         if best.fits && c.bound_us >= best.time_us {
             break;
         }
-        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+        if crate::interrupt::past(deadline) {
             break;
         }
         // Only a variant strictly faster than the best so far is kept: one past its time is

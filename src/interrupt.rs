@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 thread_local! {
     static FLAG: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
@@ -37,11 +38,33 @@ thread_local! {
 /// assert_eq!(steps, 3);
 /// assert!(!requested()); // outside the job nothing is requested
 /// ```
-pub fn stoppable<T>(flag: Arc<AtomicBool>, job: impl FnOnce() -> T) -> T {
-    let before = FLAG.with(|f| f.replace(Some(flag)));
-    let result = job();
-    FLAG.with(|f| *f.borrow_mut() = before);
+pub fn stoppable<T: Send>(flag: Arc<AtomicBool>, job: impl FnOnce() -> T + Send) -> T {
+    // The call's own rayon pool, each of its threads holding the flag: the parallel work the
+    // call farms out sees the request too.
+    let on_pool_threads = flag.clone();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .start_handler(move |_| {
+            set(Some(on_pool_threads.clone()));
+        })
+        .build();
+    let before = set(Some(flag));
+    let result = match pool {
+        Ok(pool) => pool.install(job),
+        Err(_) => job(),
+    };
+    set(before);
     result
+}
+
+/// Makes `flag` this thread's stop request; returns the one it replaces.
+fn set(flag: Option<Arc<AtomicBool>>) -> Option<Arc<AtomicBool>> {
+    FLAG.with(|f| f.replace(flag))
+}
+
+/// Whether `deadline` has passed (never, without one) or the work was asked to stop: what every
+/// time limit asks.
+pub fn past(deadline: Option<Instant>) -> bool {
+    requested() || deadline.is_some_and(|d| Instant::now() >= d)
 }
 
 /// Whether the work running on this thread has been asked to stop.

@@ -28,12 +28,6 @@ pub fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     read_capped(std::fs::File::open(path)?)
 }
 
-/// [`read_bounded`] as UTF-8 text.
-pub fn read_bounded_text(path: &std::path::Path) -> std::io::Result<String> {
-    String::from_utf8(read_bounded(path)?)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-}
-
 /// The bytes of `path`; a failure names the file.
 pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
     read_bounded(path).map_err(|e| Error::io(path.display().to_string(), e))
@@ -42,7 +36,7 @@ pub(crate) fn read_file(path: &std::path::Path) -> Result<Vec<u8>> {
 /// Read a UTF-8 text file, gunzipped when it starts with the gzip magic bytes (so `x.json.gz` and
 /// a compressed file without the suffix both work); a leading byte-order mark (editors on Windows
 /// write one) is dropped.
-pub(crate) fn read_text_file(path: &std::path::Path) -> Result<String> {
+pub fn read_text_file(path: &std::path::Path) -> Result<String> {
     let shown = path.display().to_string();
     let bytes = read_bounded(path).map_err(|e| Error::io(&shown, e))?;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {

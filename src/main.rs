@@ -89,9 +89,17 @@ fn main() -> ExitCode {
     cli::allocator::keep_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return refused_or_shown(e),
+        // A usage error: clap prints it on stderr and exits 2.
+        Err(e) if e.use_stderr() => e.exit(),
+        // Help or the version, on stdout: a failed write is reported as every output's is.
+        Err(e) => return finish(e.print().map_err(cli::out::stdout_error)),
     };
-    match run(cli.command).and_then(|()| cli::out::flush()) {
+    finish(run(cli.command))
+}
+
+/// The exit status of a command's `result`, its error (if any) on stderr; stdout flushed first.
+fn finish(result: topoplace::Result<()>) -> ExitCode {
+    match result.and_then(|()| cli::out::flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
@@ -103,21 +111,6 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
-    }
-}
-
-/// What clap answers instead of a command: help or the version on stdout (exit 0), a usage error
-/// on stderr (exit 2). Help that cannot be written (`--help > /dev/full`) is an error like any
-/// other output's, not a silent success.
-fn refused_or_shown(e: clap::Error) -> ExitCode {
-    use std::io::Write;
-    let printed = e.print().and_then(|()| std::io::stdout().flush());
-    match printed {
-        Err(io) if !e.use_stderr() => {
-            eprintln!("error: <stdout>: {io}");
-            ExitCode::FAILURE
-        }
-        _ => ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2)),
     }
 }
 

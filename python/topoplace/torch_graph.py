@@ -72,18 +72,13 @@ def from_torch(
     try:
         workload = example_workload(module, inputs, targets, loss)
         label = name or type(module).__name__
-        doc = capture.export(workload, _batch_of(inputs), label, f"nn.Module:{type(module).__name__}",
+        doc = capture.export(workload, workload.batch, label, f"nn.Module:{type(module).__name__}",
                              op_info=op_info)
     except (TypeError, ValueError, RuntimeError, NotImplementedError) as e:
         raise InputError("<module>", _field_of(e), f"{type(e).__name__}: {e}") from e
     path = Path(out) if out is not None else _scratch_file(doc["name"])
     capture.write(doc, path)
     return TorchGraph(path, doc)
-
-
-def _batch_of(inputs: Any) -> int:
-    first = inputs if hasattr(inputs, "shape") else next(iter(inputs))
-    return int(first.shape[0])
 
 
 def _field_of(error: Exception) -> str:

@@ -22,7 +22,8 @@ macro_rules! outln {
     };
 }
 
-fn stdout_error(e: io::Error) -> Error {
+/// A failed write to stdout, as the error every command reports.
+pub fn stdout_error(e: io::Error) -> Error {
     Error::io("<stdout>", e)
 }
 

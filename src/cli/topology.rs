@@ -83,8 +83,7 @@ pub fn run(command: TopologyCommand) -> Result<()> {
 
 fn nvidia_smi(file: &std::path::Path, gpu: &str, name: &str) -> Result<()> {
     let shown = file.display().to_string();
-    let text = topoplace::io::read_bounded_text(file)
-        .map_err(|e| topoplace::Error::io(shown.clone(), e))?;
+    let text = topoplace::io::read_text_file(file)?;
     let gpu = lookup_gpu("--gpu", "gpu", gpu)?;
     let topo = parse_nvidia_smi_topo(&text).map_err(|m| InputError::new(&shown, "topo", m))?;
     out!("{}", topo.machine_toml(name, gpu))?;

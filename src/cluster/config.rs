@@ -158,8 +158,7 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<Cluster, InputError> {
 pub fn load_cluster(path: impl AsRef<std::path::Path>) -> crate::error::Result<Cluster> {
     let path = path.as_ref();
     let shown = path.display().to_string();
-    let text =
-        crate::io::read_bounded_text(path).map_err(|e| crate::Error::io(shown.clone(), e))?;
+    let text = crate::io::read_text_file(path)?;
     Ok(parse_cluster(&text, &shown)?)
 }
 

@@ -137,7 +137,7 @@ impl<'a> Planner<'a> {
     /// Whether the deadline has passed or the caller asked the work to stop
     /// ([`crate::interrupt`]).
     pub(crate) fn out_of_time(&self) -> bool {
-        crate::interrupt::requested() || self.deadline.is_some_and(|d| Instant::now() >= d)
+        crate::interrupt::past(self.deadline)
     }
 
     /// The model at a micro-batch of `micro_batch` sequences.

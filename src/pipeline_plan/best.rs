@@ -58,7 +58,7 @@ pub(crate) fn best_pipeline_with_frames(
     if units.len() < 2 {
         return Ok(None);
     }
-    if deadline.is_some_and(|d| Instant::now() >= d) {
+    if crate::interrupt::past(deadline) {
         return Err(SearchError::OutOfTime.into());
     }
     let counts = micro_batch_counts(p.graph.batch_size, 2);
@@ -80,7 +80,7 @@ pub(crate) fn best_pipeline_with_frames(
     let Some((best, plan)) = simulated(p, &chunks, &plans, None, deadline, &mut tried)? else {
         return Ok(None);
     };
-    let (best, plan, moves, refining) = if deadline.is_some_and(|d| Instant::now() >= d) {
+    let (best, plan, moves, refining) = if crate::interrupt::past(deadline) {
         (best, plan, 0, Vec::new())
     } else {
         let near = other_schedule(&plan, &chunks, p.cluster);
@@ -165,7 +165,7 @@ fn simulated(
     tried: &mut Vec<Tried>,
 ) -> Result<Option<(Simulated, Plan)>> {
     for round in plans.chunks(SIMULATED_PER_ROUND) {
-        if best.is_some() && deadline.is_some_and(|d| Instant::now() >= d) {
+        if best.is_some() && crate::interrupt::past(deadline) {
             break;
         }
         let candidates: Vec<_> = round

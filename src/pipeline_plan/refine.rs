@@ -49,7 +49,7 @@ pub(super) fn refined(
     let mut tried = Vec::new();
     let mut busy = stage_busy(&plan, &best.busy);
     while let Some(moves) = round(&plan, &busy, &mut looked, p.graph.batch_size) {
-        let out_of_time = deadline.is_some_and(|d| Instant::now() >= d);
+        let out_of_time = crate::interrupt::past(deadline);
         if out_of_time || simulated + moves.len() > simulations {
             break;
         }

@@ -207,8 +207,7 @@ pub fn run(
             let mut tag_seconds = None;
             for i in run_order(methods) {
                 if crate::interrupt::requested() {
-                    rows.extend(done.into_iter().flatten());
-                    break 'all;
+                    break;
                 }
                 let m = methods[i].as_ref();
                 let (budget, allowed) = fair_budget(m.name(), budget, tag_seconds);
@@ -227,6 +226,9 @@ pub fn run(
                 done[i] = Some(row);
             }
             rows.extend(done.into_iter().flatten());
+            if crate::interrupt::requested() {
+                break 'all;
+            }
         }
     }
     rows

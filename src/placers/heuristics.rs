@@ -81,7 +81,7 @@ fn heuristic(
     deadline: Option<Instant>,
     always: bool,
 ) -> Result<Option<Heuristic>> {
-    if !always && deadline.is_some_and(|d| Instant::now() >= d) {
+    if !always && crate::interrupt::past(deadline) {
         return Ok(None);
     }
     let placed = if name == "pipeline-dp" {

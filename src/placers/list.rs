@@ -258,10 +258,10 @@ impl<'a> Schedule<'a> {
 
     /// [`SearchError::OutOfTime`] once the costs' deadline has passed.
     pub(crate) fn within_deadline(&self) -> Result<()> {
-        match self.costs.deadline {
-            Some(d) if Instant::now() >= d => Err(SearchError::OutOfTime.into()),
-            _ => Ok(()),
+        if crate::interrupt::past(self.costs.deadline) {
+            return Err(SearchError::OutOfTime.into());
         }
+        Ok(())
     }
 
     /// Start and finish of `op` on `d` under the policy.

@@ -313,8 +313,7 @@ impl Recipe {
     /// file's directory.
     pub fn load(path: &Path) -> Result<Recipe> {
         let shown = path.display().to_string();
-        let text =
-            crate::io::read_bounded_text(path).map_err(|e| crate::Error::io(shown.clone(), e))?;
+        let text = crate::io::read_text_file(path)?;
         let mut recipe = Recipe::parse(&text, &shown)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         recipe.resolve_paths(dir);

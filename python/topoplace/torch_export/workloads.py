@@ -58,10 +58,11 @@ BERT_VOCAB, GPT2_VOCAB = 30522, 50257
 
 
 class Workload:
-    """A model plus how to make a batch and a scalar loss from its output."""
+    """A model plus how to make a batch and a scalar loss from its output; ``batch`` is the
+    example's size where the workload was made from an example batch."""
 
-    def __init__(self, model, make_batch, loss):
-        self.model, self.make_batch, self.loss = model, make_batch, loss
+    def __init__(self, model, make_batch, loss, batch=None):
+        self.model, self.make_batch, self.loss, self.batch = model, make_batch, loss, batch
 
 
 def cross_entropy(logits, labels):
@@ -300,12 +301,14 @@ def example_workload(model, inputs, targets=(), loss=None):
         raise ValueError("inputs/targets: every tensor needs the same batch size as its first dimension, "
                          f"got shapes {[tuple(t.shape) for t in inputs + targets]}")
 
+    example = next(iter(sizes))
+
     def make_batch(b):
-        rows = torch.arange(b) % next(iter(sizes))
+        rows = torch.arange(b) % example
         return (tuple(t.index_select(0, rows) for t in inputs),
                 tuple(t.index_select(0, rows) for t in targets))
 
-    return Workload(model, make_batch, loss or _default_loss(targets))
+    return Workload(model, make_batch, loss or _default_loss(targets), batch=example)
 
 
 def _tensor_tuple(value, what):
