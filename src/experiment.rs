@@ -76,6 +76,9 @@ pub struct Setup<'a> {
     pub topology_seed: u64,
     /// The unseen topologies' distribution (TAG's: [`TopologyDistribution::TAG`]).
     pub distribution: TopologyDistribution,
+    /// The cost model every search simulates with: its precision decides each GPU's peak, in
+    /// the simulator and in the policy's features (TAG's: [`CostModel::default`]).
+    pub cost: CostModel,
     /// `search-efficiency`: also run the warm start's teacher (a coordinate descent over the
     /// tree's strategies, minutes per model) to show how much any prior could gain.
     pub headroom: bool,
@@ -99,14 +102,16 @@ pub struct SearchOutcome {
 fn experiment_search<T>(
     graph: &Graph,
     cluster: &Cluster,
+    cost: &CostModel,
     seed: u64,
     run: impl FnOnce(Problem, MctsConfig) -> Result<T>,
 ) -> Result<T> {
-    let cost = CostModel::default();
+    cost.precision
+        .check_cluster(cluster, &cluster.name, "precision")?;
     let p = Problem {
         graph,
         cluster,
-        cost: &cost,
+        cost,
     };
     // TAG's search alone: the experiments compare priors, which the polish would blur.
     let config = MctsConfig {
@@ -122,12 +127,13 @@ fn experiment_search<T>(
 pub fn search_once(
     graph: &Graph,
     cluster: &Cluster,
+    cost: &CostModel,
     policy: Option<&GnnPolicy>,
     budget: usize,
     groups: usize,
     seed: u64,
 ) -> Result<SearchOutcome> {
-    experiment_search(graph, cluster, seed, |p, config| {
+    experiment_search(graph, cluster, cost, seed, |p, config| {
         let config = MctsConfig {
             iterations: budget,
             ..config
@@ -155,7 +161,7 @@ fn seeded_searches(
     policy: Option<&GnnPolicy>,
 ) -> Result<Vec<SearchOutcome>> {
     (0..s.seeds)
-        .map(|seed| search_once(graph, s.cluster, policy, s.budget, s.groups, seed))
+        .map(|seed| search_once(graph, s.cluster, &s.cost, policy, s.budget, s.groups, seed))
         .collect()
 }
 
@@ -165,11 +171,12 @@ fn seeded_searches(
 pub fn teacher_speedup(
     graph: &Graph,
     cluster: &Cluster,
+    cost: &CostModel,
     groups: usize,
     seed: u64,
     passes: usize,
 ) -> Result<f64> {
-    experiment_search(graph, cluster, seed, |p, config| {
+    experiment_search(graph, cluster, cost, seed, |p, config| {
         let mcts = Mcts::grouped(p, groups, config)?;
         let (_, best_us) = descend(&mcts, passes)?;
         Ok(mcts.dp_us() / best_us - 1.0)
@@ -264,7 +271,7 @@ pub fn search_efficiency(s: &Setup) -> Result<Output> {
         }
         if s.headroom {
             let began = Instant::now();
-            let speedup = teacher_speedup(graph, s.cluster, s.groups, 0, 1)?;
+            let speedup = teacher_speedup(graph, s.cluster, &s.cost, s.groups, 0, 1)?;
             rows.push(vec![
                 name.clone(),
                 "teacher".to_string(),
@@ -327,8 +334,24 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             .map(|i| {
                 let seed = s.topology_seed + i;
                 let cluster = random_cluster_within(seed, s.distribution);
-                let with = search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)?;
-                let without = search_once(graph, &cluster, None, uniform_budget, s.groups, seed)?;
+                let with = search_once(
+                    graph,
+                    &cluster,
+                    &s.cost,
+                    Some(s.policy),
+                    s.budget,
+                    s.groups,
+                    seed,
+                )?;
+                let without = search_once(
+                    graph,
+                    &cluster,
+                    &s.cost,
+                    None,
+                    uniform_budget,
+                    s.groups,
+                    seed,
+                )?;
                 Ok((with, without))
             })
             .collect::<Result<_>>()?;
@@ -439,8 +462,16 @@ pub fn overhead(s: &Setup) -> Result<Output> {
             .map(|i| {
                 let seed = s.topology_seed + i;
                 let cluster = random_cluster_within(seed, s.distribution);
-                search_once(graph, &cluster, Some(s.policy), s.budget, s.groups, seed)
-                    .map(|o| o.seconds)
+                search_once(
+                    graph,
+                    &cluster,
+                    &s.cost,
+                    Some(s.policy),
+                    s.budget,
+                    s.groups,
+                    seed,
+                )
+                .map(|o| o.seconds)
             })
             .collect::<Result<_>>()?;
         let max = times.iter().copied().fold(0.0, f64::max);

@@ -7,7 +7,6 @@
 
 use std::time::Instant;
 
-use crate::cost::CostModel;
 use crate::error::Result;
 use crate::experiment::{Output, Setup};
 use crate::mcts::{DEFAULT_POLISH, MctsConfig, SearchResult};
@@ -35,14 +34,13 @@ pub fn reference_best(s: &Setup) -> Result<Output> {
         "default_seconds",
         "reference_seconds",
     ];
-    let cost = CostModel::default();
     let mut rows = Vec::new();
     let mut chart = Vec::new();
     for (name, graph) in &s.models {
         let p = Problem {
             graph,
             cluster: s.cluster,
-            cost: &cost,
+            cost: &s.cost,
         };
         let began = Instant::now();
         let default = MctsConfig {

@@ -601,3 +601,55 @@ fn nvlink_machines_get_their_fabric_in_half_the_draws() {
         );
     }
 }
+
+/// Today's distribution draws only its Ampere and Hopper GPUs (every one trains in bf16), wires
+/// about half the SXM machines with NVSwitch at the type's NVLink bandwidth and the rest over
+/// PCIe at 128–256 Gbps, gives every machine a 100–400 Gbps NIC, and is named apart from TAG's.
+#[test]
+fn todays_distribution_draws_todays_gpus_and_links() {
+    use std::collections::BTreeSet;
+    use topoplace::cluster::{GpuMix, Interconnect};
+    use topoplace::precision::Precision;
+    let today = TopologyDistribution::named("today").unwrap();
+    assert_eq!(today, TopologyDistribution::TODAY);
+    assert_eq!(
+        TopologyDistribution::named("tag"),
+        Some(TopologyDistribution::TAG)
+    );
+    assert_eq!(TopologyDistribution::named("2019"), None);
+    let (mut seen, mut switched, mut capable) = (BTreeSet::new(), 0usize, 0usize);
+    for seed in 0..300 {
+        let c = random_cluster_within(seed, today);
+        assert!(c.name.ends_with("-today-nvlink"), "{}", c.name);
+        Precision::Bf16
+            .check_cluster(&c, &c.name, "precision")
+            .unwrap();
+        for g in &c.groups {
+            assert!(
+                GpuMix::Today.types().contains(&g.gpu.name),
+                "{}",
+                g.gpu.name
+            );
+            seen.insert(g.gpu.name);
+            match g.interconnect {
+                Interconnect::Pcie => {
+                    let gbps = g.intra_bandwidth / GBPS;
+                    assert!((128.0..=256.0).contains(&gbps), "{gbps}");
+                }
+                Interconnect::Nvswitch => switched += 1,
+                Interconnect::Nvlink => panic!("{}: today's SXM GPUs sit on NVSwitch", g.gpu.name),
+            }
+            capable += usize::from(g.gpu.nvlink_gbs > 0.0);
+        }
+        for m in &c.machines {
+            let gbps = m.nic_bandwidth / GBPS;
+            assert!((100.0..=400.0).contains(&gbps), "{gbps}");
+        }
+        if seed < 20 {
+            assert_eq!(parse_cluster(&c.to_toml(), "rt").unwrap(), c, "seed {seed}");
+        }
+    }
+    assert_eq!(seen.len(), GpuMix::Today.types().len(), "{seen:?}");
+    let share = switched as f64 / capable as f64;
+    assert!((0.4..=0.6).contains(&share), "{switched} of {capable}");
+}

@@ -9,6 +9,7 @@ use std::process::Output;
 
 use topoplace::cluster::load_cluster;
 use topoplace::cluster::{TopologyDistribution, random_cluster_within};
+use topoplace::cost::CostModel;
 use topoplace::experiment::{
     Setup, bootstrap_mean_ci, search_efficiency, search_once, unseen_topologies,
 };
@@ -52,6 +53,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         topologies: 3,
         topology_seed: 2_000_000,
         distribution: TopologyDistribution::TAG,
+        cost: CostModel::default(),
         headroom: false,
     };
     let out = search_efficiency(&setup).unwrap();
@@ -65,7 +67,9 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     assert_eq!((rows[0][1], rows[1][1]), ("uniform", "policy"));
     for (row, policy) in rows.iter().zip([None, Some(&policy)]) {
         let runs: Vec<_> = (0..2)
-            .map(|seed| search_once(&mlp, &cluster, policy, 24, 4, seed).unwrap())
+            .map(|seed| {
+                search_once(&mlp, &cluster, &CostModel::default(), policy, 24, 4, seed).unwrap()
+            })
             .collect();
         let mean = (runs[0].speedup + runs[1].speedup) / 2.0;
         let shown: f64 = row[5].parse().unwrap();
@@ -87,6 +91,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     let with_teacher = search_efficiency(&Setup {
         headroom: true,
         models: setup.models.clone(),
+        cost: setup.cost.clone(),
         ..setup
     })
     .unwrap();
@@ -99,7 +104,9 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         .collect();
     assert_eq!(teacher[1], "teacher");
     let shown: f64 = teacher[5].parse().unwrap();
-    let direct = topoplace::experiment::teacher_speedup(&mlp, &cluster, 4, 0, 1).unwrap();
+    let direct =
+        topoplace::experiment::teacher_speedup(&mlp, &cluster, &CostModel::default(), 4, 0, 1)
+            .unwrap();
     assert!(
         (shown - direct).abs() < 1e-6 && direct >= 0.0,
         "{shown} vs {direct}"
@@ -151,6 +158,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     let unseen = unseen_topologies(&Setup {
         distribution: wide,
         models: setup.models.clone(),
+        cost: setup.cost.clone(),
         ..setup
     })
     .unwrap();
@@ -159,7 +167,9 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         .map(|i| {
             let seed = 2_000_000 + i;
             let c = random_cluster_within(seed, wide);
-            search_once(&mlp, &c, None, 24, 4, seed).unwrap().speedup
+            search_once(&mlp, &c, &CostModel::default(), None, 24, 4, seed)
+                .unwrap()
+                .speedup
         })
         .collect();
     let shown: f64 = row[6].parse().unwrap();
@@ -171,6 +181,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
     let at_8 = unseen_topologies(&Setup {
         uniform_budget: Some(8),
         models: setup.models.clone(),
+        cost: setup.cost.clone(),
         ..setup
     })
     .unwrap();
@@ -181,7 +192,9 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         .map(|i| {
             let seed = 2_000_000 + i;
             let c = random_cluster_within(seed, TopologyDistribution::TAG);
-            search_once(&mlp, &c, None, 8, 4, seed).unwrap().speedup
+            search_once(&mlp, &c, &CostModel::default(), None, 8, 4, seed)
+                .unwrap()
+                .speedup
         })
         .sum::<f64>()
         / 3.0;

@@ -133,7 +133,7 @@ fn recipe(extra_search: &str) -> Recipe {
 fn polished_results_give_a_one_hot_target_per_op_group() {
     let tree_only = recipe("");
     let expert = recipe("polished_targets = 300");
-    let models = Models::load(&expert.training_set.models).unwrap();
+    let models = Models::load(&expert.training_set, &expert.training_set.models).unwrap();
     let policy = common::small_policy(2);
     let mut checked = 0;
     for worker in 0..3 {

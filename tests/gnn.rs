@@ -716,3 +716,63 @@ fn bad_policy_files_are_named_errors() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// The device groups' speed feature is each GPU's matrix-product peak in the step's precision,
+/// relative to the cluster's fastest: the FP32 peaks in TAG's FP32 (what the shipped policy was
+/// trained on), TF32's on Ampere where the V100 has none, the 16-bit tensor cores' in fp16.
+#[test]
+fn device_speed_features_follow_the_precision() {
+    use topoplace::cluster::find_gpu;
+    use topoplace::precision::Precision;
+    let cluster = topoplace::resolve::load_named_cluster("hetero-a100-v100", "--cluster").unwrap();
+    let graph = model("mlp");
+    let (a100, v100) = (
+        find_gpu("A100-80GB").unwrap(),
+        find_gpu("V100-SXM2-32GB").unwrap(),
+    );
+    let expected = [
+        (Precision::Fp32, v100.fp32_tflops / a100.fp32_tflops),
+        (
+            Precision::Tf32,
+            v100.fp32_tflops / (a100.tensor_tflops / 2.0),
+        ),
+        (Precision::Fp16, v100.tensor_tflops / a100.tensor_tflops),
+    ];
+    for (precision, v100_share) in expected {
+        let cost = CostModel {
+            precision,
+            ..CostModel::default()
+        };
+        let p = problem(&graph, &cluster, &cost);
+        let op_group = metis_groups(&p, 4, 0).unwrap();
+        let policy = GnnPolicy::init(small(), 0).unwrap();
+        let acts = actions(&cluster);
+        let vp = VertexPriors::new(&policy, &p, &op_group, &acts, 1000.0);
+        let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
+        let dp = build_strategy(
+            &op_group,
+            &acts,
+            &vec![0; groups],
+            AllReducePacking::Packed,
+            Shares::EVEN,
+            cluster.devices.len(),
+        )
+        .unwrap();
+        let fb = vp.feedback(&evaluate(&p, &Placement::plain(dp, "")).unwrap());
+        let g = vp.graph(&vec![0; groups], 0, &fb);
+        for (j, group) in cluster.groups.iter().enumerate() {
+            let speed = g.dev_features[j * DEV_FEATURES + 2];
+            let want = if group.gpu.name == a100.name {
+                1.0
+            } else {
+                assert_eq!(group.gpu.name, v100.name);
+                v100_share
+            };
+            assert!(
+                (f64::from(speed) - want).abs() < 1e-6,
+                "{precision}: {} reads {speed}, expected {want}",
+                group.gpu.name
+            );
+        }
+    }
+}

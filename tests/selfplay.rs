@@ -172,7 +172,7 @@ fn games_are_drawn_by_seed_and_round_trip_through_files() {
             assert!(seed < 50, "topology seed {seed} outside the training set");
         }
     }
-    let models = Models::load(&recipe.training_set.models).unwrap();
+    let models = Models::load(&recipe.training_set, &recipe.training_set.models).unwrap();
     let policy = common::small_policy(recipe.seed);
     let game = selfplay::play(&recipe, &a, &models, &policy).unwrap();
     assert!(!game.samples.is_empty());
@@ -406,7 +406,7 @@ fn teacher_games_have_a_one_hot_target_at_every_depth() {
     let path = tiny_recipe(&dir, 2, 1, 0);
     with_warm_start(&path, 3, 5);
     let recipe = Recipe::load(&path).unwrap();
-    let models = Models::load(&recipe.all_models()).unwrap();
+    let models = Models::load(&recipe.training_set, &recipe.all_models()).unwrap();
     let policy = common::small_policy(recipe.seed);
     let setup = imitation::draw(&recipe, 1);
     assert_eq!(setup, imitation::draw(&recipe, 1));

@@ -43,6 +43,41 @@ fn the_nvlink_recipe_differs_from_the_expert_one_in_its_topologies_only() {
     );
 }
 
+/// The recipe for today's clusters: its topologies are today's distribution, its models train
+/// in bf16 with PyTorch's kernels, and its games simulate with that precision; everything else is
+/// the expert recipe's. A recipe that leaves the precision out trains in TAG's FP32 and writes no
+/// precision key, so older runs' recipes read back unchanged.
+#[test]
+fn the_today_recipe_trains_todays_models_on_todays_clusters() {
+    use topoplace::precision::Precision;
+    use topoplace::zoo::Framework;
+    let expert = Recipe::load(&root().join("training/tag-expert.toml")).unwrap();
+    let today = Recipe::load(&root().join("training/today.toml")).unwrap();
+    let set = &today.training_set;
+    assert_eq!(set.distribution(), TopologyDistribution::TODAY);
+    assert_eq!(
+        (set.precision, set.framework),
+        (Precision::Bf16, Framework::Pytorch)
+    );
+    assert_eq!(set.cost().precision, Precision::Bf16);
+    let mut same = today.clone();
+    same.name = expert.name.clone();
+    same.training_set = expert.training_set.clone();
+    assert_eq!(same, expert);
+    assert_eq!(expert.training_set.precision, Precision::Fp32);
+    let written = toml::to_string(&expert).unwrap();
+    assert!(
+        !written.contains("precision") && !written.contains("framework"),
+        "{written}"
+    );
+    let setup = selfplay::draw(&today, 0, 0);
+    assert!(
+        setup.cluster.name().ends_with("-today-nvlink"),
+        "{:?}",
+        setup.cluster
+    );
+}
+
 #[test]
 fn defaults_fill_what_a_recipe_leaves_out() {
     let r = Recipe::parse(&minimal(""), "r.toml").unwrap();
@@ -116,6 +151,19 @@ fn bad_recipes_name_the_file_and_field() {
         (
             "name = \"t\"\n[training_set]\nmodels = [\"mlp\"]\nintra_gbps = [-5, 100]\n".into(),
             "intra_gbps",
+        ),
+        (
+            minimal("").replace("models", "precision = \"fp64\"\nmodels"),
+            "precision",
+        ),
+        (
+            minimal("").replace("models", "framework = \"jax\"\nmodels"),
+            "framework",
+        ),
+        // TAG's GPUs have no bfloat16: refused up front, not in the first game.
+        (
+            minimal("").replace("models", "precision = \"bf16\"\nmodels"),
+            "training_set.precision",
         ),
         // A GNN the model cannot build is the recipe's error, not a bare one.
         (minimal("[model]\nwidth = 30\nheads = 4"), "model"),

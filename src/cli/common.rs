@@ -8,7 +8,7 @@ pub use topoplace::api::{
     Loaded, Numerics, at_least_one, check_seconds, strategy_named, write_trace,
 };
 
-use topoplace::cluster::TopologyDistribution;
+use topoplace::cluster::{GpuMix, TopologyDistribution};
 use topoplace::error::{Error, InputError, Result};
 
 /// The model × cluster instances a benchmark runs (`bench place`, `bench gnn`): by default the
@@ -182,26 +182,56 @@ pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
     Ok(range)
 }
 
-/// The random topologies of `--intra-gbps` / `--inter-gbps` (TAG's where not given) and
-/// `--nvlink`, checked.
-pub fn distribution(
+/// The flags that choose a random topology's distribution (`topology random`, `experiment`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct DistributionArgs {
+    /// The distribution the flags below start from: `tag` (TAG §5.2: V100, GTX 1080 Ti and P100
+    /// at 64–160 Gbps inside a machine and 20–50 Gbps between machines) or `today` (H100, A100s
+    /// and an RTX 3070, NVLink in half the machines that have it, 128–256 and 100–400 Gbps).
+    #[arg(long, default_value = "tag", value_parser = distribution_name)]
+    distribution: TopologyDistribution,
+    /// The GPU types drawn from: tag, wide (TAG's and T4, A100, H100) or today (the
+    /// distribution's by default); a recipe's `training_set.gpus`.
+    #[arg(long)]
+    gpus: Option<GpuMix>,
+    /// Intra-machine bandwidth range, whole Gbps (the distribution's by default); a recipe's
+    /// `training_set.intra_gbps`.
+    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
     intra_gbps: Option<[u32; 2]>,
+    /// Inter-machine (NIC) bandwidth range, whole Gbps (the distribution's by default); a
+    /// recipe's `training_set.inter_gbps`.
+    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
     inter_gbps: Option<[u32; 2]>,
+    /// NVLink in half the machines whose GPU type has it (on by default in `today`); a recipe's
+    /// `training_set.nvlink`.
+    #[arg(long)]
     nvlink: bool,
-) -> Result<TopologyDistribution> {
-    let b = TopologyDistribution {
-        intra_gbps: intra_gbps.unwrap_or(TopologyDistribution::TAG.intra_gbps),
-        inter_gbps: inter_gbps.unwrap_or(TopologyDistribution::TAG.inter_gbps),
-        nvlink,
-        ..TopologyDistribution::TAG
-    };
-    match b.problem() {
-        Some((field, problem)) => {
-            let flag = format!("--{}", field.replace('_', "-"));
-            Err(InputError::new("<cli>", &flag, &problem).into())
+}
+
+impl DistributionArgs {
+    /// The distribution these flags ask for, checked.
+    pub fn resolve(&self) -> Result<TopologyDistribution> {
+        let base = self.distribution;
+        let b = TopologyDistribution {
+            intra_gbps: self.intra_gbps.unwrap_or(base.intra_gbps),
+            inter_gbps: self.inter_gbps.unwrap_or(base.inter_gbps),
+            gpus: self.gpus.unwrap_or(base.gpus),
+            nvlink: self.nvlink || base.nvlink,
+        };
+        match b.problem() {
+            Some((field, problem)) => {
+                let flag = format!("--{}", field.replace('_', "-"));
+                Err(InputError::new("<cli>", &flag, &problem).into())
+            }
+            None => Ok(b),
         }
-        None => Ok(b),
     }
+}
+
+/// `--distribution`'s value: a named distribution.
+fn distribution_name(text: &str) -> std::result::Result<TopologyDistribution, String> {
+    TopologyDistribution::named(text)
+        .ok_or_else(|| format!("\"{text}\": expected one of tag, today"))
 }
 
 /// Print `value` as JSON, or its text form.

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::ProgressBar;
 
-use super::common::{distribution, print_json};
+use super::common::{DistributionArgs, Numerics, print_json};
 use topoplace::assets::SHIPPED_POLICY;
 use topoplace::error::{Error, Result};
 use topoplace::experiment::{self, Setup};
 use topoplace::gnn::GnnPolicy;
-use topoplace::resolve::{load_model, load_named_cluster};
+use topoplace::resolve::load_named_cluster;
 use topoplace::train::Recipe;
 
 #[derive(Args)]
@@ -53,17 +53,12 @@ pub struct ExperimentArgs {
     /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
     #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
     topology_seed: u64,
-    /// unseen-topologies and overhead: the topologies' intra-machine bandwidth range, whole
-    /// Gbps (default TAG's 64,160).
-    #[arg(long, value_parser = super::common::gbps_range, value_name = "LOW,HIGH")]
-    intra_gbps: Option<[u32; 2]>,
-    /// unseen-topologies and overhead: the topologies' inter-machine bandwidth range, whole
-    /// Gbps (default TAG's 20,50).
-    #[arg(long, value_parser = super::common::gbps_range, value_name = "LOW,HIGH")]
-    inter_gbps: Option<[u32; 2]>,
-    /// unseen-topologies and overhead: NVLink in half the machines whose GPU type has it.
-    #[arg(long)]
-    nvlink: bool,
+    /// unseen-topologies and overhead: the random topologies' distribution.
+    #[command(flatten)]
+    distribution: DistributionArgs,
+    /// How the models train: the policy sees each GPU's peak in this precision.
+    #[command(flatten)]
+    numerics: Numerics,
     /// search-efficiency: add the warm start's teacher per model (a coordinate descent over the
     /// tree's strategies; minutes per model): the headroom any prior could reach.
     #[arg(long)]
@@ -87,7 +82,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     let models = args
         .models
         .iter()
-        .map(|m| Ok((m.clone(), load_model(m, None)?)))
+        .map(|m| Ok((m.clone(), args.numerics.model(m, None)?)))
         .collect::<Result<Vec<_>>>()?;
     let cluster = load_named_cluster(&args.cluster, "--cluster")?;
     let setup = Setup {
@@ -100,7 +95,8 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         seeds: args.seeds,
         topologies: args.topologies,
         topology_seed: args.topology_seed,
-        distribution: distribution(args.intra_gbps, args.inter_gbps, args.nvlink)?,
+        distribution: args.distribution.resolve()?,
+        cost: args.numerics.cost(),
         headroom: args.headroom,
     };
     let spinner = ProgressBar::new_spinner();

@@ -72,7 +72,7 @@ pub fn run(args: SelfplayArgs) -> Result<()> {
             setups.push(selfplay::draw(&recipe, s, w));
         }
     }
-    let models = Models::load(&recipe.training_set.models)?;
+    let models = Models::load(&recipe.training_set, &recipe.training_set.models)?;
     let progress = progress_bar(
         setups.len() as u64,
         "{bar:30} game {pos}/{len} {elapsed} {msg}",

@@ -5,14 +5,14 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::common::{distribution, gbps_range, print_json};
+use super::common::{DistributionArgs, print_json};
 use topoplace::cluster::{lookup_gpu, parse_nvidia_smi_topo, random_cluster_within};
 use topoplace::error::{InputError, Result};
 use topoplace::io::write_atomic;
 
 #[derive(Subcommand)]
 pub enum TopologyCommand {
-    /// A random cluster from TAG's distribution (§5.2), as a TOML config.
+    /// A random cluster from TAG's distribution (§5.2) or today's, as a TOML config.
     Random {
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -22,17 +22,8 @@ pub enum TopologyCommand {
         /// Print the cluster summary as JSON instead of TOML.
         #[arg(long)]
         json: bool,
-        /// Intra-machine bandwidth range, whole Gbps (TAG: 64,160); a recipe's
-        /// `training_set.intra_gbps`.
-        #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
-        intra_gbps: Option<[u32; 2]>,
-        /// Inter-machine (NIC) bandwidth range, whole Gbps (TAG: 20,50); a recipe's
-        /// `training_set.inter_gbps`.
-        #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
-        inter_gbps: Option<[u32; 2]>,
-        /// NVLink in half the machines whose GPU type has it; a recipe's `training_set.nvlink`.
-        #[arg(long)]
-        nvlink: bool,
+        #[command(flatten)]
+        distribution: DistributionArgs,
     },
     /// A `[[machine]]` entry (interconnect, pair and port bandwidths) from the output of
     /// `nvidia-smi topo -m` saved in a file.
@@ -54,15 +45,8 @@ pub fn run(command: TopologyCommand) -> Result<()> {
             seed,
             out,
             json,
-            intra_gbps,
-            inter_gbps,
-            nvlink,
-        } => (
-            seed,
-            out,
-            json,
-            distribution(intra_gbps, inter_gbps, nvlink)?,
-        ),
+            distribution,
+        } => (seed, out, json, distribution.resolve()?),
         TopologyCommand::NvidiaSmi { file, gpu, name } => {
             return nvidia_smi(&file, &gpu, &name);
         }

@@ -4,7 +4,8 @@
 //! - GPUs per machine: uniform in [1, 8], all of one type per machine;
 //! - GPU type: uniform over 3 types. TAG does not name them; we use its testbed's three families
 //!   as catalog entries: V100-SXM2-16GB, GTX-1080Ti and P100-16GB ([`GpuMix::Wide`] adds the
-//!   T4, A100 and H100 for training sets that cover today's clusters);
+//!   T4, A100 and H100; [`GpuMix::Today`] draws from today's A100s, H100 and a consumer card
+//!   only, the mix of [`TopologyDistribution::TODAY`]);
 //! - intra-machine bandwidth: uniform in [64, 160] Gbps ("absence or presence of NVLink");
 //! - inter-machine (NIC) bandwidth: uniform in [20, 50] Gbps, drawn per machine.
 //!
@@ -44,6 +45,19 @@ pub(crate) const WIDE_GPU_TYPES: [&str; 6] = [
     "H100-SXM-80GB",
 ];
 
+/// The GPU types of today's training clusters in the catalog: the H100 SXM, the A100 in its
+/// three forms (SXM 80 GB and 40 GB, PCIe 40 GB) and a consumer Ampere card (RTX 3070, 8 GB).
+/// Every one has bfloat16 and TF32, so a cluster of them trains in any precision. The L40S and
+/// consumer Ada cards are not in the catalog: their kernel efficiencies have no published
+/// measurement in the fidelity suite to be fitted to.
+pub(crate) const TODAY_GPU_TYPES: [&str; 5] = [
+    "H100-SXM-80GB",
+    "A100-80GB",
+    "A100-40GB",
+    "A100-PCIe-40GB",
+    "RTX-3070",
+];
+
 /// The GPU types a random topology draws a machine's type from (uniformly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -53,6 +67,8 @@ pub enum GpuMix {
     Tag,
     /// TAG's three and T4, A100, H100 ([`WIDE_GPU_TYPES`]).
     Wide,
+    /// Today's Ampere and Hopper GPUs ([`TODAY_GPU_TYPES`]).
+    Today,
 }
 
 impl GpuMix {
@@ -61,7 +77,29 @@ impl GpuMix {
         match self {
             GpuMix::Tag => &RANDOM_GPU_TYPES,
             GpuMix::Wide => &WIDE_GPU_TYPES,
+            GpuMix::Today => &TODAY_GPU_TYPES,
         }
+    }
+
+    /// The name used in recipes and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            GpuMix::Tag => "tag",
+            GpuMix::Wide => "wide",
+            GpuMix::Today => "today",
+        }
+    }
+}
+
+impl std::str::FromStr for GpuMix {
+    type Err = String;
+
+    /// A mix by its name (`tag`, `wide`, `today`); the error lists them.
+    fn from_str(name: &str) -> Result<GpuMix, String> {
+        [GpuMix::Tag, GpuMix::Wide, GpuMix::Today]
+            .into_iter()
+            .find(|m| m.name() == name.trim())
+            .ok_or_else(|| format!("\"{name}\": expected one of tag, wide, today"))
     }
 }
 /// Pair bandwidth of an NVLink-mesh machine (`nvlink`), Gbps: one to two V100 bricks.
@@ -97,6 +135,26 @@ impl TopologyDistribution {
         nvlink: false,
     };
 
+    /// Today's training clusters: [`GpuMix::Today`]'s GPUs, NVLink (NVSwitch at the type's
+    /// whole NVLink bandwidth) in half the machines whose GPUs have it, PCIe machines at 128–256
+    /// Gbps per GPU (PCIe 3.0 to 4.0 ×16), and 100–400 Gbps NICs (EDR to NDR InfiniBand,
+    /// 100–400 GbE).
+    pub const TODAY: TopologyDistribution = TopologyDistribution {
+        intra_gbps: [128, 256],
+        inter_gbps: [100, 400],
+        gpus: GpuMix::Today,
+        nvlink: true,
+    };
+
+    /// The distribution named `name`: `tag` ([`Self::TAG`]) or `today` ([`Self::TODAY`]).
+    pub fn named(name: &str) -> Option<TopologyDistribution> {
+        match name.trim() {
+            "tag" => Some(Self::TAG),
+            "today" => Some(Self::TODAY),
+            _ => None,
+        }
+    }
+
     /// The name of seed `seed`'s topology: `random-<seed>` for TAG's distribution, the ranges
     /// (and `-wide` for the wide GPU mix, `-nvlink` for NVLink machines) appended otherwise (two
     /// distributions never share a name).
@@ -104,6 +162,7 @@ impl TopologyDistribution {
         let gpus = match self.gpus {
             GpuMix::Tag => "",
             GpuMix::Wide => "-wide",
+            GpuMix::Today => "-today",
         };
         let mix = format!("{gpus}{}", if self.nvlink { "-nvlink" } else { "" });
         if (self.intra_gbps, self.inter_gbps) == (Self::TAG.intra_gbps, Self::TAG.inter_gbps) {
@@ -167,13 +226,17 @@ fn random_file(seed: u64, distribution: TopologyDistribution, name: &str) -> Clu
     ClusterFile {
         name: name.to_string(),
         description: format!(
-            "random topology, TAG §5.2 distribution with intra-machine {:?} and inter-machine \
+            "random topology, {} distribution with intra-machine {:?} and inter-machine \
              {:?} Gbps{}{}, seed {seed}",
+            match distribution.gpus {
+                GpuMix::Today => "today's",
+                GpuMix::Tag | GpuMix::Wide => "TAG §5.2",
+            },
             distribution.intra_gbps,
             distribution.inter_gbps,
             match distribution.gpus {
                 GpuMix::Tag => String::new(),
-                GpuMix::Wide => format!(", GPU types {types:?}"),
+                GpuMix::Wide | GpuMix::Today => format!(", GPU types {types:?}"),
             },
             if distribution.nvlink {
                 ", NVLink in half the machines that have it"

@@ -21,7 +21,8 @@
 //!   the smallest GPU memory in the cluster;
 //! - tensor bytes between op groups as the time to send them at the cluster's fastest bandwidth
 //!   relative to `T_DP` (`ln(1 + x)`) and, on a log scale, relative to the largest such tensor;
-//! - GPU counts relative to the cluster's GPUs, memory and FP32 speed relative to the cluster's
+//! - GPU counts relative to the cluster's GPUs, memory and matrix-product peak in the step's
+//!   precision (FP32's in TAG's setting; TF32's or the 16-bit tensor cores' otherwise) relative to the cluster's
 //!   largest, bandwidths relative to the cluster's fastest (linear and on a log scale, since
 //!   NVLink and Ethernet differ by 100×);
 //! - shares (idle, peak memory relative to capacity, flags) as they are, in `[0, 1]` (peak
@@ -33,10 +34,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, GpuSpec};
 use crate::evaluate::sim_report::op_group_feedback_by;
 use crate::evaluate::{DeviceGroupFeedback, Evaluation, OpGroupFeedback};
+use crate::graph::Dtype;
 use crate::group::{op_weights, reference_gpu};
+use crate::precision::Precision;
 use crate::problem::Problem;
 use crate::strategy::{GroupDecision, ReplicationOption};
 
@@ -44,7 +47,8 @@ use crate::strategy::{GroupDecision, ReplicationOption};
 /// memory, option one-hot (4: all-reduce, PS, duplicate, model parallel), share of GPUs used,
 /// makespan, idle before output transfer, decided, next, the strategy's iteration time, OOM.
 pub const OP_FEATURES: usize = 14;
-/// Features per device-group node, in order: GPU share, memory, FP32 speed, intra-group
+/// Features per device-group node, in order: GPU share, memory, matrix-product peak in the
+/// step's precision (FP32 in TAG's), intra-group
 /// bandwidth (log), peak memory share, idle share.
 pub const DEV_FEATURES: usize = 6;
 /// Features per edge, every edge type (unused slots are 0). Op–op: transfer time, log bytes,
@@ -202,7 +206,8 @@ pub(crate) struct StaticFeatures {
     groups: usize,
     /// Per op group: `[ln(1 + compute / T_DP), parameter share, ln(1 + param bytes / memory)]`.
     op_raw: Vec<[f32; 3]>,
-    /// Per device group: `[GPUs / all GPUs, memory / max, FP32 / max, log bandwidth]`.
+    /// Per device group: `[GPUs / all GPUs, memory / max, matrix-product peak / max, log
+    /// bandwidth]`.
     dev_raw: Vec<[f32; 4]>,
     /// Op–op edges with their two raw features.
     op_edges: Vec<(usize, usize, [f32; 2])>,
@@ -237,7 +242,7 @@ impl StaticFeatures {
         StaticFeatures {
             groups,
             op_raw: op_raw(p, op_group, groups, dp_us),
-            dev_raw: dev_raw(cluster, max_bw),
+            dev_raw: dev_raw(cluster, max_bw, p.cost.precision),
             op_edges: op_edges(p, op_group, max_bw, dp_us),
             dev_edges: dev_edges(cluster, max_bw),
             slices: slices(cluster, actions),
@@ -396,7 +401,21 @@ fn op_raw(p: &Problem, op_group: &[u32], groups: usize, dp_us: f64) -> Vec<[f32;
         .collect()
 }
 
-fn dev_raw(cluster: &Cluster, max_bw: f64) -> Vec<[f32; 4]> {
+/// A GPU's peak for the matrix products of a step in `precision`: the FP32 peak in TAG's FP32
+/// (so the shipped policy's features there are what it was trained on), the TF32 or 16-bit
+/// tensor-core peak otherwise. The ratio between GPU types is what the feature carries, and it
+/// moves most with the precision: an H100 is 3.4× an A100 in FP32 and 3.2× in bf16, but a V100
+/// is 0.8× an A100 in FP32 and 0.4× in 16 bits.
+fn matmul_peak(gpu: &GpuSpec, precision: Precision) -> f64 {
+    let dtype = if precision.is_mixed() {
+        Dtype::Half
+    } else {
+        Dtype::F32
+    };
+    precision.matmul_tflops(dtype, gpu)
+}
+
+fn dev_raw(cluster: &Cluster, max_bw: f64, precision: Precision) -> Vec<[f32; 4]> {
     let gpus = cluster.devices.len().max(1) as f64;
     let max_memory = cluster
         .devices
@@ -406,7 +425,7 @@ fn dev_raw(cluster: &Cluster, max_bw: f64) -> Vec<[f32; 4]> {
     let max_flops = cluster
         .groups
         .iter()
-        .map(|g| g.gpu.fp32_tflops)
+        .map(|g| matmul_peak(&g.gpu, precision))
         .fold(0.0, f64::max);
     cluster
         .groups
@@ -426,7 +445,7 @@ fn dev_raw(cluster: &Cluster, max_bw: f64) -> Vec<[f32; 4]> {
             [
                 (g.devices.len() as f64 / gpus) as f32,
                 (memory / max_memory.max(1.0)) as f32,
-                (g.gpu.fp32_tflops / max_flops.max(1e-9)) as f32,
+                (matmul_peak(&g.gpu, precision) / max_flops.max(1e-9)) as f32,
                 log_unit(bw),
             ]
         })

@@ -6,8 +6,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::autocast::autocast;
+use crate::cluster::find_gpu;
+use crate::cost::CostModel;
 use crate::error::{InputError, Result, check_positive};
+use crate::graph::Graph;
 use crate::io::parse_toml;
+use crate::precision::Precision;
+use crate::resolve::load_model_as;
+use crate::zoo::{Framework, ZooOptions};
 
 /// One training recipe.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +78,40 @@ pub struct TrainingSet {
     /// Cluster configs drawn from besides the random topologies.
     #[serde(default)]
     pub clusters: Vec<String>,
+    /// The precision the models train in (`fp32`, TAG's and the default; `tf32`, `bf16`,
+    /// `fp16`): the simulator's peaks and the policy's device features follow it.
+    #[serde(default, with = "by_name", skip_serializing_if = "is_default")]
+    pub precision: Precision,
+    /// Whose kernels the zoo models are built from (`tf1`, TAG's and the default; `pytorch`,
+    /// `pytorch-eager`).
+    #[serde(default, with = "by_name", skip_serializing_if = "is_default")]
+    pub framework: Framework,
+}
+
+fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
+}
+
+/// A field written as its name (a precision, a framework): parsed with `FromStr`, written with
+/// `Display`.
+mod by_name {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<T: Display, S: Serializer>(x: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(x)
+    }
+
+    pub(super) fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
+    where
+        T: FromStr<Err = String>,
+        D: Deserializer<'de>,
+    {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 fn is_tag_mix(mix: &crate::cluster::GpuMix) -> bool {
@@ -78,6 +119,27 @@ fn is_tag_mix(mix: &crate::cluster::GpuMix) -> bool {
 }
 
 impl TrainingSet {
+    /// The cost model the games simulate with: the recipe's precision and its framework's
+    /// runtime memory.
+    pub fn cost(&self) -> CostModel {
+        CostModel {
+            precision: self.precision,
+            runtime: self.framework.runtime_memory(),
+            ..CostModel::default()
+        }
+    }
+
+    /// `name` (a zoo model or a graph file) as it trains under the recipe: built from the
+    /// framework's ops, then autocast to the precision.
+    pub fn model(&self, name: &str) -> Result<Graph> {
+        let opts = ZooOptions {
+            framework: self.framework,
+            ..ZooOptions::default()
+        };
+        let graph = load_model_as(name, &opts)?;
+        Ok(autocast(&graph, self.precision, name)?)
+    }
+
     /// The distribution of the random topologies.
     pub fn distribution(&self) -> crate::cluster::TopologyDistribution {
         crate::cluster::TopologyDistribution {
@@ -387,6 +449,13 @@ impl Recipe {
         }
         if let Some((field, problem)) = set.distribution().problem() {
             return Err(at(&format!("training_set.{field}"), &problem));
+        }
+        if set.topologies > 0 {
+            for gpu in set.gpus.types().iter().filter_map(|g| find_gpu(g)) {
+                if let Err(why) = set.precision.supported_on(gpu) {
+                    return Err(at("training_set.precision", &why));
+                }
+            }
         }
         let positive = [
             ("steps", self.steps as f64),

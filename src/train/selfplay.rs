@@ -18,17 +18,16 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, TopologyDistribution, random_cluster_within};
-use crate::cost::CostModel;
 use crate::error::{Error, Result, TrainError};
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
 use crate::graph::Graph;
 use crate::io::write_atomic;
 use crate::mcts::{Mcts, MctsConfig};
 use crate::problem::Problem;
-use crate::resolve::{load_model, load_named_cluster};
+use crate::resolve::load_named_cluster;
 
 use super::checkpoint::step_seed;
-use super::recipe::Recipe;
+use super::recipe::{Recipe, TrainingSet};
 
 /// Where a game's cluster comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,12 +177,13 @@ pub struct Models {
 }
 
 impl Models {
-    /// Load every distinct model of `names` (zoo names or graph files) once.
-    pub fn load(names: &[String]) -> Result<Models> {
+    /// Load every distinct model of `names` (zoo names or graph files) once, as they train
+    /// under `set`'s framework and precision.
+    pub fn load(set: &TrainingSet, names: &[String]) -> Result<Models> {
         let mut graphs = BTreeMap::new();
         for name in names {
             if !graphs.contains_key(name) {
-                graphs.insert(name.clone(), load_model(name, None)?);
+                graphs.insert(name.clone(), set.model(name)?);
             }
         }
         Ok(Models { graphs })
@@ -236,7 +236,7 @@ pub(crate) fn game_search<T>(
 ) -> Result<T> {
     let graph = models.get(&setup.model)?;
     let cluster = setup.cluster.load()?;
-    let cost = CostModel::default();
+    let cost = recipe.training_set.cost();
     let p = Problem {
         graph,
         cluster: &cluster,

@@ -24,8 +24,7 @@ use burn::tensor::Bytes;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::random_cluster;
-use crate::cost::CostModel;
+use crate::cluster::random_cluster_within;
 use crate::error::{Error, GnnError, Result, TrainError};
 use crate::gnn::{self, GnnConfig, GnnModel, GnnPolicy};
 use crate::io::{read_file, write_atomic};
@@ -209,7 +208,7 @@ impl<'r> Trainer<'r> {
         let mut t = Trainer {
             recipe,
             opts,
-            models: Models::load(&recipe.all_models())?,
+            models: Models::load(&recipe.training_set, &recipe.all_models())?,
             config,
             model: GnnModel::new(&config, recipe.seed, &device),
             device,
@@ -582,8 +581,8 @@ pub fn evaluate(recipe: &Recipe, models: &Models, policy: Option<&GnnPolicy>) ->
         .map(|i| {
             let seed = eval.topology_seed + i;
             let graph = models.get(&names[i as usize % names.len()])?;
-            let cluster = random_cluster(seed);
-            let cost = CostModel::default();
+            let cluster = random_cluster_within(seed, recipe.training_set.distribution());
+            let cost = recipe.training_set.cost();
             let p = Problem {
                 graph,
                 cluster: &cluster,
