@@ -84,6 +84,30 @@ pub struct Setup<'a> {
     pub headroom: bool,
 }
 
+impl Setup<'_> {
+    /// `graph` searched on unseen topology `i` (seed `topology_seed + i` of the distribution)
+    /// with `policy`'s priors (`None`: uniform) for `budget` leaves, seeded by the topology.
+    fn search_unseen(
+        &self,
+        graph: &Graph,
+        i: u64,
+        policy: Option<&GnnPolicy>,
+        budget: usize,
+    ) -> Result<SearchOutcome> {
+        let seed = self.topology_seed + i;
+        let cluster = random_cluster_within(seed, self.distribution);
+        search_once(
+            graph,
+            &cluster,
+            &self.cost,
+            policy,
+            budget,
+            self.groups,
+            seed,
+        )
+    }
+}
+
 /// The result of one search, as the experiments read it.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct SearchOutcome {
@@ -332,26 +356,8 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
         let pairs: Vec<(SearchOutcome, SearchOutcome)> = (0..s.topologies)
             .into_par_iter()
             .map(|i| {
-                let seed = s.topology_seed + i;
-                let cluster = random_cluster_within(seed, s.distribution);
-                let with = search_once(
-                    graph,
-                    &cluster,
-                    &s.cost,
-                    Some(s.policy),
-                    s.budget,
-                    s.groups,
-                    seed,
-                )?;
-                let without = search_once(
-                    graph,
-                    &cluster,
-                    &s.cost,
-                    None,
-                    uniform_budget,
-                    s.groups,
-                    seed,
-                )?;
+                let with = s.search_unseen(graph, i, Some(s.policy), s.budget)?;
+                let without = s.search_unseen(graph, i, None, uniform_budget)?;
                 Ok((with, without))
             })
             .collect::<Result<_>>()?;
@@ -460,18 +466,8 @@ pub fn overhead(s: &Setup) -> Result<Output> {
         // One at a time: the time of a search alone on the machine.
         let times: Vec<f64> = (0..s.topologies)
             .map(|i| {
-                let seed = s.topology_seed + i;
-                let cluster = random_cluster_within(seed, s.distribution);
-                search_once(
-                    graph,
-                    &cluster,
-                    &s.cost,
-                    Some(s.policy),
-                    s.budget,
-                    s.groups,
-                    seed,
-                )
-                .map(|o| o.seconds)
+                s.search_unseen(graph, i, Some(s.policy), s.budget)
+                    .map(|o| o.seconds)
             })
             .collect::<Result<_>>()?;
         let max = times.iter().copied().fold(0.0, f64::max);

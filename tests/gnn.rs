@@ -13,7 +13,9 @@ use burn::prelude::*;
 use topoplace::cluster::Cluster;
 use topoplace::cost::CostModel;
 use topoplace::evaluate::{Placement, evaluate};
-use topoplace::gnn::features::{DEV_FEATURES, EDGE_FEATURES, EdgeList, OP_FEATURES, OPTIONS};
+use topoplace::gnn::features::{
+    DEV_FEATURES, EDGE_FEATURES, EdgeList, Feedback, OP_FEATURES, OPTIONS,
+};
 use topoplace::gnn::{
     GnnConfig, GnnModel, GnnPolicy, HeteroGraph, Slice, VertexPriors, adam_step, cross_entropy,
     to_vec,
@@ -23,7 +25,7 @@ use topoplace::mcts::{
     Mcts, MctsConfig, Shares, actions, build_strategy, lift_priors, metis_groups, search_with,
 };
 use topoplace::problem::Problem;
-use topoplace::strategy::AllReducePacking;
+use topoplace::strategy::{AllReducePacking, GroupDecision};
 use topoplace::zoo;
 
 fn small() -> GnnConfig {
@@ -268,26 +270,36 @@ fn a_gnn_guided_search_is_deterministic_and_never_loses_to_dp() {
     assert_eq!(a.iterations, 48);
 }
 
-#[test]
-fn vertex_graphs_carry_table_1_features() {
-    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
-    let p = problem(&graph, &cluster, &cost);
-    let op_group = metis_groups(&p, 8, 0).unwrap();
+/// `p` grouped into METIS groups, its priors under `policy`, and the runtime feedback of data
+/// parallelism over every GPU (every group on action 0).
+fn data_parallel_vertex<'a>(
+    p: &Problem,
+    groups: usize,
+    policy: &'a GnnPolicy,
+) -> (usize, Vec<GroupDecision>, VertexPriors<'a>, Feedback) {
+    let op_group = metis_groups(p, groups, 0).unwrap();
     let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
-    let policy = GnnPolicy::init(small(), 0).unwrap();
-    let acts = actions(&cluster);
-    let vp = VertexPriors::new(&policy, &p, &op_group, &acts, 1000.0);
+    let acts = actions(p.cluster);
+    let vp = VertexPriors::new(policy, p, &op_group, &acts, 1000.0);
     let dp = build_strategy(
         &op_group,
         &acts,
         &vec![0; groups],
         AllReducePacking::Packed,
         Shares::EVEN,
-        cluster.devices.len(),
+        p.cluster.devices.len(),
     )
     .unwrap();
-    let e = evaluate(&p, &Placement::plain(dp, "")).unwrap();
-    let fb = vp.feedback(&e);
+    let fb = vp.feedback(&evaluate(p, &Placement::plain(dp, "")).unwrap());
+    (groups, acts, vp, fb)
+}
+
+#[test]
+fn vertex_graphs_carry_table_1_features() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let policy = GnnPolicy::init(small(), 0).unwrap();
+    let (groups, acts, vp, fb) = data_parallel_vertex(&p, 8, &policy);
     let mut choice = vec![0u16; groups];
     choice[1] = (acts.len() - 1) as u16;
     let g = vp.graph(&choice, 2, &fb);
@@ -744,21 +756,8 @@ fn device_speed_features_follow_the_precision() {
             ..CostModel::default()
         };
         let p = problem(&graph, &cluster, &cost);
-        let op_group = metis_groups(&p, 4, 0).unwrap();
         let policy = GnnPolicy::init(small(), 0).unwrap();
-        let acts = actions(&cluster);
-        let vp = VertexPriors::new(&policy, &p, &op_group, &acts, 1000.0);
-        let groups = op_group.iter().map(|&g| g as usize + 1).max().unwrap();
-        let dp = build_strategy(
-            &op_group,
-            &acts,
-            &vec![0; groups],
-            AllReducePacking::Packed,
-            Shares::EVEN,
-            cluster.devices.len(),
-        )
-        .unwrap();
-        let fb = vp.feedback(&evaluate(&p, &Placement::plain(dp, "")).unwrap());
+        let (groups, _, vp, fb) = data_parallel_vertex(&p, 4, &policy);
         let g = vp.graph(&vec![0; groups], 0, &fb);
         for (j, group) in cluster.groups.iter().enumerate() {
             let speed = g.dev_features[j * DEV_FEATURES + 2];

@@ -558,10 +558,17 @@ impl Environment {
     }
 }
 
-/// A random cluster from TAG's distribution (`topoplace topology random --seed`), as its TOML.
+/// A random cluster from TAG's distribution or today's (`topoplace topology random --seed
+/// --distribution`), as its TOML.
 #[pyfunction]
-fn random_topology(seed: u64) -> String {
-    topoplace::cluster::random_cluster(seed).to_toml()
+#[pyo3(signature = (seed, distribution="tag"))]
+fn random_topology(py: Python<'_>, seed: u64, distribution: &str) -> PyResult<String> {
+    let Some(drawn) = topoplace::cluster::TopologyDistribution::named(distribution) else {
+        let why = format!("\"{distribution}\": expected one of tag, today");
+        let e = topoplace::InputError::new("<cli>", "distribution", why);
+        return Err(to_python(py, e.into()));
+    };
+    Ok(topoplace::cluster::random_cluster_within(seed, drawn).to_toml())
 }
 
 /// A `[[machine]]` entry from `nvidia-smi topo -m` output, as `topoplace topology nvidia-smi`

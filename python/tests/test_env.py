@@ -110,3 +110,11 @@ def test_a_random_topology_is_the_cli_one(tmp_path):
     path = tp.random_topology(424242, tmp_path / "t.toml")
     shown = cli("topology", "random", "--seed", "424242")
     assert shown.returncode == 0 and path.read_text() == shown.stdout
+    today = tp.random_topology(7, tmp_path / "today.toml", distribution="today")
+    shown = cli("topology", "random", "--seed", "7", "--distribution", "today")
+    assert shown.returncode == 0 and today.read_text() == shown.stdout
+    assert "H100" in today.read_text() or "A100" in today.read_text()
+    with pytest.raises(tp.InputError) as e:
+        tp.random_topology(7, tmp_path / "bad.toml", distribution="2019")
+    assert e.value.field == "distribution"
+    assert not (tmp_path / "bad.toml").exists()

@@ -190,11 +190,13 @@ def shipped_clusters() -> list[str]:
     return list(_topoplace.shipped_clusters())
 
 
-def random_topology(seed: int, path: PathLike) -> Path:
-    """Writes a random cluster of TAG's distribution (``topoplace topology random --seed``) to
-    ``path``, a TOML file any call takes as its cluster."""
+def random_topology(seed: int, path: PathLike, distribution: str = "tag") -> Path:
+    """Writes a random cluster of TAG's distribution, or of today's with
+    ``distribution="today"`` (``topoplace topology random --seed --distribution``), to ``path``,
+    a TOML file any call takes as its cluster."""
+    text = _topoplace.random_topology(seed, distribution)
     path = Path(path)
-    path.write_text(_topoplace.random_topology(seed))
+    path.write_text(text)
     return path
 
 
