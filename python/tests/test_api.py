@@ -261,8 +261,12 @@ def test_ctrl_c_stops_a_long_call_and_its_worker_at_once():
     import sys
     import time
 
-    # A search that would run for a minute, interrupted after it has started.
+    # A search that would run for a minute, interrupted after it has started. The child takes
+    # Python's own SIGINT handler: one started in the background by a shell without job control
+    # inherits SIGINT ignored, and would run the search to its limit.
     script = (
+        "import signal\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "import topoplace as tp\n"
         "print('started', flush=True)\n"
         "try:\n"
