@@ -76,6 +76,8 @@ pub struct Setup<'a> {
     pub topology_seed: u64,
     /// The unseen topologies' distribution (TAG's: [`TopologyDistribution::TAG`]).
     pub distribution: TopologyDistribution,
+    /// Seed every search with one GPU of each device group too ([`MctsConfig::seed_one_gpu`]).
+    pub one_gpu_seed: bool,
     /// The cost model every search simulates with: its precision decides each GPU's peak, in
     /// the simulator and in the policy's features (TAG's: [`CostModel::default`]).
     pub cost: CostModel,
@@ -96,15 +98,13 @@ impl Setup<'_> {
     ) -> Result<SearchOutcome> {
         let seed = self.topology_seed + i;
         let cluster = random_cluster_within(seed, self.distribution);
-        search_once(
-            graph,
-            &cluster,
-            &self.cost,
-            policy,
-            budget,
-            self.groups,
-            seed,
-        )
+        let p = experiment_problem(graph, &cluster, &self.cost)?;
+        let config = MctsConfig {
+            iterations: budget,
+            seed_one_gpu: self.one_gpu_seed,
+            ..experiment_config(seed)
+        };
+        search_outcome(&p, policy, self.groups, config)
     }
 }
 
@@ -121,30 +121,30 @@ pub struct SearchOutcome {
     pub seconds: f64,
 }
 
-/// The search the experiments run: `graph` on `cluster` with the default cost model, seeded by
-/// `seed`, without the SFB double check (the same post-processing for every prior compared).
-fn experiment_search<T>(
-    graph: &Graph,
-    cluster: &Cluster,
-    cost: &CostModel,
-    seed: u64,
-    run: impl FnOnce(Problem, MctsConfig) -> Result<T>,
-) -> Result<T> {
-    cost.precision
-        .check_cluster(cluster, &cluster.name, "precision")?;
-    let p = Problem {
-        graph,
-        cluster,
-        cost,
-    };
-    // TAG's search alone: the experiments compare priors, which the polish would blur.
-    let config = MctsConfig {
+/// The tree the experiments run, seeded by `seed`: TAG's search alone, without the SFB double
+/// check and the polish (the experiments compare priors, which the polish would blur).
+fn experiment_config(seed: u64) -> MctsConfig {
+    MctsConfig {
         seed,
         sfb_check: false,
         polish: 0,
         ..MctsConfig::default()
-    };
-    run(p, config)
+    }
+}
+
+/// `graph` on `cluster` with `cost`, refused when a GPU lacks the cost model's precision.
+fn experiment_problem<'a>(
+    graph: &'a Graph,
+    cluster: &'a Cluster,
+    cost: &'a CostModel,
+) -> Result<Problem<'a>> {
+    cost.precision
+        .check_cluster(cluster, &cluster.name, "precision")?;
+    Ok(Problem {
+        graph,
+        cluster,
+        cost,
+    })
 }
 
 /// Search `graph` on `cluster` with `policy`'s priors (`None`: uniform) and read the outcome.
@@ -157,24 +157,33 @@ pub fn search_once(
     groups: usize,
     seed: u64,
 ) -> Result<SearchOutcome> {
-    experiment_search(graph, cluster, cost, seed, |p, config| {
-        let config = MctsConfig {
-            iterations: budget,
-            ..config
-        };
-        let began = Instant::now();
-        let mut best: (Option<f64>, usize) = (None, 0);
-        let found = search_with(&p, groups, config, policy, |progress| {
-            if progress.best_us != best.0 {
-                best = (progress.best_us, progress.iterations);
-            }
-        })?;
-        Ok(SearchOutcome {
-            speedup: found.speedup_over_dp(),
-            beat_dp_at: found.beat_dp_at,
-            best_at: best.1,
-            seconds: began.elapsed().as_secs_f64(),
-        })
+    let p = experiment_problem(graph, cluster, cost)?;
+    let config = MctsConfig {
+        iterations: budget,
+        ..experiment_config(seed)
+    };
+    search_outcome(&p, policy, groups, config)
+}
+
+/// The outcome of the search `config` describes, over `groups` METIS groups of `p`.
+fn search_outcome(
+    p: &Problem,
+    policy: Option<&GnnPolicy>,
+    groups: usize,
+    config: MctsConfig,
+) -> Result<SearchOutcome> {
+    let began = Instant::now();
+    let mut best: (Option<f64>, usize) = (None, 0);
+    let found = search_with(p, groups, config, policy, |progress| {
+        if progress.best_us != best.0 {
+            best = (progress.best_us, progress.iterations);
+        }
+    })?;
+    Ok(SearchOutcome {
+        speedup: found.speedup_over_dp(),
+        beat_dp_at: found.beat_dp_at,
+        best_at: best.1,
+        seconds: began.elapsed().as_secs_f64(),
     })
 }
 
@@ -200,11 +209,10 @@ pub fn teacher_speedup(
     seed: u64,
     passes: usize,
 ) -> Result<f64> {
-    experiment_search(graph, cluster, cost, seed, |p, config| {
-        let mcts = Mcts::grouped(p, groups, config)?;
-        let (_, best_us) = descend(&mcts, passes)?;
-        Ok(mcts.dp_us() / best_us - 1.0)
-    })
+    let p = experiment_problem(graph, cluster, cost)?;
+    let mcts = Mcts::grouped(p, groups, experiment_config(seed))?;
+    let (_, best_us) = descend(&mcts, passes)?;
+    Ok(mcts.dp_us() / best_us - 1.0)
 }
 
 /// A finished experiment: a table (also CSV) and a chart.

@@ -145,6 +145,16 @@ fn uniform_mcts_finds_the_enumerated_optimum() {
 }
 
 /// The tree alone over `op_group`, without the SFB check, after `iterations` leaves.
+/// The actions that replicate with each of `options` over one device group alone, option by
+/// option: the order of the search's seeds.
+fn each_group_alone(c: &Cluster, options: &[&str]) -> Vec<u16> {
+    let mut out = Vec::new();
+    for option in options {
+        out.extend(c.groups.iter().map(|g| action_over(c, option, &g.devices)));
+    }
+    out
+}
+
 fn tree_alone(p: Problem, op_group: &[u32], iterations: usize) -> SearchResult {
     let no_sfb = MctsConfig {
         sfb_check: false,
@@ -212,10 +222,7 @@ fn the_seeds_then_try_each_gpu_type_across_its_device_groups() {
     };
     let op_group = metis_groups(&p, 3, 0).unwrap();
     let over = |option: &str, devices: &[usize]| action_over(&c, option, devices);
-    let mut alone = Vec::new();
-    for option in ["all-reduce", "ps"] {
-        alone.extend(c.groups.iter().map(|grp| over(option, &grp.devices)));
-    }
+    let alone = each_group_alone(&c, &["all-reduce", "ps"]);
     let v100s = [over("all-reduce", &[0, 1, 4, 5]), over("ps", &[0, 1, 4, 5])];
     let before = best_uniform_choice(&p, &op_group, &[&alone[..], &[0]].concat());
     let with_types = best_uniform_choice(&p, &op_group, &[&alone[..], &v100s[..], &[0]].concat());
@@ -542,4 +549,50 @@ fn an_all_dp_episode_is_dp_nccl_and_the_best_episode_is_the_enumerated_best() {
         env.step(&p, n).is_err(),
         "an action past the last is refused"
     );
+}
+
+/// With `seed_one_gpu` the seeds end with one GPU of each device group (every op group
+/// duplicated on its GPUs): in bf16 one H100 runs a BERT step faster than four of them on a slow
+/// PCIe switch all-reduce its FP32 gradients, so that seed beats every other one and the tree
+/// returns it after the seeds; without it the seeds return the best of the others.
+#[test]
+fn the_one_gpu_seeds_try_one_gpu_of_each_device_group() {
+    use topoplace::autocast::autocast;
+    use topoplace::precision::Precision;
+    let text = "name = \"pcie\"\n\
+        [[machine]]\nname = \"h\"\ngpu = \"H100-SXM-80GB\"\ngpus = 4\nintra_bandwidth = \"10 GB/s\"\nnic = \"100 Gbps\"\n\
+        [[machine]]\nname = \"a\"\ngpu = \"A100-PCIe-40GB\"\ngpus = 4\nintra_bandwidth = \"10 GB/s\"\nnic = \"100 Gbps\"\n";
+    let c = parse_cluster(text, "<test>").unwrap();
+    let cost = CostModel {
+        precision: Precision::Bf16,
+        ..CostModel::default()
+    };
+    let g = autocast(&model("bert-small"), Precision::Bf16, "bert-small").unwrap();
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let others = [vec![0], each_group_alone(&c, &["all-reduce", "ps"])].concat();
+    let one_gpu = each_group_alone(&c, &["duplicate"]);
+    let op_group = metis_groups(&p, 3, 0).unwrap();
+    let before = best_uniform_choice(&p, &op_group, &others);
+    let with_one_gpu = best_uniform_choice(&p, &op_group, &[&others[..], &one_gpu[..]].concat());
+    assert!(
+        with_one_gpu < before * 0.9,
+        "one H100 must beat every other seed, or the test proves nothing: {with_one_gpu} vs {before}"
+    );
+    // A budget of exactly the seeds: four without (AllReduce and a parameter server on each
+    // machine), six with.
+    let search = |seed_one_gpu: bool, leaves: usize| {
+        let seeded = MctsConfig {
+            sfb_check: false,
+            seed_one_gpu,
+            ..config(leaves, 0)
+        };
+        let mcts = Mcts::new(p, op_group.clone(), seeded).unwrap();
+        mcts.run(|_| {}).unwrap().iteration_us()
+    };
+    assert!((search(true, 6) - with_one_gpu).abs() <= 1e-9 * with_one_gpu);
+    assert!((search(false, 4) - before).abs() <= 1e-9 * before);
 }

@@ -25,12 +25,17 @@ impl Mcts<'_> {
         let ps = single_group_actions(cluster, &self.actions, ReplicationOption::Ps);
         let by_type = [ReplicationOption::AllReduce, ReplicationOption::Ps]
             .map(|option| one_type_actions(cluster, &self.actions, option));
+        let one_gpu = match self.config.seed_one_gpu {
+            true => single_group_actions(cluster, &self.actions, ReplicationOption::Duplicate),
+            false => Vec::new(),
+        };
         // No two are the same action: a one-type union spans several device groups.
         let seeds: Vec<u16> = self
             .single_group_allreduce
             .iter()
             .chain(&ps)
             .chain(by_type.iter().flatten())
+            .chain(&one_gpu)
             .copied()
             .filter(|&a| a != 0)
             .take(self.config.iterations)
