@@ -4,10 +4,12 @@
 use std::path::Path;
 
 use crate::assets;
+use crate::autocast::autocast;
 use crate::cluster::catalog::known_names;
 use crate::cluster::{Cluster, known_profile_key, load_cluster, parse_cluster};
 use crate::error::{InputError, Result};
 use crate::graph::{Graph, rebatch};
+use crate::precision::Precision;
 use crate::{import, zoo};
 
 /// Whether `model` names a zoo model (optionally `-inference`).
@@ -66,6 +68,12 @@ pub fn load_model_as(model: &str, opts: &zoo::ZooOptions) -> Result<Graph> {
         Some(batch) if batch != graph.batch_size => Ok(rebatch(&graph, batch, model)?),
         _ => Ok(graph),
     }
+}
+
+/// [`load_model_as`], then autocast to `precision`: the graph as the model trains in it.
+pub fn load_trained(model: &str, opts: &zoo::ZooOptions, precision: Precision) -> Result<Graph> {
+    let graph = load_model_as(model, opts)?;
+    Ok(autocast(&graph, precision, model)?)
 }
 
 /// A graph file in `format` (or the one detected), whose profiled times each name a GPU of the

@@ -1023,6 +1023,16 @@ fn bench_place_reports_what_place_finds() {
 /// A full stdout is one error naming stdout and exit 1, never a panic or a silent success: for
 /// clap's help and version too.
 #[cfg(target_os = "linux")]
+/// `out` is a command's error (exit 1, no panic) whose message starts with `prefix`.
+fn failed_with(out: &std::process::Output, args: &[&str], prefix: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(
+        err.starts_with(prefix) && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_full_stdout_is_an_error_not_a_panic() {
     use std::process::Stdio;
@@ -1052,12 +1062,7 @@ fn a_full_stdout_is_an_error_not_a_panic() {
             .stdout(Stdio::from(full))
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.starts_with("error: <stdout>:") && !err.contains("panicked"),
-            "{err}"
-        );
+        failed_with(&out, args, "error: <stdout>:");
     }
 }
 
@@ -1167,12 +1172,7 @@ fn an_endless_input_is_refused_not_read_forever() {
             .args(args)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-        assert!(
-            err.starts_with("error: /dev/zero: more than 1 GiB") && !err.contains("panicked"),
-            "{err}"
-        );
+        failed_with(&out, &args, "error: /dev/zero: more than 1 GiB");
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::path::Path;
 
-use crate::autocast::autocast;
 use crate::cluster::Cluster;
 use crate::cost::CostModel;
 use crate::error::{Error, InputError, Result};
@@ -12,7 +11,7 @@ use crate::graph::Graph;
 use crate::io::write_atomic;
 use crate::precision::Precision;
 use crate::problem::Problem;
-use crate::resolve::{load_model_as, load_named_cluster};
+use crate::resolve::{load_named_cluster, load_trained};
 use crate::sfb::{SfbOptions, duplicated_ops};
 use crate::sim::chrome_trace;
 use crate::strategy::{Reference, Strategy, load_strategy};
@@ -46,11 +45,7 @@ pub struct Numerics {
 impl Numerics {
     /// The cost model of this precision.
     pub fn cost(self) -> CostModel {
-        CostModel {
-            precision: self.precision,
-            runtime: self.framework.runtime_memory(),
-            ..CostModel::default()
-        }
+        self.framework.cost_model(self.precision)
     }
 
     /// The zoo options of this framework, sequence length and optimizer (at the model's own
@@ -70,8 +65,7 @@ impl Numerics {
             batch_size: batch,
             ..self.zoo_options()
         };
-        let graph = load_model_as(model, &opts).map_err(seq_as_flag)?;
-        Ok(autocast(&graph, self.precision, model)?)
+        load_trained(model, &opts, self.precision).map_err(seq_as_flag)
     }
 
     /// Refuses `cluster` when one of its GPUs lacks the precision.

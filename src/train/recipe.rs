@@ -6,14 +6,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::autocast::autocast;
 use crate::cluster::find_gpu;
 use crate::cost::CostModel;
 use crate::error::{InputError, Result, check_positive};
 use crate::graph::Graph;
 use crate::io::parse_toml;
 use crate::precision::Precision;
-use crate::resolve::load_model_as;
+use crate::resolve::load_trained;
 use crate::zoo::{Framework, ZooOptions};
 
 /// One training recipe.
@@ -122,11 +121,7 @@ impl TrainingSet {
     /// The cost model the games simulate with: the recipe's precision and its framework's
     /// runtime memory.
     pub fn cost(&self) -> CostModel {
-        CostModel {
-            precision: self.precision,
-            runtime: self.framework.runtime_memory(),
-            ..CostModel::default()
-        }
+        self.framework.cost_model(self.precision)
     }
 
     /// `name` (a zoo model or a graph file) as it trains under the recipe: built from the
@@ -136,8 +131,7 @@ impl TrainingSet {
             framework: self.framework,
             ..ZooOptions::default()
         };
-        let graph = load_model_as(name, &opts)?;
-        Ok(autocast(&graph, self.precision, name)?)
+        load_trained(name, &opts, self.precision)
     }
 
     /// The distribution of the random topologies.

@@ -3,7 +3,8 @@
 
 use std::fmt;
 
-use crate::cost::RuntimeMemory;
+use crate::cost::{CostModel, RuntimeMemory};
+use crate::precision::Precision;
 
 /// Which framework's ops a zoo graph is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -36,6 +37,16 @@ impl Framework {
             Framework::Tf1 => "tf1",
             Framework::Pytorch => "pytorch",
             Framework::PytorchEager => "pytorch-eager",
+        }
+    }
+
+    /// The cost model of a step in `precision` under this framework: its peaks and the runtime's
+    /// memory ([`Self::runtime_memory`]), the shipped kernel efficiencies.
+    pub fn cost_model(self, precision: Precision) -> CostModel {
+        CostModel {
+            precision,
+            runtime: self.runtime_memory(),
+            ..CostModel::default()
         }
     }
 
