@@ -266,3 +266,29 @@ proptest! {
         }
     }
 }
+
+/// An attention shape reads back as written; a zero size or an unknown key is named.
+#[test]
+fn attention_shapes_round_trip_and_bad_ones_are_named() {
+    let shaped = broken(
+        r#""flops": 256, "bytes_accessed""#,
+        r#""attention": {"seq_q": 128, "seq_k": 256, "head_dim": 64, "causal": true}, "flops": 256, "bytes_accessed""#,
+    );
+    let g = parse_graph(&shaped, "shaped.json").unwrap();
+    let shape = g.op(2).attention.unwrap();
+    assert_eq!((shape.seq_q, shape.seq_k, shape.head_dim), (128, 256, 64));
+    assert!(shape.causal);
+    let text = serde_json::to_string(&topoplace::graph::GraphFile::from_graph(&g)).unwrap();
+    let again = parse_graph(&text, "again.json").unwrap();
+    assert_eq!(again.op(2).attention, Some(shape));
+
+    let zero = shaped.replace(r#""head_dim": 64"#, r#""head_dim": 0"#);
+    let msg = error_of(&zero);
+    assert!(
+        msg.contains("ops[2].attention.head_dim") && msg.contains("at least 1"),
+        "{msg}"
+    );
+    let unknown = shaped.replace(r#""causal": true"#, r#""causal": true, "heads": 4"#);
+    let msg = error_of(&unknown);
+    assert!(msg.contains("heads"), "{msg}");
+}

@@ -1,7 +1,7 @@
 //! The model zoo: parameter counts and MACs against published figures, and the structure of the
 //! generated training graphs (backward pass, gradient links, optimizer ops, batch scaling).
 
-use topoplace::graph::{Graph, Phase, Splittability};
+use topoplace::graph::{AttentionShape, Graph, Phase, Splittability};
 use topoplace::zoo::{self, Framework, GptConfig, Optimizer, ZooOptions};
 
 const CNNS: &[&str] = &["inception-v3", "resnet101", "vgg19", "alexnet", "vgg16"];
@@ -659,4 +659,51 @@ fn llama_attention_shares_its_key_value_heads() {
         .count();
     assert_eq!(softmax, 32);
     assert!(topoplace::resolve::load_model("llama-70b", Some(1)).is_ok());
+}
+
+#[test]
+fn fused_attention_carries_its_shape_forward_and_backward() {
+    let opts = ZooOptions {
+        batch_size: Some(2),
+        seq: Some(512),
+        framework: Framework::Pytorch,
+        ..ZooOptions::default()
+    };
+    // Llama 3 8B: 32 query heads of 128 over 8 key/value heads, causal.
+    let llama = AttentionShape {
+        seq_q: 512,
+        seq_k: 512,
+        head_dim: 128,
+        causal: true,
+    };
+    // BERT-large: 16 heads of 64 under a padding mask, not causal.
+    let bert = AttentionShape {
+        head_dim: 64,
+        causal: false,
+        ..llama
+    };
+    for (model, shape, layers) in [("llama-8b", llama, 32), ("bert-large", bert, 24)] {
+        let g = zoo::build(model, &opts).unwrap();
+        let attention: Vec<_> = g
+            .ops()
+            .iter()
+            .filter(|o| o.op_type.starts_with("ScaledDotProductAttention"))
+            .collect();
+        let forward = attention
+            .iter()
+            .filter(|o| o.phase == Phase::Forward)
+            .count();
+        assert_eq!(forward, layers, "{model}");
+        // One backward op per distinct input (query, key, value) in every layer.
+        assert_eq!(attention.len(), 4 * layers, "{model}");
+        for op in &attention {
+            assert_eq!(op.attention, Some(shape), "{model}: {}", op.name);
+        }
+        // No other op has one.
+        let shaped = g.ops().iter().filter(|o| o.attention.is_some()).count();
+        assert_eq!(shaped, attention.len(), "{model}");
+    }
+    // TensorFlow's graphs decompose attention: nothing fused, nothing shaped.
+    let tf1 = zoo::build("bert-large", &ZooOptions::default()).unwrap();
+    assert!(tf1.ops().iter().all(|o| o.attention.is_none()));
 }

@@ -14,6 +14,9 @@ use crate::graph::Op;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KernelClass {
     Gemm,
+    /// Fused attention of a known shape ([`crate::graph::Op::attention`]): in 16 bits it runs at
+    /// the published kernels' speed ([`super::attention`]), otherwise as a matrix product.
+    Attention,
     /// A convolution run with Winograd's minimal filtering (3x3, stride 1).
     ConvWinograd,
     /// A convolution run with FFTs (stride 1, window 5x5 or larger).
@@ -27,6 +30,9 @@ pub(crate) enum KernelClass {
 impl KernelClass {
     /// The class of `op`, from its convolution window or its framework type.
     pub(crate) fn of(op: &Op) -> KernelClass {
+        if op.attention.is_some() {
+            return KernelClass::Attention;
+        }
         if let Some(w) = op.conv_window {
             return if w.winograd_eligible() {
                 KernelClass::ConvWinograd
@@ -115,7 +121,7 @@ impl KernelEfficiency {
     /// Share of peak FLOPs for `class` and the factor its algorithm saves on nominal FLOPs.
     pub(crate) fn compute(&self, class: KernelClass) -> (f64, f64) {
         match class {
-            KernelClass::Gemm => (self.gemm, 1.0),
+            KernelClass::Gemm | KernelClass::Attention => (self.gemm, 1.0),
             KernelClass::ConvWinograd => (self.conv, self.winograd_speedup),
             KernelClass::ConvFft => (self.conv, self.fft_speedup),
             KernelClass::Conv | KernelClass::Memory => (self.conv, 1.0),

@@ -1,8 +1,9 @@
 //! The cost model: compute time of an op on a GPU ([`model`], with per-architecture kernel
-//! efficiencies in [`kernels`]), transfer time between devices, the closed forms of gradient
+//! efficiencies in [`kernels`] and fused attention's published speeds in [`attention`]), transfer time between devices, the closed forms of gradient
 //! synchronisation ([`collective`]), the fits that calibrate them ([`fit`]), and the memory a
 //! framework's runtime holds beyond the tensors ([`runtime_memory`]).
 
+pub(crate) mod attention;
 pub(crate) mod collective;
 pub(crate) mod fit;
 pub(crate) mod kernels;

@@ -7,6 +7,7 @@
 //! on the batch (parameters, optimizer) are not scaled. Transfers cost latency + bytes /
 //! bottleneck bandwidth of the route.
 
+use super::attention::attention_share;
 use super::collective::CommModel;
 use super::fit::LinearBatchModel;
 use super::kernels::{KernelClass, KernelEfficiency, KernelTable};
@@ -92,6 +93,9 @@ impl CostModel {
         let (peak, efficiency, speedup) = match class {
             KernelClass::Memory => (self.peak_flops_per_us(gpu), efficiency, speedup),
             _ => match self.tensor_core_peak(op, class, gpu) {
+                Some(peak) if class == KernelClass::Attention => {
+                    (peak, self.attention_share(op, gpu), 1.0)
+                }
                 Some(peak) if class == KernelClass::Gemm => (peak, e.tensor, 1.0),
                 Some(peak) => (peak, e.tensor_conv, 1.0),
                 None => (self.peak_flops_per_us(gpu), efficiency, speedup),
@@ -111,6 +115,17 @@ impl CostModel {
         e.launch_us + compute.max(memory)
     }
 
+    /// The share of the tensor-core peak fused attention reaches on `gpu`: the published 16-bit
+    /// kernels' speed at its shape ([`attention_share`]), or the matrix products' share in 32
+    /// bits and where nothing is published.
+    fn attention_share(&self, op: &Op, gpu: &GpuSpec) -> f64 {
+        let published = match (op.dtype, op.attention) {
+            (Dtype::Half, Some(shape)) => attention_share(gpu.arch, &shape),
+            _ => None,
+        };
+        published.unwrap_or(self.efficiency(gpu).tensor)
+    }
+
     /// The tensor-core peak, FLOPs per µs, when matrix product or convolution `op` runs on
     /// `gpu`'s tensor cores in this precision (TF32 or 16-bit); `None` when it runs on the FP32
     /// units (or under `use_tensor_cores`, TAG's single peak). On the tensor cores cuDNN runs
@@ -121,7 +136,7 @@ impl CostModel {
         }
         // PyTorch lets cuDNN run FP32 convolutions in TF32 by default (`cudnn.allow_tf32`), and
         // Ampere's fitted FP32 convolution share already reflects it: TF32 changes GEMMs only.
-        let is_conv = class != KernelClass::Gemm;
+        let is_conv = !matches!(class, KernelClass::Gemm | KernelClass::Attention);
         if is_conv && op.dtype == Dtype::F32 {
             return None;
         }

@@ -7,7 +7,8 @@ use crate::cost::{
     ring_allreduce_time_us, ring_allreduce_us, transfer_time_us, transfer_us,
     tree_allreduce_time_us,
 };
-use crate::graph::{Op, Phase};
+use crate::graph::{AttentionShape, Dtype, Op, Phase};
+use crate::precision::Precision;
 
 /// Peak efficiency and no overhead: the roofline is the bare datasheet bound.
 fn ideal() -> CostModel {
@@ -484,4 +485,80 @@ fn runtime_memory_charges_context_and_headroom_and_inverts() {
     let none = super::RuntimeMemory::NONE;
     assert_eq!(none.device_bytes(123.0), 123.0);
     assert_eq!(none.tensor_capacity(123.0), 123.0);
+}
+
+/// A fused attention op of `shape` in `dtype` doing 1e12 FLOPs.
+fn attention_op(shape: AttentionShape, dtype: Dtype) -> Op {
+    let mut op = Op::new(0, "attn", "ScaledDotProductAttention", Phase::Forward);
+    op.flops = 1e12;
+    op.bytes_accessed = 1e6;
+    op.attention = Some(shape);
+    op.dtype = dtype;
+    op
+}
+
+#[test]
+fn fused_attention_runs_at_the_published_kernel_speed_in_sixteen_bits() {
+    let shape = AttentionShape {
+        seq_q: 2048,
+        seq_k: 2048,
+        head_dim: 128,
+        causal: false,
+    };
+    let m = CostModel {
+        precision: Precision::Bf16,
+        ..CostModel::default()
+    };
+    let a100 = find_gpu("A100-80GB").unwrap();
+    let launch = m.efficiency(a100).launch_us;
+    // FlashAttention-2's forward + backward on an A100 at 2k tokens, head 128: 187 TFLOP/s.
+    let t = m.compute_time_us(&attention_op(shape, Dtype::Half), a100, 1.0);
+    assert!(close(t - launch, 1e12 / 187e6, 1e-9), "{t}");
+    // Half the batch, half the work at the same speed.
+    let half = m.compute_time_us(&attention_op(shape, Dtype::Half), a100, 0.5);
+    assert!(close(half - launch, 0.5e12 / 187e6, 1e-9), "{half}");
+    // cuDNN's on Hopper at 4k tokens, causal, head 128: 467.94 TFLOP/s.
+    let h100 = find_gpu("H100-SXM-80GB").unwrap();
+    let long = AttentionShape {
+        seq_q: 4096,
+        seq_k: 4096,
+        causal: true,
+        ..shape
+    };
+    let t = m.compute_time_us(&attention_op(long, Dtype::Half), h100, 1.0);
+    assert!(close(t - launch, 1e12 / 467.94e6, 1e-9), "{t}");
+}
+
+#[test]
+fn attention_without_a_published_speed_runs_as_a_matrix_product() {
+    let shape = AttentionShape {
+        seq_q: 1024,
+        seq_k: 1024,
+        head_dim: 64,
+        causal: true,
+    };
+    let as_gemm = |op: &Op| {
+        let mut gemm = op.clone();
+        gemm.attention = None;
+        gemm
+    };
+    for (gpu, precision, dtype) in [
+        ("A100-80GB", Precision::Tf32, Dtype::F32),
+        ("V100-SXM2-32GB", Precision::Fp16, Dtype::Half),
+        ("A100-80GB", Precision::Fp32, Dtype::F32),
+    ] {
+        let m = CostModel {
+            precision,
+            ..CostModel::default()
+        };
+        let gpu = find_gpu(gpu).unwrap();
+        let op = attention_op(shape, dtype);
+        let t = m.compute_time_us(&op, gpu, 1.0);
+        assert_eq!(
+            t,
+            m.compute_time_us(&as_gemm(&op), gpu, 1.0),
+            "{}",
+            gpu.name
+        );
+    }
 }

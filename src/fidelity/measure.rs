@@ -36,7 +36,30 @@ pub fn graph(s: &Scenario) -> Result<Graph> {
         ..Default::default()
     };
     let fp32 = crate::zoo::build(s.model, &options)?;
+    let fp32 = if s.sdpa {
+        fp32
+    } else {
+        without_attention_shapes(fp32, &s.label())?
+    };
     Ok(autocast(&fp32, s.precision, &s.label())?)
+}
+
+/// `g` with its fused attention ops' shapes dropped, so they run at the matrix-product share: for
+/// runs whose attention is not PyTorch's fused kernels ([`Scenario::sdpa`]).
+fn without_attention_shapes(g: Graph, source: &str) -> Result<Graph> {
+    let mut ops = g.ops().to_vec();
+    for op in &mut ops {
+        op.attention = None;
+    }
+    let (edges, gradients) = (g.edges().to_vec(), g.gradients().to_vec());
+    Ok(Graph::new(
+        source,
+        g.name,
+        g.batch_size,
+        ops,
+        edges,
+        gradients,
+    )?)
 }
 
 /// `cost` in `s`'s precision, with its framework's runtime memory.

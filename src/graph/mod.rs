@@ -124,6 +124,10 @@ pub struct Op {
     /// model tell which convolutions cuDNN runs with a fast algorithm (Winograd for 3x3, stride 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conv_window: Option<ConvWindow>,
+    /// The shape of a fused attention kernel (forward or backward): lets the cost model run it at
+    /// the speed the published kernel benchmarks measured for that sequence length and head size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention: Option<AttentionShape>,
     /// The element type the op computes in: FP32 unless autocast lowered it
     /// ([`crate::autocast`]).
     #[serde(default, skip_serializing_if = "Dtype::is_f32")]
@@ -165,6 +169,21 @@ impl ConvWindow {
     }
 }
 
+/// What a fused attention kernel's speed depends on beyond its FLOPs: the sequence lengths, the
+/// size of a head, and whether a causal mask lets it skip the blocks above the diagonal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionShape {
+    /// Query tokens.
+    pub seq_q: u32,
+    /// Key and value tokens.
+    pub seq_k: u32,
+    /// Elements per head.
+    pub head_dim: u32,
+    /// Whether a causal mask skips the score blocks above the diagonal.
+    pub causal: bool,
+}
+
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
@@ -186,6 +205,7 @@ impl Op {
             split: Splittability::None,
             profiled_us: BTreeMap::new(),
             conv_window: None,
+            attention: None,
             dtype: Dtype::F32,
         }
     }

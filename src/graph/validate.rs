@@ -114,6 +114,21 @@ fn check_op_numbers(source: &str, i: usize, op: &Op) -> Result<(), InputError> {
             MAX_OP_US,
         )?;
     }
+    if let Some(a) = op.attention {
+        let sizes = [
+            ("seq_q", a.seq_q),
+            ("seq_k", a.seq_k),
+            ("head_dim", a.head_dim),
+        ];
+        if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            let why = "must be at least 1";
+            return Err(InputError::new(
+                source,
+                field(&format!("attention.{name}")),
+                why,
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -13,7 +13,9 @@ use std::collections::HashSet;
 
 use super::{Framework, Optimizer};
 use crate::error::InputError;
-use crate::graph::{ConvWindow, Graph, GraphBuilder, Op, OpIdx, Phase, Splittability};
+use crate::graph::{
+    AttentionShape, ConvWindow, Graph, GraphBuilder, Op, OpIdx, Phase, Splittability,
+};
 
 mod backward;
 
@@ -229,6 +231,12 @@ impl Net {
     pub(crate) fn set_conv_window(&mut self, t: T, window: Option<ConvWindow>) {
         let op = self.nodes[t.0].op;
         self.b.op_mut(op).conv_window = window;
+    }
+
+    /// Record the shape of `t`'s fused attention kernel (its gradients inherit it).
+    pub(crate) fn set_attention(&mut self, t: T, shape: Option<AttentionShape>) {
+        let op = self.nodes[t.0].op;
+        self.b.op_mut(op).attention = shape;
     }
 
     /// Add one op of the current phase. `flops` is per sample when the op's work scales with

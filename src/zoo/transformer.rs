@@ -11,6 +11,7 @@ use super::layers::{
     add, dense, dropout, gelu, layer_norm, linear, mul, relu, reshape, rms_norm, silu, transpose,
 };
 use super::{GptConfig, LlamaConfig};
+use crate::graph::AttentionShape;
 
 /// Shapes of one attention call, per sample.
 #[derive(Debug, Clone, Copy)]
@@ -147,6 +148,13 @@ fn fused_attention(net: &mut Net, p: &str, qkv: [T; 3], d: Dims, mask: Mask) -> 
         flops,
         Rule::Attention { flops },
     );
+    let shape = AttentionShape {
+        seq_q: d.tq as u32,
+        seq_k: d.tk as u32,
+        head_dim: (d.hidden / d.heads) as u32,
+        causal,
+    };
+    net.set_attention(ctx, Some(shape));
     transpose(net, &format!("{p}/context"), ctx)
 }
 

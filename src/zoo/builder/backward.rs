@@ -249,10 +249,13 @@ impl Net {
                 }
                 let share = 2.5 * flops / distinct.len().max(1) as f64;
                 let saved = [dy, inputs[0], inputs[1], inputs[2], y];
+                let shape = self.b.op(self.nodes[y.0].op).attention;
                 for k in distinct {
                     let tag = format!("ScaledDotProductAttentionBackward_{k}");
                     let op = "ScaledDotProductAttentionBackward";
-                    out.push((k, self.bop(y, op, &tag, &saved, inputs[k], share)));
+                    let g = self.bop(y, op, &tag, &saved, inputs[k], share);
+                    self.set_attention(g, shape);
+                    out.push((k, g));
                 }
             }
             Rule::Concat => {
