@@ -54,7 +54,7 @@ fn search_efficiency_rows_are_the_searches_they_summarise() {
         topology_seed: 2_000_000,
         distribution: TopologyDistribution::TAG,
         cost: CostModel::default(),
-        one_gpu_seed: false,
+        one_gpu_seed: true,
         headroom: false,
     };
     let out = search_efficiency(&setup).unwrap();

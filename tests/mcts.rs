@@ -596,3 +596,47 @@ fn the_one_gpu_seeds_try_one_gpu_of_each_device_group() {
     assert!((search(true, 6) - with_one_gpu).abs() <= 1e-9 * with_one_gpu);
     assert!((search(false, 4) - before).abs() <= 1e-9 * before);
 }
+
+/// A one-GPU seed is simulated only when one GPU's op compute alone undercuts the fastest leaf
+/// so far: on GPUs joined by NVLink in FP32, data parallelism over a machine is far faster than
+/// any one of its GPUs, the one-GPU seeds are skipped, and the search with them asked for is the
+/// search without them, leaf for leaf.
+#[test]
+fn one_gpu_seeds_that_cannot_win_are_not_simulated() {
+    let text = "name = \"nvlink\"\n\
+        [[machine]]\nname = \"h\"\ngpu = \"V100-SXM2-32GB\"\ngpus = 4\nintra_bandwidth = \"150 GB/s\"\nnic = \"100 Gbps\"\n\
+        [[machine]]\nname = \"a\"\ngpu = \"P100-SXM2-16GB\"\ngpus = 4\nintra_bandwidth = \"150 GB/s\"\nnic = \"100 Gbps\"\n";
+    let c = parse_cluster(text, "<test>").unwrap();
+    let cost = CostModel::default();
+    let g = model("vgg19");
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let op_group = metis_groups(&p, 3, 0).unwrap();
+    let one_gpu = each_group_alone(&c, &["duplicate"]);
+    let others = [vec![0], each_group_alone(&c, &["all-reduce", "ps"])].concat();
+    let best_other = best_uniform_choice(&p, &op_group, &others);
+    let one_gpu_best = best_uniform_choice(&p, &op_group, &one_gpu);
+    assert!(
+        one_gpu_best > 1.5 * best_other,
+        "one GPU must lose clearly, or the test proves nothing: {one_gpu_best} vs {best_other}"
+    );
+    let search = |seed_one_gpu: bool| {
+        let seeded = MctsConfig {
+            sfb_check: false,
+            seed_one_gpu,
+            ..config(12, 0)
+        };
+        let result = Mcts::new(p, op_group.clone(), seeded)
+            .unwrap()
+            .run(|_| {})
+            .unwrap();
+        (result.seeds, result.iteration_us(), result.strategy.clone())
+    };
+    // AllReduce and a parameter server on each machine: four seeds either way.
+    let (seeds, time, strategy) = search(true);
+    assert_eq!(seeds, 4);
+    assert_eq!((seeds, time, strategy), search(false));
+}

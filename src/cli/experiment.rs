@@ -59,10 +59,11 @@ pub struct ExperimentArgs {
     /// How the models train: the policy sees each GPU's peak in this precision.
     #[command(flatten)]
     numerics: Numerics,
-    /// unseen-topologies and overhead: seed every search with one GPU of each device group too
-    /// (every op group duplicated on its GPUs), for both priors; an experiment, off in `place`.
+    /// unseen-topologies and overhead: leave out the seeds with one GPU of each device group
+    /// (every op group duplicated on its GPUs), for both priors, as searches ran before they were
+    /// the default.
     #[arg(long)]
-    one_gpu_seed: bool,
+    no_one_gpu_seed: bool,
     /// search-efficiency: add the warm start's teacher per model (a coordinate descent over the
     /// tree's strategies; minutes per model): the headroom any prior could reach.
     #[arg(long)]
@@ -101,7 +102,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         topology_seed: args.topology_seed,
         distribution: args.distribution.resolve()?,
         cost: args.numerics.cost(),
-        one_gpu_seed: args.one_gpu_seed,
+        one_gpu_seed: !args.no_one_gpu_seed,
         headroom: args.headroom,
     };
     let spinner = ProgressBar::new_spinner();

@@ -58,9 +58,10 @@ pub struct MctsConfig {
     /// start get the policy's top prior at the root ([`super::lift_priors`]).
     pub seed_device_groups: bool,
     /// With [`Self::seed_device_groups`], also seed each device group with every op group
-    /// duplicated on its GPUs: one GPU's step, with no gradient to synchronise. Off by default
-    /// (an experiment, `experiment --one-gpu-seed`): on today's clusters in bf16 one H100 can
-    /// beat a PCIe machine of them, a plan no other seed and no trained prior leads to.
+    /// duplicated on its GPUs (one GPU's step, with no gradient to synchronise) where one GPU's
+    /// op compute alone is shorter than the fastest leaf so far; default on. On today's clusters
+    /// in bf16 one H100 can beat a PCIe machine of them, a plan no other seed and no trained
+    /// prior leads to; where one GPU cannot win (TAG's clusters) nothing is simulated.
     pub seed_one_gpu: bool,
     /// New pipeline leaves the tree may simulate below the pipeline frames it is given
     /// ([`crate::mcts::Starts::pipelines`]); 0 leaves the frames out of the tree.
@@ -107,7 +108,7 @@ impl Default for MctsConfig {
             polish: DEFAULT_POLISH,
             root_noise: None,
             seed_device_groups: true,
-            seed_one_gpu: false,
+            seed_one_gpu: true,
             pipeline_leaves: PIPELINE_LEAVES,
         }
     }

@@ -81,6 +81,7 @@ impl Mcts<'_> {
             beat_dp_at: self.beat_dp_at,
             iterations: self.iterations,
             simulated: self.cache.len() - self.pipelines_known + polished,
+            seeds: self.seeds,
             seconds,
             actions: self.actions.len(),
             pipeline_leaves: self.pipeline_leaves,

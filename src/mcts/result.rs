@@ -36,6 +36,9 @@ pub struct SearchResult {
     pub iterations: usize,
     /// Distinct strategies simulated.
     pub simulated: usize,
+    /// Of the tree iterations, the seed leaves simulated before PUCT picked any
+    /// ([`super::MctsConfig::seed_device_groups`]).
+    pub seeds: usize,
     /// Wall time of the search (for TAG's placer, its heuristics and the MILP warm starts included).
     pub seconds: f64,
     /// Size of the action space: the (device-group set, option) pairs each op group chooses from.

@@ -70,6 +70,8 @@ pub struct Mcts<'a> {
     pub(super) slowest_round: Longest,
     /// What the polish's simulations told of the points they ran ([`super::known`]).
     pub(super) known: Known,
+    /// Seed leaves simulated ([`super::seeds`]).
+    pub(super) seeds: usize,
 }
 
 impl<'a> Mcts<'a> {
@@ -118,6 +120,7 @@ impl<'a> Mcts<'a> {
             slowest_simulation: Longest::default(),
             slowest_round: Longest::default(),
             known: Known::default(),
+            seeds: 0,
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
