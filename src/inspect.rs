@@ -218,11 +218,7 @@ fn estimate_per_gpu_type(
             e.count += 1;
             continue;
         }
-        let serial_compute_us = graph
-            .ops()
-            .iter()
-            .map(|op| model.compute_time_us(op, &device.gpu, 1.0))
-            .sum();
+        let serial_compute_us = model.serial_us(graph, &device.gpu);
         // The device's usable memory: a config may override the catalog's.
         let memory_bytes = device.memory_bytes;
         let needed = model.runtime.device_bytes(memory_needed);

@@ -8,9 +8,7 @@ use std::collections::BTreeSet;
 use topoplace::cluster::find_gpu;
 use topoplace::cost::CostModel;
 use topoplace::evaluate::evaluate_strategy;
-use topoplace::fidelity::{
-    Metric, Role, calibrate, fidelity_table, measure, scenarios, single_gpu_us,
-};
+use topoplace::fidelity::{Metric, Role, calibrate, fidelity_table, measure, scenarios};
 use topoplace::problem::Problem;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
@@ -122,6 +120,6 @@ fn single_gpu_sum_is_the_simulated_iteration() {
         .unwrap()
         .report
         .iteration_us;
-    let sum = single_gpu_us(&g, find_gpu(s.gpu).unwrap(), &cost);
+    let sum = cost.serial_us(&g, find_gpu(s.gpu).unwrap());
     assert!((sim - sum).abs() <= 1e-9 * sum, "{sim} vs {sum}");
 }

@@ -15,7 +15,7 @@ use super::runtime_memory::RuntimeMemory;
 #[cfg(test)]
 use crate::cluster::Cluster;
 use crate::cluster::GpuSpec;
-use crate::graph::{Dtype, Op};
+use crate::graph::{Dtype, Graph, Op};
 use crate::precision::Precision;
 
 /// Knobs of the compute and communication estimates.
@@ -68,6 +68,16 @@ impl CostModel {
         fraction: f64,
     ) -> f64 {
         self.compute_time_us(op, &cluster.devices[device].gpu, fraction)
+    }
+
+    /// One GPU's step with nothing overlapped: every op of `graph` at the full batch on `gpu`, one
+    /// after another (a single-GPU iteration, as the calibration and `info` read it).
+    pub fn serial_us(&self, graph: &Graph, gpu: &GpuSpec) -> f64 {
+        graph
+            .ops()
+            .iter()
+            .map(|op| self.compute_time_us(op, gpu, 1.0))
+            .sum()
     }
 
     /// A profiled full-batch time scaled to a batch share with the one-point linear batch model:

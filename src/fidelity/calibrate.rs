@@ -170,14 +170,6 @@ fn fit_fp32(points: &[Point]) -> (Vec<f64>, Vec<Arch>) {
     (x, archs)
 }
 
-/// Single-GPU iteration time: the sum of the ops' times.
-pub fn single_gpu_us(g: &Graph, gpu: &crate::cluster::GpuSpec, cost: &CostModel) -> f64 {
-    g.ops()
-        .iter()
-        .map(|op| cost.compute_time_us(op, gpu, 1.0))
-        .sum()
-}
-
 /// Whether `s` is a single-GPU throughput the calibration fits to.
 fn fitted(s: &Scenario) -> bool {
     s.role == Role::Calibration && s.metric == Metric::ImagesPerSecond && s.gpus() == 1
@@ -234,11 +226,7 @@ fn relative_points(scenarios: &[Scenario], table: &KernelTable) -> Result<Vec<(P
             .unwrap_or_else(|| panic!("{}: no run on {donor_gpu} to fit against", s.label()));
         let donor = find_gpu(donor_gpu).expect("scenario GPUs are in the catalog");
         let gpu = find_gpu(s.gpu).expect("scenario GPUs are in the catalog");
-        let partner_us = single_gpu_us(
-            &graph(partner)?,
-            donor,
-            &cost_of(table.clone(), s.precision),
-        );
+        let partner_us = cost_of(table.clone(), s.precision).serial_us(&graph(partner)?, donor);
         let g = graph(s)?;
         out.push((
             Point {
@@ -304,7 +292,7 @@ fn prior(x: &[f64], ranges: &[(f64, f64, f64)]) -> f64 {
 }
 
 fn log_error(p: &Point, cost: &CostModel) -> f64 {
-    (single_gpu_us(&p.graph, p.gpu, cost) / p.measured_us).ln()
+    (cost.serial_us(&p.graph, p.gpu) / p.measured_us).ln()
 }
 
 /// The value of coordinate `i` in `range` minimising `f`: a 41-point log grid, then a finer one

@@ -7,7 +7,6 @@ pub mod scenarios;
 pub(crate) mod table;
 
 pub use calibrate::calibrate;
-pub use calibrate::single_gpu_us;
 pub use scenarios::Metric;
 pub use scenarios::Role;
 

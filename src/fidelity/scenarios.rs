@@ -105,11 +105,6 @@ pub struct Scenario {
     pub framework: Framework,
     /// Tokens per sequence when not the zoo model's default.
     pub seq: Option<usize>,
-    /// Whether its attention ran in the fused kernels PyTorch's `scaled_dot_product_attention`
-    /// dispatches to, at their published speeds ([`crate::cost`]'s attention figures). NVIDIA's
-    /// BERT (DeepLearningExamples, which Lambda's harness also runs) computes attention with its
-    /// own batched products and softmax: its fused op runs at the matrix-product share instead.
-    pub sdpa: bool,
     /// For a calibration scenario on a GPU no other scenario calibrates: the calibrated GPU
     /// whose run by the same source, in the same setting, it is fitted relative to (the
     /// simulated time there times the published ratio), so what the source's harness adds
@@ -220,7 +215,6 @@ const fn s(
         precision: Precision::Fp32,
         framework: Framework::Tf1,
         seq: None,
-        sdpa: false,
         relative_to: None,
         optimizer: Optimizer::Adam,
     }
@@ -236,7 +230,6 @@ const fn at_seq(mut s: Scenario, seq: usize) -> Scenario {
 const fn torch(mut s: Scenario, precision: Precision) -> Scenario {
     s.precision = precision;
     s.framework = Framework::Pytorch;
-    s.sdpa = !matches!(s.model.as_bytes(), [b'b', b'e', b'r', b't', ..]);
     s
 }
 
@@ -348,7 +341,6 @@ pub fn scenarios() -> Vec<Scenario> {
         precision: Precision::Fp32,
         framework: Framework::Tf1,
         seq: None,
-        sdpa: false,
         relative_to: None,
         optimizer: Optimizer::Adam,
     });

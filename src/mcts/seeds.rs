@@ -77,12 +77,10 @@ impl Mcts<'_> {
     /// the budget; in 16 bits on today's clusters one H100 can be the fastest plan of all.
     fn promising_one_gpu_seeds(&self) -> Vec<u16> {
         let cluster = self.problem.cluster;
-        let best = self
-            .cache
-            .values()
-            .filter(|o| o.fits)
-            .map(|o| o.time_us)
-            .fold(f64::INFINITY, f64::min);
+        let best = match &self.best {
+            Some((_, incumbent)) if incumbent.fits => incumbent.time_us,
+            _ => f64::INFINITY,
+        };
         let actions = single_group_actions(cluster, &self.actions, ReplicationOption::Duplicate);
         let budget_left = self.config.iterations.saturating_sub(self.iterations);
         actions
@@ -101,12 +99,7 @@ impl Mcts<'_> {
             cost,
         } = self.problem;
         let device = self.actions[a as usize].devices[0];
-        let gpu = &cluster.devices[device].gpu;
-        graph
-            .ops()
-            .iter()
-            .map(|op| cost.compute_time_us(op, gpu, 1.0))
-            .sum()
+        cost.serial_us(graph, &cluster.devices[device].gpu)
     }
 }
 
