@@ -2,7 +2,7 @@
 //! field, a non-zero exit and no panic; `--json` output parses with its documented keys.
 
 mod common;
-use common::{run, run_json, run_ok, scratch};
+use common::{json_of, run, run_json, run_ok, run_timed_alone, scratch};
 
 /// Run with a file holding `text`; expect a clean failure whose message contains every `needle`.
 fn fails_naming(args_before_file: &[&str], file_name: &str, text: &str, needles: &[&str]) {
@@ -1346,8 +1346,7 @@ fn place_writes_a_hybrid_plan_that_simulate_reproduces() {
 
 #[test]
 fn hybrid_place_keeps_its_time_limit_on_1024_gpus() {
-    let started = std::time::Instant::now();
-    let placed = run_json(&[
+    let (out, wall) = run_timed_alone(&[
         "place",
         "--model",
         "llama-70b",
@@ -1363,7 +1362,7 @@ fn hybrid_place_keeps_its_time_limit_on_1024_gpus() {
         "4",
         "--json",
     ]);
-    let wall = started.elapsed().as_secs_f64();
+    let placed = json_of(out);
     assert!(placed["fits"].as_bool().unwrap());
     assert!(wall < 4.0 * 1.25, "--time 4 took {wall:.1} s");
 }
@@ -1392,8 +1391,7 @@ fn place_on_a_wide_fan_out_holds_its_time_limit() {
     let path = dir.join("fan.json");
     std::fs::write(&path, graph.to_string()).unwrap();
     let limit = 3.0;
-    let began = std::time::Instant::now();
-    let out = run(&[
+    let (out, took) = run_timed_alone(&[
         "place",
         "--model",
         path.to_str().unwrap(),
@@ -1402,7 +1400,6 @@ fn place_on_a_wide_fan_out_holds_its_time_limit() {
         "--time",
         "3",
     ]);
-    let took = began.elapsed().as_secs_f64();
     assert!(
         out.status.success(),
         "{}",

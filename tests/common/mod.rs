@@ -109,9 +109,29 @@ pub fn f64s(array: &serde_json::Value) -> Vec<f64> {
         .collect()
 }
 
+/// The tests of one binary run side by side on a machine of two cores: every command they run
+/// holds this lock shared, and a test that times a command holds it alone ([`run_timed_alone`]),
+/// so the wall time it measures is the command's and not its neighbours' load (`place --time 3`
+/// ended at 3.1 s alone and at 4.4 s beside other tests' searches).
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 /// Run `topoplace` with `args` from the repository root; its output, whatever its exit.
 pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> std::process::Output {
+    let _shared = MACHINE
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     binary().args(args).output().unwrap()
+}
+
+/// Run `topoplace` with `args` once no other test's command runs (and none starts until it
+/// ends); its output, whatever its exit, and its wall time in seconds.
+pub fn run_timed_alone<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (std::process::Output, f64) {
+    let _alone = MACHINE
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let started = std::time::Instant::now();
+    let out = binary().args(args).output().unwrap();
+    (out, started.elapsed().as_secs_f64())
 }
 
 /// The output of a finished command that must have succeeded (its stderr in the failure).
