@@ -19,6 +19,7 @@ mod metis_atc24;
 mod plan;
 mod planner;
 mod profile;
+mod refine;
 mod sailor;
 mod schedule;
 mod search;

@@ -6,10 +6,10 @@
 //! ([`Planner::judge`]).
 //!
 //! A layout is improved by best-improvement local search, one knob at a time, from several starts
-//! (each GPU type alone and all together, and the baselines' plans where a layout expresses them),
-//! until no move helps or the deadline passes. [`plan_all`] runs it after [`super::megatron`],
-//! [`super::fsdp`], [`super::metis_atc24`] and [`super::sailor`], whose plans compete with its
-//! result, so `place`'s answer is never slower than theirs.
+//! (each GPU type alone and all together, with ZeRO-1 and without), until no move helps or the
+//! deadline passes. [`plan_all`] runs it after [`super::megatron`], [`super::fsdp`],
+//! [`super::metis_atc24`] and [`super::sailor`], then refines the fastest plan any of them found
+//! move by move on the plan itself ([`refine`]), so `place`'s answer is never slower than theirs.
 
 use std::time::Instant;
 
@@ -18,7 +18,8 @@ use crate::error::Result;
 use super::baselines::{fsdp, integer_shares, megatron};
 use super::metis_atc24::metis_atc24;
 use super::plan::{HybridPlan, ZeroStage};
-use super::planner::{Planned, Planner, Pool, divisors, split_layers, stage};
+use super::planner::{Planned, Planner, Pool, divisors, keep_fitting, split_layers, stage};
+use super::refine::refine;
 use super::sailor::sailor;
 
 /// One point of the search space.
@@ -200,21 +201,23 @@ impl HybridPlacement {
 type Planning = fn(&mut Planner) -> Result<Option<Planned>>;
 
 /// Every hybrid planner in turn, by `end` when given: each baseline gets a share of the time
-/// left (Megatron and FSDP a tenth, Metis a third, Sailor half), the joint search the rest.
+/// left (Megatron and FSDP a tenth, Metis a third, Sailor half), the joint search's layouts half
+/// of the rest and its refinement of the fastest plan so far ([`refine`]) what remains.
 pub fn plan_all(planner: &mut Planner, end: Option<Instant>) -> Result<HybridPlacement> {
     let planners: [(&'static str, f64, Planning); 5] = [
         ("megatron", 0.1, megatron),
         ("fsdp", 0.1, fsdp),
         ("metis-atc24", 0.35, metis_atc24),
         ("sailor", 0.5, sailor),
-        (JOINT_SEARCH, 1.0, search),
+        (JOINT_SEARCH, 0.5, search),
     ];
-    let mut methods = Vec::with_capacity(planners.len());
+    let share_of_what_is_left = |began: Instant, share: f64| {
+        end.map(|end| began + end.saturating_duration_since(began).mul_f64(share))
+    };
+    let mut methods: Vec<MethodPlan> = Vec::with_capacity(planners.len());
     for (method, share, plan) in planners {
         let began = Instant::now();
-        planner.set_deadline(
-            end.map(|end| began + end.saturating_duration_since(began).mul_f64(share)),
-        );
+        planner.set_deadline(share_of_what_is_left(began, share));
         let planned = plan(planner)?;
         methods.push(MethodPlan {
             method,
@@ -222,7 +225,20 @@ pub fn plan_all(planner: &mut Planner, end: Option<Instant>) -> Result<HybridPla
             seconds: began.elapsed().as_secs_f64(),
         });
     }
-    Ok(HybridPlacement { methods })
+    let began = Instant::now();
+    planner.set_deadline(end);
+    let mut placement = HybridPlacement { methods };
+    if let Some(start) = placement.best().cloned() {
+        let pools = planner.pools()?;
+        let refined = refine(planner, &pools, start);
+        let joint = placement
+            .methods
+            .last_mut()
+            .expect("the joint search is listed");
+        keep_fitting(&mut joint.planned, Some(refined));
+        joint.seconds += began.elapsed().as_secs_f64();
+    }
+    Ok(placement)
 }
 
 /// The best plan the joint search finds for the planner's model, cluster and batch (module

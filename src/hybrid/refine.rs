@@ -1,0 +1,338 @@
+//! The joint search's last step (beyond Metis and Sailor): best-improvement descent over the plan
+//! itself, from the fastest plan that fits among every planner's answers. A [`super::search`]
+//! layout gives all stages of a GPU type one TP degree, one ZeRO stage and even replicas, and
+//! cannot put two types in one stage; the baselines' plans can (Metis's and FSDP's stages mix
+//! types), but each keeps the knobs its algorithm fixes. The moves here reach between them:
+//!
+//! - one layer across a stage boundary, either way (the layers' split is otherwise by estimated
+//!   throughput, which ignores the first and last stages' embedding and head);
+//! - the micro-batch count (every divisor of the batch), each stage's replica shares kept in
+//!   proportion, as whole sequences;
+//! - one stage's ZeRO stage;
+//! - one stage's replica shares: even, proportional to each replica's speed (its slowest GPU's
+//!   time per layer), or one sequence moved from the replica that ends last to the one that ends
+//!   first;
+//! - one stage's slowest replica dropped (its GPUs left idle, as best-subset data parallelism
+//!   leaves a slow GPU out when its gradient traffic costs more than its compute saves), or one
+//!   replica added from idle GPUs of one machine, the fastest first.
+//!
+//! Each candidate is judged like every planner's ([`Planner::judge`]: each stage the cheapest
+//! recomputation with which it fits), so a move that frees memory can also drop a recomputation.
+
+use std::collections::HashMap;
+
+use super::baselines::integer_shares;
+use super::plan::{HybridPlan, Stage, ZeroStage};
+use super::planner::{Planned, Planner, Pool, divisors};
+
+/// The best plan a descent from `start` (which fits) reaches before no move helps or the
+/// planner's deadline passes; `start` itself when nothing beats it.
+pub(crate) fn refine(planner: &mut Planner, pools: &[Pool], start: Planned) -> Planned {
+    let layer_us = layer_us_by_device(pools);
+    // Machines' GPUs, fastest type first: where an added replica is taken from.
+    let machines: Vec<Vec<usize>> = pools.iter().flat_map(|p| p.groups.clone()).collect();
+    let mut best = start;
+    loop {
+        let mut improved: Option<Planned> = None;
+        for plan in moves(&best.plan, &layer_us, &machines) {
+            if planner.out_of_time() {
+                return improved.unwrap_or(best);
+            }
+            let Some(p) = planner.judge(plan) else {
+                continue;
+            };
+            if p.report.fits() && p.beats(Some(improved.as_ref().unwrap_or(&best))) {
+                improved = Some(p);
+            }
+        }
+        match improved {
+            Some(p) => best = p,
+            None => return best,
+        }
+    }
+}
+
+/// Each device's time for one layer of the whole micro-batch, µs (its type's).
+fn layer_us_by_device(pools: &[Pool]) -> HashMap<usize, f64> {
+    pools
+        .iter()
+        .flat_map(|p| p.groups.iter().flatten().map(|&d| (d, p.layer_us)))
+        .collect()
+}
+
+/// Every plan one move away from `plan` (module docs).
+fn moves(
+    plan: &HybridPlan,
+    layer_us: &HashMap<usize, f64>,
+    machines: &[Vec<usize>],
+) -> Vec<HybridPlan> {
+    let mut out = Vec::new();
+    layer_shifts(plan, &mut out);
+    micro_batch_counts(plan, &mut out);
+    zero_stages(plan, &mut out);
+    share_moves(plan, layer_us, &mut out);
+    replica_moves(plan, layer_us, machines, &mut out);
+    out.retain(|p| p != plan);
+    out
+}
+
+/// Each stage with its slowest replica dropped, and with one replica added from the first
+/// machine (fastest type first) with enough idle GPUs; the stage's shares proportional to its
+/// replicas' speeds, or even where they give whole sequences alike.
+fn replica_moves(
+    plan: &HybridPlan,
+    layer_us: &HashMap<usize, f64>,
+    machines: &[Vec<usize>],
+    out: &mut Vec<HybridPlan>,
+) {
+    let micro = plan.global_batch / plan.micro_batches;
+    let used: std::collections::HashSet<usize> = plan.devices().into_iter().collect();
+    for (i, s) in plan.stages.iter().enumerate() {
+        let mut with = |replicas: Vec<Vec<usize>>| {
+            let speed: Vec<f64> = replicas
+                .iter()
+                .map(|r| replica_speed(r, layer_us))
+                .collect();
+            if let Some(shares) = whole_sequences(micro, &speed) {
+                let mut p = plan.clone();
+                p.stages[i].replicas = replicas;
+                p.stages[i].shares = shares;
+                out.push(p);
+            }
+        };
+        if s.dp() > 1 {
+            let slowest = (0..s.dp())
+                .min_by(|&a, &b| {
+                    replica_speed(&s.replicas[a], layer_us)
+                        .total_cmp(&replica_speed(&s.replicas[b], layer_us))
+                })
+                .expect("several replicas");
+            let mut fewer = s.replicas.clone();
+            fewer.remove(slowest);
+            with(fewer);
+        }
+        let idle = machines.iter().find_map(|m| {
+            let free: Vec<usize> = m.iter().copied().filter(|d| !used.contains(d)).collect();
+            (free.len() >= s.tp()).then(|| free[..s.tp()].to_vec())
+        });
+        if let Some(replica) = idle {
+            let mut more = s.replicas.clone();
+            more.push(replica);
+            with(more);
+        }
+    }
+}
+
+/// A replica's speed, layers per µs: its slowest GPU's, which its tensor-parallel peers wait for.
+fn replica_speed(replica: &[usize], layer_us: &HashMap<usize, f64>) -> f64 {
+    1.0 / replica.iter().map(|d| layer_us[d]).fold(0.0, f64::max)
+}
+
+/// One layer across each boundary, either way, leaving every stage at least one.
+fn layer_shifts(plan: &HybridPlan, out: &mut Vec<HybridPlan>) {
+    for b in 1..plan.stages.len() {
+        let (left, right) = (&plan.stages[b - 1], &plan.stages[b]);
+        if left.layer_count() > 1 {
+            out.push(with_boundary(plan, b, left.layers[1] - 1));
+        }
+        if right.layer_count() > 1 {
+            out.push(with_boundary(plan, b, left.layers[1] + 1));
+        }
+    }
+}
+
+/// `plan` with the boundary between stages `b - 1` and `b` at layer `at`.
+fn with_boundary(plan: &HybridPlan, b: usize, at: usize) -> HybridPlan {
+    let mut p = plan.clone();
+    p.stages[b - 1].layers[1] = at;
+    p.stages[b].layers[0] = at;
+    p
+}
+
+/// Every other micro-batch count whose micro-batch gives each replica a whole sequence or more.
+fn micro_batch_counts(plan: &HybridPlan, out: &mut Vec<HybridPlan>) {
+    for m in divisors(plan.global_batch) {
+        if m == plan.micro_batches {
+            continue;
+        }
+        let micro = plan.global_batch / m;
+        let stages: Option<Vec<Stage>> = plan
+            .stages
+            .iter()
+            .map(|s| {
+                let mut s = s.clone();
+                s.shares = whole_sequences(micro, &s.replica_shares())?;
+                Some(s)
+            })
+            .collect();
+        if let Some(stages) = stages {
+            out.push(HybridPlan {
+                micro_batches: m,
+                stages,
+                ..plan.clone()
+            });
+        }
+    }
+}
+
+/// Shares of `micro` sequences in proportion to `weights`, whole sequences each (`None` inside
+/// the `Some` where they come out even); `None` when there are fewer sequences than replicas.
+fn whole_sequences(micro: u32, weights: &[f64]) -> Option<Option<Vec<f64>>> {
+    let shares = integer_shares(micro, weights)?;
+    let even = shares.iter().all(|&s| (s - shares[0]).abs() < 1e-12);
+    Some((!even).then_some(shares))
+}
+
+/// Each stage at each other ZeRO stage.
+fn zero_stages(plan: &HybridPlan, out: &mut Vec<HybridPlan>) {
+    for i in 0..plan.stages.len() {
+        for zero in [
+            ZeroStage::None,
+            ZeroStage::Optimizer,
+            ZeroStage::Gradients,
+            ZeroStage::Parameters,
+        ] {
+            if zero != plan.stages[i].zero {
+                let mut p = plan.clone();
+                p.stages[i].zero = zero;
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// Each stage of several replicas with even shares, speed-proportional shares, and one sequence
+/// moved from its slowest replica (time per micro-batch) to its fastest.
+fn share_moves(plan: &HybridPlan, layer_us: &HashMap<usize, f64>, out: &mut Vec<HybridPlan>) {
+    let micro = plan.global_batch / plan.micro_batches;
+    for (i, s) in plan.stages.iter().enumerate() {
+        if s.dp() < 2 {
+            continue;
+        }
+        let speed: Vec<f64> = s
+            .replicas
+            .iter()
+            .map(|r| replica_speed(r, layer_us))
+            .collect();
+        let mut with = |shares: Option<Vec<f64>>| {
+            let mut p = plan.clone();
+            p.stages[i].shares = shares;
+            out.push(p);
+        };
+        for weights in [vec![1.0; s.dp()], speed.clone()] {
+            if let Some(shares) = whole_sequences(micro, &weights) {
+                with(shares);
+            }
+        }
+        if let Some(shares) = one_sequence_moved(micro, &s.replica_shares(), &speed) {
+            with(Some(shares));
+        }
+    }
+}
+
+/// `shares` of `micro` sequences with one sequence moved from the replica that takes longest
+/// (share over speed) to the one that would take least with it; `None` when the slowest holds a
+/// single sequence or the move would not shorten the longest.
+fn one_sequence_moved(micro: u32, shares: &[f64], speed: &[f64]) -> Option<Vec<f64>> {
+    let f = f64::from(micro);
+    let mut counts: Vec<f64> = shares.iter().map(|s| (s * f).round()).collect();
+    let time = |c: f64, i: usize| c / speed[i];
+    let slowest =
+        (0..counts.len()).max_by(|&a, &b| time(counts[a], a).total_cmp(&time(counts[b], b)))?;
+    let fastest = (0..counts.len())
+        .filter(|&i| i != slowest)
+        .min_by(|&a, &b| time(counts[a] + 1.0, a).total_cmp(&time(counts[b] + 1.0, b)))?;
+    if counts[slowest] <= 1.0
+        || time(counts[fastest] + 1.0, fastest) >= time(counts[slowest], slowest)
+    {
+        return None;
+    }
+    counts[slowest] -= 1.0;
+    counts[fastest] += 1.0;
+    Some(counts.iter().map(|c| c / f).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::parse_cluster;
+    use crate::cost::CostModel;
+    use crate::precision::Precision;
+    use crate::zoo::{Framework, ZooOptions};
+
+    use super::super::planner::stage;
+
+    /// Llama 3.2 1B (16 layers) on one DGX A100 as two stages of four data-parallel GPUs, the
+    /// layers cut at `at`.
+    fn two_stages(at: usize) -> HybridPlan {
+        HybridPlan::one_f_one_b(
+            8,
+            2,
+            vec![
+                stage([0, at], &[0, 1, 2, 3], 1, ZeroStage::None, None),
+                stage([at, 16], &[4, 5, 6, 7], 1, ZeroStage::None, None),
+            ],
+        )
+    }
+
+    #[test]
+    fn refining_a_lopsided_pipeline_reaches_the_best_cut_found_by_brute_force() {
+        let cluster = parse_cluster(
+            "name = \"dgx\"\n[[machine]]\nname = \"a\"\ngpu = \"A100-80GB\"\ngpus = 8\n\
+             intra_bandwidth = \"300 GB/s\"\ninterconnect = \"nvswitch\"\nnic = \"200 Gbps\"\n",
+            "<test>",
+        )
+        .unwrap();
+        let cost = CostModel {
+            precision: Precision::Bf16,
+            ..CostModel::default()
+        };
+        let opts = ZooOptions {
+            framework: Framework::Pytorch,
+            seq: Some(256),
+            ..ZooOptions::default()
+        };
+        let mut planner =
+            Planner::new("llama-1b", &opts, Precision::Bf16, &cluster, &cost, 8).unwrap();
+        let pools = planner.pools().unwrap();
+        let brute = (1..16)
+            .filter_map(|at| planner.judge(two_stages(at)))
+            .map(|p| p.report.iteration_us)
+            .fold(f64::INFINITY, f64::min);
+        let start = planner.judge(two_stages(1)).unwrap();
+        assert!(start.report.fits());
+        let refined = refine(&mut planner, &pools, start.clone());
+        assert!(refined.report.fits());
+        assert!(refined.report.iteration_us < start.report.iteration_us);
+        assert!(
+            refined.report.iteration_us <= brute * (1.0 + 1e-9),
+            "{} µs refined, {brute} µs the best cut",
+            refined.report.iteration_us
+        );
+    }
+
+    #[test]
+    fn a_sequence_moves_from_the_slowest_replica_to_the_fastest() {
+        // Four sequences each on a replica twice as fast as the other: the slow one ends last.
+        let moved = one_sequence_moved(8, &[0.5, 0.5], &[2.0, 1.0]).unwrap();
+        assert_eq!(moved, vec![5.0 / 8.0, 3.0 / 8.0]);
+        // Five against three at speeds 2 and 1: 2.5 against 3, and six against two would be 3
+        // against 2 — no shorter: no move.
+        assert_eq!(
+            one_sequence_moved(8, &[5.0 / 8.0, 3.0 / 8.0], &[2.0, 1.0]),
+            None
+        );
+        // A replica of one sequence keeps it.
+        assert_eq!(one_sequence_moved(2, &[0.5, 0.5], &[1.0, 1.0]), None);
+    }
+
+    #[test]
+    fn whole_sequences_are_none_when_even_and_refused_below_one_each() {
+        assert_eq!(whole_sequences(8, &[1.0, 1.0]), Some(None));
+        assert_eq!(
+            whole_sequences(8, &[3.0, 1.0]),
+            Some(Some(vec![6.0 / 8.0, 2.0 / 8.0]))
+        );
+        assert_eq!(whole_sequences(1, &[1.0, 1.0]), None);
+    }
+}
