@@ -12,6 +12,7 @@
 //! - one stage's replica shares: even, proportional to each replica's speed (its slowest GPU's
 //!   time per layer), or one sequence moved from the replica that ends last to the one that ends
 //!   first;
+//! - one stage's tensor-parallel degree (1, 2, 4 or 8, each group inside one machine);
 //! - one stage's slowest replica dropped (its GPUs left idle, as best-subset data parallelism
 //!   leaves a slow GPU out when its gradient traffic costs more than its compute saves), or one
 //!   replica added from idle GPUs of one machine, the fastest first.
@@ -28,13 +29,18 @@ use super::planner::{Planned, Planner, Pool, divisors};
 /// The best plan a descent from `start` (which fits) reaches before no move helps or the
 /// planner's deadline passes; `start` itself when nothing beats it.
 pub(crate) fn refine(planner: &mut Planner, pools: &[Pool], start: Planned) -> Planned {
-    let layer_us = layer_us_by_device(pools);
-    // Machines' GPUs, fastest type first: where an added replica is taken from.
-    let machines: Vec<Vec<usize>> = pools.iter().flat_map(|p| p.groups.clone()).collect();
+    let cx = Context {
+        layer_us: layer_us_by_device(pools),
+        machines: pools.iter().flat_map(|p| p.groups.clone()).collect(),
+        tp_degrees: [1, 2, 4, 8]
+            .into_iter()
+            .filter(|&t| planner.tp_fits_heads(t))
+            .collect(),
+    };
     let mut best = start;
     loop {
         let mut improved: Option<Planned> = None;
-        for plan in moves(&best.plan, &layer_us, &machines) {
+        for plan in moves(&best.plan, &cx) {
             if planner.out_of_time() {
                 return improved.unwrap_or(best);
             }
@@ -52,6 +58,17 @@ pub(crate) fn refine(planner: &mut Planner, pools: &[Pool], start: Planned) -> P
     }
 }
 
+/// What the moves need to know of the cluster and the model.
+struct Context {
+    /// Each device's time for one layer of the whole micro-batch, µs.
+    layer_us: HashMap<usize, f64>,
+    /// Machines' GPUs (one device group each), fastest type first: where an added replica is
+    /// taken from, and what a tensor-parallel group stays inside.
+    machines: Vec<Vec<usize>>,
+    /// Tensor-parallel degrees that divide the model's heads.
+    tp_degrees: Vec<usize>,
+}
+
 /// Each device's time for one layer of the whole micro-batch, µs (its type's).
 fn layer_us_by_device(pools: &[Pool]) -> HashMap<usize, f64> {
     pools
@@ -61,19 +78,58 @@ fn layer_us_by_device(pools: &[Pool]) -> HashMap<usize, f64> {
 }
 
 /// Every plan one move away from `plan` (module docs).
-fn moves(
-    plan: &HybridPlan,
-    layer_us: &HashMap<usize, f64>,
-    machines: &[Vec<usize>],
-) -> Vec<HybridPlan> {
+fn moves(plan: &HybridPlan, cx: &Context) -> Vec<HybridPlan> {
     let mut out = Vec::new();
     layer_shifts(plan, &mut out);
     micro_batch_counts(plan, &mut out);
     zero_stages(plan, &mut out);
-    share_moves(plan, layer_us, &mut out);
-    replica_moves(plan, layer_us, machines, &mut out);
+    share_moves(plan, &cx.layer_us, &mut out);
+    replica_moves(plan, &cx.layer_us, &cx.machines, &mut out);
+    tp_degrees(plan, cx, &mut out);
     out.retain(|p| p != plan);
     out
+}
+
+/// Each stage's GPUs regrouped at every other tensor-parallel degree whose groups each stay
+/// inside one machine (its data parallelism follows), with sequence parallelism where TP > 1
+/// and the replicas' shares by speed.
+fn tp_degrees(plan: &HybridPlan, cx: &Context, out: &mut Vec<HybridPlan>) {
+    let micro = plan.global_batch / plan.micro_batches;
+    for (i, s) in plan.stages.iter().enumerate() {
+        // The stage's GPUs machine by machine, so consecutive GPUs share a machine.
+        let per_machine: Vec<Vec<usize>> = cx
+            .machines
+            .iter()
+            .map(|m| {
+                m.iter()
+                    .copied()
+                    .filter(|d| s.devices().any(|x| x == *d))
+                    .collect()
+            })
+            .filter(|m: &Vec<usize>| !m.is_empty())
+            .collect();
+        for &t in &cx.tp_degrees {
+            if t == s.tp() || per_machine.iter().any(|m| !m.len().is_multiple_of(t)) {
+                continue;
+            }
+            let replicas: Vec<Vec<usize>> = per_machine
+                .iter()
+                .flat_map(|m| m.chunks(t).map(<[usize]>::to_vec))
+                .collect();
+            let speed: Vec<f64> = replicas
+                .iter()
+                .map(|r| replica_speed(r, &cx.layer_us))
+                .collect();
+            if let Some(shares) = whole_sequences(micro, &speed) {
+                let mut p = plan.clone();
+                let stage = &mut p.stages[i];
+                stage.replicas = replicas;
+                stage.shares = shares;
+                stage.sequence_parallel = t > 1;
+                out.push(p);
+            }
+        }
+    }
 }
 
 /// Each stage with its slowest replica dropped, and with one replica added from the first
@@ -324,6 +380,29 @@ mod tests {
         );
         // A replica of one sequence keeps it.
         assert_eq!(one_sequence_moved(2, &[0.5, 0.5], &[1.0, 1.0]), None);
+    }
+
+    #[test]
+    fn tensor_parallel_groups_stay_inside_a_machine() {
+        // Two machines of four GPUs, one stage over six of them (four and two): TP 2 splits
+        // each machine's share in pairs; TP 4 would straddle the machines and is not offered.
+        let cx = Context {
+            layer_us: (0..8).map(|d| (d, 1.0)).collect(),
+            machines: vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]],
+            tp_degrees: vec![1, 2, 4, 8],
+        };
+        let plan = HybridPlan::one_f_one_b(
+            12,
+            1,
+            vec![stage([0, 4], &[0, 1, 2, 3, 4, 5], 1, ZeroStage::None, None)],
+        );
+        let mut out = Vec::new();
+        tp_degrees(&plan, &cx, &mut out);
+        assert_eq!(out.len(), 1);
+        let s = &out[0].stages[0];
+        assert_eq!(s.replicas, vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
+        assert!(s.sequence_parallel);
+        assert_eq!(s.shares, None);
     }
 
     #[test]
