@@ -13,6 +13,8 @@
 //!   time per layer), or one sequence moved from the replica that ends last to the one that ends
 //!   first;
 //! - one stage's tensor-parallel degree (1, 2, 4 or 8, each group inside one machine);
+//! - one stage cut in two (half its replicas each, the layers by their speeds), or two adjacent
+//!   stages of one TP degree made one: the pipeline's depth;
 //! - one stage's slowest replica dropped (its GPUs left idle, as best-subset data parallelism
 //!   leaves a slow GPU out when its gradient traffic costs more than its compute saves), or one
 //!   replica added from idle GPUs of one machine, the fastest first.
@@ -24,7 +26,7 @@ use std::collections::HashMap;
 
 use super::baselines::integer_shares;
 use super::plan::{HybridPlan, Stage, ZeroStage};
-use super::planner::{Planned, Planner, Pool, divisors};
+use super::planner::{Planned, Planner, Pool, divisors, split_layers};
 
 /// The best plan a descent from `start` (which fits) reaches before no move helps or the
 /// planner's deadline passes; `start` itself when nothing beats it.
@@ -86,8 +88,73 @@ fn moves(plan: &HybridPlan, cx: &Context) -> Vec<HybridPlan> {
     share_moves(plan, &cx.layer_us, &mut out);
     replica_moves(plan, &cx.layer_us, &cx.machines, &mut out);
     tp_degrees(plan, cx, &mut out);
+    stage_splits(plan, &cx.layer_us, &mut out);
+    stage_merges(plan, &cx.layer_us, &mut out);
     out.retain(|p| p != plan);
     out
+}
+
+/// Each stage of several replicas and layers cut in two: its first half of replicas takes the
+/// first layers, the second half the rest, the layers split by the halves' speeds.
+fn stage_splits(plan: &HybridPlan, layer_us: &HashMap<usize, f64>, out: &mut Vec<HybridPlan>) {
+    let micro = plan.global_batch / plan.micro_batches;
+    for (i, s) in plan.stages.iter().enumerate() {
+        if s.dp() < 2 || s.layer_count() < 2 {
+            continue;
+        }
+        let (front, back) = s.replicas.split_at(s.dp() / 2);
+        let speed = |half: &[Vec<usize>]| -> f64 { replica_speeds(half, layer_us).iter().sum() };
+        let Some(ranges) = split_layers(s.layer_count(), &[speed(front), speed(back)]) else {
+            continue;
+        };
+        let halves: Option<Vec<Stage>> = [front, back]
+            .into_iter()
+            .zip(ranges)
+            .map(|(half, r)| {
+                let mut h = s.clone();
+                h.layers = [s.layers[0] + r[0], s.layers[0] + r[1]];
+                h.replicas = half.to_vec();
+                h.shares = whole_sequences(micro, &replica_speeds(half, layer_us))?;
+                Some(h)
+            })
+            .collect();
+        if let Some(halves) = halves {
+            let mut p = plan.clone();
+            p.stages.splice(i..=i, halves);
+            out.push(p);
+        }
+    }
+}
+
+/// Each pair of adjacent stages of one TP degree made one stage of both's layers and replicas
+/// (the first's ZeRO stage), its shares by speed.
+fn stage_merges(plan: &HybridPlan, layer_us: &HashMap<usize, f64>, out: &mut Vec<HybridPlan>) {
+    let micro = plan.global_batch / plan.micro_batches;
+    for i in 1..plan.stages.len() {
+        let (a, b) = (&plan.stages[i - 1], &plan.stages[i]);
+        if a.tp() != b.tp() {
+            continue;
+        }
+        let mut merged = a.clone();
+        merged.layers = [a.layers[0], b.layers[1]];
+        merged.replicas.extend(b.replicas.iter().cloned());
+        let Some(shares) = whole_sequences(micro, &replica_speeds(&merged.replicas, layer_us))
+        else {
+            continue;
+        };
+        merged.shares = shares;
+        let mut p = plan.clone();
+        p.stages.splice(i - 1..=i, [merged]);
+        out.push(p);
+    }
+}
+
+/// Each replica's speed ([`replica_speed`]).
+fn replica_speeds(replicas: &[Vec<usize>], layer_us: &HashMap<usize, f64>) -> Vec<f64> {
+    replicas
+        .iter()
+        .map(|r| replica_speed(r, layer_us))
+        .collect()
 }
 
 /// Each stage's GPUs regrouped at every other tensor-parallel degree whose groups each stay
@@ -116,10 +183,7 @@ fn tp_degrees(plan: &HybridPlan, cx: &Context, out: &mut Vec<HybridPlan>) {
                 .iter()
                 .flat_map(|m| m.chunks(t).map(<[usize]>::to_vec))
                 .collect();
-            let speed: Vec<f64> = replicas
-                .iter()
-                .map(|r| replica_speed(r, &cx.layer_us))
-                .collect();
+            let speed = replica_speeds(&replicas, &cx.layer_us);
             if let Some(shares) = whole_sequences(micro, &speed) {
                 let mut p = plan.clone();
                 let stage = &mut p.stages[i];
@@ -145,10 +209,7 @@ fn replica_moves(
     let used: std::collections::HashSet<usize> = plan.devices().into_iter().collect();
     for (i, s) in plan.stages.iter().enumerate() {
         let mut with = |replicas: Vec<Vec<usize>>| {
-            let speed: Vec<f64> = replicas
-                .iter()
-                .map(|r| replica_speed(r, layer_us))
-                .collect();
+            let speed = replica_speeds(&replicas, layer_us);
             if let Some(shares) = whole_sequences(micro, &speed) {
                 let mut p = plan.clone();
                 p.stages[i].replicas = replicas;
@@ -265,11 +326,7 @@ fn share_moves(plan: &HybridPlan, layer_us: &HashMap<usize, f64>, out: &mut Vec<
         if s.dp() < 2 {
             continue;
         }
-        let speed: Vec<f64> = s
-            .replicas
-            .iter()
-            .map(|r| replica_speed(r, layer_us))
-            .collect();
+        let speed = replica_speeds(&s.replicas, layer_us);
         let mut with = |shares: Option<Vec<f64>>| {
             let mut p = plan.clone();
             p.stages[i].shares = shares;
@@ -403,6 +460,26 @@ mod tests {
         assert_eq!(s.replicas, vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
         assert!(s.sequence_parallel);
         assert_eq!(s.shares, None);
+    }
+
+    #[test]
+    fn a_stage_cut_in_two_and_merged_again_is_the_stage() {
+        let layer_us: HashMap<usize, f64> = (0..4).map(|d| (d, 1.0)).collect();
+        let plan = HybridPlan::one_f_one_b(
+            8,
+            2,
+            vec![stage([0, 8], &[0, 1, 2, 3], 1, ZeroStage::Optimizer, None)],
+        );
+        let mut split = Vec::new();
+        stage_splits(&plan, &layer_us, &mut split);
+        assert_eq!(split.len(), 1);
+        let halves = &split[0].stages;
+        assert_eq!((halves[0].layers, halves[1].layers), ([0, 4], [4, 8]));
+        assert_eq!(halves[0].replicas, vec![vec![0], vec![1]]);
+        assert_eq!(halves[1].replicas, vec![vec![2], vec![3]]);
+        let mut merged = Vec::new();
+        stage_merges(&split[0], &layer_us, &mut merged);
+        assert_eq!(merged, vec![plan]);
     }
 
     #[test]
