@@ -382,3 +382,76 @@ def test_memory_replay_matches_eager_allocations():
         replayed = doc["torch"]["memory_replay"]["peak"]
         assert abs(replayed / eager - 1) < 0.05, (name, replayed, eager)
 
+
+
+HEADS, TOKENS, HEAD_DIM = 2, 12, 4
+
+
+def make_sdpa(causal):
+    """One causal (or full) self-attention layer that calls ``F.scaled_dot_product_attention``."""
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(HEADS * HEAD_DIM, 3 * HEADS * HEAD_DIM)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(x).view(b, s, 3, HEADS, HEAD_DIM).permute(2, 0, 3, 1, 4)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal).sum(dim=(1, 3))
+
+    def make_batch(b):
+        return (torch.randn(b, TOKENS, HEADS * HEAD_DIM),), (torch.randn(b, TOKENS),)
+
+    return {"model": Attention(), "make_batch": make_batch, "loss": lambda out, y: F.mse_loss(out, y)}
+
+
+def make_causal_sdpa():
+    return make_sdpa(True)
+
+
+def make_full_sdpa():
+    return make_sdpa(False)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_sdpa_exports_as_one_op_with_its_shape_and_flops(causal):
+    factory = "make_causal_sdpa" if causal else "make_full_sdpa"
+    doc = export("--model", f"module:test_torch_export:{factory}", "--batch", str(BATCH))
+    by_id = check_graph(doc)
+    fused = [op for op in by_id.values() if "attention" in op]
+    # The kernel call of the forward and the one of the backward; nothing else carries a shape.
+    assert sorted(op["phase"] for op in fused) == ["backward", "forward"]
+    shape = {"seq_q": TOKENS, "seq_k": TOKENS, "head_dim": HEAD_DIM, "causal": causal}
+    assert all(op["attention"] == shape for op in fused)
+    # Forward: QKᵀ and PV, 2·s·s·d multiply-adds each per head, 4·b·heads·s²·d FLOPs, half of it
+    # under a causal mask (topoplace's count, the kernels' benchmarks'); backward 2.5 times that.
+    forward = 4 * BATCH * HEADS * TOKENS * TOKENS * HEAD_DIM / (2 if causal else 1)
+    by_phase = {op["phase"]: op for op in fused}
+    assert by_phase["forward"]["flops"] == pytest.approx(forward)
+    assert by_phase["backward"]["flops"] == pytest.approx(2.5 * forward)
+    # No score matrix is made, let alone kept: no op outputs a [b, heads, s, s] tensor.
+    shapes = [shape for info in doc["torch"]["op_info"].values() for shape in info["shapes"]]
+    assert [BATCH, HEADS, TOKENS, HEAD_DIM] in shapes
+    assert [BATCH, HEADS, TOKENS, TOKENS] not in shapes
+
+
+def test_llama_with_sdpa_attention_exports_one_fused_causal_op_per_layer():
+    """``--attention sdpa``: a decoder's attention is PyTorch's fused kernel, one op per layer
+    and pass with its shape, causal, with the same parameters as the eager export."""
+    pytest.importorskip("transformers")
+    config = "hidden_size=64,num_hidden_layers=3,num_attention_heads=4,num_key_value_heads=2," \
+             "intermediate_size=128,vocab_size=256"
+    common = ["--model", "transformers:llama", "--config", config, "--batch", "2", "--seq", "24"]
+    fused = export(*common, "--attention", "sdpa")
+    eager = export(*common)
+    check_graph(fused)
+    assert fused["torch"]["params_total"] == eager["torch"]["params_total"]
+    ops = [op for op in fused["ops"] if "attention" in op]
+    assert sorted(op["phase"] for op in ops) == ["backward"] * 3 + ["forward"] * 3
+    assert all(op["attention"] == {"seq_q": 24, "seq_k": 24, "head_dim": 16, "causal": True} for op in ops)
+    assert not any("attention" in op for op in eager["ops"])
+    # The eager export keeps the softmax of a [2, 4, 24, 24] score tensor per layer; SDPA none.
+    shapes = lambda doc: [s for info in doc["torch"]["op_info"].values() for s in info["shapes"]]
+    assert [2, 4, 24, 24] in shapes(eager)
+    assert [2, 4, 24, 24] not in shapes(fused)

@@ -22,6 +22,9 @@ def parse(argv=None):
     ap.add_argument("--sequence", help="T,F: float sequences of T steps and F features for module: models returning "
                     "a bare nn.Module (an RNN; batch-first unless the module has batch_first = False)")
     ap.add_argument("--classes", type=positive, default=1000, help="classes for module: image and sequence models")
+    ap.add_argument("--attention", choices=["eager", "sdpa"], default="eager",
+                    help="transformers: models' attention: eager (softmax(QKᵀ)V as separate ops, the "
+                    "default) or sdpa (F.scaled_dot_product_attention: one fused op with its shape)")
     ap.add_argument("--config", help="key=value,... overrides of a transformers: config (e.g. num_hidden_layers=4)")
     ap.add_argument("--out", required=True, help="output JSON path (.json.gz to compress)")
     ap.add_argument("--name", help="graph name (default: the model name)")

@@ -390,6 +390,14 @@ class Exporter:
                 self.port_op[(n.name, p)] = i
             self.node_ops[n.name].append(i)
             self.info(i, n, group if len(groups) > 1 else None)
+            shape = attention_shape(n)
+            if shape is not None:
+                op["attention"] = shape
+                if shape["causal"]:
+                    # topoplace counts a causal kernel's FLOPs as its authors' benchmarks do: the
+                    # masked half of the score blocks is skipped, not computed (torch's counter
+                    # charges the full square).
+                    op["flops"] /= 2
             if reduce is not None:
                 self.op_info[str(i)]["reduce"] = reduce
             stack = n.meta.get("nn_module_stack")
@@ -512,6 +520,30 @@ class Exporter:
             if (src[0], opt) not in self.edges:
                 raise SystemExit(f"no edge carries the gradient of {self.param_names[k]}")
             self.gradients.append({"grad": src[0], "optimizer": opt})
+
+
+def attention_shape(n):
+    """``ops[].attention`` of a fused scaled-dot-product attention call, forward or backward
+    (flash, memory-efficient, cuDNN or the CPU kernel ``F.scaled_dot_product_attention`` picks):
+    query and key lengths and the head size from its ``query`` and ``key`` arguments ([batch,
+    heads, tokens, head size]), ``causal`` from its ``is_causal``; None for any other op."""
+    schema = getattr(n.target, "_schema", None)
+    if schema is None or "attention" not in schema.name:
+        return None
+    names = [a.name for a in schema.arguments]
+    if "query" not in names or "key" not in names:
+        return None
+
+    def arg(name):
+        i = names.index(name)
+        value = n.args[i] if i < len(n.args) else n.kwargs.get(name, schema.arguments[i].default_value)
+        return value.meta.get("val") if isinstance(value, torch.fx.Node) else value
+
+    q, k = arg("query"), arg("key")
+    if not (isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor)) or q.dim() != 4 or k.dim() != 4:
+        return None
+    causal = bool(arg("is_causal")) if "is_causal" in names else False
+    return {"seq_q": int(q.shape[2]), "seq_k": int(k.shape[2]), "head_dim": int(q.shape[3]), "causal": causal}
 
 
 def batch_reduction(n, kind):

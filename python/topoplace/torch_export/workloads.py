@@ -14,9 +14,10 @@ command line's ``--model`` picks one of:
   other encoders as masked LMs;
 - ``module:pkg.mod:factory``: your own model (see ``module_workload``).
 
-Attention is the eager implementation (one explicit softmax(QKᵀ)V), so the capture does not
-depend on which fused kernel a machine would pick. Masks are passed pre-built in 4-D additive
-form: a 2-D padding mask makes transformers inspect its values (``mask.all()``), a
+Attention is the eager implementation (one explicit softmax(QKᵀ)V) unless ``--attention sdpa``
+asks for ``F.scaled_dot_product_attention``, which exports as one fused op with its shape. Masks
+are passed pre-built in 4-D additive form (none to an SDPA causal LM, which then runs with
+``is_causal``): a 2-D padding mask makes transformers inspect its values (``mask.all()``), a
 data-dependent branch that fake tensors cannot take.
 """
 
@@ -108,8 +109,9 @@ def parse_overrides(text):
     return out
 
 
-def transformers_config(name, overrides=None):
-    """A config by preset name or ``model_type``, with overrides; eager attention."""
+def transformers_config(name, overrides=None, attention="eager"):
+    """A config by preset name or ``model_type``, with overrides; ``attention`` is transformers'
+    ``attn_implementation`` (``eager`` or ``sdpa``)."""
     from transformers import AutoConfig
     model_type, sizes = PRESETS.get(name, (name, {}))
     if model_type == "bert":
@@ -120,7 +122,7 @@ def transformers_config(name, overrides=None):
         cfg = AutoConfig.for_model(model_type, **{**sizes, **(overrides or {})})
     except ValueError as e:
         raise ValueError(f"transformers:{name}: {e} (named sizes: {', '.join(PRESETS)})") from e
-    cfg._attn_implementation = "eager"
+    cfg._attn_implementation = attention
     if hasattr(cfg, "use_cache"):
         cfg.use_cache = False
     return cfg
@@ -141,8 +143,8 @@ def additive_mask(rows, cols, causal, dtype=torch.float32):
     return torch.full((rows, cols), torch.finfo(dtype).min, dtype=dtype).triu(1)[None, None]
 
 
-def transformers_workload(name, seq, overrides=None):
-    cfg = transformers_config(name, overrides)
+def transformers_workload(name, seq, overrides=None, attention="eager"):
+    cfg = transformers_config(name, overrides, attention)
     if cfg.model_type == "bert":
         return bert_pretraining_workload(cfg, seq)
     if getattr(cfg, "is_encoder_decoder", False):
@@ -150,7 +152,8 @@ def transformers_workload(name, seq, overrides=None):
     from transformers import AutoModelForCausalLM
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     if cfg.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return causal_lm_workload(AutoModelForCausalLM.from_config(cfg), cfg.vocab_size, seq)
+        return causal_lm_workload(AutoModelForCausalLM.from_config(cfg), cfg.vocab_size, seq,
+                                  prepared_mask=attention == "eager")
     return masked_lm_workload(cfg, seq)
 
 
@@ -183,9 +186,10 @@ def bert_pretraining_workload(cfg, seq):
     return Workload(Wrapped(model), make_batch, loss)
 
 
-def causal_lm_workload(model, vocab, seq):
+def causal_lm_workload(model, vocab, seq, prepared_mask=True):
     """Decoder-only LM: cross-entropy over every position against random next-token labels (the
-    label shift of HF's own loss is left out: same shapes, same cost)."""
+    label shift of HF's own loss is left out: same shapes, same cost). Without ``prepared_mask``
+    no mask is passed, so SDPA attention runs with ``is_causal`` and no mask tensor."""
 
     def make_batch(b):
         return (torch.randint(0, vocab, (b, seq)),), (torch.randint(0, vocab, (b, seq)),)
@@ -197,8 +201,15 @@ def causal_lm_workload(model, vocab, seq):
 
         def forward(self, ids):
             s = ids.shape[1]
-            mask = additive_mask(s, s, causal=True)
-            return self.lm(input_ids=ids, attention_mask=mask, use_cache=False).logits
+            if prepared_mask:
+                return self.lm(input_ids=ids, attention_mask=additive_mask(s, s, causal=True),
+                               use_cache=False).logits
+            # Without a mask transformers looks for sequences packed into one row by reading the
+            # position ids' values, a data-dependent branch fake tensors cannot take; each row
+            # here is one sequence, which is the answer it would reach.
+            from unittest import mock
+            with mock.patch("transformers.masking_utils.find_packed_sequence_indices", lambda _: None):
+                return self.lm(input_ids=ids, use_cache=False).logits
 
     return Workload(Wrapped(model), make_batch, cross_entropy)
 
@@ -354,7 +365,8 @@ def build_workload(args):
     if kind == "torchvision":
         return torchvision_workload(name)
     if kind == "transformers":
-        return transformers_workload(name, args.seq, parse_overrides(args.config))
+        return transformers_workload(name, args.seq, parse_overrides(args.config),
+                                     getattr(args, "attention", "eager"))
     if kind == "module":
         w, model = module_workload(name)
         if w is not None:
