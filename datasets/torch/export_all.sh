@@ -17,3 +17,6 @@ $X --model torchvision:efficientnet_b0 --batch 96 --out datasets/torch/efficient
 $X --model transformers:llama --config hidden_size=512,num_hidden_layers=4,num_attention_heads=8,num_key_value_heads=8,intermediate_size=1376,vocab_size=32000 \
    --batch 8 --seq 512 --name llama-small --out datasets/torch/llama_small_b8_s512.json.gz
 $X --model torchvision:vit_b_16 --batch 32 --out datasets/torch/vit_b_16_b32.json.gz
+# transformers' Llama with SDPA attention (fused op per layer and pass; grouped-query attention)
+$X --model transformers:llama --config hidden_size=512,num_hidden_layers=4,num_attention_heads=8,num_key_value_heads=4,intermediate_size=1376,vocab_size=32000 \
+   --batch 4 --seq 512 --attention sdpa --name llama-small-sdpa --out datasets/torch/llama_small_sdpa_b4_s512.json.gz

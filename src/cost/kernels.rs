@@ -46,12 +46,19 @@ impl KernelClass {
         let t = op.op_type.as_bytes();
         if starts_with_ignore_case(t, b"conv") || starts_with_ignore_case(t, b"depthwiseconv") {
             KernelClass::Conv
-        } else if t.eq_ignore_ascii_case(b"mm") || names_a_matrix_product(t) {
+        } else if is_plain_mm(t) || names_a_matrix_product(t) {
             KernelClass::Gemm
         } else {
             KernelClass::Memory
         }
     }
+}
+
+/// Whether `t` is ATen's plain matrix product, alone or namespaced (`mm`, `aten.mm`): a name too
+/// short to look for inside others (`mm` is in `comm`, `summary`).
+fn is_plain_mm(t: &[u8]) -> bool {
+    let last = t.rsplit(|&b| b == b'.').next().unwrap_or(t);
+    last.eq_ignore_ascii_case(b"mm")
 }
 
 /// Whether `t` contains (ignoring case) one of the framework names of a dense matrix product:

@@ -418,7 +418,7 @@ fn kernel_classes_follow_the_op_type() {
         let l = t.to_ascii_lowercase();
         if l.starts_with("conv") || l.starts_with("depthwiseconv") {
             KernelClass::Conv
-        } else if l == "mm" || gemm_names.iter().any(|n| l.contains(n)) {
+        } else if l == "mm" || l.ends_with(".mm") || gemm_names.iter().any(|n| l.contains(n)) {
             KernelClass::Gemm
         } else {
             KernelClass::Memory
@@ -448,6 +448,10 @@ fn kernel_classes_follow_the_op_type() {
         "MatMu",
         "mm_",
         "baddbmm",
+        // ATen's plain product as the PyTorch exporter names it; not a type merely ending in mm.
+        "aten.mm",
+        "aten.comm",
+        "Comm",
     ];
     for t in types {
         let op = Op::new(0, "op", t, Phase::Forward);
@@ -460,6 +464,10 @@ fn kernel_classes_follow_the_op_type() {
     assert_eq!(
         KernelClass::of(&Op::new(0, "o", "LayerNorm", Phase::Forward)),
         KernelClass::Memory
+    );
+    assert_eq!(
+        KernelClass::of(&Op::new(0, "o", "aten.mm", Phase::Backward)),
+        KernelClass::Gemm
     );
 }
 

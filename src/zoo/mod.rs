@@ -385,6 +385,35 @@ const CARDS: &[ModelCard] = &[
     },
 ];
 
+/// A Llama of any size ([`LlamaConfig`], its `seq` the tokens), named `name`: what the named
+/// sizes build, for shapes the zoo does not name (a checkpoint's `config.json`, a small test
+/// model). `opts.seq` is not read; the batch is `opts.batch_size` (8 without one), a forward-only
+/// graph with `opts.inference`.
+///
+/// ```
+/// use topoplace::zoo::{LlamaConfig, ZooOptions, build_llama};
+/// let tiny = LlamaConfig { layers: 2, hidden: 64, heads: 4, kv_heads: 2, ffn: 128, vocab: 256,
+///                          seq: 16, tied: false };
+/// let g = build_llama("llama-tiny", &tiny, &ZooOptions::default()).unwrap();
+/// let params: u64 = g.ops().iter().map(|o| o.params).sum();
+/// // Embedding and head 2·256·64; per layer q and o 64², k and v 64·32, the MLP 3·64·128 and
+/// // two norms; the final norm.
+/// assert_eq!(params, 2 * 256 * 64 + 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64) + 64);
+/// ```
+pub fn build_llama(
+    name: &str,
+    config: &LlamaConfig,
+    opts: &ZooOptions,
+) -> Result<Graph, InputError> {
+    let mut net = net_for(
+        opts.batch_size.unwrap_or(GPT_SIZE_BATCH),
+        opts.inference,
+        opts,
+    );
+    transformer::llama(&mut net, config);
+    net.finish(name)
+}
+
 /// Build a zoo model's training graph (or forward-only graph with `-inference` or
 /// `opts.inference`).
 pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
@@ -403,9 +432,11 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
             seq: seq_or(opts, config.seq)?,
             ..config
         };
-        let mut net = net_for(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), inference, opts);
-        transformer::llama(&mut net, &config);
-        return net.finish(&graph_name);
+        let opts = ZooOptions {
+            inference,
+            ..opts.clone()
+        };
+        return build_llama(&graph_name, &config, &opts);
     }
     if let Some(config) = gpt_size(base) {
         let config = gpt_at(config, opts)?;
