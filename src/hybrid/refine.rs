@@ -164,15 +164,11 @@ fn tp_degrees(plan: &HybridPlan, cx: &Context, out: &mut Vec<HybridPlan>) {
     let micro = plan.global_batch / plan.micro_batches;
     for (i, s) in plan.stages.iter().enumerate() {
         // The stage's GPUs machine by machine, so consecutive GPUs share a machine.
+        let mine: std::collections::HashSet<usize> = s.devices().collect();
         let per_machine: Vec<Vec<usize>> = cx
             .machines
             .iter()
-            .map(|m| {
-                m.iter()
-                    .copied()
-                    .filter(|d| s.devices().any(|x| x == *d))
-                    .collect()
-            })
+            .map(|m| m.iter().copied().filter(|d| mine.contains(d)).collect())
             .filter(|m: &Vec<usize>| !m.is_empty())
             .collect();
         for &t in &cx.tp_degrees {

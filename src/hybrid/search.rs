@@ -214,7 +214,7 @@ pub fn plan_all(planner: &mut Planner, end: Option<Instant>) -> Result<HybridPla
     let share_of_what_is_left = |began: Instant, share: f64| {
         end.map(|end| began + end.saturating_duration_since(began).mul_f64(share))
     };
-    let mut methods: Vec<MethodPlan> = Vec::with_capacity(planners.len());
+    let mut methods = Vec::with_capacity(planners.len());
     for (method, share, plan) in planners {
         let began = Instant::now();
         planner.set_deadline(share_of_what_is_left(began, share));
