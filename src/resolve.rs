@@ -1,5 +1,5 @@
-//! Resolving the names a user gives on the command line or in a recipe: a model is a zoo name or
-//! a graph file, a cluster is a config file or the name of one shipped in `configs/`.
+//! Resolving the names a user gives on the command line or in a recipe: a model is a zoo name, a
+//! model-spec file (`.toml`, a GPT or Llama at any size) or a graph file, a cluster is a config file or the name of one shipped in `configs/`.
 
 use std::path::Path;
 
@@ -19,7 +19,7 @@ pub(crate) fn is_zoo_model(model: &str) -> bool {
         || zoo::llama_size(model).is_some()
 }
 
-/// A zoo name (at its default batch, or `batch`), or else a graph file in any importable format
+/// A zoo name or a model-spec file (at its default batch, or `batch`), or else a graph file in any importable format
 /// (re-batched linearly to `batch` when one is given).
 pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
     let opts = zoo::ZooOptions {
@@ -37,7 +37,7 @@ pub fn load_model_as(model: &str, opts: &zoo::ZooOptions) -> Result<Graph> {
     if batch == Some(0) {
         return Err(InputError::new("<cli>", "--batch", "must be at least 1").into());
     }
-    if is_zoo_model(model) {
+    if is_zoo_model(model) || zoo::is_spec_file(model) {
         return Ok(zoo::build(model, opts)?);
     }
     let path = Path::new(model);

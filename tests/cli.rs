@@ -1407,3 +1407,41 @@ fn place_on_a_wide_fan_out_holds_its_time_limit() {
     );
     assert!(took <= 1.1 * limit + 1.0, "{took:.1} s for --time {limit}");
 }
+
+/// A model-spec file stands where a model name goes: `place` plans the Llama it describes with
+/// hybrid plans, and a wrong spec is one error naming the file and the field.
+#[test]
+fn place_reads_a_model_spec_file() {
+    let dir = scratch("model-spec");
+    let spec = dir.join("llama-8b-16l.toml");
+    std::fs::write(&spec, "base = \"llama-8b\"\nlayers = 16\nseq = 2048\n").unwrap();
+    let spec = spec.display().to_string();
+    let placed = run_json(&[
+        "place",
+        "--model",
+        &spec,
+        "--cluster",
+        "hetero-a100-v100",
+        "--batch",
+        "16",
+        "--precision",
+        "fp16",
+        "--framework",
+        "pytorch",
+        "--json",
+    ]);
+    assert!(placed["fits"].as_bool().unwrap(), "{placed}");
+    let stages = placed["plan"]["stages"]
+        .as_array()
+        .expect("a hybrid plan lists its stages");
+    let last_layer = stages.last().unwrap()["layers"][1].as_u64();
+    assert_eq!(last_layer, Some(16), "{placed}");
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "base = \"llama-8b\"\nkv_heads = 3\n").unwrap();
+    let out = run(&["info", &bad.display().to_string()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("bad.toml: kv_heads:"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -707,3 +707,52 @@ fn fused_attention_carries_its_shape_forward_and_backward() {
     let tf1 = zoo::build("bert-large", &ZooOptions::default()).unwrap();
     assert!(tf1.ops().iter().all(|o| o.attention.is_none()));
 }
+
+#[test]
+fn a_model_spec_builds_the_model_it_describes() {
+    let opts = ZooOptions {
+        batch_size: Some(1),
+        seq: Some(128),
+        ..ZooOptions::default()
+    };
+    let params = |g: &Graph| g.summary().params;
+    // A base with nothing changed is the named size.
+    let spec = zoo::parse_spec("base = \"llama-13b\"", "s.toml", "s").unwrap();
+    assert_eq!(
+        spec.model,
+        zoo::LanguageModel::Llama(named_llama("llama-13b"))
+    );
+    // Every size given: the Llama builder's closed form, 2·V·h + L·(2h² + 2h·kv + 3h·f + 2h) + h.
+    let text = "family = \"llama\"\nlayers = 3\nhidden = 256\nheads = 8\nkv_heads = 2\nffn = 640\n\
+                vocab = 1000\nseq = 64";
+    let path = std::env::temp_dir().join(format!("topoplace-spec-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let g = zoo::build(&path.display().to_string(), &opts).unwrap();
+    let _ = std::fs::remove_file(&path);
+    let (v, h, kv, f, l) = (1000u64, 256u64, 64u64, 640u64, 3u64);
+    let closed = 2 * v * h + l * (2 * h * h + 2 * h * kv + 3 * h * f + 2 * h) + h;
+    assert_eq!(params(&g), closed);
+    assert!(g.name.starts_with("topoplace-spec-"), "{}", g.name);
+    // A GPT size with fewer layers loses exactly 12h² + 13h per layer.
+    let gpt = |text: &str| {
+        let spec = zoo::parse_spec(text, "g.toml", "g").unwrap();
+        let zoo::LanguageModel::Gpt(c) = spec.model else {
+            panic!("a GPT base gives a GPT")
+        };
+        zoo::gpt_params(&c)
+    };
+    let h = 2048u64;
+    assert_eq!(
+        gpt("base = \"gpt3-1.3b\"") - gpt("base = \"gpt3-1.3b\"\nlayers = 20"),
+        4 * (12 * h * h + 13 * h)
+    );
+}
+
+fn named_llama(name: &str) -> zoo::LlamaConfig {
+    zoo::LLAMA_SIZES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap()
+        .1
+        .clone()
+}

@@ -101,11 +101,11 @@ impl<'a> PlaceRequest<'a> {
     pub fn wants_hybrid(&self) -> Result<bool> {
         match self.planner {
             PlannerChoice::Tag => Ok(false),
-            PlannerChoice::Hybrid if zoo::lm_shape(self.model).is_none() => Err(InputError::new(
+            PlannerChoice::Hybrid if zoo::lm_shape(self.model)?.is_none() => Err(InputError::new(
                 "<cli>",
                 "--planner",
                 format!(
-                    "hybrid plans a zoo GPT or Llama; \"{}\" is not one",
+                    "hybrid plans a zoo GPT or Llama, or a model-spec .toml file; \"{}\" is not one",
                     self.model
                 ),
             )

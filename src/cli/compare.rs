@@ -12,7 +12,7 @@ use topoplace::placers::compare;
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// Comma-separated zoo models or graph files.
+    /// Comma-separated zoo models, model-spec files (`.toml`) or graph files.
     #[arg(long, value_delimiter = ',', required = true)]
     models: Vec<String>,
     /// Batch size of every model: a zoo model is rebuilt at it, a graph file re-batched linearly

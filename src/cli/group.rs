@@ -15,7 +15,7 @@ use topoplace::{cluster::catalog::lookup_gpu, group as grouping};
 
 #[derive(Args)]
 pub struct GroupArgs {
-    /// A zoo name or a graph file of any supported format.
+    /// A zoo name, a model-spec file (`.toml`) or a graph file of any supported format.
     #[arg(long)]
     model: String,
     /// The grouping method.

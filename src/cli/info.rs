@@ -11,8 +11,8 @@ use topoplace::{inspect, zoo};
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// A zoo name (`topoplace zoo list`; add `-inference` for the forward-only graph) or a graph
-    /// JSON file.
+    /// A zoo name (`topoplace zoo list`; add `-inference` for the forward-only graph), a
+    /// model-spec file (`.toml`, a GPT or Llama at any size) or a graph JSON file.
     model: String,
     /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that
     /// assumes: docs/formats.md, "Re-batching").

@@ -18,7 +18,7 @@ use topoplace::place_summary::PlaceSummary;
 
 #[derive(Args)]
 pub struct PlaceArgs {
-    /// A zoo name or a graph JSON file.
+    /// A zoo name, a model-spec file (`.toml`) or a graph JSON file.
     #[arg(long)]
     model: String,
     /// Batch size: a zoo model is rebuilt at it, a graph file re-batched linearly (what that

@@ -10,7 +10,7 @@ use topoplace::sfb::{SfbOptions, SfbReport, check_strategy};
 
 #[derive(Args)]
 pub struct SfbArgs {
-    /// A zoo name or a graph file.
+    /// A zoo name, a model-spec file (`.toml`) or a graph file.
     #[arg(long)]
     model: String,
     #[arg(long)]

@@ -13,7 +13,7 @@ use topoplace::sim::Order;
 
 #[derive(Args)]
 pub struct SimulateArgs {
-    /// A zoo name or a graph JSON file.
+    /// A zoo name, a model-spec file (`.toml`) or a graph JSON file.
     #[arg(long)]
     model: String,
     /// A cluster config: a file, or the name of one in configs/.

@@ -9,7 +9,7 @@ use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
 
 #[derive(Args)]
 pub struct SolveArgs {
-    /// A zoo name or a graph file.
+    /// A zoo name, a model-spec file (`.toml`) or a graph file.
     #[arg(long)]
     model: String,
     /// A cluster config: a file, or the name of one in configs/.

@@ -74,11 +74,11 @@ impl HybridModel {
         opts: &ZooOptions,
         precision: Precision,
     ) -> crate::error::Result<HybridModel> {
-        let (heads, kv_heads, seq) = zoo::lm_shape(name).ok_or_else(|| {
+        let (heads, kv_heads, seq) = zoo::lm_shape(name)?.ok_or_else(|| {
             InputError::new(
                 "<cli>",
                 "--model",
-                format!("\"{name}\" is not a zoo language model (a gpt* or llama* size)"),
+                format!("\"{name}\" is not a zoo language model (a gpt* or llama* size, or a model-spec .toml file)"),
             )
         })?;
         let opts = ZooOptions {

@@ -43,7 +43,7 @@ const HYBRID_FROM_PARAMS: u64 = 1_000_000_000;
 /// Whether `name` is a zoo language model (GPT or Llama) of a billion parameters or more, which
 /// `place` and `compare` plan with hybrid plans unless told otherwise.
 pub fn planned_by_default(name: &str) -> Result<bool> {
-    if crate::zoo::lm_shape(name).is_none() {
+    if crate::zoo::lm_shape(name)?.is_none() {
         return Ok(false);
     }
     let opts = ZooOptions {

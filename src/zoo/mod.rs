@@ -12,6 +12,7 @@ mod framework;
 mod inception;
 mod layers;
 mod optimizer;
+mod spec;
 mod transformer;
 
 use serde::Serialize;
@@ -23,6 +24,7 @@ use transformer::{BertConfig, TransformerConfig};
 
 pub use framework::Framework;
 pub use optimizer::Optimizer;
+pub use spec::{LanguageModel, ModelSpec, is_spec_file, load_spec, parse_spec};
 
 /// The models [`build`] knows, in the order the CLI lists them.
 pub const NAMES: &[&str] = &[
@@ -128,7 +130,7 @@ pub(crate) fn llama_size(name: &str) -> Option<LlamaConfig> {
 const INFERENCE_SUFFIX: &str = "-inference";
 
 /// GPT-2-style decoder sizes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GptConfig {
     /// Number of decoder blocks (attention + MLP).
     pub layers: usize,
@@ -167,19 +169,23 @@ const fn gpt(layers: usize, hidden: usize, heads: usize, seq: usize) -> GptConfi
     }
 }
 
-/// Query heads, key/value heads and default tokens per sequence of a named language model (`gpt`,
-/// a [`GPT_SIZES`] or a [`LLAMA_SIZES`] name).
-pub fn lm_shape(name: &str) -> Option<(usize, usize, usize)> {
+/// Query heads, key/value heads and default tokens per sequence of a language model: `gpt`, a
+/// [`GPT_SIZES`] or a [`LLAMA_SIZES`] name, or a model-spec file ([`load_spec`]); `None` for any
+/// other model, an error for a spec file that cannot be read or is wrong.
+pub fn lm_shape(name: &str) -> Result<Option<(usize, usize, usize)>, InputError> {
+    if is_spec_file(name) {
+        return Ok(Some(load_spec(std::path::Path::new(name))?.model.shape()));
+    }
     if let Some(c) = llama_size(name) {
-        return Some((c.heads, c.kv_heads, c.seq));
+        return Ok(Some((c.heads, c.kv_heads, c.seq)));
     }
     let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
     let c = if base == "gpt" {
-        GptConfig::default()
+        Some(GptConfig::default())
     } else {
-        gpt_size(name)?
+        gpt_size(name)
     };
-    Some((c.heads, c.heads, c.seq))
+    Ok(c.map(|c| (c.heads, c.heads, c.seq)))
 }
 
 /// The sizes of a named GPT ([`GPT_SIZES`]), with or without the `-inference` suffix.
@@ -422,6 +428,9 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         None => (name, false),
     };
     let inference = opts.inference || suffixed;
+    if is_spec_file(base) {
+        return build_spec(&load_spec(std::path::Path::new(base))?, inference, opts);
+    }
     let graph_name = if inference {
         format!("{base}{INFERENCE_SUFFIX}")
     } else {
@@ -485,6 +494,36 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         other => unreachable!("model {other} has a card but no builder"),
     }
     net.finish(&graph_name)
+}
+
+/// The model a spec file describes, at `opts`' batch (8 without one) and sequence length (the
+/// spec's without one), named as the spec names it.
+fn build_spec(spec: &ModelSpec, inference: bool, opts: &ZooOptions) -> Result<Graph, InputError> {
+    let name = if inference {
+        format!("{}{INFERENCE_SUFFIX}", spec.name)
+    } else {
+        spec.name.clone()
+    };
+    let batch = opts.batch_size.unwrap_or(GPT_SIZE_BATCH);
+    match &spec.model {
+        LanguageModel::Llama(c) => {
+            let config = LlamaConfig {
+                seq: seq_or(opts, c.seq)?,
+                ..c.clone()
+            };
+            let opts = ZooOptions {
+                inference,
+                ..opts.clone()
+            };
+            build_llama(&name, &config, &opts)
+        }
+        LanguageModel::Gpt(c) => {
+            let config = gpt_at(c.clone(), opts)?;
+            let mut net = net_for(batch, inference, opts);
+            transformer::gpt(&mut net, &config);
+            net.finish(&name)
+        }
+    }
 }
 
 /// A net of `batch` samples (forward only when `inference`) building `opts`' framework and

@@ -23,7 +23,7 @@ use topoplace::strategy::Reference;
 
 #[derive(Args)]
 pub struct ScaleArgs {
-    /// A zoo name or a graph JSON file.
+    /// A zoo name, a model-spec file (`.toml`) or a graph JSON file.
     #[arg(long, default_value = "bert-large")]
     model: String,
     /// Cluster sizes in GPUs (multiples of 8 from 8 up, at most 1,024).
