@@ -127,6 +127,7 @@ fn numerics(
         framework: framework.parse().map_err(|why| bad("--framework", why))?,
         seq,
         optimizer: optimizer.parse().map_err(|why| bad("--optimizer", why))?,
+        memory_format: None,
     })
 }
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::cluster::Cluster;
-use crate::cost::CostModel;
+use crate::cost::{CostModel, MemoryFormat};
 use crate::error::{Error, InputError, Result};
 use crate::evaluate::{Evaluation, summary};
 use crate::graph::Graph;
@@ -17,7 +17,7 @@ use crate::sim::chrome_trace;
 use crate::strategy::{Reference, Strategy, load_strategy};
 use crate::zoo::{Framework, Optimizer, ZooOptions};
 
-/// `--precision`, `--framework`, `--seq` and `--optimizer`: how the model trains ([`Precision`],
+/// `--precision`, `--framework`, `--seq`, `--optimizer` and `--memory-format`: how the model trains ([`Precision`],
 /// [`Framework`]; docs/modelling.md). The command line's flags are these fields.
 #[derive(clap::Args, Clone, Copy, Debug, Default)]
 pub struct Numerics {
@@ -40,12 +40,22 @@ pub struct Numerics {
     /// held in memory and the update's cost.
     #[arg(long, default_value = "adam")]
     pub optimizer: Optimizer,
+    /// The layout of convolution activations: nchw (PyTorch's default, under which a 16-bit
+    /// convolution also transposes its tensors for the tensor cores) or channels-last
+    /// (`torch.channels_last`, TensorFlow's). Default: the framework's (nchw under pytorch and
+    /// pytorch-eager, channels-last under tf1).
+    #[arg(long)]
+    pub memory_format: Option<MemoryFormat>,
 }
 
 impl Numerics {
-    /// The cost model of this precision.
+    /// The cost model of this precision, framework and memory format.
     pub fn cost(self) -> CostModel {
-        self.framework.cost_model(self.precision)
+        let cost = self.framework.cost_model(self.precision);
+        CostModel {
+            memory_format: self.memory_format.unwrap_or(cost.memory_format),
+            ..cost
+        }
     }
 
     /// The zoo options of this framework, sequence length and optimizer (at the model's own

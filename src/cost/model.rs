@@ -11,6 +11,7 @@ use super::attention::attention_share;
 use super::collective::CommModel;
 use super::fit::LinearBatchModel;
 use super::kernels::{KernelClass, KernelEfficiency, KernelTable};
+use super::memory_format::MemoryFormat;
 use super::runtime_memory::RuntimeMemory;
 #[cfg(test)]
 use crate::cluster::Cluster;
@@ -32,6 +33,9 @@ pub struct CostModel {
     pub precision: Precision,
     /// The framework runtime's memory beyond the tensors. Default none, TAG's setting.
     pub runtime: RuntimeMemory,
+    /// The layout of convolution activations: in NCHW a 16-bit convolution on the tensor cores
+    /// also transposes its tensors. Default channels-last (no transposes).
+    pub memory_format: MemoryFormat,
 }
 
 impl CostModel {
@@ -100,6 +104,7 @@ impl CostModel {
         let e = self.efficiency(gpu);
         let class = KernelClass::of(op);
         let (efficiency, speedup) = e.compute(class);
+        let mut transposes = 0.0;
         let (peak, efficiency, speedup) = match class {
             KernelClass::Memory => (self.peak_flops_per_us(gpu), efficiency, speedup),
             _ => match self.tensor_core_peak(op, class, gpu) {
@@ -107,13 +112,27 @@ impl CostModel {
                     (peak, self.attention_share(op, gpu), 1.0)
                 }
                 Some(peak) if class == KernelClass::Gemm => (peak, e.tensor, 1.0),
-                Some(peak) => (peak, e.tensor_conv, 1.0),
+                Some(peak) => {
+                    transposes = self.layout_transposes_us(op, gpu, share);
+                    (peak, e.tensor_conv, 1.0)
+                }
                 None => (self.peak_flops_per_us(gpu), efficiency, speedup),
             },
         };
         let compute = op.flops * share / speedup / (peak * efficiency);
         let memory = op.bytes_accessed * share / (gpu.mem_bandwidth() * e.memory);
-        e.launch_us + compute.max(memory)
+        e.launch_us + compute.max(memory) + transposes
+    }
+
+    /// The transposes a tensor-core convolution `op` pays on `gpu` for its activations' layout
+    /// ([`MemoryFormat`]): memory-bound kernels, each with its launch.
+    fn layout_transposes_us(&self, op: &Op, gpu: &GpuSpec, share: f64) -> f64 {
+        let e = self.efficiency(gpu);
+        let kernels = self.memory_format.transpose_kernels();
+        let bytes = self
+            .memory_format
+            .transpose_bytes(op.bytes_accessed * share);
+        kernels * e.launch_us + bytes / (gpu.mem_bandwidth() * e.memory)
     }
 
     /// Roofline time of one memory-bound kernel doing `flops` with `bytes` of memory traffic: what

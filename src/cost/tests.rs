@@ -570,3 +570,57 @@ fn attention_without_a_published_speed_runs_as_a_matrix_product() {
         );
     }
 }
+
+#[test]
+fn nchw_adds_a_read_and_a_write_of_a_half_precision_convolutions_tensors() {
+    use crate::cost::MemoryFormat;
+    use crate::graph::ConvWindow;
+    let a100 = find_gpu("A100-80GB").unwrap();
+    let cost = |memory_format| CostModel {
+        precision: Precision::Fp16,
+        memory_format,
+        ..CostModel::default()
+    };
+    let (nchw, nhwc) = (
+        cost(MemoryFormat::ChannelsFirst),
+        cost(MemoryFormat::ChannelsLast),
+    );
+    let e = *nhwc.efficiency(a100);
+    let conv = |dtype| {
+        let mut c = op(Phase::Forward, 4e11, 3e8);
+        c.op_type = "Conv2D".into();
+        c.conv_window = Some(ConvWindow {
+            kernel: [1, 1],
+            stride: [1, 1],
+        });
+        c.dtype = dtype;
+        c
+    };
+    // Two transposes (in and out), each tensor read and written once more, at half the batch.
+    let half = conv(Dtype::Half);
+    let extra = nchw.compute_time_us(&half, a100, 0.5) - nhwc.compute_time_us(&half, a100, 0.5);
+    let closed = 2.0 * e.launch_us + 2.0 * 3e8 * 0.5 / (a100.mem_bandwidth() * e.memory);
+    assert!(close(extra, closed, 1e-9), "{extra} vs {closed}");
+    // FP32 convolutions (on the FP32 units) and matrix products pay nothing.
+    let single = conv(Dtype::F32);
+    assert_eq!(
+        nchw.compute_time_us(&single, a100, 1.0),
+        nhwc.compute_time_us(&single, a100, 1.0)
+    );
+    let mut gemm = op(Phase::Forward, 4e11, 3e8);
+    gemm.dtype = Dtype::Half;
+    assert_eq!(
+        nchw.compute_time_us(&gemm, a100, 1.0),
+        nhwc.compute_time_us(&gemm, a100, 1.0)
+    );
+    // PyTorch's default is NCHW, TensorFlow hands the tensor cores NHWC.
+    use crate::zoo::Framework;
+    assert_eq!(
+        Framework::Pytorch.cost_model(Precision::Bf16).memory_format,
+        MemoryFormat::ChannelsFirst
+    );
+    assert_eq!(
+        Framework::Tf1.cost_model(Precision::Bf16).memory_format,
+        MemoryFormat::ChannelsLast
+    );
+}

@@ -69,6 +69,7 @@ fn scenario_cost(s: &Scenario, cost: &CostModel) -> CostModel {
     CostModel {
         precision: s.precision,
         runtime: s.framework.runtime_memory(),
+        memory_format: s.memory_format,
         ..cost.clone()
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::cost::{CostModel, RuntimeMemory};
+use crate::cost::{CostModel, MemoryFormat, RuntimeMemory};
 use crate::precision::Precision;
 
 /// Which framework's ops a zoo graph is built from.
@@ -40,13 +40,25 @@ impl Framework {
         }
     }
 
-    /// The cost model of a step in `precision` under this framework: its peaks and the runtime's
-    /// memory ([`Self::runtime_memory`]), the shipped kernel efficiencies.
+    /// The cost model of a step in `precision` under this framework: its peaks, the runtime's
+    /// memory ([`Self::runtime_memory`]) and its convolutions' layout ([`Self::memory_format`]),
+    /// the shipped kernel efficiencies.
     pub fn cost_model(self, precision: Precision) -> CostModel {
         CostModel {
             precision,
             runtime: self.runtime_memory(),
+            memory_format: self.memory_format(),
             ..CostModel::default()
+        }
+    }
+
+    /// The layout convolution activations are in unless the user says otherwise: PyTorch's
+    /// default contiguous NCHW tensors (`torch.channels_last` is an opt-in), and channels-last
+    /// under TensorFlow, whose layout optimizer hands 16-bit convolutions NHWC tensors.
+    pub fn memory_format(self) -> MemoryFormat {
+        match self {
+            Framework::Tf1 => MemoryFormat::ChannelsLast,
+            Framework::Pytorch | Framework::PytorchEager => MemoryFormat::ChannelsFirst,
         }
     }
 
