@@ -299,12 +299,13 @@ fn torchtitan_fsdp2_a100_table() {
 }
 
 /// DeepSpeed's ZeRO tutorial: a 10 B GPT-2 (50 layers, width 4,096, 32 heads, 1,024 tokens) on
-/// 32 V100 32GB (two DGX-2: 16 GPUs on NVSwitch, eight 100 Gbps NICs), micro-batch 1 per GPU,
-/// full recomputation, fp16, ZeRO-2: about 4.6 s an iteration and 31.5 GiB a GPU.
-fn deepspeed_zero2_10b_report() -> HybridReport {
+/// 32 V100-SXM3 32GB (two DGX-2: 16 GPUs on NVSwitch), micro-batch 1 per GPU, full
+/// recomputation, fp16, ZeRO-2: about 4.6 s an iteration and 31.5 GiB a GPU. The tutorial does
+/// not say what joined the two machines; `nic` is their link per machine (docs/hybrid.md).
+fn deepspeed_zero2_10b_report(nic: &str) -> HybridReport {
     let precision = Precision::Fp16;
     let cost = cost(precision);
-    let cluster = nodes("V100-SXM2-32GB", 16, "150 GB/s", "800 Gbps", 2);
+    let cluster = nodes("V100-SXM2-32GB", 16, "150 GB/s", nic, 2);
     let c = GptConfig {
         layers: 50,
         hidden: 4096,
@@ -325,19 +326,41 @@ fn deepspeed_zero2_10b_report() -> HybridReport {
     estimate(&model, &cluster, &cost, &plan)
 }
 
+/// The link the tutorial's log implies: its phases (forward 0.5 s, backward 2.0 s, optimizer
+/// step 2.1 s) are a backward and a step each carrying one pass of the 20 GB of fp16 gradients
+/// or parameters between the machines, at about one 100 Gbps NIC's rate.
+const DEEPSPEED_TUTORIAL_NIC: &str = "100 Gbps";
+
 #[test]
 fn deepspeed_zero2_10b() {
-    let r = deepspeed_zero2_10b_report();
+    let r = deepspeed_zero2_10b_report(DEEPSPEED_TUTORIAL_NIC);
     let gib = r.tightest().unwrap().total / 2f64.powi(30);
     let ms = r.iteration_us / 1e3;
+    let s = &r.stages[0];
+    let (fwd, bwd, step) = (
+        s.forward_us / 1e6,
+        (s.backward_us + s.dp_sync_us) / 1e6,
+        s.optimizer_us / 1e6,
+    );
     eprintln!(
-        "GPT-2 10B ZeRO-2: {ms:.0} ms (published 4,556–4,638), {gib:.1} GiB (published 31.5)"
+        "GPT-2 10B ZeRO-2: {ms:.0} ms (published 4,556–4,638), forward {fwd:.2} s (0.5), \
+         backward with its exposed reduce-scatter {bwd:.2} s (2.0), step with its all-gather \
+         {step:.2} s (2.1), {gib:.1} GiB (published 31.5)"
     );
     assert!(r.fits());
     assert!((gib / 31.5 - 1.0).abs() <= 0.2, "{gib}");
-    // The time is a miss: 3× faster than DeepSpeed's log, whose optimizer step alone took 2.1 s
-    // (docs/hybrid.md).
-    assert!(ms < 4556.0 * 0.8, "{ms}: the miss is mended");
+    assert!((ms / 4597.0 - 1.0).abs() <= 0.2, "{ms}");
+    assert!((bwd / 2.0 - 1.0).abs() <= 0.2, "backward {bwd}");
+    assert!((step / 2.1 - 1.0).abs() <= 0.2, "step {step}");
+    // With eight 100 Gbps NICs a machine (the ZeRO paper's DGX-2 cluster), the collectives hide
+    // under the backward and the step takes a third of the log's time: the network is what the
+    // log measures.
+    let fast = deepspeed_zero2_10b_report("800 Gbps");
+    assert!(
+        fast.iteration_us < 0.4 * r.iteration_us,
+        "{}",
+        fast.iteration_us
+    );
 }
 
 /// What the memory model promises: a run it calls fitting needs at most its prediction plus the
@@ -349,7 +372,7 @@ fn published_memory_is_within_the_stated_headroom_of_a_fitting_prediction() {
     use topoplace::fidelity::{Metric, fidelity_table, scenarios};
     let headroom = Framework::Pytorch.runtime_memory().allocator_headroom;
     assert_eq!(headroom, 0.1175);
-    let r = deepspeed_zero2_10b_report();
+    let r = deepspeed_zero2_10b_report(DEEPSPEED_TUTORIAL_NIC);
     let predicted = r.tightest().unwrap().total / 2f64.powi(30);
     let mut rows = vec![(
         "DeepSpeed ZeRO-2 10B".to_string(),
