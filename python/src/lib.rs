@@ -116,6 +116,7 @@ fn numerics(
     framework: &str,
     seq: Option<usize>,
     optimizer: &str,
+    memory_format: Option<&str>,
 ) -> topoplace::Result<Numerics> {
     let bad =
         |field: &str, why: String| Error::from(topoplace::InputError::new("<cli>", field, why));
@@ -127,7 +128,9 @@ fn numerics(
         framework: framework.parse().map_err(|why| bad("--framework", why))?,
         seq,
         optimizer: optimizer.parse().map_err(|why| bad("--optimizer", why))?,
-        memory_format: None,
+        memory_format: memory_format
+            .map(|m| m.parse().map_err(|why| bad("--memory-format", why)))
+            .transpose()?,
     })
 }
 
@@ -139,7 +142,7 @@ fn usage(field: &str, why: impl Into<String>) -> Error {
 /// hybrid plan in the file `plan`; the summary `simulate --json` prints.
 #[pyfunction]
 #[pyo3(signature = (model, cluster, strategy="dp", *, batch=None, precision="fp32", framework="tf1",
-    seq=None, optimizer="adam", order=None, plan=None, trace=None))]
+    seq=None, optimizer="adam", memory_format=None, order=None, plan=None, trace=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate(
     py: Python<'_>,
@@ -151,12 +154,14 @@ fn simulate(
     framework: &str,
     seq: Option<usize>,
     optimizer: &str,
+    memory_format: Option<&str>,
     order: Option<&str>,
     plan: Option<PathBuf>,
     trace: Option<PathBuf>,
 ) -> PyResult<String> {
     let strategy = strategy.to_string();
-    let numerics = numerics(precision, framework, seq, optimizer).map_err(|e| to_python(py, e))?;
+    let numerics = numerics(precision, framework, seq, optimizer, memory_format)
+        .map_err(|e| to_python(py, e))?;
     let order = match order {
         None => None,
         Some("fifo") => Some(Order::Fifo),
@@ -191,7 +196,7 @@ fn simulate(
 /// prints and the chosen strategy (or hybrid plan) as its file's JSON.
 #[pyfunction]
 #[pyo3(signature = (model, cluster, *, batch=None, precision="fp32", framework="tf1", seq=None,
-    optimizer="adam", policy="shipped", budget=300, time=None, seed=0, planner="auto",
+    optimizer="adam", memory_format=None, policy="shipped", budget=300, time=None, seed=0, planner="auto",
     groups=None, pipeline_leaves=None, batch_split="even", group_order="compute", out=None,
     trace=None, progress=true))]
 #[allow(clippy::too_many_arguments)]
@@ -204,6 +209,7 @@ fn place(
     framework: &str,
     seq: Option<usize>,
     optimizer: &str,
+    memory_format: Option<&str>,
     policy: &str,
     budget: usize,
     time: Option<f64>,
@@ -219,7 +225,7 @@ fn place(
 ) -> PyResult<(String, String)> {
     let started = Instant::now();
     let checked = || -> topoplace::Result<_> {
-        let numerics = numerics(precision, framework, seq, optimizer)?;
+        let numerics = numerics(precision, framework, seq, optimizer, memory_format)?;
         let planner = match planner {
             "auto" => PlannerChoice::Auto,
             "tag" => PlannerChoice::Tag,
@@ -302,7 +308,7 @@ fn place(
 /// given.
 #[pyfunction]
 #[pyo3(signature = (models, clusters, methods="all", *, batch=None, precision="fp32",
-    framework="tf1", seq=None, optimizer="adam", seed=0, budget=100, time_limit=None, out=None,
+    framework="tf1", seq=None, optimizer="adam", memory_format=None, seed=0, budget=100, time_limit=None, out=None,
     progress=true))]
 #[allow(clippy::too_many_arguments)]
 fn compare(
@@ -315,6 +321,7 @@ fn compare(
     framework: &str,
     seq: Option<usize>,
     optimizer: &str,
+    memory_format: Option<&str>,
     seed: u64,
     budget: usize,
     time_limit: Option<f64>,
@@ -330,7 +337,7 @@ fn compare(
         if let Some(t) = time_limit {
             api::check_seconds(t).map_err(|why| usage("--time-limit", why))?;
         }
-        numerics(precision, framework, seq, optimizer)
+        numerics(precision, framework, seq, optimizer, memory_format)
     };
     let numerics = checked().map_err(|e| to_python(py, e))?;
     let methods = methods.to_string();
@@ -402,7 +409,7 @@ fn observation<'py>(
 impl Environment {
     #[new]
     #[pyo3(signature = (model, cluster, *, groups=None, batch=None, precision="fp32",
-        framework="tf1", seq=None, optimizer="adam", batch_split="even", allreduce="auto"))]
+        framework="tf1", seq=None, optimizer="adam", memory_format=None, batch_split="even", allreduce="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -414,11 +421,12 @@ impl Environment {
         framework: &str,
         seq: Option<usize>,
         optimizer: &str,
+        memory_format: Option<&str>,
         batch_split: &str,
         allreduce: &str,
     ) -> PyResult<Self> {
         let checked = || -> topoplace::Result<_> {
-            let numerics = numerics(precision, framework, seq, optimizer)?;
+            let numerics = numerics(precision, framework, seq, optimizer, memory_format)?;
             let split = match batch_split {
                 "even" => BatchSplit::Even,
                 "proportional" => BatchSplit::Proportional,

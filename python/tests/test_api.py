@@ -103,6 +103,18 @@ def test_a_hybrid_plan_simulates_as_the_cli_does(tmp_path):
     assert sim.fits == expected["fits"]
 
 
+def test_memory_format_prices_the_nchw_transposes_in_16_bits():
+    # PyTorch's default NCHW layout transposes every 16-bit convolution's tensors for the tensor
+    # cores; channels-last does not; FP32 convolutions pay nothing either way.
+    def ms(precision, **kw):
+        return tp.simulate("resnet50", "hetero-h100-a100", "single", batch=32,
+                           precision=precision, framework="pytorch", **kw).iteration_ms
+    nchw = ms("bf16")
+    assert ms("bf16", memory_format="nchw") == nchw
+    assert nchw > 1.1 * ms("bf16", memory_format="channels-last")
+    assert ms("fp32", memory_format="nchw") == ms("fp32", memory_format="channels-last")
+
+
 # Bad input: an exception naming the file (or argument) and the field, never a crash.
 
 def test_an_unknown_model_names_it():
@@ -153,6 +165,7 @@ def test_a_malformed_strategy_file_names_itself(tmp_path):
         (lambda: tp.place("vgg19", "tag-testbed", planner="hybrid"), "planner"),
         (lambda: tp.compare("vgg19", "tag-testbed", "no-such-method"), "methods"),
         (lambda: tp.simulate("vgg19", "tag-testbed", order="random"), "order"),
+        (lambda: tp.simulate("vgg19", "tag-testbed", memory_format="nhcw"), "memory_format"),
     ],
 )
 def test_a_bad_argument_names_it(call, field):

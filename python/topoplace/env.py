@@ -77,14 +77,15 @@ class PlacementEnv(_Base):
         framework: str = "tf1",
         seq: Optional[int] = None,
         optimizer: str = "adam",
+        memory_format: Optional[str] = None,
         batch_split: str = "even",
         allreduce: str = "auto",
     ) -> None:
         with _inline_clusters([cluster]) as (cluster_arg,):
             self._env = _topoplace.Environment(
                 os.fspath(model), cluster_arg, groups=groups, batch=batch, precision=precision,
-                framework=framework, seq=seq, optimizer=optimizer, batch_split=batch_split,
-                allreduce=allreduce,
+                framework=framework, seq=seq, optimizer=optimizer, memory_format=memory_format,
+                batch_split=batch_split, allreduce=allreduce,
             )
         self.actions = self._env.actions
         self.slices = self._env.slices
