@@ -111,12 +111,15 @@ impl SimulationSummary {
             );
         }
         out += "\n";
-        let mut t = Table::new(["gpu", "busy", "peak memory", "memory"]);
+        // "peak memory" is what nvidia-smi would show (the framework's context and allocator
+        // reserve included), "tensors" what `torch.cuda.max_memory_allocated` would.
+        let mut t = Table::new(["gpu", "busy", "peak memory", "tensors", "memory"]);
         for d in &self.devices {
             t.row([
                 d.name.clone(),
                 format!("{:.1}%", 100.0 * d.busy_share),
                 bytes(d.peak_memory_bytes),
+                bytes(d.peak_allocated_bytes),
                 bytes(d.memory_bytes),
             ]);
         }
