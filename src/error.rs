@@ -337,10 +337,7 @@ pub enum SearchError {
         cluster: String,
     },
     /// Every placement `place` simulated runs out of GPU memory on the cluster.
-    #[error(
-        "{model} does not fit on {cluster}: all {simulated} strategies tried (DP-NCCL included) \
-         run out of GPU memory"
-    )]
+    #[error("{model} does not fit on {cluster}: all {simulated} {tried} run out of GPU memory")]
     DoesNotFit {
         /// The model (graph) name.
         model: String,
@@ -348,6 +345,8 @@ pub enum SearchError {
         cluster: String,
         /// How many strategies were simulated.
         simulated: usize,
+        /// What was tried, for the message: TAG's strategies or hybrid plans.
+        tried: &'static str,
     },
 }
 

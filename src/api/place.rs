@@ -216,6 +216,7 @@ fn place_tag(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed>
             model: graph.name.clone(),
             cluster: cluster.name.clone(),
             simulated: found.simulated,
+            tried: "strategies tried (DP-NCCL included)",
         }
         .into());
     }
@@ -330,6 +331,7 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
             model: r.model.to_string(),
             cluster: cluster.name.clone(),
             simulated: planner.judged(),
+            tried: "hybrid plans tried (Megatron's default layout and FSDP's included)",
         }
         .into());
     };
