@@ -39,6 +39,7 @@ pub mod api;
 pub mod assets;
 pub mod autocast;
 pub mod checksum;
+mod choice;
 pub mod cluster;
 pub mod compile;
 pub mod cost;

@@ -18,8 +18,6 @@
 //! The graph as it trains in a precision is [`crate::autocast`]'s; the peaks here are what the
 //! cost model's roofline divides by.
 
-use std::fmt;
-
 use crate::cluster::{Arch, Cluster, GpuSpec};
 use crate::error::InputError;
 use crate::graph::Dtype;
@@ -110,23 +108,7 @@ impl Precision {
     }
 }
 
-impl std::str::FromStr for Precision {
-    type Err = String;
-
-    /// A precision by name (case-insensitive; `amp` is fp16); the error lists the names.
-    fn from_str(name: &str) -> Result<Precision, String> {
-        Precision::parse(name).ok_or_else(|| {
-            let names: Vec<&str> = Precision::ALL.iter().map(|p| p.name()).collect();
-            format!("expected one of {}", names.join(", "))
-        })
-    }
-}
-
-impl fmt::Display for Precision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::choice::by_name!(Precision);
 
 /// TF32 tensor cores: Ampere (A100 and consumer GA10x) and Hopper.
 fn has_tf32(arch: Arch) -> bool {

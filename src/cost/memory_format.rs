@@ -10,8 +10,6 @@
 //! torch.channels_last)` (NVIDIA's DeepLearningExamples, `--memory-format nhwc`) removes them. FP32
 //! convolutions on the FP32 units read NCHW natively and pay nothing.
 
-use std::fmt;
-
 /// How convolution activations are laid out in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum MemoryFormat {
@@ -63,20 +61,4 @@ impl MemoryFormat {
     }
 }
 
-impl std::str::FromStr for MemoryFormat {
-    type Err = String;
-
-    /// A format by name (case-insensitive); the error lists the names.
-    fn from_str(name: &str) -> Result<MemoryFormat, String> {
-        MemoryFormat::parse(name).ok_or_else(|| {
-            let names: Vec<&str> = MemoryFormat::ALL.iter().map(|f| f.name()).collect();
-            format!("expected one of {}", names.join(", "))
-        })
-    }
-}
-
-impl fmt::Display for MemoryFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::choice::by_name!(MemoryFormat);

@@ -1,8 +1,6 @@
 //! The framework whose kernels a zoo graph reproduces: TensorFlow 1's decomposed ops (TAG's
 //! setting), PyTorch 2's fused ones, or PyTorch's with attention left unfused.
 
-use std::fmt;
-
 use crate::cost::{CostModel, MemoryFormat, RuntimeMemory};
 use crate::precision::Precision;
 
@@ -92,20 +90,4 @@ impl Framework {
     }
 }
 
-impl std::str::FromStr for Framework {
-    type Err = String;
-
-    /// A framework by name (case-insensitive; `torch` is PyTorch); the error lists the names.
-    fn from_str(name: &str) -> Result<Framework, String> {
-        Framework::parse(name).ok_or_else(|| {
-            let names: Vec<&str> = Framework::ALL.iter().map(|f| f.name()).collect();
-            format!("expected one of {}", names.join(", "))
-        })
-    }
-}
-
-impl fmt::Display for Framework {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::choice::by_name!(Framework);

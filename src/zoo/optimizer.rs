@@ -1,8 +1,6 @@
 //! The optimizer whose update ops a zoo graph ends with: what each keeps per parameter and what
 //! one update reads, writes and computes.
 
-use std::fmt;
-
 /// How the parameters are updated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Optimizer {
@@ -95,20 +93,4 @@ impl Optimizer {
     }
 }
 
-impl std::str::FromStr for Optimizer {
-    type Err = String;
-
-    /// An optimizer by name (case-insensitive; `adamw` is Adam); the error lists the names.
-    fn from_str(name: &str) -> Result<Optimizer, String> {
-        Optimizer::parse(name).ok_or_else(|| {
-            let names: Vec<&str> = Optimizer::ALL.iter().map(|o| o.name()).collect();
-            format!("expected one of {}", names.join(", "))
-        })
-    }
-}
-
-impl fmt::Display for Optimizer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+crate::choice::by_name!(Optimizer);
