@@ -5,6 +5,7 @@ mod common;
 use std::path::Path;
 
 use topoplace::cluster::TopologyDistribution;
+use topoplace::cost::MemoryFormat;
 use topoplace::train::selfplay::{self, ClusterSource};
 use topoplace::train::{Checkpoints, Recipe, step_seed};
 
@@ -60,6 +61,17 @@ fn the_today_recipe_trains_todays_models_on_todays_clusters() {
         (Precision::Bf16, Framework::Pytorch)
     );
     assert_eq!(set.cost().precision, Precision::Bf16);
+    // PyTorch's layout unless the recipe says otherwise; `memory_format` round-trips.
+    assert_eq!(set.cost().memory_format, MemoryFormat::ChannelsFirst);
+    let mut last = today.clone();
+    last.training_set.memory_format = Some(MemoryFormat::ChannelsLast);
+    assert_eq!(
+        last.training_set.cost().memory_format,
+        MemoryFormat::ChannelsLast
+    );
+    let text = toml::to_string(&last).unwrap();
+    assert!(text.contains("memory_format = \"channels-last\""), "{text}");
+    assert_eq!(Recipe::parse(&text, "r.toml").unwrap(), last);
     let mut same = today.clone();
     same.name = expert.name.clone();
     same.training_set = expert.training_set.clone();
@@ -159,6 +171,10 @@ fn bad_recipes_name_the_file_and_field() {
         (
             minimal("").replace("models", "framework = \"jax\"\nmodels"),
             "framework",
+        ),
+        (
+            minimal("").replace("models", "memory_format = \"nhcw\"\nmodels"),
+            "memory_format",
         ),
         // TAG's GPUs have no bfloat16: refused up front, not in the first game.
         (

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::find_gpu;
-use crate::cost::CostModel;
+use crate::cost::{CostModel, MemoryFormat};
 use crate::error::{InputError, Result, check_positive};
 use crate::graph::Graph;
 use crate::io::parse_toml;
@@ -85,6 +85,14 @@ pub struct TrainingSet {
     /// `pytorch-eager`).
     #[serde(default, with = "by_name", skip_serializing_if = "is_default")]
     pub framework: Framework,
+    /// The layout of convolution activations (`nchw`, `channels-last`); the framework's when
+    /// left out (docs/modelling.md).
+    #[serde(
+        default,
+        with = "by_name_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub memory_format: Option<MemoryFormat>,
 }
 
 fn is_default<T: Default + PartialEq>(x: &T) -> bool {
@@ -113,15 +121,45 @@ mod by_name {
     }
 }
 
+/// An optional field written as its name, or left out.
+mod by_name_or_none {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserializer, Serializer};
+
+    pub(super) fn serialize<T: Display, S: Serializer>(
+        x: &Option<T>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => super::by_name::serialize(x, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+    where
+        T: FromStr<Err = String>,
+        D: Deserializer<'de>,
+    {
+        super::by_name::deserialize(d).map(Some)
+    }
+}
+
 fn is_tag_mix(mix: &crate::cluster::GpuMix) -> bool {
     *mix == crate::cluster::GpuMix::Tag
 }
 
 impl TrainingSet {
-    /// The cost model the games simulate with: the recipe's precision and its framework's
-    /// runtime memory.
+    /// The cost model the games simulate with: the recipe's precision, its framework's runtime
+    /// memory, and its convolutions' layout.
     pub fn cost(&self) -> CostModel {
-        self.framework.cost_model(self.precision)
+        let cost = self.framework.cost_model(self.precision);
+        CostModel {
+            memory_format: self.memory_format.unwrap_or(cost.memory_format),
+            ..cost
+        }
     }
 
     /// `name` (a zoo model or a graph file) as it trains under the recipe: built from the
