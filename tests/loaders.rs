@@ -1,7 +1,8 @@
-//! Every file loader against hostile bytes: random bytes, and valid graph, cluster, strategy and
-//! hybrid-plan files mutated by byte edits, inserted tokens and extreme numbers. Each must give
-//! an error or a result that the next step uses without a panic: a graph that is validated, a
-//! cluster with devices, a strategy checked against its graph, a plan the estimator prices.
+//! Every file loader against hostile bytes: random bytes, and valid graph, cluster, strategy,
+//! hybrid-plan and model-spec files mutated by byte edits, inserted tokens and extreme numbers.
+//! Each must give an error or a result that the next step uses without a panic: a graph that is
+//! validated, a cluster with devices, a strategy checked against its graph, a plan the estimator
+//! prices, a spec whose model builds.
 
 mod common;
 
@@ -18,7 +19,7 @@ use topoplace::problem::Problem;
 use topoplace::sim::Order;
 use topoplace::strategy::Reference;
 use topoplace::strategy::parse_strategy;
-use topoplace::zoo::ZooOptions;
+use topoplace::zoo::{GptConfig, LanguageModel, ZooOptions, build, build_llama, parse_spec};
 
 /// Values that break assumptions when they land where a number, a string or a list was.
 const TOKENS: [&str; 16] = [
@@ -205,8 +206,59 @@ fn check_plan(text: &str) {
     }
 }
 
+/// Model-spec files (docs/zoo.md): a named size changed, and every size of a family given.
+const SPECS: [&str; 2] = [
+    "name = \"m\"\nbase = \"llama-8b\"\nlayers = 2\nhidden = 256\nheads = 8\nkv_heads = 2\n\
+     ffn = 512\nvocab = 1000\nseq = 64\n",
+    "family = \"gpt\"\nlayers = 2\nhidden = 128\nheads = 4\nvocab = 500\nseq = 32\n",
+];
+
+/// Read a spec as `--model m.toml` does; one that passes its checks has sizes that form a model,
+/// and a small one builds.
+fn check_spec(text: &str) {
+    let Ok(spec) = parse_spec(text, "m.toml", "m") else {
+        return;
+    };
+    let (heads, kv_heads, seq) = spec.model.shape();
+    assert!(
+        heads >= 1 && kv_heads >= 1 && seq >= 1 && heads % kv_heads == 0,
+        "{spec:?}"
+    );
+    let opts = ZooOptions {
+        batch_size: Some(1),
+        seq: Some(seq.min(64)),
+        ..ZooOptions::default()
+    };
+    let small = |layers: usize, hidden: usize, vocab: usize| {
+        layers <= 4 && hidden <= 1024 && vocab <= 100_000
+    };
+    match &spec.model {
+        LanguageModel::Llama(c) if small(c.layers, c.hidden, c.vocab) && c.ffn <= 4096 => {
+            let c = topoplace::zoo::LlamaConfig {
+                seq: seq.min(64),
+                ..c.clone()
+            };
+            build_llama(&spec.name, &c, &opts).expect("a checked spec builds");
+        }
+        LanguageModel::Gpt(c) if small(c.layers, c.hidden, c.vocab) => {
+            let opts = ZooOptions {
+                gpt: GptConfig {
+                    seq: seq.min(64),
+                    ..c.clone()
+                },
+                ..opts
+            };
+            build("gpt", &opts).expect("a checked spec builds");
+        }
+        _ => {}
+    }
+}
+
 #[test]
 fn the_unmutated_files_load() {
+    for text in SPECS {
+        parse_spec(text, "m.toml", "m").unwrap();
+    }
     let g = parse_graph(&graph_text(), "g.json").unwrap();
     parse_cluster(&cluster_text(), "c.toml").unwrap();
     parse_strategy(&strategy_text(), "s.json", &g, 2).unwrap();
@@ -226,6 +278,7 @@ proptest! {
         check_cluster(&text);
         check_strategy(&text, &mlp());
         check_plan(&text);
+        check_spec(&text);
     }
 
     #[test]
@@ -251,5 +304,13 @@ proptest! {
     fn mutated_plans_load_and_price_or_fail_cleanly(e in edits(), n in number_edits()) {
         check_plan(&mutate(PLAN, &e));
         check_plan(&mutate(PLAN, &n));
+    }
+
+    #[test]
+    fn mutated_model_specs_load_or_fail_cleanly(e in edits(), n in number_edits()) {
+        for text in SPECS {
+            check_spec(&mutate(text, &e));
+            check_spec(&mutate(text, &n));
+        }
     }
 }
