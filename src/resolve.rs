@@ -1,5 +1,6 @@
 //! Resolving the names a user gives on the command line or in a recipe: a model is a zoo name, a
-//! model-spec file (`.toml`, a GPT or Llama at any size) or a graph file, a cluster is a config file or the name of one shipped in `configs/`.
+//! model-spec file (`.toml`, a GPT or Llama at any size) or a graph file, a cluster is a config
+//! file or the name of one shipped in `configs/`.
 
 use std::path::Path;
 
@@ -19,8 +20,8 @@ pub(crate) fn is_zoo_model(model: &str) -> bool {
         || zoo::llama_size(model).is_some()
 }
 
-/// A zoo name or a model-spec file (at its default batch, or `batch`), or else a graph file in any importable format
-/// (re-batched linearly to `batch` when one is given).
+/// A zoo name or a model-spec file (at its default batch, or `batch`), or else a graph file in any
+/// importable format (re-batched linearly to `batch` when one is given).
 pub fn load_model(model: &str, batch: Option<u32>) -> Result<Graph> {
     let opts = zoo::ZooOptions {
         batch_size: batch,

@@ -196,7 +196,8 @@ fn simulate(
 /// prints and the chosen strategy (or hybrid plan) as its file's JSON.
 #[pyfunction]
 #[pyo3(signature = (model, cluster, *, batch=None, precision="fp32", framework="tf1", seq=None,
-    optimizer="adam", memory_format=None, policy="shipped", budget=300, time=None, seed=0, planner="auto",
+    optimizer="adam", memory_format=None, policy="shipped", budget=300, time=None, seed=0,
+    planner="auto",
     groups=None, pipeline_leaves=None, batch_split="even", group_order="compute", out=None,
     trace=None, progress=true))]
 #[allow(clippy::too_many_arguments)]
@@ -308,7 +309,8 @@ fn place(
 /// given.
 #[pyfunction]
 #[pyo3(signature = (models, clusters, methods="all", *, batch=None, precision="fp32",
-    framework="tf1", seq=None, optimizer="adam", memory_format=None, seed=0, budget=100, time_limit=None, out=None,
+    framework="tf1", seq=None, optimizer="adam", memory_format=None, seed=0, budget=100,
+    time_limit=None, out=None,
     progress=true))]
 #[allow(clippy::too_many_arguments)]
 fn compare(
@@ -409,7 +411,8 @@ fn observation<'py>(
 impl Environment {
     #[new]
     #[pyo3(signature = (model, cluster, *, groups=None, batch=None, precision="fp32",
-        framework="tf1", seq=None, optimizer="adam", memory_format=None, batch_split="even", allreduce="auto"))]
+        framework="tf1", seq=None, optimizer="adam", memory_format=None, batch_split="even",
+        allreduce="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,

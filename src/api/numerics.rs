@@ -17,8 +17,9 @@ use crate::sim::chrome_trace;
 use crate::strategy::{Reference, Strategy, load_strategy};
 use crate::zoo::{Framework, Optimizer, ZooOptions};
 
-/// `--precision`, `--framework`, `--seq`, `--optimizer` and `--memory-format`: how the model trains ([`Precision`],
-/// [`Framework`]; docs/modelling.md). The command line's flags are these fields.
+/// `--precision`, `--framework`, `--seq`, `--optimizer` and `--memory-format`: how the model
+/// trains ([`Precision`], [`Framework`]; docs/modelling.md). The command line's flags are these
+/// fields.
 #[derive(clap::Args, Clone, Copy, Debug, Default)]
 pub struct Numerics {
     /// Numeric precision: fp32 (TAG's, the default), tf32 (matrix products on Ampere+ tensor
@@ -51,11 +52,8 @@ pub struct Numerics {
 impl Numerics {
     /// The cost model of this precision, framework and memory format.
     pub fn cost(self) -> CostModel {
-        let cost = self.framework.cost_model(self.precision);
-        CostModel {
-            memory_format: self.memory_format.unwrap_or(cost.memory_format),
-            ..cost
-        }
+        self.framework
+            .cost_model(self.precision, self.memory_format)
     }
 
     /// The zoo options of this framework, sequence length and optimizer (at the model's own

@@ -43,21 +43,10 @@ impl MemoryFormat {
         }
     }
 
-    /// Bytes the layout transposes around a tensor-core convolution that moves `bytes`: a read
-    /// and a write of each tensor it touches in NCHW, nothing in channels-last.
-    pub(crate) fn transpose_bytes(self, bytes: f64) -> f64 {
-        match self {
-            MemoryFormat::ChannelsLast => 0.0,
-            MemoryFormat::ChannelsFirst => 2.0 * bytes,
-        }
-    }
-
-    /// Kernels the layout adds around a tensor-core convolution: one transpose in, one out.
-    pub(crate) fn transpose_kernels(self) -> f64 {
-        match self {
-            MemoryFormat::ChannelsLast => 0.0,
-            MemoryFormat::ChannelsFirst => 2.0,
-        }
+    /// Whether a 16-bit convolution on the tensor cores transposes its tensors in this layout:
+    /// one kernel in and one out, a read and a write of every byte the convolution touches.
+    pub(crate) fn transposes(self) -> bool {
+        self == MemoryFormat::ChannelsFirst
     }
 }
 

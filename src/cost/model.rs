@@ -113,7 +113,9 @@ impl CostModel {
                 }
                 Some(peak) if class == KernelClass::Gemm => (peak, e.tensor, 1.0),
                 Some(peak) => {
-                    transposes = self.layout_transposes_us(op, gpu, share);
+                    if self.memory_format.transposes() {
+                        transposes = layout_transposes_us(op, gpu, e, share);
+                    }
                     (peak, e.tensor_conv, 1.0)
                 }
                 None => (self.peak_flops_per_us(gpu), efficiency, speedup),
@@ -122,17 +124,6 @@ impl CostModel {
         let compute = op.flops * share / speedup / (peak * efficiency);
         let memory = op.bytes_accessed * share / (gpu.mem_bandwidth() * e.memory);
         e.launch_us + compute.max(memory) + transposes
-    }
-
-    /// The transposes a tensor-core convolution `op` pays on `gpu` for its activations' layout
-    /// ([`MemoryFormat`]): memory-bound kernels, each with its launch.
-    fn layout_transposes_us(&self, op: &Op, gpu: &GpuSpec, share: f64) -> f64 {
-        let e = self.efficiency(gpu);
-        let kernels = self.memory_format.transpose_kernels();
-        let bytes = self
-            .memory_format
-            .transpose_bytes(op.bytes_accessed * share);
-        kernels * e.launch_us + bytes / (gpu.mem_bandwidth() * e.memory)
     }
 
     /// Roofline time of one memory-bound kernel doing `flops` with `bytes` of memory traffic: what
@@ -203,6 +194,13 @@ pub(crate) fn profiled_us(op: &Op, gpu: &GpuSpec) -> Option<f64> {
             .map(|(_, &t)| t)
     };
     under(&|key| gpu.matches(key)).or_else(|| under(&|key| gpu.profiled_as(key)))
+}
+
+/// The two transposes a tensor-core convolution `op` pays on `gpu` (efficiencies `e`) when its
+/// activations are NCHW ([`MemoryFormat::transposes`]): two memory-bound kernels, each with its
+/// launch, that read and write every byte the convolution touches once more.
+fn layout_transposes_us(op: &Op, gpu: &GpuSpec, e: &KernelEfficiency, share: f64) -> f64 {
+    2.0 * e.launch_us + 2.0 * op.bytes_accessed * share / (gpu.mem_bandwidth() * e.memory)
 }
 
 /// latency + bytes / bandwidth.

@@ -616,11 +616,15 @@ fn nchw_adds_a_read_and_a_write_of_a_half_precision_convolutions_tensors() {
     // PyTorch's default is NCHW, TensorFlow hands the tensor cores NHWC.
     use crate::zoo::Framework;
     assert_eq!(
-        Framework::Pytorch.cost_model(Precision::Bf16).memory_format,
+        Framework::Pytorch
+            .cost_model(Precision::Bf16, None)
+            .memory_format,
         MemoryFormat::ChannelsFirst
     );
     assert_eq!(
-        Framework::Tf1.cost_model(Precision::Bf16).memory_format,
+        Framework::Tf1
+            .cost_model(Precision::Bf16, None)
+            .memory_format,
         MemoryFormat::ChannelsLast
     );
 }

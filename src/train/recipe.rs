@@ -155,11 +155,8 @@ impl TrainingSet {
     /// The cost model the games simulate with: the recipe's precision, its framework's runtime
     /// memory, and its convolutions' layout.
     pub fn cost(&self) -> CostModel {
-        let cost = self.framework.cost_model(self.precision);
-        CostModel {
-            memory_format: self.memory_format.unwrap_or(cost.memory_format),
-            ..cost
-        }
+        self.framework
+            .cost_model(self.precision, self.memory_format)
     }
 
     /// `name` (a zoo model or a graph file) as it trains under the recipe: built from the

@@ -39,13 +39,17 @@ impl Framework {
     }
 
     /// The cost model of a step in `precision` under this framework: its peaks, the runtime's
-    /// memory ([`Self::runtime_memory`]) and its convolutions' layout ([`Self::memory_format`]),
-    /// the shipped kernel efficiencies.
-    pub fn cost_model(self, precision: Precision) -> CostModel {
+    /// memory ([`Self::runtime_memory`]) and its convolutions' layout (`memory_format`, else
+    /// [`Self::memory_format`]), the shipped kernel efficiencies.
+    pub fn cost_model(
+        self,
+        precision: Precision,
+        memory_format: Option<MemoryFormat>,
+    ) -> CostModel {
         CostModel {
             precision,
             runtime: self.runtime_memory(),
-            memory_format: self.memory_format(),
+            memory_format: memory_format.unwrap_or(self.memory_format()),
             ..CostModel::default()
         }
     }

@@ -176,16 +176,13 @@ pub fn lm_shape(name: &str) -> Result<Option<(usize, usize, usize)>, InputError>
     if is_spec_file(name) {
         return Ok(Some(load_spec(std::path::Path::new(name))?.model.shape()));
     }
-    if let Some(c) = llama_size(name) {
-        return Ok(Some((c.heads, c.kv_heads, c.seq)));
-    }
     let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
-    let c = if base == "gpt" {
-        Some(GptConfig::default())
+    let model = if base == "gpt" {
+        Some(LanguageModel::Gpt(GptConfig::default()))
     } else {
-        gpt_size(name)
+        named_language_model(base)
     };
-    Ok(c.map(|c| (c.heads, c.heads, c.seq)))
+    Ok(model.map(|m| m.shape()))
 }
 
 /// The sizes of a named GPT ([`GPT_SIZES`]), with or without the `-inference` suffix.
@@ -429,30 +426,13 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
     };
     let inference = opts.inference || suffixed;
     if is_spec_file(base) {
-        return build_spec(&load_spec(std::path::Path::new(base))?, inference, opts);
+        let spec = load_spec(std::path::Path::new(base))?;
+        return build_language_model(&spec.name, &spec.model, inference, opts);
     }
-    let graph_name = if inference {
-        format!("{base}{INFERENCE_SUFFIX}")
-    } else {
-        base.to_string()
-    };
-    if let Some(config) = llama_size(base) {
-        let config = LlamaConfig {
-            seq: seq_or(opts, config.seq)?,
-            ..config
-        };
-        let opts = ZooOptions {
-            inference,
-            ..opts.clone()
-        };
-        return build_llama(&graph_name, &config, &opts);
+    if let Some(model) = named_language_model(base) {
+        return build_language_model(base, &model, inference, opts);
     }
-    if let Some(config) = gpt_size(base) {
-        let config = gpt_at(config, opts)?;
-        let mut net = net_for(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), inference, opts);
-        transformer::gpt(&mut net, &config);
-        return net.finish(&graph_name);
-    }
+    let graph_name = suffixed_name(base, inference);
     let Some(card) = card(base) else {
         return Err(InputError::new(
             "<zoo>",
@@ -496,16 +476,23 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
     net.finish(&graph_name)
 }
 
-/// The model a spec file describes, at `opts`' batch (8 without one) and sequence length (the
-/// spec's without one), named as the spec names it.
-fn build_spec(spec: &ModelSpec, inference: bool, opts: &ZooOptions) -> Result<Graph, InputError> {
-    let name = if inference {
-        format!("{}{INFERENCE_SUFFIX}", spec.name)
-    } else {
-        spec.name.clone()
-    };
-    let batch = opts.batch_size.unwrap_or(GPT_SIZE_BATCH);
-    match &spec.model {
+/// A named GPT or Llama size ([`GPT_SIZES`], [`LLAMA_SIZES`]).
+fn named_language_model(name: &str) -> Option<LanguageModel> {
+    llama_size(name)
+        .map(LanguageModel::Llama)
+        .or_else(|| gpt_size(name).map(LanguageModel::Gpt))
+}
+
+/// `model` (a named size or a spec file's) built as `name`, at `opts`' batch (8 without one)
+/// and sequence length (the model's without one).
+fn build_language_model(
+    name: &str,
+    model: &LanguageModel,
+    inference: bool,
+    opts: &ZooOptions,
+) -> Result<Graph, InputError> {
+    let name = suffixed_name(name, inference);
+    match model {
         LanguageModel::Llama(c) => {
             let config = LlamaConfig {
                 seq: seq_or(opts, c.seq)?,
@@ -519,10 +506,19 @@ fn build_spec(spec: &ModelSpec, inference: bool, opts: &ZooOptions) -> Result<Gr
         }
         LanguageModel::Gpt(c) => {
             let config = gpt_at(c.clone(), opts)?;
-            let mut net = net_for(batch, inference, opts);
+            let mut net = net_for(opts.batch_size.unwrap_or(GPT_SIZE_BATCH), inference, opts);
             transformer::gpt(&mut net, &config);
             net.finish(&name)
         }
+    }
+}
+
+/// `base` with the forward-only suffix when the graph is for inference.
+fn suffixed_name(base: &str, inference: bool) -> String {
+    if inference {
+        format!("{base}{INFERENCE_SUFFIX}")
+    } else {
+        base.to_string()
     }
 }
 
@@ -563,26 +559,9 @@ fn bert_at(config: BertConfig, opts: &ZooOptions) -> Result<BertConfig, InputErr
     Ok(BertConfig { seq, ..config })
 }
 
-/// Refuse GPT sizes that cannot form a model.
+/// Refuse GPT sizes that cannot form a model, as a spec file's are refused ([`spec`]).
 fn check_gpt(c: &GptConfig) -> Result<(), InputError> {
-    let fields = [
-        ("gpt.layers", c.layers),
-        ("gpt.hidden", c.hidden),
-        ("gpt.heads", c.heads),
-        ("gpt.seq", c.seq),
-        ("gpt.vocab", c.vocab),
-    ];
-    for (field, v) in fields {
-        if v == 0 {
-            return Err(InputError::new("<zoo>", field, "must be at least 1"));
-        }
-    }
-    if !c.hidden.is_multiple_of(c.heads) {
-        return Err(InputError::new(
-            "<zoo>",
-            "gpt.heads",
-            format!("{} heads do not divide hidden size {}", c.heads, c.hidden),
-        ));
-    }
-    Ok(())
+    spec::check(&LanguageModel::Gpt(c.clone()), &|field, why| {
+        InputError::new("<zoo>", format!("gpt.{field}"), why)
+    })
 }

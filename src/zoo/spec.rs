@@ -34,6 +34,33 @@ pub enum LanguageModel {
 }
 
 impl LanguageModel {
+    /// Model width.
+    pub fn hidden(&self) -> usize {
+        match self {
+            LanguageModel::Llama(c) => c.hidden,
+            LanguageModel::Gpt(c) => c.hidden,
+        }
+    }
+
+    /// Every size by its spec field name: the five both families have, then Llama's own.
+    fn sizes(&self) -> Vec<(&'static str, usize)> {
+        let (layers, heads, vocab, seq) = match self {
+            LanguageModel::Llama(c) => (c.layers, c.heads, c.vocab, c.seq),
+            LanguageModel::Gpt(c) => (c.layers, c.heads, c.vocab, c.seq),
+        };
+        let mut sizes = vec![
+            ("layers", layers),
+            ("hidden", self.hidden()),
+            ("heads", heads),
+            ("vocab", vocab),
+            ("seq", seq),
+        ];
+        if let LanguageModel::Llama(c) = self {
+            sizes.extend([("kv_heads", c.kv_heads), ("ffn", c.ffn)]);
+        }
+        sizes
+    }
+
     /// Query heads, key/value heads and tokens per sequence.
     pub fn shape(&self) -> (usize, usize, usize) {
         match self {
@@ -134,7 +161,8 @@ pub fn parse_spec(text: &str, source: &str, default_name: &str) -> Result<ModelS
     Ok(ModelSpec { name, model })
 }
 
-type ErrFn<'a> = dyn Fn(&str, String) -> InputError + 'a;
+/// Makes the error for a field of the spec and why it is wrong.
+pub(super) type ErrFn<'a> = dyn Fn(&str, String) -> InputError + 'a;
 
 /// Every size from the file, for a spec with no base.
 fn from_family(family: &str, f: &SpecFile, err: &ErrFn) -> Result<LanguageModel, InputError> {
@@ -233,34 +261,9 @@ fn refuse_llama_only(f: &SpecFile, err: &ErrFn) -> Result<(), InputError> {
 }
 
 /// Sizes that form a model: each at least 1 and within [`LIMITS`], heads dividing the width and
-/// key/value heads dividing the heads.
-fn check(model: &LanguageModel, err: &ErrFn) -> Result<(), InputError> {
-    let (heads, kv_heads, _) = model.shape();
-    let (hidden, sizes) = match model {
-        LanguageModel::Llama(c) => (
-            c.hidden,
-            vec![
-                ("layers", c.layers),
-                ("hidden", c.hidden),
-                ("heads", c.heads),
-                ("kv_heads", c.kv_heads),
-                ("ffn", c.ffn),
-                ("vocab", c.vocab),
-                ("seq", c.seq),
-            ],
-        ),
-        LanguageModel::Gpt(c) => (
-            c.hidden,
-            vec![
-                ("layers", c.layers),
-                ("hidden", c.hidden),
-                ("heads", c.heads),
-                ("vocab", c.vocab),
-                ("seq", c.seq),
-            ],
-        ),
-    };
-    for (field, value) in sizes {
+/// key/value heads dividing the heads. `err` names the file and field of a failure.
+pub(super) fn check(model: &LanguageModel, err: &ErrFn) -> Result<(), InputError> {
+    for (field, value) in model.sizes() {
         let limit = LIMITS
             .iter()
             .find(|(f, _)| *f == field)
@@ -269,6 +272,8 @@ fn check(model: &LanguageModel, err: &ErrFn) -> Result<(), InputError> {
             return Err(err(field, format!("{value}: must be 1 to {limit}")));
         }
     }
+    let (heads, kv_heads, _) = model.shape();
+    let hidden = model.hidden();
     if !hidden.is_multiple_of(heads) {
         return Err(err(
             "heads",
