@@ -51,6 +51,12 @@ pub const SHIPPED_POLICY: &str = "models/tag-default.gnn";
 /// The bytes of the shipped policy.
 pub const SHIPPED_POLICY_BYTES: &[u8] = include_bytes!("../models/tag-default.gnn");
 
+/// Where the shipped layout policy (the hybrid layout tree's priors) lives in the repository.
+pub const SHIPPED_LAYOUT_POLICY: &str = "models/layout-default.policy";
+
+/// The bytes of the shipped layout policy.
+pub const SHIPPED_LAYOUT_POLICY_BYTES: &[u8] = include_bytes!("../models/layout-default.policy");
+
 /// The TOML text of the shipped config called `name`.
 pub(crate) fn config(name: &str) -> Option<&'static str> {
     CONFIGS

@@ -40,12 +40,13 @@ use crate::train::imitation::descend;
 use crate::train::{Recipe, TrainOptions, train};
 
 /// The experiments, by command name.
-pub const NAMES: [&str; 5] = [
+pub const NAMES: [&str; 6] = [
     "search-efficiency",
     "unseen-topologies",
     "holdout-models",
     "overhead",
     "reference-best",
+    "layout-priors",
 ];
 
 /// Seeds of the unseen topologies start here: training draws 0..1000 and evaluates from

@@ -56,6 +56,7 @@ pub mod import;
 pub mod inspect;
 pub mod interrupt;
 pub mod io;
+pub mod layout_priors;
 pub mod mcts;
 pub mod milp;
 pub mod model_parallel;

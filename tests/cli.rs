@@ -1445,3 +1445,76 @@ fn place_reads_a_model_spec_file() {
     assert!(err.contains("bad.toml: kv_heads:"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn layout_policy_trains_from_a_recipe_and_is_compared_with_uniform_priors() {
+    let dir = scratch("layout-policy");
+    let recipe = dir.join("layouts.toml");
+    let text = "seed = 2\ndistribution = \"today\"\ntopology_seed = 4000000\ntopologies = 4\n\
+        models = [\"llama-1b\"]\nbatches = [8]\nseq = 256\nprecision = \"bf16\"\n\
+        framework = \"pytorch\"\ngenerations = 1\nexpert_budget = 30\nepochs = 1\n\
+        learning_rate = 0.001\nwidth = 16\n";
+    std::fs::write(&recipe, text).unwrap();
+    let policy = dir.join("p.policy").display().to_string();
+    let recipe_path = recipe.display().to_string();
+    let out = run(&["policy", "train-layouts", &recipe_path, "--out", &policy]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exp = dir.join("exp").display().to_string();
+    let out = run(&[
+        "experiment",
+        "layout-priors",
+        "--layout-policy",
+        &policy,
+        "--models",
+        "llama-1b",
+        "--topologies",
+        "2",
+        "--distribution",
+        "today",
+        "--precision",
+        "bf16",
+        "--framework",
+        "pytorch",
+        "--budget",
+        "10",
+        "--uniform-budget",
+        "20",
+        "--no-instances",
+        "--out",
+        &exp,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("exp/layout-priors-per-instance.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    // Each search kept to its budget.
+    for l in csv.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let sims: Vec<usize> = f[5..8].iter().map(|x| x.parse().unwrap()).collect();
+        assert!(sims[0] <= 10 && sims[1] <= 20 && sims[2] <= 10, "{l}");
+    }
+    // A bad recipe: one error naming the file and the field, nothing written.
+    std::fs::write(&recipe, text.replace("epochs = 1", "epochs = -1")).unwrap();
+    let fresh = dir.join("q.policy");
+    let out = run(&[
+        "policy",
+        "train-layouts",
+        &recipe_path,
+        "--out",
+        &fresh.display().to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("layouts.toml") && err.contains("epochs"),
+        "{err}"
+    );
+    assert!(!fresh.exists());
+}

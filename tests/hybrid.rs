@@ -418,7 +418,9 @@ fn torchtitan_70b_selective_fits_at_batch_1_only() {
 /// that fits and is never slower than Megatron's default layout or FSDP.
 #[test]
 fn search_fits_and_beats_megatron_and_fsdp() {
+    use topoplace::gnn::LayoutPolicy;
     use topoplace::hybrid::{Planner, fsdp, megatron, search};
+    let priors = LayoutPolicy::shipped().unwrap();
     use topoplace::resolve::load_named_cluster;
     let instances = [
         ("llama-7b", "hetero-a100-v100", 64u32, Precision::Fp16),
@@ -434,7 +436,7 @@ fn search_fits_and_beats_megatron_and_fsdp() {
             ..ZooOptions::default()
         };
         let mut planner = Planner::new(model, &opts, precision, &cluster, &cost, batch).unwrap();
-        let best = search(&mut planner).unwrap().expect("a plan");
+        let best = search(&mut planner, &priors).unwrap().expect("a plan");
         assert!(best.report.fits(), "{model} on {}", cluster.name);
         for (name, other) in [
             ("megatron", megatron(&mut planner).unwrap()),
@@ -460,7 +462,9 @@ fn search_fits_and_beats_megatron_and_fsdp() {
 #[test]
 fn placement_beats_the_baselines_on_random_topologies() {
     use topoplace::cluster::random_cluster;
+    use topoplace::gnn::LayoutPolicy;
     use topoplace::hybrid::{Planner, plan_all};
+    let priors = LayoutPolicy::shipped().unwrap();
     let precision = Precision::Fp16;
     let cost = cost(precision);
     let opts = ZooOptions {
@@ -472,7 +476,7 @@ fn placement_beats_the_baselines_on_random_topologies() {
     for seed in 0..10 {
         let cluster = random_cluster(seed);
         let mut planner = Planner::new("llama-1b", &opts, precision, &cluster, &cost, 32).unwrap();
-        let all = plan_all(&mut planner, None).unwrap();
+        let all = plan_all(&mut planner, None, &priors).unwrap();
         let Some(best) = all.best() else {
             continue;
         };
@@ -659,4 +663,55 @@ fn megatron_core_h100_table() {
         );
         assert!((ratio - 1.0).abs() <= 0.2, "{ratio}");
     }
+}
+
+/// The layout policy's acceptance (models/README.md): on 40 unseen random topologies of today's
+/// clusters, the layout tree under the shipped policy at 50 simulated layouts finds plans at
+/// least as fast, in the paired mean, as uniform priors at 300, for at least three of the four
+/// Llama sizes; and at equal budget it is ahead on every one.
+#[test]
+fn layout_policy_at_50_matches_uniform_priors_at_300() {
+    use topoplace::cluster::TopologyDistribution;
+    use topoplace::gnn::LayoutPolicy;
+    use topoplace::layout_priors::{LayoutPriorsSetup, layout_priors};
+    let policy = LayoutPolicy::shipped().unwrap();
+    let models = ["llama-1b", "llama-3b", "llama-7b", "llama-13b"];
+    let setup = LayoutPriorsSetup {
+        policy: &policy,
+        models: models.iter().map(|m| m.to_string()).collect(),
+        batch: 64,
+        topologies: 40,
+        topology_seed: 3_000_000,
+        distribution: TopologyDistribution::named("today").unwrap(),
+        precision: Precision::Bf16,
+        framework: Framework::Pytorch,
+        budget: 50,
+        uniform_budget: 300,
+        instances: false,
+    };
+    let out = layout_priors(&setup, |_| {}).unwrap();
+    eprintln!("{}", out.table.render());
+    let rows: Vec<Vec<String>> = out
+        .csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    let log_ratio = |r: &Vec<String>| r[6].parse::<f64>().unwrap();
+    let unequal: Vec<f64> = rows
+        .iter()
+        .filter(|r| r[2] == "300")
+        .map(log_ratio)
+        .collect();
+    let equal: Vec<f64> = rows
+        .iter()
+        .filter(|r| r[2] == "50")
+        .map(log_ratio)
+        .collect();
+    assert_eq!((unequal.len(), equal.len()), (4, 4));
+    assert!(
+        unequal.iter().filter(|&&x| x >= 0.0).count() >= 3,
+        "{unequal:?}"
+    );
+    assert!(equal.iter().all(|&x| x > 0.0), "{equal:?}");
 }

@@ -14,7 +14,7 @@ use crate::assets::SHIPPED_POLICY;
 use crate::cluster::Cluster;
 use crate::error::{Error, InputError, Result, SearchError};
 use crate::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
-use crate::gnn::{self, GnnPolicy};
+use crate::gnn::{self, GnnPolicy, LayoutPolicy};
 use crate::hybrid::{self as hybrid_plans, planned_by_default};
 use crate::hybrid::{HybridPlan, HybridReport, JOINT_SEARCH, Planned, Planner, plan_all};
 use crate::io::write_atomic;
@@ -325,7 +325,8 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
         &cost,
         global_batch,
     )?;
-    let placed = plan_all(&mut planner, Some(end))?;
+    let priors = LayoutPolicy::shipped()?;
+    let placed = plan_all(&mut planner, Some(end), &priors)?;
     let Some(best) = placed.best() else {
         return Err(SearchError::DoesNotFit {
             model: r.model.to_string(),

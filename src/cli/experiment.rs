@@ -6,10 +6,11 @@ use clap::Args;
 use indicatif::ProgressBar;
 
 use super::common::{DistributionArgs, Numerics, print_json};
-use topoplace::assets::SHIPPED_POLICY;
+use topoplace::assets::{SHIPPED_LAYOUT_POLICY, SHIPPED_POLICY};
 use topoplace::error::{Error, Result};
 use topoplace::experiment::{self, Setup};
-use topoplace::gnn::GnnPolicy;
+use topoplace::gnn::{GnnPolicy, LayoutPolicy};
+use topoplace::layout_priors::LayoutPriorsSetup;
 use topoplace::resolve::load_named_cluster;
 use topoplace::train::Recipe;
 
@@ -23,13 +24,19 @@ pub struct ExperimentArgs {
     /// The GNN policy; default the shipped one (models/tag-default.gnn).
     #[arg(long)]
     policy: Option<PathBuf>,
-    /// Models (zoo names or graph files); default TAG's six.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "vgg19,resnet101,inception-v3,transformer,bert-small,bert-large"
-    )]
-    models: Vec<String>,
+    /// Models (zoo names or graph files); default TAG's six (layout-priors: llama-1b, llama-3b,
+    /// llama-7b, llama-13b).
+    #[arg(long, value_delimiter = ',')]
+    models: Option<Vec<String>>,
+    /// layout-priors: the layout policy; default the shipped one.
+    #[arg(long)]
+    layout_policy: Option<PathBuf>,
+    /// layout-priors: global batch on the random topologies.
+    #[arg(long, default_value_t = 64, value_parser = super::common::batch)]
+    batch: u32,
+    /// layout-priors: leave out the hybrid planner's four named instances.
+    #[arg(long)]
+    no_instances: bool,
     /// The cluster of search-efficiency, holdout-models and reference-best.
     #[arg(long, default_value = "tag-testbed")]
     cluster: String,
@@ -80,12 +87,17 @@ pub struct ExperimentArgs {
 
 /// `topoplace experiment NAME`: TAG §5's experiments with a policy file.
 pub fn run(args: ExperimentArgs) -> Result<()> {
+    if args.name == "layout-priors" {
+        return layout_priors(&args);
+    }
     let (policy, policy_shown) = match &args.policy {
         Some(path) => (GnnPolicy::load(path)?, path.display().to_string()),
         None => (GnnPolicy::shipped()?, SHIPPED_POLICY.to_string()),
     };
     let models = args
         .models
+        .clone()
+        .unwrap_or_else(|| TAG_MODELS.iter().map(|m| m.to_string()).collect())
         .iter()
         .map(|m| Ok((m.clone(), args.numerics.model(m, None)?)))
         .collect::<Result<Vec<_>>>()?;
@@ -126,7 +138,53 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         }),
     };
     spinner.finish_and_clear();
-    let output = output?;
+    show(&args, output?)
+}
+
+/// TAG's six models, the default of every experiment but layout-priors.
+const TAG_MODELS: [&str; 6] = [
+    "vgg19",
+    "resnet101",
+    "inception-v3",
+    "transformer",
+    "bert-small",
+    "bert-large",
+];
+
+/// The language models layout-priors plans by default.
+const LANGUAGE_MODELS: [&str; 4] = ["llama-1b", "llama-3b", "llama-7b", "llama-13b"];
+
+fn layout_priors(args: &ExperimentArgs) -> Result<()> {
+    let (policy, shown) = match &args.layout_policy {
+        Some(path) => (LayoutPolicy::load(path)?, path.display().to_string()),
+        None => (LayoutPolicy::shipped()?, SHIPPED_LAYOUT_POLICY.to_string()),
+    };
+    let setup = LayoutPriorsSetup {
+        policy: &policy,
+        models: args
+            .models
+            .clone()
+            .unwrap_or_else(|| LANGUAGE_MODELS.iter().map(|m| m.to_string()).collect()),
+        batch: args.batch,
+        topologies: args.topologies,
+        topology_seed: args.topology_seed,
+        distribution: args.distribution.resolve()?,
+        precision: args.numerics.precision,
+        framework: args.numerics.framework,
+        budget: args.budget,
+        uniform_budget: args.uniform_budget.unwrap_or(args.budget),
+        instances: !args.no_instances,
+    };
+    let spinner = ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    let output = topoplace::layout_priors::layout_priors(&setup, |m| {
+        spinner.set_message(format!("layout-priors with {shown}: {m}"))
+    });
+    spinner.finish_and_clear();
+    show(args, output?)
+}
+
+fn show(args: &ExperimentArgs, output: topoplace::experiment::Output) -> Result<()> {
     let files = output.write(&args.out)?;
     if args.json {
         let rows: Vec<serde_json::Map<String, serde_json::Value>> = csv_rows(&output.csv);

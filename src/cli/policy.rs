@@ -1,12 +1,15 @@
-//! `topoplace policy init|upgrade`: GNN policy files for `place --policy`.
+//! `topoplace policy init|upgrade|train-layouts`: GNN policy files for `place --policy`, and the
+//! hybrid layout tree's policy.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use indicatif::{ProgressBar, ProgressStyle};
 use topoplace::error::{GnnError, Result};
 use topoplace::gnn::{GnnConfig, GnnPolicy, policy::upgrade_v1};
 use topoplace::io::write_atomic;
+use topoplace::train::{LayoutRecipe, train_layouts as train_layouts_from};
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
@@ -26,6 +29,13 @@ pub enum PolicyCommand {
     /// Add a checksum to a policy file written before policy files carried one (in place; the
     /// weights are unchanged).
     Upgrade { file: PathBuf },
+    /// Train the hybrid layout tree's policy by expert iteration from a recipe
+    /// (training/layouts.toml) and write it to --out.
+    TrainLayouts {
+        recipe: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 pub fn run(command: PolicyCommand) -> Result<()> {
@@ -37,6 +47,7 @@ pub fn run(command: PolicyCommand) -> Result<()> {
             heads,
         } => (out, seed, width, heads),
         PolicyCommand::Upgrade { file } => return upgrade(&file),
+        PolicyCommand::TrainLayouts { recipe, out } => return train_layouts(&recipe, &out),
     };
     let config = GnnConfig {
         width,
@@ -66,5 +77,28 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
     };
     write_atomic(file, &upgraded)?;
     outln!("added a checksum to {shown}")?;
+    Ok(())
+}
+
+fn train_layouts(recipe: &std::path::Path, out: &std::path::Path) -> Result<()> {
+    let r = LayoutRecipe::load(recipe)?;
+    topoplace::io::check_writable(out)?;
+    let bar = ProgressBar::new(r.generations as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} generation {pos}/{len} {msg} ({elapsed})")
+            .expect("a valid template"),
+    );
+    let policy = train_layouts_from(&r, |g| {
+        bar.inc(1);
+        bar.suspend(|| {
+            eprintln!(
+                "generation {}: {} of {} problems fit, {} decisions kept, loss {:.4}",
+                g.generation, g.solved, r.topologies, g.samples, g.loss
+            )
+        });
+    })?;
+    bar.finish_and_clear();
+    policy.save(out)?;
+    outln!("wrote the layout policy to {}", out.display())?;
     Ok(())
 }

@@ -12,6 +12,7 @@
 
 pub(crate) mod device;
 pub mod features;
+pub mod layout_policy;
 pub(crate) mod model;
 pub mod policy;
 pub(crate) mod priors;
@@ -25,6 +26,9 @@ pub(crate) use device::gpu;
 pub(crate) use features::Feedback;
 pub use features::HeteroGraph;
 pub use features::Slice;
+pub use layout_policy::LayoutModel;
+pub use layout_policy::LayoutPolicy;
+pub use layout_policy::LayoutPolicyConfig;
 pub use model::GnnConfig;
 pub use model::GnnModel;
 pub use model::to_vec;

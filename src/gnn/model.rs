@@ -108,7 +108,13 @@ pub struct GnnModel {
 }
 
 /// A dense layer with PyTorch's default scale, `U(±1/√fan_in)`, drawn from `rng`.
-fn dense(rng: &mut StdRng, d_in: usize, d_out: usize, bias: bool, dev: &Device) -> Linear {
+pub(crate) fn dense(
+    rng: &mut StdRng,
+    d_in: usize,
+    d_out: usize,
+    bias: bool,
+    dev: &Device,
+) -> Linear {
     let k = 1.0 / (d_in as f32).sqrt();
     let w: Vec<f32> = (0..d_in * d_out).map(|_| rng.random_range(-k..k)).collect();
     let weight = seeded_param(

@@ -86,26 +86,14 @@ impl GnnPolicy {
             path: shown.to_string(),
             why,
         };
-        let (header, rest) = split_line(bytes).ok_or_else(|| bad("no header line".into()))?;
-        if header == MAGIC_V1.as_bytes() {
+        if split_line(bytes).is_some_and(|(header, _)| header == MAGIC_V1.as_bytes()) {
             return Err(bad(format!(
                 "written before policy files carried a checksum; `topoplace policy upgrade {shown}` \
                  adds one"
             ))
             .into());
         }
-        if header != MAGIC.as_bytes() {
-            return Err(bad(format!("the first line is not \"{MAGIC}\"")).into());
-        }
-        let (sum, rest) = split_line(rest).ok_or_else(|| bad("no checksum line".into()))?;
-        let expected = std::str::from_utf8(sum)
-            .ok()
-            .and_then(|s| s.strip_prefix("sha256 "))
-            .ok_or_else(|| bad("the second line is not \"sha256 <hex>\"".into()))?;
-        if sha256_hex(rest) != expected {
-            return Err(bad("checksum mismatch: the file is corrupt or was edited".into()).into());
-        }
-        let (config, record) = split_line(rest).ok_or_else(|| bad("no config line".into()))?;
+        let (config, record) = checked_body(bytes, MAGIC).map_err(bad)?;
         let config: GnnConfig =
             serde_json::from_slice(config).map_err(|e| bad(format!("config: {e}")))?;
         config.check().map_err(|e| bad(format!("config: {e}")))?;
@@ -156,9 +144,15 @@ fn model_from_record(
 
 /// The file's bytes: header, checksum of the rest, config line, record.
 fn encode(config: &str, record: &[u8]) -> Vec<u8> {
+    encode_with(MAGIC, config, record)
+}
+
+/// A policy file's bytes under the header `magic`: header, checksum of the rest, config line,
+/// record.
+pub(crate) fn encode_with(magic: &str, config: &str, record: &[u8]) -> Vec<u8> {
     let mut body = format!("{config}\n").into_bytes();
     body.extend_from_slice(record);
-    let mut out = format!("{MAGIC}\nsha256 {}\n", sha256_hex(&body)).into_bytes();
+    let mut out = format!("{magic}\nsha256 {}\n", sha256_hex(&body)).into_bytes();
     out.extend_from_slice(&body);
     out
 }
@@ -232,8 +226,29 @@ fn implausible_weight(model: &GnnModel) -> Option<f32> {
     finder.0
 }
 
+/// The config line and the record of a policy file under the header `magic`, once its header and
+/// checksum are checked; why not otherwise.
+pub(crate) fn checked_body<'a>(
+    bytes: &'a [u8],
+    magic: &str,
+) -> std::result::Result<(&'a [u8], &'a [u8]), String> {
+    let (header, rest) = split_line(bytes).ok_or("no header line")?;
+    if header != magic.as_bytes() {
+        return Err(format!("the first line is not \"{magic}\""));
+    }
+    let (sum, rest) = split_line(rest).ok_or("no checksum line")?;
+    let expected = std::str::from_utf8(sum)
+        .ok()
+        .and_then(|s| s.strip_prefix("sha256 "))
+        .ok_or("the second line is not \"sha256 <hex>\"")?;
+    if sha256_hex(rest) != expected {
+        return Err("checksum mismatch: the file is corrupt or was edited".into());
+    }
+    split_line(rest).ok_or_else(|| "no config line".into())
+}
+
 /// The bytes before the first newline and those after it.
-fn split_line(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+pub(crate) fn split_line(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     let n = bytes.iter().position(|&b| b == b'\n')?;
     Some((&bytes[..n], &bytes[n + 1..]))
 }

@@ -111,6 +111,11 @@ impl HybridModel {
         l.forward_us(&self.graph, cost, gpu, shard) + l.backward_us(&self.graph, cost, gpu, shard)
     }
 
+    /// Parameters of the whole model.
+    pub(crate) fn params(&self) -> f64 {
+        self.graph.ops().iter().map(|o| o.params as f64).sum()
+    }
+
     /// Transformer layers.
     pub fn layers(&self) -> usize {
         self.profile.layers

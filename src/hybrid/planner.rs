@@ -129,6 +129,11 @@ impl<'a> Planner<'a> {
         self.deadline = deadline;
     }
 
+    /// The precision the plans train in.
+    pub(crate) fn precision(&self) -> Precision {
+        self.precision
+    }
+
     /// Plans simulated so far.
     pub fn judged(&self) -> usize {
         self.judged

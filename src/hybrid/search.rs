@@ -5,9 +5,10 @@
 //! throughput, and each stage gets the cheapest recomputation with which it fits
 //! ([`Planner::judge`]).
 //!
-//! A layout is improved by best-improvement local search, one knob at a time, from several starts
-//! (each GPU type alone and all together, with ZeRO-1 and without), until no move helps or the
-//! deadline passes. [`plan_all`] runs it after [`super::megatron`], [`super::fsdp`],
+//! The search starts with the layout tree ([`layout_search`]): a hundred layouts simulated under
+//! the layout policy's priors. A layout is then improved by best-improvement local search, one
+//! knob at a time, from several starts (the tree's best layout, each GPU type alone and all
+//! together, with ZeRO-1 and without), until no move helps or the deadline passes. [`plan_all`] runs it after [`super::megatron`], [`super::fsdp`],
 //! [`super::metis_atc24`] and [`super::sailor`], then refines the fastest plan any of them found
 //! move by move on the plan itself ([`refine`]), so `place`'s answer is never slower than theirs.
 
@@ -15,87 +16,14 @@ use std::time::Instant;
 
 use crate::error::Result;
 
-use super::baselines::{fsdp, integer_shares, megatron};
+use super::baselines::{fsdp, megatron};
+use super::layout::{Layout, stage_counts};
+use super::layout_tree::{LayoutPriors, complete, layout_search};
 use super::metis_atc24::metis_atc24;
-use super::plan::{HybridPlan, ZeroStage};
-use super::planner::{Planned, Planner, Pool, divisors, keep_fitting, split_layers, stage};
+use super::plan::ZeroStage;
+use super::planner::{Planned, Planner, Pool, divisors, keep_fitting};
 use super::refine::refine;
 use super::sailor::sailor;
-
-/// One point of the search space.
-#[derive(Debug, Clone, PartialEq)]
-struct Layout {
-    /// Pools taking part, in the pipeline's order.
-    types: Vec<usize>,
-    /// Stages each pool's GPUs form (index: pool).
-    stages: Vec<usize>,
-    /// Tensor-parallel degree of each pool's stages (index: pool).
-    tp: Vec<usize>,
-    zero: ZeroStage,
-    micro_batches: u32,
-}
-
-impl Layout {
-    fn plan(&self, pools: &[Pool], layers: usize, batch: u32) -> Option<HybridPlan> {
-        let mut chunks: Vec<(Vec<usize>, usize, f64)> = Vec::new();
-        for &t in &self.types {
-            let devices: Vec<usize> = pools[t].groups.iter().flatten().copied().collect();
-            let k = self.stages[t];
-            let tp = self.tp[t];
-            if k == 0 || !devices.len().is_multiple_of(k) {
-                return None;
-            }
-            let per = devices.len() / k;
-            if !per.is_multiple_of(tp) || (tp > 1 && !pools[t].per_machine().is_multiple_of(tp)) {
-                return None;
-            }
-            for c in devices.chunks(per) {
-                chunks.push((c.to_vec(), tp, per as f64 / pools[t].layer_us));
-            }
-        }
-        let micro = batch / self.micro_batches;
-        // Replicas take whole sequences: as evenly as they divide.
-        let mut shares = Vec::with_capacity(chunks.len());
-        for (d, tp, _) in &chunks {
-            let dp = d.len() / tp;
-            shares.push(if micro.is_multiple_of(dp as u32) {
-                None
-            } else {
-                Some(integer_shares(micro, &vec![1.0; dp])?)
-            });
-        }
-        let weights: Vec<f64> = chunks.iter().map(|c| c.2).collect();
-        let ranges = split_layers(layers, &weights)?;
-        Some(HybridPlan::one_f_one_b(
-            batch,
-            self.micro_batches,
-            chunks
-                .iter()
-                .zip(ranges)
-                .zip(shares)
-                .map(|(((d, tp, _), r), shares)| stage(r, d, *tp, self.zero, shares))
-                .collect(),
-        ))
-    }
-}
-
-/// Values a pool's stage count may take: divisors of its device groups, and splits of a group.
-fn stage_counts(pool: &Pool, layers: usize) -> Vec<usize> {
-    let groups = pool.groups.len();
-    let mut v: Vec<usize> = divisors(groups as u32)
-        .into_iter()
-        .map(|d| d as usize)
-        .collect();
-    for f in [2, 4, 8] {
-        if pool.per_machine().is_multiple_of(f) {
-            v.push(groups * f);
-        }
-    }
-    v.retain(|&k| k <= layers);
-    v.sort_unstable();
-    v.dedup();
-    v
-}
 
 fn neighbours(l: &Layout, pools: &[Pool], planner: &Planner, batch: u32) -> Vec<Layout> {
     let layers = planner.layers();
@@ -200,16 +128,26 @@ impl HybridPlacement {
 
 type Planning = fn(&mut Planner) -> Result<Option<Planned>>;
 
+/// Layouts the layout tree simulates at the start of the joint search: a quarter of what the
+/// uniform priors needed to match the shipped policy at 50 (models/README.md), cheap beside the
+/// descent.
+const TREE_BUDGET: usize = 100;
+
 /// Every hybrid planner in turn, by `end` when given: each baseline gets a share of the time
-/// left (Megatron and FSDP a tenth, Metis a third, Sailor half), the joint search's layouts half
-/// of the rest and its refinement of the fastest plan so far ([`refine`]) what remains.
-pub fn plan_all(planner: &mut Planner, end: Option<Instant>) -> Result<HybridPlacement> {
-    let planners: [(&'static str, f64, Planning); 5] = [
-        ("megatron", 0.1, megatron),
-        ("fsdp", 0.1, fsdp),
-        ("metis-atc24", 0.35, metis_atc24),
-        ("sailor", 0.5, sailor),
-        (JOINT_SEARCH, 0.5, search),
+/// left (Megatron and FSDP a tenth, Metis a third, Sailor half), the joint search's layouts
+/// (under `priors`) half of the rest and its refinement of the fastest plan so far ([`refine`])
+/// what remains.
+pub fn plan_all(
+    planner: &mut Planner,
+    end: Option<Instant>,
+    priors: &dyn LayoutPriors,
+) -> Result<HybridPlacement> {
+    let planners: [(&'static str, f64, Option<Planning>); 5] = [
+        ("megatron", 0.1, Some(megatron)),
+        ("fsdp", 0.1, Some(fsdp)),
+        ("metis-atc24", 0.35, Some(metis_atc24)),
+        ("sailor", 0.5, Some(sailor)),
+        (JOINT_SEARCH, 0.5, None),
     ];
     let share_of_what_is_left = |began: Instant, share: f64| {
         end.map(|end| began + end.saturating_duration_since(began).mul_f64(share))
@@ -218,7 +156,10 @@ pub fn plan_all(planner: &mut Planner, end: Option<Instant>) -> Result<HybridPla
     for (method, share, plan) in planners {
         let began = Instant::now();
         planner.set_deadline(share_of_what_is_left(began, share));
-        let planned = plan(planner)?;
+        let planned = match plan {
+            Some(plan) => plan(planner)?,
+            None => search(planner, priors)?,
+        };
         methods.push(MethodPlan {
             method,
             planned,
@@ -242,12 +183,35 @@ pub fn plan_all(planner: &mut Planner, end: Option<Instant>) -> Result<HybridPla
 }
 
 /// The best plan the joint search finds for the planner's model, cluster and batch (module
-/// docs).
-pub fn search(planner: &mut Planner) -> Result<Option<Planned>> {
+/// docs): the layout tree under `priors` ([`layout_search`]), then the descents, one of them from
+/// the tree's best layout.
+pub fn search(planner: &mut Planner, priors: &dyn LayoutPriors) -> Result<Option<Planned>> {
+    let pools = planner.pools()?;
+    let (layers, batch) = (planner.layers(), planner.global_batch);
+    let tree = layout_search(planner, priors, TREE_BUDGET, 0)?;
+    let mut best = tree.best;
+    if let Some(start) = tree.layout.map(|l| complete(&l))
+        && !planner.out_of_time()
+        && let Some((_, p)) = descend(planner, &pools, start, layers, batch)
+        && p.beats(best.as_ref())
+    {
+        best = Some(p);
+    }
+    if let Some((_, p)) = search_layouts(planner)?
+        && p.beats(best.as_ref())
+    {
+        best = Some(p);
+    }
+    Ok(best)
+}
+
+/// The descents' best layout and its plan: from each GPU type alone and all together, with ZeRO-1
+/// and without.
+pub(crate) fn search_layouts(planner: &mut Planner) -> Result<Option<(Layout, Planned)>> {
     let pools = planner.pools()?;
     let batch = planner.global_batch;
     let layers = planner.layers();
-    let mut best: Option<Planned> = None;
+    let mut best: Option<(Layout, Planned)> = None;
     let mut starts: Vec<Vec<usize>> = (0..pools.len()).map(|t| vec![t]).collect();
     if pools.len() > 1 {
         starts.push((0..pools.len()).collect());
@@ -271,10 +235,10 @@ pub fn search(planner: &mut Planner) -> Result<Option<Planned>> {
                 micro_batches: 1,
             };
             let found = descend(planner, &pools, start, layers, batch);
-            if let Some(p) = found
-                && p.beats(best.as_ref())
+            if let Some((l, p)) = found
+                && p.beats(best.as_ref().map(|b| &b.1))
             {
-                best = Some(p);
+                best = Some((l, p));
             }
         }
         if planner.out_of_time() {
@@ -284,18 +248,19 @@ pub fn search(planner: &mut Planner) -> Result<Option<Planned>> {
     Ok(best)
 }
 
-/// Best-improvement descent from `start`; the best plan it simulated.
+/// Best-improvement descent from `start`; the best layout it simulated, with its plan.
 fn descend(
     planner: &mut Planner,
     pools: &[Pool],
     start: Layout,
     layers: usize,
     batch: u32,
-) -> Option<Planned> {
-    let mut current = start;
-    let mut best: Option<Planned> = current
+) -> Option<(Layout, Planned)> {
+    let mut best: Option<(Layout, Planned)> = start
         .plan(pools, layers, batch)
-        .and_then(|p| planner.judge(p));
+        .and_then(|p| planner.judge(p))
+        .map(|p| (start.clone(), p));
+    let mut current = start;
     loop {
         let mut improved: Option<(Layout, Planned)> = None;
         for n in neighbours(&current, pools, planner, batch) {
@@ -310,7 +275,7 @@ fn descend(
             };
             let beats_round = match &improved {
                 Some((_, q)) => p.beats(Some(q)),
-                None => p.beats(best.as_ref()),
+                None => p.beats(best.as_ref().map(|b| &b.1)),
             };
             if beats_round {
                 improved = Some((n, p));
@@ -318,8 +283,8 @@ fn descend(
         }
         match improved {
             Some((n, p)) => {
-                current = n;
-                best = Some(p);
+                current = n.clone();
+                best = Some((n, p));
             }
             None => return best,
         }

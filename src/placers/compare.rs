@@ -14,6 +14,7 @@ use crate::cluster::Cluster;
 use crate::cost::CostModel;
 use crate::error::{Error, Result};
 use crate::evaluate::evaluate;
+use crate::gnn::LayoutPolicy;
 use crate::graph::Graph;
 use crate::hybrid::{HybridPlan, JOINT_SEARCH, Planner, plan_all};
 use crate::io::write_atomic;
@@ -136,7 +137,8 @@ pub fn hybrid_rows(
         case.global_batch,
     )?;
     let end = Instant::now() + std::time::Duration::from_secs_f64(case.seconds);
-    let placed = plan_all(&mut planner, Some(end))?;
+    let priors = LayoutPolicy::shipped()?;
+    let placed = plan_all(&mut planner, Some(end), &priors)?;
     Ok(placed
         .methods
         .iter()

@@ -5,6 +5,7 @@ pub(crate) mod batch;
 pub(crate) mod checkpoint;
 pub(crate) mod generation;
 pub mod imitation;
+pub mod layouts;
 pub(crate) mod metrics;
 pub(crate) mod recipe;
 pub mod selfplay;
@@ -12,6 +13,7 @@ pub mod trainer;
 
 pub use checkpoint::Checkpoints;
 pub use checkpoint::step_seed;
+pub use layouts::{GenerationReport, LayoutRecipe, train_layouts};
 pub use recipe::Recipe;
 pub use trainer::TrainOutcome;
 pub(crate) use trainer::{TrainOptions, train};

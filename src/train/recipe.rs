@@ -101,17 +101,17 @@ fn is_default<T: Default + PartialEq>(x: &T) -> bool {
 
 /// A field written as its name (a precision, a framework): parsed with `FromStr`, written with
 /// `Display`.
-mod by_name {
+pub(crate) mod by_name {
     use std::fmt::Display;
     use std::str::FromStr;
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(super) fn serialize<T: Display, S: Serializer>(x: &T, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<T: Display, S: Serializer>(x: &T, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(x)
     }
 
-    pub(super) fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
+    pub(crate) fn deserialize<'de, T, D>(d: D) -> Result<T, D::Error>
     where
         T: FromStr<Err = String>,
         D: Deserializer<'de>,
@@ -128,7 +128,7 @@ mod by_name_or_none {
 
     use serde::{Deserializer, Serializer};
 
-    pub(super) fn serialize<T: Display, S: Serializer>(
+    pub(crate) fn serialize<T: Display, S: Serializer>(
         x: &Option<T>,
         s: S,
     ) -> Result<S::Ok, S::Error> {
