@@ -6,7 +6,7 @@ use crate::error::Result;
 
 use super::layout_tree::{LayoutPriors, LayoutSample, LayoutSpace, complete, layout_search};
 use super::planner::{Planned, Planner};
-use super::search::search_layouts;
+use super::search::descents;
 
 /// The expert's answer to one problem and the decisions that reach it.
 #[derive(Debug, Clone)]
@@ -29,7 +29,7 @@ pub fn expert_layout(
 ) -> Result<ExpertLayout> {
     let before = planner.judged();
     let tree = layout_search(planner, priors, budget, seed)?;
-    let descent = search_layouts(planner)?;
+    let descent = descents(planner)?;
     let simulated = planner.judged() - before;
     let space = LayoutSpace::new(planner)?;
     let (best, layout) = match (tree.best, tree.layout, descent) {

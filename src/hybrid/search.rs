@@ -197,7 +197,7 @@ pub fn search(planner: &mut Planner, priors: &dyn LayoutPriors) -> Result<Option
     {
         best = Some(p);
     }
-    if let Some((_, p)) = search_layouts(planner)?
+    if let Some((_, p)) = descents(planner)?
         && p.beats(best.as_ref())
     {
         best = Some(p);
@@ -207,7 +207,7 @@ pub fn search(planner: &mut Planner, priors: &dyn LayoutPriors) -> Result<Option
 
 /// The descents' best layout and its plan: from each GPU type alone and all together, with ZeRO-1
 /// and without.
-pub(crate) fn search_layouts(planner: &mut Planner) -> Result<Option<(Layout, Planned)>> {
+pub(crate) fn descents(planner: &mut Planner) -> Result<Option<(Layout, Planned)>> {
     let pools = planner.pools()?;
     let batch = planner.global_batch;
     let layers = planner.layers();
