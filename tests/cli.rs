@@ -1518,3 +1518,95 @@ fn layout_policy_trains_from_a_recipe_and_is_compared_with_uniform_priors() {
     );
     assert!(!fresh.exists());
 }
+
+/// Flags that mean nothing where they are given are refused or named, not silently dropped:
+/// hybrid planners alone on a model they do not plan, a method named twice, `--trace` under the
+/// hybrid planners, a recipe's missing cluster or oversized GNN.
+#[test]
+fn flags_that_would_be_ignored_are_refused_or_named() {
+    let dir = scratch("ignored-flags");
+    let out = dir.join("c").display().to_string();
+    for (methods, needle) in [
+        ("megatron,fsdp", "none of --models"),
+        ("dp-nccl,,dp-nccl", "named twice"),
+    ] {
+        let r = run(&[
+            "compare",
+            "--models",
+            "vgg19",
+            "--clusters",
+            "tag-testbed",
+            "--methods",
+            methods,
+            "--out",
+            &out,
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{methods}: {err}");
+        assert!(err.contains("--methods") && err.contains(needle), "{err}");
+    }
+    let trace = dir.join("t.json");
+    let r = run(&[
+        "place",
+        "--model",
+        "llama-7b",
+        "--cluster",
+        "hetero-a100-v100",
+        "--precision",
+        "fp16",
+        "--framework",
+        "pytorch",
+        "--time",
+        "2",
+        "--trace",
+        &trace.display().to_string(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("--trace") && !trace.exists(), "{err}");
+    let r = run(&[
+        "place",
+        "--model",
+        "llama-7b",
+        "--cluster",
+        "hetero-a100-v100",
+        "--precision",
+        "fp16",
+        "--framework",
+        "pytorch",
+        "--time",
+        "2",
+        "--budget",
+        "7",
+        "--groups",
+        "9",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(err.contains("warning: --budget, --groups"), "{err}");
+
+    let smoke = std::fs::read_to_string("training/smoke.toml").unwrap();
+    for (from, to, field) in [
+        ("width = 32", "width = 8192", "model"),
+        (
+            "topologies = 100",
+            "topologies = 100\nclusters = [\"nowhere.toml\"]",
+            "training_set.clusters[0]",
+        ),
+    ] {
+        let recipe = dir.join("r.toml");
+        std::fs::write(&recipe, smoke.replace(from, to)).unwrap();
+        let run_dir = dir.join("run");
+        let r = run(&[
+            "train",
+            "--config",
+            &recipe.display().to_string(),
+            "--out",
+            &run_dir.display().to_string(),
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "{err}");
+        assert!(err.contains("r.toml") && err.contains(field), "{err}");
+        assert!(!run_dir.join("checkpoints").exists(), "{err}");
+    }
+}

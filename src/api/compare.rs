@@ -6,7 +6,7 @@ use std::path::Path;
 use super::numerics::Numerics;
 use super::progress::bar_if;
 use crate::cluster::Cluster;
-use crate::error::Result;
+use crate::error::{InputError, Result};
 use crate::graph::Graph;
 use crate::hybrid::{self, planned_by_default};
 use crate::placers::compare::{self, HybridCase, Methods, Row};
@@ -69,7 +69,7 @@ impl Comparison {
                 false => placed.push(graph),
             }
         }
-        Ok(Comparison {
+        let comparison = Comparison {
             clusters,
             placed,
             planned,
@@ -82,7 +82,22 @@ impl Comparison {
                 deadline: None,
             },
             time_limit: r.time_limit,
-        })
+        };
+        if comparison.rows() == 0 {
+            // Only hybrid planners named, and no model they plan: an empty table and exit 0
+            // would hide it.
+            return Err(InputError::new(
+                "<cli>",
+                "--methods",
+                format!(
+                    "the hybrid planners ({}) plan zoo GPTs and Llamas (or model-spec files) of a billion parameters \
+                     or more, and none of --models is one",
+                    comparison.methods.hybrid.join(", ")
+                ),
+            )
+            .into());
+        }
+        Ok(comparison)
     }
 
     /// The placers run on the language models: none under `all` (the hybrid planners place

@@ -70,12 +70,12 @@ fn one_to(text: &str, most: usize) -> std::result::Result<usize, String> {
 
 /// A GNN's embedding width (`policy init --width`): 1 to 4,096.
 pub fn gnn_width(text: &str) -> std::result::Result<usize, String> {
-    one_to(text, 4096)
+    one_to(text, topoplace::gnn::MAX_WIDTH)
 }
 
 /// A GNN's attention heads (`policy init --heads`): 1 to 64.
 pub fn gnn_heads(text: &str) -> std::result::Result<usize, String> {
-    one_to(text, 64)
+    one_to(text, topoplace::gnn::MAX_HEADS)
 }
 
 /// Solver threads (`solve --threads`): 1 to 256.

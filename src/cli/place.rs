@@ -11,7 +11,7 @@ use super::common::print_either;
 use super::common::{GnnDeviceArg, Numerics};
 use super::hybrid_place;
 use topoplace::api::{PlaceRequest, Placed, PlannerChoice, TagPlaced, place_showing_progress};
-use topoplace::error::Result;
+use topoplace::error::{InputError, Result};
 use topoplace::io::check_writable;
 use topoplace::mcts::{self, GroupOrder, SearchSplit};
 use topoplace::place_summary::PlaceSummary;
@@ -38,7 +38,7 @@ pub struct PlaceArgs {
     #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
     gnn_device: GnnDeviceArg,
     /// MCTS iterations (leaf evaluations).
-    #[arg(long, default_value_t = 300, value_parser = super::common::at_least_one)]
+    #[arg(long, default_value_t = DEFAULT_BUDGET, value_parser = super::common::at_least_one)]
     budget: usize,
     /// Stop after this many seconds instead (the iteration budget still applies if reached
     /// first; pass a large --budget to search by time only).
@@ -74,6 +74,9 @@ pub struct PlaceArgs {
     #[arg(long)]
     json: bool,
 }
+
+/// The tree's iterations when `--budget` is not given.
+const DEFAULT_BUDGET: usize = 300;
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
 enum PlannerArg {
@@ -130,11 +133,60 @@ pub fn run(args: PlaceArgs) -> Result<()> {
         },
         started,
     };
+    if request.wants_hybrid()? {
+        refuse_tag_only_flags(&args)?;
+    }
     let placed = place_showing_progress(&request, true);
     match placed? {
         Placed::Hybrid(h) => hybrid_place::report(&h, args.out.as_deref(), args.json),
         Placed::Tag(t) => report(&t, &args),
     }
+}
+
+/// Under the hybrid planners, `--trace` is refused (a hybrid plan is simulated at layer
+/// granularity: there is no op-level timeline to trace), and the flags of TAG's tree given other
+/// than their defaults are named in a warning: they were ignored without a word.
+fn refuse_tag_only_flags(args: &PlaceArgs) -> Result<()> {
+    if args.trace.is_some() {
+        return Err(InputError::new(
+            "<cli>",
+            "--trace",
+            "the hybrid planners simulate a plan at layer granularity and have no op-level \
+             trace; `--planner tag` places the model by op groups and traces that",
+        )
+        .into());
+    }
+    let ignored: Vec<&str> = [
+        ("--policy", args.policy != "shipped"),
+        (
+            "--gnn-device",
+            !matches!(args.gnn_device, GnnDeviceArg::Cpu),
+        ),
+        ("--budget", args.budget != DEFAULT_BUDGET),
+        ("--groups", args.groups != mcts::DEFAULT_GROUPS),
+        (
+            "--group-order",
+            !matches!(args.group_order, GroupOrderArg::Compute),
+        ),
+        (
+            "--batch-split",
+            !matches!(args.batch_split, BatchSplitArg::Even),
+        ),
+        (
+            "--pipeline-leaves",
+            args.pipeline_leaves != mcts::PIPELINE_LEAVES,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(flag, given)| given.then_some(flag))
+    .collect();
+    if !ignored.is_empty() {
+        eprintln!(
+            "warning: {} set TAG's tree search, which the hybrid planners do not run; ignored",
+            ignored.join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// Writes what `--out` and `--trace` ask for, then prints the summary.

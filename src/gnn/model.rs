@@ -34,6 +34,13 @@ const RELATIONS: usize = 4;
 /// `γ` per relation: op→op, dev→dev (same type) 1; op→dev, dev→op (cross type) 0.1.
 const GAMMA: [f32; RELATIONS] = [1.0, 1.0, 0.1, 0.1];
 
+/// The widest embedding a GNN may have.
+pub const MAX_WIDTH: usize = 4096;
+/// The most attention heads a GNN may have.
+pub const MAX_HEADS: usize = 64;
+/// The most message-passing layers a GNN may have.
+pub const MAX_LAYERS: usize = 64;
+
 /// The hyper-parameters a saved policy carries so that loading can rebuild the module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GnnConfig {
@@ -61,6 +68,13 @@ impl GnnConfig {
         if self.width == 0 || self.heads == 0 || self.layers == 0 {
             return Err(format!(
                 "width, heads and layers must be positive: {self:?}"
+            ));
+        }
+        // A wider network would need gigabytes of weights and minutes a step; `policy init`
+        // refuses the same at its flags.
+        if self.width > MAX_WIDTH || self.heads > MAX_HEADS || self.layers > MAX_LAYERS {
+            return Err(format!(
+                "at most width {MAX_WIDTH}, {MAX_HEADS} heads and {MAX_LAYERS} layers: {self:?}"
             ));
         }
         if !self.width.is_multiple_of(self.heads) {

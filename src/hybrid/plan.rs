@@ -204,6 +204,16 @@ impl HybridPlan {
         Ok(())
     }
 
+    /// The first replica of `s` whose share of a micro-batch is less than one sequence (a plan
+    /// of more replicas than sequences would otherwise simulate as if each trained on a fraction
+    /// of one).
+    fn replica_short_of_a_sequence(&self, s: &Stage) -> Option<usize> {
+        let micro = self.micro_batch();
+        let even = vec![1.0 / s.dp() as f64; s.dp()];
+        let shares = s.shares.as_ref().unwrap_or(&even);
+        shares.iter().position(|x| x * micro < 1.0 - 1e-9)
+    }
+
     /// Checks the plan against a model of `layers` layers and `heads` attention heads (and
     /// `kv_heads` key/value heads) on `devices` devices; `source` names the file in errors.
     pub fn validate(
@@ -285,6 +295,20 @@ impl HybridPlan {
                         format!("must be {} positive shares summing to 1", s.dp()),
                     );
                 }
+            }
+            if let Some(r) = self.replica_short_of_a_sequence(s) {
+                return err(
+                    field(if s.shares.is_some() {
+                        "shares"
+                    } else {
+                        "replicas"
+                    }),
+                    format!(
+                        "replica {r} gets less than one of the micro-batch's {} sequences: a \
+                         replica trains on whole sequences",
+                        self.micro_batch()
+                    ),
+                );
             }
         }
         if next_layer != layers {

@@ -209,3 +209,53 @@ fn plans_that_do_not_cover_the_model_are_refused() {
         "micro-batch 4 on a graph built at 2"
     );
 }
+
+/// A replica must train on at least one whole sequence: four replicas of a one-sequence
+/// micro-batch, or a share of 0.1 of four sequences, are refused naming the field.
+#[test]
+fn a_replica_with_less_than_one_sequence_is_refused() {
+    use super::planner::stage;
+    let model = llama_1b(1);
+    let four = HybridPlan::one_f_one_b(
+        1,
+        1,
+        vec![stage(
+            [0, model.layers()],
+            &[0, 1, 2, 3],
+            1,
+            ZeroStage::None,
+            None,
+        )],
+    );
+    let e = model.check(&four, 8, "p.json").unwrap_err().to_string();
+    assert!(
+        e.contains("p.json") && e.contains("stages[0].replicas"),
+        "{e}"
+    );
+    let model = llama_1b(4);
+    let uneven = HybridPlan::one_f_one_b(
+        4,
+        1,
+        vec![stage(
+            [0, model.layers()],
+            &[0, 1],
+            1,
+            ZeroStage::None,
+            Some(vec![0.1, 0.9]),
+        )],
+    );
+    let e = model.check(&uneven, 8, "p.json").unwrap_err().to_string();
+    assert!(e.contains("stages[0].shares"), "{e}");
+    let even = HybridPlan::one_f_one_b(
+        4,
+        1,
+        vec![stage(
+            [0, model.layers()],
+            &[0, 1],
+            1,
+            ZeroStage::None,
+            Some(vec![0.25, 0.75]),
+        )],
+    );
+    assert!(model.check(&even, 8, "p.json").is_ok());
+}

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{Budget, Placer, placer, registry};
 use crate::cluster::Cluster;
 use crate::cost::CostModel;
-use crate::error::{Error, Result};
+use crate::error::{Error, InputError, Result};
 use crate::evaluate::evaluate;
 use crate::gnn::LayoutPolicy;
 use crate::graph::Graph;
@@ -84,7 +84,22 @@ pub fn parse_methods(spec: &str) -> Result<Methods> {
         hybrid: Vec::new(),
         all: false,
     };
-    for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    let names: Vec<&str> = spec
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    if let Some(twice) = names
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| names[..i].contains(n).then_some(n))
+    {
+        // A second row of the same method would only repeat the first.
+        return Err(
+            InputError::new("<cli>", "--methods", format!("\"{twice}\" is named twice")).into(),
+        );
+    }
+    for name in names {
         match HYBRID_METHODS.iter().find(|&&h| h == name) {
             Some(&h) => methods.hybrid.push(h),
             None => methods.placers.push(placer(name)?),

@@ -409,7 +409,30 @@ impl Recipe {
         let dir = path.parent().unwrap_or(Path::new("."));
         recipe.resolve_paths(dir);
         recipe.check_models_exist(&shown)?;
+        recipe.check_clusters_load(&shown)?;
         Ok(recipe)
+    }
+
+    /// Every cluster of the training set is a shipped config or a file that loads, before the
+    /// run writes anything (a bad one used to stop the run at the first game that drew it,
+    /// checkpoints already written, naming the command line).
+    fn check_clusters_load(&self, source: &str) -> Result<()> {
+        for (i, c) in self.training_set.clusters.iter().enumerate() {
+            if Path::new(c).is_file() {
+                crate::cluster::load_cluster(Path::new(c))?;
+            } else if crate::assets::config(c).is_none() {
+                return Err(InputError::new(
+                    source,
+                    format!("training_set.clusters[{i}]"),
+                    format!(
+                        "\"{c}\" is neither a cluster file nor a shipped config (paths are \
+                         relative to the recipe's folder)"
+                    ),
+                )
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// Every model named is a zoo model or a file (paths already resolved against the recipe's

@@ -127,7 +127,7 @@ pub(crate) fn llama_size(name: &str) -> Option<LlamaConfig> {
 }
 
 /// Suffix selecting the forward-only variant of a model.
-const INFERENCE_SUFFIX: &str = "-inference";
+pub(crate) const INFERENCE_SUFFIX: &str = "-inference";
 
 /// GPT-2-style decoder sizes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -207,6 +207,15 @@ fn from_family(family: &str, f: &SpecFile, err: &ErrFn) -> Result<LanguageModel,
 
 /// A named size with the file's fields laid over it.
 fn from_base(base: &str, f: &SpecFile, err: &ErrFn) -> Result<LanguageModel, InputError> {
+    if base.ends_with(super::INFERENCE_SUFFIX) {
+        // A spec describes a model to train; the forward-only variant has no spec form.
+        return Err(err(
+            "base",
+            format!(
+                "\"{base}\" is a forward-only variant: name the model itself (a spec is trained)"
+            ),
+        ));
+    }
     if let Some(c) = llama_size(base) {
         return Ok(LanguageModel::Llama(LlamaConfig {
             layers: f.layers.unwrap_or(c.layers),
@@ -346,6 +355,7 @@ mod tests {
             ("base = \"llama-8b\"\nlayers = 100000", "layers"),
             ("base = \"gpt3-1.3b\"\nffn = 8192", "ffn"),
             ("base = \"llama-9b\"", "base"),
+            ("base = \"llama-1b-inference\"", "base"),
             ("family = \"bert\"", "family"),
             ("family = \"gpt\"\nbase = \"gpt\"", "base"),
             ("layers = 2", "family"),
