@@ -1610,3 +1610,38 @@ fn flags_that_would_be_ignored_are_refused_or_named() {
         assert!(!run_dir.join("checkpoints").exists(), "{err}");
     }
 }
+
+/// A plan's global batch that the model cannot be built at is the plan's error, naming its
+/// file and `global_batch`, not the zoo model's.
+#[test]
+fn plan_batch_errors_name_the_plan_file() {
+    let dir = scratch("plan-batch");
+    let good = dir.join("p.json");
+    let g = good.display().to_string();
+    let lm = [
+        "--model",
+        "llama-7b",
+        "--cluster",
+        "hetero-a100-v100",
+        "--precision",
+        "fp16",
+        "--framework",
+        "pytorch",
+    ];
+    let r = run(&[&["place"][..], &lm, &["--time", "2", "--out", &g]].concat());
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&good).unwrap()).unwrap();
+    for batch in [0u64, 1 << 30] {
+        let mut bad = plan.clone();
+        bad["global_batch"] = batch.into();
+        bad["micro_batches"] = 1.into();
+        let path = dir.join(format!("b{batch}.json"));
+        std::fs::write(&path, bad.to_string()).unwrap();
+        let p = path.display().to_string();
+        let r = run(&[&["simulate"][..], &lm, &["--plan", &p]].concat());
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "{err}");
+        assert!(err.contains(&p) && err.contains("global_batch"), "{err}");
+    }
+}

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::numerics::{Loaded, Numerics, cluster_name, strategy_named};
 use crate::cluster::Cluster;
 use crate::compile::Replicas;
-use crate::error::Result;
+use crate::error::{Error, InputError, Result};
 use crate::evaluate::{
     Evaluation, SimulationSummary, evaluate_strategy, simulate_strategy, thin_batch_warning,
 };
@@ -118,7 +118,22 @@ pub fn simulate_plan(
     plan.check_micro_batches(&source)?;
     let opts = numerics.zoo_options();
     let micro_batch = plan.global_batch / plan.micro_batches;
-    let hybrid = HybridModel::from_zoo(model, micro_batch, &opts, numerics.precision)?;
+    let hybrid = HybridModel::from_zoo(model, micro_batch, &opts, numerics.precision).map_err(
+        |e| match e {
+            // The model's own sizes were checked when it was named: what its graph cannot take
+            // at this micro-batch is the plan's doing.
+            Error::Input(inner) if inner.file != "<cli>" => InputError::new(
+                &source,
+                "global_batch",
+                format!(
+                    "micro-batches of {micro_batch} sequences: the model's graph at that size is \
+                     refused ({inner})"
+                ),
+            )
+            .into(),
+            other => other,
+        },
+    )?;
     hybrid.check(&plan, cluster.devices.len(), &source)?;
     let report = estimate(&hybrid, &cluster, &numerics.cost(), &plan);
     let seq = hybrid.seq() as f64;

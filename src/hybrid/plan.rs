@@ -191,6 +191,13 @@ impl HybridPlan {
     /// Checks that the micro-batch count divides the global batch (before the model is built at
     /// the micro-batch it gives).
     pub fn check_micro_batches(&self, source: &str) -> Result<(), InputError> {
+        if self.global_batch == 0 {
+            return Err(InputError::new(
+                source,
+                "global_batch",
+                "must be at least one sequence",
+            ));
+        }
         if self.micro_batches == 0 || !self.global_batch.is_multiple_of(self.micro_batches) {
             return Err(InputError::new(
                 source,

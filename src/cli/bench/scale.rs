@@ -52,7 +52,7 @@ pub struct OneArgs {
     /// Compile every replica (the fallback where symmetry breaks) instead of one per class.
     #[arg(long)]
     every_replica: bool,
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = super::super::common::at_least_one)]
     budget: usize,
 }
 
