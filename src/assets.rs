@@ -66,6 +66,6 @@ pub(crate) fn config(name: &str) -> Option<&'static str> {
 }
 
 /// The names of the shipped configs.
-pub(crate) fn config_names() -> Vec<&'static str> {
+pub fn config_names() -> Vec<&'static str> {
     CONFIGS.iter().map(|&(name, _)| name).collect()
 }

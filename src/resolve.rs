@@ -14,7 +14,7 @@ use crate::precision::Precision;
 use crate::{import, zoo};
 
 /// Whether `model` names a zoo model (optionally `-inference`).
-pub(crate) fn is_zoo_model(model: &str) -> bool {
+pub fn is_zoo_model(model: &str) -> bool {
     zoo::NAMES.contains(&model.strip_suffix("-inference").unwrap_or(model))
         || zoo::gpt_size(model).is_some()
         || zoo::llama_size(model).is_some()

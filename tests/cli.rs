@@ -1645,3 +1645,62 @@ fn plan_batch_errors_name_the_plan_file() {
         assert!(err.contains(&p) && err.contains("global_batch"), "{err}");
     }
 }
+
+/// Usage errors found by a hostile sweep: each exits 2 naming its flag.
+#[test]
+fn more_usage_errors_exit_2_naming_the_flag() {
+    let dir = scratch("usage-2");
+    let x = dir.join("x").display().to_string();
+    for (args, flag) in [
+        (
+            vec!["policy", "init", "--out", &x, "--heads", "3"],
+            "--heads",
+        ),
+        (
+            vec![
+                "place",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--policy",
+                "",
+            ],
+            "--policy",
+        ),
+        (vec!["bench", "place", "--models", ""], "--models"),
+        (
+            vec!["bench", "place", "--clusters", "nowhere"],
+            "--clusters",
+        ),
+        (
+            vec![
+                "place",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--budget",
+                "18446744073709551616",
+            ],
+            "--budget",
+        ),
+    ] {
+        let r = run(&args);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(!err.contains("not a whole number"), "{args:?}: {err}");
+    }
+    assert!(!dir.join("x").exists());
+    // Upgrading a policy that already has a checksum changes nothing and says so.
+    let copy = dir.join("p.gnn");
+    std::fs::copy("models/tag-default.gnn", &copy).unwrap();
+    let r = run(&["policy", "upgrade", &copy.display().to_string()]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(String::from_utf8_lossy(&r.stdout).contains("already carries a checksum"));
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        std::fs::read("models/tag-default.gnn").unwrap()
+    );
+}

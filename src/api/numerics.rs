@@ -90,6 +90,9 @@ pub fn at_least_one(text: &str) -> std::result::Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_string()),
         Ok(n) => Ok(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(format!("{text} is more than the {} allowed", usize::MAX))
+        }
         Err(_) => Err(format!("\"{text}\" is not a whole number")),
     }
 }

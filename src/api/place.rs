@@ -369,6 +369,12 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
 pub fn load_policy(policy: &str, device: &str) -> Result<(Option<GnnPolicy>, String)> {
     let device = gnn::device_named(device)?;
     match policy {
+        "" => Err(InputError::new(
+            "<cli>",
+            "--policy",
+            "empty: give `shipped`, `none` or a policy file",
+        )
+        .into()),
         "none" => Ok((None, "none".into())),
         "shipped" => Ok((
             Some(GnnPolicy::shipped_on(&device)?),

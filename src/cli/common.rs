@@ -16,11 +16,32 @@ use topoplace::error::{Error, InputError, Result};
 #[derive(clap::Args)]
 pub struct BenchInstances {
     /// Zoo names or graph JSON files.
-    #[arg(long, value_delimiter = ',', default_value = "bert-large,gpt")]
+    #[arg(long, value_delimiter = ',', default_value = "bert-large,gpt", value_parser = bench_model)]
     pub models: Vec<String>,
     /// Cluster configs: files or names in configs/.
-    #[arg(long, value_delimiter = ',', default_value = "tag-cloud,tag-testbed")]
+    #[arg(long, value_delimiter = ',', default_value = "tag-cloud,tag-testbed", value_parser = bench_cluster)]
     pub clusters: Vec<String>,
+}
+
+/// A model of a benchmark's `--models`: a zoo name or an existing file, checked at the flag (an
+/// empty or mistyped name failed only after the first instances had run, naming `<cli>`).
+fn bench_model(text: &str) -> std::result::Result<String, String> {
+    if topoplace::resolve::is_zoo_model(text) || std::path::Path::new(text).is_file() {
+        return Ok(text.to_string());
+    }
+    Err(format!("\"{text}\" is neither a zoo model nor a file"))
+}
+
+/// A cluster of a benchmark's `--clusters`: a shipped config or an existing file.
+fn bench_cluster(text: &str) -> std::result::Result<String, String> {
+    let shipped = topoplace::assets::config_names();
+    if shipped.contains(&text) || std::path::Path::new(text).is_file() {
+        return Ok(text.to_string());
+    }
+    Err(format!(
+        "\"{text}\" is neither a cluster file nor a shipped config ({})",
+        shipped.join(", ")
+    ))
 }
 
 impl BenchInstances {

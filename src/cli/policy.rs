@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use topoplace::error::{GnnError, Result};
+use topoplace::error::{GnnError, InputError, Result};
 use topoplace::gnn::{GnnConfig, GnnPolicy, policy::upgrade_v1};
 use topoplace::io::write_atomic;
 use topoplace::train::{LayoutRecipe, train_layouts as train_layouts_from};
@@ -49,6 +49,15 @@ pub fn run(command: PolicyCommand) -> Result<()> {
         PolicyCommand::Upgrade { file } => return upgrade(&file),
         PolicyCommand::TrainLayouts { recipe, out } => return train_layouts(&recipe, &out),
     };
+    if !width.is_multiple_of(heads) {
+        // The flags' own parsers see one value each; together they are still a usage error.
+        return Err(InputError::new(
+            "<cli>",
+            "--heads",
+            format!("{heads} does not divide the width {width}"),
+        )
+        .into());
+    }
     let config = GnnConfig {
         width,
         heads,
@@ -69,6 +78,10 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
         source,
     })?;
     let Some(upgraded) = upgrade_v1(&bytes, &shown)? else {
+        if GnnPolicy::load(file).is_ok() {
+            outln!("{shown} already carries a checksum; unchanged")?;
+            return Ok(());
+        }
         return Err(GnnError::NotAPolicy {
             path: shown,
             why: "not a policy file of the format before checksums".into(),

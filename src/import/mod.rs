@@ -121,7 +121,7 @@ pub fn detect(path: &Path) -> Result<Format> {
             &source,
             "",
             "cannot tell the format: no \"ops\" (topoplace/torch) and no \"nodes\"+\"links\" \
-             (QuickP node-link); pass --format",
+             (QuickP node-link); `topoplace import --format` converts a graph of a named format",
         )
         .into())
     }
