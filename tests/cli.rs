@@ -771,6 +771,26 @@ fn impossible_numbers_are_refused_at_the_flag() {
             vec!["topology", "random", "--intra-gbps", "160,64"],
             "--intra-gbps",
         ),
+        // Above the loader's 1 PB/s: every draw failed to load, a panic.
+        (
+            vec!["topology", "random", "--intra-gbps", "1,1000000000"],
+            "--intra-gbps",
+        ),
+        (
+            vec!["topology", "random", "--inter-gbps", "9000000,9000000"],
+            "--inter-gbps",
+        ),
+        (
+            vec![
+                "experiment",
+                "unseen-topologies",
+                "--out",
+                "/nonexistent/e",
+                "--intra-gbps",
+                "9000000,9000000",
+            ],
+            "--intra-gbps",
+        ),
     ];
     let compare = |methods| {
         let args = [

@@ -317,6 +317,29 @@ fn other_bandwidth_ranges_change_only_the_bandwidths() {
     assert_eq!(wide.problem(), None);
 }
 
+/// The fastest range a distribution takes draws clusters that load; one Gbps more is refused,
+/// where every draw failed the loader's 1 PB/s check and panicked.
+#[test]
+fn bandwidth_ranges_stop_at_the_loaders_fastest_link() {
+    let max = topoplace::cluster::random::MAX_LINK_GBPS;
+    assert_eq!(max, 8_000_000, "1 PB/s");
+    let fastest = TopologyDistribution {
+        intra_gbps: [max, max],
+        inter_gbps: [max, max],
+        ..TopologyDistribution::TAG
+    };
+    assert_eq!(fastest.problem(), None);
+    for seed in 0..5 {
+        let c = random_cluster_within(seed, fastest);
+        assert_eq!(parse_cluster(&c.to_toml(), "rt").unwrap(), c, "seed {seed}");
+    }
+    let above = TopologyDistribution {
+        inter_gbps: [max, max + 1],
+        ..fastest
+    };
+    assert_eq!(above.problem().map(|p| p.0), Some("inter_gbps"));
+}
+
 #[test]
 fn random_clusters_are_deterministic() {
     assert_eq!(random_cluster(42), random_cluster(42));

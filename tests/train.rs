@@ -164,6 +164,11 @@ fn bad_recipes_name_the_file_and_field() {
             "name = \"t\"\n[training_set]\nmodels = [\"mlp\"]\nintra_gbps = [-5, 100]\n".into(),
             "intra_gbps",
         ),
+        // Above the cluster loader's 1 PB/s: the first game's topology panicked.
+        (
+            minimal("").replace("models", "intra_gbps = [9000000, 9000000]\nmodels"),
+            "training_set.intra_gbps",
+        ),
         (
             minimal("").replace("models", "precision = \"fp64\"\nmodels"),
             "precision",

@@ -185,7 +185,7 @@ pub fn method_list(text: &str) -> std::result::Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-/// `LOW,HIGH` in whole Gbps.
+/// `LOW,HIGH` in whole Gbps, 1 to 1 PB/s (8,000,000 Gbps).
 pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
     let parts: Vec<&str> = text.split(',').collect();
     let [lo, hi] = parts[..] else {
@@ -200,7 +200,11 @@ pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
     if range[0] > range[1] {
         return Err(format!("\"{text}\": LOW is above HIGH"));
     }
-    Ok(range)
+    // The loader's bounds, so that every cluster drawn from the range loads.
+    match topoplace::cluster::gbps_range_problem(range) {
+        Some(why) => Err(why),
+        None => Ok(range),
+    }
 }
 
 /// The flags that choose a random topology's distribution (`topology random`, `experiment`).

@@ -254,9 +254,9 @@ fn quantity(
 
 /// The slowest link a config may give, B/µs: 1 Mbps. Slower ones are typos, and their
 /// iteration times would print with hundreds of digits.
-const SLOWEST_LINK: f64 = 0.125;
+pub(crate) const SLOWEST_LINK: f64 = 0.125;
 /// The fastest, B/µs: 1 PB/s, far above any GPU fabric.
-const FASTEST_LINK: f64 = 1e9;
+pub(crate) const FASTEST_LINK: f64 = 1e9;
 
 fn bandwidth(q: &Quantity, source: &str, field: &str) -> Result<f64, InputError> {
     let v = quantity(q, source, field, units::parse_bandwidth, units::GB_PER_S)?;

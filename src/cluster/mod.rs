@@ -30,6 +30,7 @@ pub use interconnect::parse_nvidia_smi_topo;
 pub(crate) use interconnect::port_lanes;
 pub use random::GpuMix;
 pub use random::TopologyDistribution;
+pub use random::gbps_range_problem;
 pub use random::random_cluster;
 pub use random::random_cluster_within;
 pub(crate) use routes::RouteLinks;

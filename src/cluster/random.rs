@@ -29,7 +29,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::config::{ClusterFile, MachineEntry, Quantity, build};
+use super::config::{ClusterFile, FASTEST_LINK, MachineEntry, Quantity, build};
 use super::{Cluster, Interconnect, find_gpu};
 
 /// The three GPU types TAG's random topologies draw from (its testbed's families).
@@ -174,15 +174,32 @@ impl TopologyDistribution {
     }
 
     /// The field and the reason when these ranges cannot be drawn from (a zero bandwidth, a
-    /// reversed range).
+    /// reversed range, a bandwidth the cluster loader refuses).
     pub fn problem(&self) -> Option<(&'static str, String)> {
         [
             ("intra_gbps", self.intra_gbps),
             ("inter_gbps", self.inter_gbps),
         ]
         .into_iter()
-        .find(|&(_, [lo, hi])| lo == 0 || lo > hi)
-        .map(|(field, [lo, hi])| (field, format!("[{lo}, {hi}]: needs 0 < low <= high (Gbps)")))
+        .find_map(|(field, range)| gbps_range_problem(range).map(|why| (field, why)))
+    }
+}
+
+/// The fastest link a random topology may draw, whole Gbps: the cluster loader's 1 PB/s, so that
+/// every drawn cluster loads (its slowest, 1 Mbps, is below the smallest whole Gbps).
+pub const MAX_LINK_GBPS: u32 = (FASTEST_LINK / crate::units::GBPS) as u32;
+
+/// Why a `[low, high]` range of whole Gbps cannot be drawn from, if it cannot: a zero low end,
+/// a reversed range, or a high end above [`MAX_LINK_GBPS`].
+pub fn gbps_range_problem([lo, hi]: [u32; 2]) -> Option<String> {
+    if lo == 0 || lo > hi {
+        Some(format!("[{lo}, {hi}]: needs 0 < low <= high (Gbps)"))
+    } else if hi > MAX_LINK_GBPS {
+        Some(format!(
+            "[{lo}, {hi}]: {hi} Gbps is above 1 PB/s ({MAX_LINK_GBPS} Gbps), faster than any GPU link"
+        ))
+    } else {
+        None
     }
 }
 
