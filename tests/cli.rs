@@ -319,6 +319,43 @@ fn zoo_export_writes_loadable_files() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(std::fs::read_dir(&dir2).unwrap().count(), 0);
+    // A forward-only name exports that graph alone; it panicked building `mlp-inference`'s own
+    // `-inference` twin.
+    let dir3 = scratch("export-inference");
+    let v = run_json(&[
+        "zoo",
+        "export",
+        "--models",
+        "mlp-inference",
+        "--out",
+        dir3.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["model"], "mlp-inference");
+    let path = dir3.join("mlp-inference.json");
+    let info = run_json(&["info", path.to_str().unwrap(), "--json"]);
+    assert!(info["per_phase"].get("backward").is_none(), "{info}");
+    assert_eq!(info["gradients"], 0, "{info}");
+    assert!(
+        info["per_phase"]["forward"]["ops"].as_u64().unwrap() > 0,
+        "{info}"
+    );
+    let twice = "mlp-inference-inference";
+    let out = run(&[
+        "zoo",
+        "export",
+        "--models",
+        twice,
+        "--out",
+        dir3.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("twice") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
 }
 
 #[test]

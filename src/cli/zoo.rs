@@ -22,7 +22,8 @@ pub enum ZooCommand {
         /// Output directory.
         #[arg(long, default_value = "datasets/zoo")]
         out: PathBuf,
-        /// Comma-separated zoo names; all by default.
+        /// Comma-separated zoo names, each exported with its forward-only variant (a name ending
+        /// in `-inference` exports that variant alone); all by default.
         #[arg(long, value_delimiter = ',')]
         models: Vec<String>,
         #[arg(long)]
@@ -48,6 +49,16 @@ struct ExportedFile {
     edges: usize,
 }
 
+/// The graphs `--models` NAME exports: the training graph and the forward-only one, or the
+/// forward-only one alone when NAME asks for it (`mlp-inference`), not its `-inference` twin.
+fn variants(name: &str) -> Vec<String> {
+    if name.ends_with(zoo::INFERENCE_SUFFIX) {
+        vec![name.to_string()]
+    } else {
+        vec![name.to_string(), format!("{name}{}", zoo::INFERENCE_SUFFIX)]
+    }
+}
+
 fn export(out: &Path, models: &[String], json: bool) -> Result<()> {
     let names: Vec<String> = if models.is_empty() {
         zoo::NAMES.iter().map(|s| s.to_string()).collect()
@@ -57,7 +68,7 @@ fn export(out: &Path, models: &[String], json: bool) -> Result<()> {
     // Build every graph before writing any file, so a bad name leaves no partial export.
     let mut graphs = Vec::new();
     for name in &names {
-        for variant in [name.clone(), format!("{name}-inference")] {
+        for variant in variants(name) {
             graphs.push(zoo::build(&variant, &zoo::ZooOptions::default())?);
         }
     }

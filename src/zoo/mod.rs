@@ -127,7 +127,7 @@ pub(crate) fn llama_size(name: &str) -> Option<LlamaConfig> {
 }
 
 /// Suffix selecting the forward-only variant of a model.
-pub(crate) const INFERENCE_SUFFIX: &str = "-inference";
+pub const INFERENCE_SUFFIX: &str = "-inference";
 
 /// GPT-2-style decoder sizes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -425,6 +425,15 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         None => (name, false),
     };
     let inference = opts.inference || suffixed;
+    // `card` and the size tables strip the suffix too: a second one would reach a builder as
+    // `mlp-inference`, which none has.
+    if base.ends_with(INFERENCE_SUFFIX) {
+        return Err(InputError::new(
+            "<zoo>",
+            "model",
+            format!("\"{name}\": the {INFERENCE_SUFFIX} suffix is given twice"),
+        ));
+    }
     if is_spec_file(base) {
         let spec = load_spec(std::path::Path::new(base))?;
         return build_language_model(&spec.name, &spec.model, inference, opts);
