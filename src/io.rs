@@ -136,10 +136,16 @@ fn temporary_sibling(dir: &std::path::Path, file_name: &std::ffi::OsStr) -> std:
 
 /// Whether [`write_atomic`] will be able to write `path`, checked before long work so that a bad
 /// output path fails at once, not after the work: the directory is made, and an existing target
-/// opened for writing (without truncating it) or a temporary sibling created and removed.
+/// opened for writing (without truncating it) or a temporary sibling created and removed; a
+/// directory where the file should be is refused.
 pub fn check_writable(path: &std::path::Path) -> Result<()> {
     let shown = path.display().to_string();
-    if path.exists() && !path.is_dir() {
+    // The probe beside a directory would succeed, and the write after the work then fail,
+    // with the command's other outputs already replaced.
+    if path.is_dir() {
+        return Err(InputError::new(&shown, "", "is a directory, not a file").into());
+    }
+    if path.exists() {
         return std::fs::OpenOptions::new()
             .append(true)
             .open(path)

@@ -358,6 +358,32 @@ fn zoo_export_writes_loadable_files() {
     );
 }
 
+/// An output that cannot be written is refused before the search, so no other output is
+/// replaced: `--trace` naming a directory failed after `--out` had been written over.
+#[test]
+fn place_writes_nothing_when_one_output_is_unwritable() {
+    let dir = scratch("place-outputs");
+    let precious = dir.join("precious.json");
+    std::fs::write(&precious, "precious").unwrap();
+    let adir = dir.join("adir");
+    std::fs::create_dir(&adir).unwrap();
+    let place = ["place", "--model", "mlp", "--cluster", "tag-testbed"];
+    let (out, trace) = (precious.to_str().unwrap(), adir.to_str().unwrap());
+    // A directory is a bad file (exit 1); one path for both is a bad flag value (exit 2).
+    for (outputs, named, code) in [
+        (["--out", out, "--trace", trace], "adir", 1),
+        (["--out", out, "--trace", out], "--trace", 2),
+    ] {
+        let args: Vec<&str> = place.iter().chain(&outputs).copied().collect();
+        let result = run(&args);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(code), "{stderr}");
+        assert!(stderr.contains(named), "{stderr}");
+        assert!(result.stdout.is_empty());
+        assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious");
+    }
+}
+
 #[test]
 fn simulate_reports_against_dp_and_writes_a_trace() {
     let dir = scratch("simulate");

@@ -103,9 +103,7 @@ enum BatchSplitArg {
 
 pub fn run(args: PlaceArgs) -> Result<()> {
     let started = Instant::now();
-    for path in [&args.out, &args.trace].into_iter().flatten() {
-        check_writable(path)?;
-    }
+    check_outputs(&args)?;
     let request = PlaceRequest {
         model: &args.model,
         batch: args.batch,
@@ -185,6 +183,20 @@ fn refuse_tag_only_flags(args: &PlaceArgs) -> Result<()> {
             "warning: {} set TAG's tree search, which the hybrid planners do not run; ignored",
             ignored.join(", ")
         );
+    }
+    Ok(())
+}
+
+/// Refuses, before any search, an output that could not be written: otherwise `--out` is
+/// replaced and then `--trace` fails, or one file is written over the other.
+fn check_outputs(args: &PlaceArgs) -> Result<()> {
+    if let (Some(out), Some(trace)) = (&args.out, &args.trace)
+        && out == trace
+    {
+        return Err(InputError::new("<cli>", "--trace", "is the --out file too").into());
+    }
+    for path in [&args.out, &args.trace].into_iter().flatten() {
+        check_writable(path)?;
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::common::{print_either, print_json};
 use topoplace::error::Result;
 use topoplace::graph::save_graph;
+use topoplace::io::check_writable;
 use topoplace::{inspect, zoo};
 
 #[derive(Subcommand)]
@@ -71,6 +72,11 @@ fn export(out: &Path, models: &[String], json: bool) -> Result<()> {
         for variant in variants(name) {
             graphs.push(zoo::build(&variant, &zoo::ZooOptions::default())?);
         }
+    }
+    // Every path checked first too: a directory in a file's place left the files before it
+    // written.
+    for g in &graphs {
+        check_writable(&out.join(format!("{}.json", g.name)))?;
     }
     let mut written = Vec::new();
     for g in &graphs {
