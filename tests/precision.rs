@@ -457,7 +457,15 @@ fn cli_seq_sets_a_transformers_tokens_and_is_refused_elsewhere() {
     };
     assert!(ms(run_at("gpt2-medium", "256")) < ms(run_at("gpt2-medium", "1024")));
     assert!(ms(run_at("bert-small", "64")) < ms(run_at("bert-small", "512")));
-    for (model, seq) in [("vgg16", "128"), ("bert-small", "513"), ("gpt", "0")] {
+    // Past 1,048,576 tokens for every model: a Llama took 2³² and wrapped its attention FLOPs.
+    let too_long = [
+        ("vgg16", "128"),
+        ("bert-small", "513"),
+        ("gpt", "0"),
+        ("llama-8b", "4294967296"),
+        ("gpt2-xl", "1048577"),
+    ];
+    for (model, seq) in too_long {
         // A bad value of the flag: a usage error naming it.
         let refused = run_at(model, seq);
         assert_eq!(refused.status.code(), Some(2), "{model} --seq {seq}");

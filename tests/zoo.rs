@@ -556,6 +556,18 @@ fn gpts_take_a_sequence_length_and_their_position_table_follows() {
         (1024 - 256) * 1024
     );
     assert_eq!(at(0).unwrap_err().field, "seq");
+    // Every language model stops at zoo::MAX_SEQ; a Llama took 2³² tokens and wrapped.
+    for model in ["gpt2-medium", "llama-8b"] {
+        let long = ZooOptions {
+            seq: Some(zoo::MAX_SEQ + 1),
+            ..ZooOptions::default()
+        };
+        assert_eq!(
+            zoo::build(model, &long).unwrap_err().field,
+            "seq",
+            "{model}"
+        );
+    }
     let cnn = zoo::build(
         "resnet50",
         &ZooOptions {

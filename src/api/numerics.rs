@@ -15,7 +15,7 @@ use crate::resolve::{load_named_cluster, load_trained};
 use crate::sfb::{SfbOptions, duplicated_ops};
 use crate::sim::chrome_trace;
 use crate::strategy::{Reference, Strategy, load_strategy};
-use crate::zoo::{Framework, Optimizer, ZooOptions};
+use crate::zoo::{Framework, MAX_SEQ, Optimizer, ZooOptions};
 
 /// `--precision`, `--framework`, `--seq`, `--optimizer` and `--memory-format`: how the model
 /// trains ([`Precision`], [`Framework`]; docs/modelling.md). The command line's flags are these
@@ -34,7 +34,7 @@ pub struct Numerics {
     pub framework: Framework,
     /// Tokens per sequence of a zoo transformer (BERT: 1 to 512, default 128; GPTs: default
     /// their context).
-    #[arg(long, value_parser = at_least_one)]
+    #[arg(long, value_parser = sequence_length)]
     pub seq: Option<usize>,
     /// The optimizer a zoo model trains with: adam (AdamW's state too; the default),
     /// sgd-momentum, sgd, adafactor or adam8bit (bitsandbytes); it decides the optimizer state
@@ -95,6 +95,16 @@ pub fn at_least_one(text: &str) -> std::result::Result<usize, String> {
         }
         Err(_) => Err(format!("\"{text}\" is not a whole number")),
     }
+}
+
+/// A sequence length (`--seq`): 1 to [`MAX_SEQ`] tokens, whatever the model; the model
+/// may take fewer (BERT's 512), which it says when it is built.
+pub fn sequence_length(text: &str) -> std::result::Result<usize, String> {
+    let n = at_least_one(text)?;
+    if n > MAX_SEQ {
+        return Err(format!("{n} tokens is more than the {MAX_SEQ} allowed"));
+    }
+    Ok(n)
 }
 
 /// The longest time limit taken: a year. Longer ones would overflow the deadline arithmetic

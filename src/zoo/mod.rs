@@ -24,7 +24,7 @@ use transformer::{BertConfig, TransformerConfig};
 
 pub use framework::Framework;
 pub use optimizer::Optimizer;
-pub use spec::{LanguageModel, ModelSpec, is_spec_file, load_spec, parse_spec};
+pub use spec::{LanguageModel, MAX_SEQ, ModelSpec, is_spec_file, load_spec, parse_spec};
 
 /// The models [`build`] knows, in the order the CLI lists them.
 pub const NAMES: &[&str] = &[
@@ -543,6 +543,12 @@ fn net_for(batch: u32, inference: bool, opts: &ZooOptions) -> Net {
 fn seq_or(opts: &ZooOptions, default: usize) -> Result<usize, InputError> {
     match opts.seq {
         Some(0) => Err(InputError::new("<zoo>", "seq", "must be at least 1 token")),
+        // Unchecked, 2³² tokens wrapped the attention FLOPs of a Llama.
+        Some(seq) if seq > MAX_SEQ => Err(InputError::new(
+            "<zoo>",
+            "seq",
+            format!("{seq} tokens: at most {MAX_SEQ}"),
+        )),
         seq => Ok(seq.unwrap_or(default)),
     }
 }

@@ -106,8 +106,12 @@ const LIMITS: &[(&str, usize)] = &[
     ("kv_heads", 4_096),
     ("ffn", 1_048_576),
     ("vocab", 4_194_304),
-    ("seq", 1_048_576),
+    ("seq", MAX_SEQ),
 ];
+
+/// The longest sequence any zoo language model or spec takes, tokens: 1M, where products of the
+/// sequence length (attention's s² FLOPs and bytes) stay far from overflowing.
+pub const MAX_SEQ: usize = 1_048_576;
 
 /// GPT-2's vocabulary, the default of a `family = "gpt"` spec.
 const GPT2_VOCAB: usize = 50_257;
