@@ -113,6 +113,18 @@ fn implausibly_large_numbers_are_named() {
         msg.contains("edges[1].bytes") && msg.contains("implausibly large"),
         "{msg}"
     );
+    // u64::MAX parameters were taken, and `info`'s total wrapped to a small number.
+    let msg = error_of(&broken(
+        r#""params": 8"#,
+        r#""params": 18446744073709551615"#,
+    ));
+    assert!(
+        msg.contains("ops[1].params") && msg.contains("implausibly large"),
+        "{msg}"
+    );
+    let at_bound = broken(r#""params": 8"#, r#""params": 1099511627776"#);
+    let g = parse_graph(&at_bound, "g.json").unwrap();
+    assert_eq!(g.summary().params, 1 << 40);
 }
 
 #[test]

@@ -412,7 +412,8 @@ impl Graph {
             p.ops += 1;
             p.flops += op.flops;
             p.bytes_accessed += op.bytes_accessed;
-            s.params += op.params;
+            // Saturating: 2²⁴ ops at the per-op bound of validation would pass 2⁶⁴.
+            s.params = s.params.saturating_add(op.params);
             s.flops += op.flops;
             s.resident_bytes += op.resident_bytes;
             if op.phase == Phase::Parameter {

@@ -92,6 +92,9 @@ pub(super) fn check_parts(
 const MAX_OP_FLOPS: f64 = 1e21;
 /// The most bytes one tensor or op may hold: an exbibyte.
 const MAX_BYTES: f64 = (1u64 << 60) as f64;
+/// The most parameters one op may hold: 2⁴⁰ (1.1 trillion), above the whole of any model
+/// trained today. Near 2⁶⁴ a value is a mistake, and the graph's total wrapped.
+const MAX_OP_PARAMS: u64 = 1 << 40;
 /// The longest an op may be profiled to take: a million seconds.
 const MAX_OP_US: f64 = 1e12;
 
@@ -105,6 +108,16 @@ fn check_op_numbers(source: &str, i: usize, op: &Op) -> Result<(), InputError> {
     ];
     for (name, value, limit) in numbers {
         check_plausible(source, || field(name), value, limit)?;
+    }
+    if op.params > MAX_OP_PARAMS {
+        return Err(InputError::new(
+            source,
+            field("params"),
+            format!(
+                "is implausibly large ({}, the most accepted is {MAX_OP_PARAMS})",
+                op.params
+            ),
+        ));
     }
     for (device, t) in &op.profiled_us {
         check_plausible(

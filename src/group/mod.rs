@@ -302,7 +302,7 @@ fn group_totals(graph: &Graph, weights: &[f64], op_group: &[u32]) -> Vec<GroupIn
         g.ops += 1;
         g.compute_us += weights[i];
         g.resident_bytes += op.resident_bytes;
-        g.params += op.params;
+        g.params = g.params.saturating_add(op.params);
     }
     groups
 }

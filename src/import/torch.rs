@@ -106,8 +106,7 @@ fn check_params(graph: &Graph, meta: &TorchMeta, source: &str) -> Result<(), Inp
         .ops()
         .iter()
         .filter(|o| o.phase == Phase::Parameter)
-        .map(|o| o.params)
-        .sum();
+        .fold(0u64, |sum, o| sum.saturating_add(o.params));
     if held != meta.params_total {
         return Err(InputError::new(
             source,
