@@ -431,6 +431,18 @@ fn bad_inputs_name_the_field() {
         "machine[0].intra_bandwidth",
         &["1 Mbps to 1 PB/s"],
     );
+    // Memory no GPU has: 1e-300 GiB ran every op out of memory unseen.
+    for memory in ["1e-300", "\"1 B\"", "\"1000 TiB\"", "\"17 TiB\""] {
+        expect_error(
+            &GOOD.replacen("gpus = 2", &format!("gpus = 2\nmemory = {memory}"), 1),
+            "machine[0].memory",
+            &["1 MiB to 16 TiB"],
+        );
+    }
+    for memory in ["\"1 MiB\"", "\"16 TiB\""] {
+        let text = GOOD.replacen("gpus = 2", &format!("gpus = 2\nmemory = {memory}"), 1);
+        parse_cluster(&text, "ok.toml").unwrap();
+    }
     expect_error(
         &GOOD.replace("\"T4\"", "\"V200\""),
         "machine[1].gpu",
@@ -533,6 +545,16 @@ fn bad_matrices_are_refused() {
         "bandwidth_matrix.values[1][2]",
         &["negative"],
     );
+    // Outside the links' range: 1e-300 GB/s printed 3.2e304 ms, 5e-324 NaN.
+    for tiny in ["1e-300", "5e-324", "1e20"] {
+        expect_error(
+            &with(&format!(
+                "unit = \"GB/s\"\nvalues = [[0, 1, 1], [1, 0, {tiny}], [1, 1, 0]]"
+            )),
+            "bandwidth_matrix.values[1][2]",
+            &["1 Mbps to 1 PB/s"],
+        );
+    }
     expect_error(
         &with("unit = \"parsecs\"\nvalues = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]"),
         "bandwidth_matrix.unit",

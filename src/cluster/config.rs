@@ -260,12 +260,39 @@ pub(crate) const FASTEST_LINK: f64 = 1e9;
 
 fn bandwidth(q: &Quantity, source: &str, field: &str) -> Result<f64, InputError> {
     let v = quantity(q, source, field, units::parse_bandwidth, units::GB_PER_S)?;
+    check_link(source, field, v)?;
+    Ok(v)
+}
+
+/// A link's bandwidth `v` (B/µs): positive and within [`SLOWEST_LINK`]..=[`FASTEST_LINK`].
+fn check_link(source: &str, field: &str, v: f64) -> Result<(), InputError> {
     check_positive(source, field, v)?;
     if !(SLOWEST_LINK..=FASTEST_LINK).contains(&v) {
         return Err(InputError::new(
             source,
             field,
             "outside 1 Mbps to 1 PB/s: no GPU link is that slow or that fast",
+        ));
+    }
+    Ok(())
+}
+
+/// The least memory a GPU may be given, bytes: 1 MiB, below any GPU since the 1990s (tests use
+/// it to make every op run out of memory).
+const LEAST_MEMORY: f64 = units::MIB;
+/// The most, bytes: 16 TiB, fifty times today's largest GPU (288 GB).
+const MOST_MEMORY: f64 = 16.0 * 1024.0 * units::GIB;
+
+/// A GPU's `memory`: positive and within [`LEAST_MEMORY`]..=[`MOST_MEMORY`]. 1e-300 GiB ran every
+/// op out of memory with no sign of the typo, and 1,000 TiB hid every out-of-memory.
+fn gpu_memory(q: &Quantity, source: &str, field: &str) -> Result<f64, InputError> {
+    let v = quantity(q, source, field, units::parse_size, units::GIB)?;
+    check_positive(source, field, v)?;
+    if !(LEAST_MEMORY..=MOST_MEMORY).contains(&v) {
+        return Err(InputError::new(
+            source,
+            field,
+            "outside 1 MiB to 16 TiB: no GPU has that little or that much memory",
         ));
     }
     Ok(v)
@@ -324,11 +351,7 @@ fn check_entry(e: &MachineEntry, i: usize, source: &str) -> Result<Entry, InputE
         ));
     }
     let memory = match &e.memory {
-        Some(q) => {
-            let v = quantity(q, source, &f("memory"), units::parse_size, units::GIB)?;
-            check_positive(source, &f("memory"), v)?;
-            Some(v)
-        }
+        Some(q) => Some(gpu_memory(q, source, &f("memory"))?),
         None => None,
     };
     let intra_bandwidth = bandwidth(&e.intra_bandwidth, source, &f("intra_bandwidth"))?;
@@ -533,7 +556,7 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
     ))
 }
 
-/// Check a measured matrix (n×n, positive off the diagonal) and convert it to B/µs.
+/// Check a measured matrix (n×n, within a link's range off the diagonal) and convert it to B/µs.
 fn matrix(m: &MatrixEntry, n: usize, source: &str) -> Result<Vec<Vec<f64>>, InputError> {
     let factor = units::bandwidth_unit(&m.unit)
         .map_err(|msg| InputError::new(source, "bandwidth_matrix.unit", msg))?;
@@ -558,10 +581,11 @@ fn matrix(m: &MatrixEntry, n: usize, source: &str) -> Result<Vec<Vec<f64>>, Inpu
         }
         for (j, &v) in row.iter().enumerate() {
             let field = format!("bandwidth_matrix.values[{i}][{j}]");
+            // The diagonal is never read; off it, 1e-300 GB/s gave 3.2e304 ms and 5e-324 NaN.
             if i == j {
                 check_non_negative(source, &field, v)?;
             } else {
-                check_positive(source, &field, v)?;
+                check_link(source, &field, v * factor)?;
             }
         }
         out.push(row.iter().map(|v| v * factor).collect());
