@@ -759,6 +759,40 @@ fn nvidia_smi_topology_imports_as_a_machine_entry() {
     );
 }
 
+/// What made `topology nvidia-smi` write entries that do not load is refused, and a name with
+/// quotes is escaped: `--name 'a"b'` wrote invalid TOML, `--gpu T4` on NVLink `"0 GB/s"`.
+#[test]
+fn nvidia_smi_entries_always_load() {
+    let dir = common::scratch("nvidia-smi-bad");
+    let file = dir.join("topo.txt");
+    let write = |cell: &str| {
+        let text = format!("GPU0 X {cell}\nGPU1 {cell} X\n");
+        std::fs::write(&file, text).unwrap();
+    };
+    let smi = |extra: &[&str]| {
+        let mut args = vec!["topology", "nvidia-smi", file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        run(&args)
+    };
+    write("NV2");
+    let out = smi(&["--gpu", "V100-32GB", "--name", "a\"b\\c"]);
+    let entry = String::from_utf8(common::succeeded(out).stdout).unwrap();
+    let c = topoplace::cluster::parse_cluster(&format!("name = \"n\"\n{entry}"), "t").unwrap();
+    assert_eq!(c.machines[0].name, "a\"b\\c");
+    let refused = |out: std::process::Output, code: i32, needle: &str| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert!(err.contains(needle) && !err.contains("panicked"), "{err}");
+        assert!(out.stdout.is_empty(), "{err}");
+    };
+    refused(smi(&["--gpu", "V100-32GB", "--name", ""]), 2, "--name");
+    refused(smi(&["--gpu", "T4"]), 2, "--gpu");
+    for cell in ["NV0", "NV19", "NV999999"] {
+        write(cell);
+        refused(smi(&["--gpu", "V100-32GB"]), 1, "topo.txt");
+    }
+}
+
 /// Numbers a flag cannot take are usage errors (exit 2, naming the flag), not silently turned
 /// into something else: 0 groups, 0 seeds, NaN, negative or absurdly long time limits, a negative
 /// gap.

@@ -34,7 +34,7 @@ pub enum TopologyCommand {
         #[arg(long)]
         gpu: String,
         /// The entry's name.
-        #[arg(long, default_value = "machine")]
+        #[arg(long, default_value = "machine", value_parser = machine_name)]
         name: String,
     },
 }
@@ -70,6 +70,17 @@ fn nvidia_smi(file: &std::path::Path, gpu: &str, name: &str) -> Result<()> {
     let text = topoplace::io::read_text_file(file)?;
     let gpu = lookup_gpu("--gpu", "gpu", gpu)?;
     let topo = parse_nvidia_smi_topo(&text).map_err(|m| InputError::new(&shown, "topo", m))?;
+    if let Some(why) = topo.gpu_problem(gpu) {
+        return Err(InputError::new("<cli>", "--gpu", why).into());
+    }
     out!("{}", topo.machine_toml(name, gpu))?;
     Ok(())
+}
+
+/// `--name`: not empty, as a cluster's machines are told apart by their names.
+fn machine_name(text: &str) -> std::result::Result<String, String> {
+    match text.trim().is_empty() {
+        true => Err("must not be empty".to_string()),
+        false => Ok(text.to_string()),
+    }
 }

@@ -82,6 +82,9 @@ pub struct TopoSummary {
     pub links_per_pair: u32,
 }
 
+/// The most NVLink links one GPU has (H100 SXM: 18); `nvidia-smi` never prints `NV0`.
+const MAX_NVLINKS: u32 = 18;
+
 /// Read the GPU × GPU block of `nvidia-smi topo -m` output: rows starting `GPU<k>`, cells `X`,
 /// `NV<k>`, `PIX`, `PXB`, `PHB`, `NODE` or `SYS`. Every pair on NVLink with the same brick count
 /// of 8 or more reads as NVSwitch (A100: NV12, H100: NV18); some pairs on NVLink as a mesh; none
@@ -116,9 +119,15 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
                 continue;
             }
             let bricks = match cell.strip_prefix("NV") {
-                Some(k) => k
-                    .parse::<u32>()
-                    .map_err(|_| format!("row GPU{i}, column {j}: {cell:?} is not NV<count>"))?,
+                Some(k) => match k.parse::<u32>() {
+                    Ok(n) if (1..=MAX_NVLINKS).contains(&n) => n,
+                    _ => {
+                        return Err(format!(
+                            "row GPU{i}, column {j}: {cell:?} is not NV<count> with a count of \
+                             1 to {MAX_NVLINKS}"
+                        ));
+                    }
+                },
                 None if ["PIX", "PXB", "PHB", "NODE", "SYS", "SOC"].contains(cell) => 0,
                 None => return Err(format!("row GPU{i}, column {j}: unknown link {cell:?}")),
             };
@@ -154,6 +163,17 @@ impl TopoSummary {
     /// A `[[machine]]` entry for these GPUs of type `gpu`: NVLink bricks at the GPU's per-brick
     /// rate (its aggregate NVLink bandwidth over `links_per_gpu`), PCIe at [`PCIE3_GBS`]. The
     /// NIC is not in `nvidia-smi topo -m`'s GPU block, so it is left for the user to fill in.
+    /// Why `gpu` cannot be these GPUs, if it cannot: NVLink in the topology on a type without
+    /// it, whose entry would say `intra_bandwidth = "0 GB/s"` and fail to load.
+    pub fn gpu_problem(&self, gpu: &GpuSpec) -> Option<String> {
+        (self.interconnect != Interconnect::Pcie && gpu.nvlink_gbs <= 0.0).then(|| {
+            format!(
+                "{} has no NVLink, but the topology shows NVLink between its GPUs",
+                gpu.name
+            )
+        })
+    }
+
     pub fn machine_toml(&self, name: &str, gpu: &GpuSpec) -> String {
         let (pair, port) = match self.interconnect {
             Interconnect::Pcie => (PCIE3_GBS, PCIE3_GBS),
@@ -166,8 +186,10 @@ impl TopoSummary {
                 )
             }
         };
+        // A TOML string, quotes and backslashes escaped: `a"b` wrote a file that did not parse.
+        let name = toml::Value::String(name.to_string());
         format!(
-            "[[machine]]\nname = \"{name}\"\ngpu = \"{}\"\ngpus = {}\ninterconnect = \"{}\"\n\
+            "[[machine]]\nname = {name}\ngpu = \"{}\"\ngpus = {}\ninterconnect = \"{}\"\n\
              intra_bandwidth = \"{pair} GB/s\"\nport_bandwidth = \"{port} GB/s\"\n\
              nic = \"100 Gbps\"  # not in nvidia-smi's GPU block: set the machine's NIC\n",
             gpu.name,
