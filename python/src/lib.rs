@@ -592,6 +592,14 @@ fn nvidia_smi_machine(py: Python<'_>, text: &str, gpu: &str, name: &str) -> PyRe
         let gpu = topoplace::cluster::lookup_gpu("<cli>", "--gpu", gpu)?;
         let topo = topoplace::cluster::parse_nvidia_smi_topo(text)
             .map_err(|m| topoplace::InputError::new("<nvidia-smi>", "topo", m))?;
+        if name.trim().is_empty() {
+            return Err(
+                topoplace::InputError::new("<argument>", "name", "must not be empty").into(),
+            );
+        }
+        if let Some(why) = topo.gpu_problem(gpu) {
+            return Err(topoplace::InputError::new("<argument>", "gpu", why).into());
+        }
         Ok(topo.machine_toml(name, gpu))
     };
     machine().map_err(|e| to_python(py, e))

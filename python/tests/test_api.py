@@ -266,6 +266,13 @@ def test_an_nvidia_smi_machine_is_the_cli_one(tmp_path):
     with pytest.raises(tp.InputError) as e:
         tp.nvidia_smi_machine(DGX1, "no-such-gpu")
     assert e.value.file == "<argument>" and e.value.field == "gpu"
+    # A GPU without NVLink on a topology of NVLink links, and an empty name, as the CLI refuses.
+    with pytest.raises(tp.InputError) as e:
+        tp.nvidia_smi_machine(DGX1, "T4")
+    assert e.value.field == "gpu"
+    with pytest.raises(tp.InputError) as e:
+        tp.nvidia_smi_machine(DGX1, "V100-16GB", name=" ")
+    assert e.value.field == "name"
 
 
 def test_ctrl_c_stops_a_long_call_and_its_worker_at_once():
