@@ -397,7 +397,11 @@ impl<'a> Mcts<'a> {
         // far), and the result's compilation is kept time for.
         let mut longest_batch = Duration::ZERO;
         while self.iterations < self.config.iterations {
-            let needed = longest_batch.saturating_add(self.slowest_simulation.get());
+            let room = self.config.iterations - self.iterations;
+            let n = self.next_batch_size(longest_batch).min(room);
+            let needed = longest_batch
+                .max(self.time_for(n))
+                .saturating_add(self.slowest_simulation.get());
             if crate::interrupt::requested()
                 || self
                     .config
@@ -406,9 +410,8 @@ impl<'a> Mcts<'a> {
             {
                 break;
             }
-            let room = self.config.iterations - self.iterations;
             let batch_began = Instant::now();
-            self.batch(self.config.batch.max(1).min(room))?;
+            self.batch(n)?;
             longest_batch = longest_batch.max(batch_began.elapsed());
             progress(Progress {
                 iterations: self.iterations,
@@ -421,6 +424,18 @@ impl<'a> Mcts<'a> {
             });
         }
         Ok(began.elapsed().as_secs_f64())
+    }
+
+    /// Leaves of the next batch. Under a time limit the first batch is one round, a leaf per
+    /// thread: until a tree leaf has run, the slowest simulation known is a reference one
+    /// (data parallelism, whose alike GPUs compile once), which on 128 GPUs ran 100× faster than
+    /// the model-parallel leaves, so a whole first batch overran `--time 2` by seconds.
+    fn next_batch_size(&self, longest_batch: Duration) -> usize {
+        batch_size(
+            &self.config,
+            longest_batch,
+            rayon::current_num_threads().max(1),
+        )
     }
 
     /// About how long `simulations` take side by side, judged by the slowest leaf simulation.
@@ -629,4 +644,34 @@ pub(crate) fn search_from(
         mcts = mcts.with_policy(policy)?;
     }
     mcts.run(progress)
+}
+
+/// [`Mcts::next_batch_size`] on `threads` threads.
+fn batch_size(config: &MctsConfig, longest_batch: Duration, threads: usize) -> usize {
+    let full = config.batch.max(1);
+    if config.seconds.is_some() && longest_batch.is_zero() {
+        full.min(threads)
+    } else {
+        full
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_timed_search_starts_with_one_round_of_leaves() {
+        let untimed = MctsConfig::default();
+        let timed = MctsConfig {
+            seconds: Some(2.0),
+            ..MctsConfig::default()
+        };
+        let full = untimed.batch;
+        assert!(full > 2);
+        assert_eq!(batch_size(&untimed, Duration::ZERO, 2), full);
+        assert_eq!(batch_size(&timed, Duration::ZERO, 2), 2);
+        assert_eq!(batch_size(&timed, Duration::from_millis(5), 2), full);
+        assert_eq!(batch_size(&timed, Duration::ZERO, 64), full);
+    }
 }
