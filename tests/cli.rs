@@ -1636,6 +1636,11 @@ fn layout_policy_trains_from_a_recipe_and_is_compared_with_uniform_priors() {
     assert!(!fresh.exists());
 }
 
+/// Llama 2 7B on `hetero-a100-v100` in fp16 with PyTorch's kernels: a hybrid-planned instance.
+fn llama_7b_fp16() -> Vec<&'static str> {
+    [&["--model", "llama-7b"][..], &FP16_ON_A100_V100].concat()
+}
+
 /// Flags that mean nothing where they are given are refused or named, not silently dropped:
 /// hybrid planners alone on a model they do not plan, a method named twice, `--trace` under the
 /// hybrid planners, a recipe's missing cluster or oversized GNN.
@@ -1663,41 +1668,13 @@ fn flags_that_would_be_ignored_are_refused_or_named() {
         assert!(err.contains("--methods") && err.contains(needle), "{err}");
     }
     let trace = dir.join("t.json");
-    let r = run(&[
-        "place",
-        "--model",
-        "llama-7b",
-        "--cluster",
-        "hetero-a100-v100",
-        "--precision",
-        "fp16",
-        "--framework",
-        "pytorch",
-        "--time",
-        "2",
-        "--trace",
-        &trace.display().to_string(),
-    ]);
+    let t = trace.display().to_string();
+    let llama = [&["place"][..], &llama_7b_fp16(), &["--time", "2"]].concat();
+    let r = run(&[&llama[..], &["--trace", &t]].concat());
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(err.contains("--trace") && !trace.exists(), "{err}");
-    let r = run(&[
-        "place",
-        "--model",
-        "llama-7b",
-        "--cluster",
-        "hetero-a100-v100",
-        "--precision",
-        "fp16",
-        "--framework",
-        "pytorch",
-        "--time",
-        "2",
-        "--budget",
-        "7",
-        "--groups",
-        "9",
-    ]);
+    let r = run(&[&llama[..], &["--budget", "7", "--groups", "9"]].concat());
     let err = String::from_utf8_lossy(&r.stderr);
     assert!(r.status.success(), "{err}");
     assert!(err.contains("warning: --budget, --groups"), "{err}");
@@ -1735,16 +1712,7 @@ fn plan_batch_errors_name_the_plan_file() {
     let dir = scratch("plan-batch");
     let good = dir.join("p.json");
     let g = good.display().to_string();
-    let lm = [
-        "--model",
-        "llama-7b",
-        "--cluster",
-        "hetero-a100-v100",
-        "--precision",
-        "fp16",
-        "--framework",
-        "pytorch",
-    ];
+    let lm = llama_7b_fp16();
     let r = run(&[&["place"][..], &lm, &["--time", "2", "--out", &g]].concat());
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     let plan: serde_json::Value =
