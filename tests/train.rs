@@ -222,8 +222,10 @@ fn bad_recipes_name_the_file_and_field() {
 #[test]
 fn relative_graph_paths_resolve_against_the_recipe() {
     let dir = common::scratch("train-recipe");
-    // Loading checks that the graph exists; what it holds is read when training starts.
+    // Loading checks that the graph exists (what it holds is read when training starts) and
+    // that the cluster loads.
     std::fs::write(dir.join("g.json"), "{}").unwrap();
+    std::fs::copy("configs/tag-testbed.toml", dir.join("c.toml")).unwrap();
     std::fs::write(
         dir.join("r.toml"),
         "name = \"t\"\n[training_set]\nmodels = [\"vgg19\", \"g.json\"]\nclusters = [\"c.toml\", \"tag-testbed\"]\n",
