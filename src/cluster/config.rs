@@ -266,13 +266,26 @@ fn bandwidth(q: &Quantity, source: &str, field: &str) -> Result<f64, InputError>
 
 /// A link's bandwidth `v` (B/µs): positive and within [`SLOWEST_LINK`]..=[`FASTEST_LINK`].
 fn check_link(source: &str, field: &str, v: f64) -> Result<(), InputError> {
+    check_within(
+        source,
+        field,
+        v,
+        SLOWEST_LINK..=FASTEST_LINK,
+        "outside 1 Mbps to 1 PB/s: no GPU link is that slow or that fast",
+    )
+}
+
+/// `v` positive and within `range`; `why` says what lies outside it.
+fn check_within(
+    source: &str,
+    field: &str,
+    v: f64,
+    range: std::ops::RangeInclusive<f64>,
+    why: &str,
+) -> Result<(), InputError> {
     check_positive(source, field, v)?;
-    if !(SLOWEST_LINK..=FASTEST_LINK).contains(&v) {
-        return Err(InputError::new(
-            source,
-            field,
-            "outside 1 Mbps to 1 PB/s: no GPU link is that slow or that fast",
-        ));
+    if !range.contains(&v) {
+        return Err(InputError::new(source, field, why));
     }
     Ok(())
 }
@@ -287,14 +300,13 @@ const MOST_MEMORY: f64 = 16.0 * 1024.0 * units::GIB;
 /// op out of memory with no sign of the typo, and 1,000 TiB hid every out-of-memory.
 fn gpu_memory(q: &Quantity, source: &str, field: &str) -> Result<f64, InputError> {
     let v = quantity(q, source, field, units::parse_size, units::GIB)?;
-    check_positive(source, field, v)?;
-    if !(LEAST_MEMORY..=MOST_MEMORY).contains(&v) {
-        return Err(InputError::new(
-            source,
-            field,
-            "outside 1 MiB to 16 TiB: no GPU has that little or that much memory",
-        ));
-    }
+    check_within(
+        source,
+        field,
+        v,
+        LEAST_MEMORY..=MOST_MEMORY,
+        "outside 1 MiB to 16 TiB: no GPU has that little or that much memory",
+    )?;
     Ok(v)
 }
 

@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 
-use super::layout_tree::{LayoutPriors, LayoutSample, LayoutSpace, complete, layout_search};
+use super::layout_tree::{LayoutPriors, LayoutSample, LayoutSpace, complete, search_in};
 use super::planner::{Planned, Planner};
 use super::search::descents;
 
@@ -28,10 +28,10 @@ pub fn expert_layout(
     seed: u64,
 ) -> Result<ExpertLayout> {
     let before = planner.judged();
-    let tree = layout_search(planner, priors, budget, seed)?;
+    let space = LayoutSpace::new(planner)?;
+    let tree = search_in(planner, &space, priors, budget, seed);
     let descent = descents(planner)?;
     let simulated = planner.judged() - before;
-    let space = LayoutSpace::new(planner)?;
     let (best, layout) = match (tree.best, tree.layout, descent) {
         (Some(t), Some(l), Some((dl, d))) => {
             if d.beats(Some(&t)) {

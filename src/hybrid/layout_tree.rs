@@ -317,13 +317,24 @@ pub fn layout_search(
     seed: u64,
 ) -> Result<LayoutSearch> {
     let space = LayoutSpace::new(planner)?;
+    Ok(search_in(planner, &space, priors, budget, seed))
+}
+
+/// [`layout_search`] over a space already built from `planner`.
+pub(crate) fn search_in(
+    planner: &mut Planner,
+    space: &LayoutSpace,
+    priors: &dyn LayoutPriors,
+    budget: usize,
+    seed: u64,
+) -> LayoutSearch {
     let mut tree = Tree {
-        space: &space,
+        space,
         priors,
         nodes: Vec::new(),
         rewards: HashMap::new(),
         rng: StdRng::seed_from_u64(seed),
-        bound_us: bound_us(&space),
+        bound_us: bound_us(space),
         found: LayoutSearch {
             best: None,
             layout: None,
@@ -340,7 +351,7 @@ pub fn layout_search(
         tree.walk(planner, root);
         walks += 1;
     }
-    Ok(tree.found)
+    tree.found
 }
 
 /// The iteration if every GPU computed its share of the layers and nothing else, µs.

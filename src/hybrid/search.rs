@@ -18,7 +18,7 @@ use crate::error::Result;
 
 use super::baselines::{fsdp, megatron};
 use super::layout::{Layout, stage_counts};
-use super::layout_tree::{LayoutPriors, complete, layout_search};
+use super::layout_tree::{LayoutPriors, LayoutSpace, complete, search_in};
 use super::metis_atc24::metis_atc24;
 use super::plan::ZeroStage;
 use super::planner::{Planned, Planner, Pool, divisors, keep_fitting};
@@ -183,16 +183,16 @@ pub fn plan_all(
 }
 
 /// The best plan the joint search finds for the planner's model, cluster and batch (module
-/// docs): the layout tree under `priors` ([`layout_search`]), then the descents, one of them from
+/// docs): the layout tree under `priors` ([`super::layout_search`]), then the descents, one of them from
 /// the tree's best layout.
 pub fn search(planner: &mut Planner, priors: &dyn LayoutPriors) -> Result<Option<Planned>> {
-    let pools = planner.pools()?;
+    let space = LayoutSpace::new(planner)?;
     let (layers, batch) = (planner.layers(), planner.global_batch);
-    let tree = layout_search(planner, priors, TREE_BUDGET, 0)?;
+    let tree = search_in(planner, &space, priors, TREE_BUDGET, 0);
     let mut best = tree.best;
     if let Some(start) = tree.layout.map(|l| complete(&l))
         && !planner.out_of_time()
-        && let Some((_, p)) = descend(planner, &pools, start, layers, batch)
+        && let Some((_, p)) = descend(planner, &space.pools, start, layers, batch)
         && p.beats(best.as_ref())
     {
         best = Some(p);

@@ -398,7 +398,8 @@ impl<'a> Mcts<'a> {
         let mut longest_batch = Duration::ZERO;
         while self.iterations < self.config.iterations {
             let room = self.config.iterations - self.iterations;
-            let n = self.next_batch_size(longest_batch).min(room);
+            let threads = rayon::current_num_threads().max(1);
+            let n = batch_size(&self.config, longest_batch, threads).min(room);
             let needed = longest_batch
                 .max(self.time_for(n))
                 .saturating_add(self.slowest_simulation.get());
@@ -424,18 +425,6 @@ impl<'a> Mcts<'a> {
             });
         }
         Ok(began.elapsed().as_secs_f64())
-    }
-
-    /// Leaves of the next batch. Under a time limit the first batch is one round, a leaf per
-    /// thread: until a tree leaf has run, the slowest simulation known is a reference one
-    /// (data parallelism, whose alike GPUs compile once), which on 128 GPUs ran 100× faster than
-    /// the model-parallel leaves, so a whole first batch overran `--time 2` by seconds.
-    fn next_batch_size(&self, longest_batch: Duration) -> usize {
-        batch_size(
-            &self.config,
-            longest_batch,
-            rayon::current_num_threads().max(1),
-        )
     }
 
     /// About how long `simulations` take side by side, judged by the slowest leaf simulation.
@@ -646,7 +635,10 @@ pub(crate) fn search_from(
     mcts.run(progress)
 }
 
-/// [`Mcts::next_batch_size`] on `threads` threads.
+/// Leaves of the search's next batch on `threads` threads. Under a time limit the first batch is
+/// one round, a leaf per thread: until a tree leaf has run, the slowest simulation known is a
+/// reference one (data parallelism, whose alike GPUs compile once), which on 128 GPUs ran 100×
+/// faster than the model-parallel leaves, so a whole first batch overran `--time 2` by seconds.
 fn batch_size(config: &MctsConfig, longest_batch: Duration, threads: usize) -> usize {
     let full = config.batch.max(1);
     if config.seconds.is_some() && longest_batch.is_zero() {

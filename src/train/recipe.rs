@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::find_gpu;
 use crate::cost::{CostModel, MemoryFormat};
-use crate::error::{InputError, Result, check_positive};
+use crate::error::{Error, InputError, Result, check_positive};
 use crate::graph::Graph;
 use crate::io::parse_toml;
 use crate::precision::Precision;
@@ -415,22 +415,17 @@ impl Recipe {
 
     /// Every cluster of the training set is a shipped config or a file that loads, before the
     /// run writes anything (a bad one used to stop the run at the first game that drew it,
-    /// checkpoints already written, naming the command line).
+    /// checkpoints already written, naming the command line): loaded as the games load them, the
+    /// error naming the recipe and the entry where it named `<cli>`.
     fn check_clusters_load(&self, source: &str) -> Result<()> {
         for (i, c) in self.training_set.clusters.iter().enumerate() {
-            if Path::new(c).is_file() {
-                crate::cluster::load_cluster(Path::new(c))?;
-            } else if crate::assets::config(c).is_none() {
-                return Err(InputError::new(
-                    source,
-                    format!("training_set.clusters[{i}]"),
-                    format!(
-                        "\"{c}\" is neither a cluster file nor a shipped config (paths are \
-                         relative to the recipe's folder)"
-                    ),
-                )
-                .into());
-            }
+            let field = format!("training_set.clusters[{i}]");
+            crate::resolve::load_named_cluster(c, &field).map_err(|e| match e {
+                Error::Input(inner) if inner.file == "<cli>" => {
+                    InputError::new(source, field.clone(), inner.message).into()
+                }
+                other => other,
+            })?;
         }
         Ok(())
     }
