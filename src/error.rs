@@ -325,6 +325,10 @@ pub enum SearchError {
     /// A list scheduler or pipeline planner passed its time budget's deadline.
     #[error("a list scheduler ran past its deadline")]
     OutOfTime,
+    /// A compilation or simulation was given up at the wall-clock deadline a search under a
+    /// time limit set for it: the search ends with what it has.
+    #[error("a simulation was abandoned at the search's deadline")]
+    Abandoned,
     /// No pipeline-parallel plan exists: fewer than two GPUs, or a batch that will not split.
     #[error(
         "no pipeline of {model} on {cluster}: a pipeline needs two GPUs and a batch that splits \

@@ -1525,6 +1525,29 @@ fn place_on_a_wide_fan_out_holds_its_time_limit() {
     assert!(took <= 1.1 * limit + 1.0, "{took:.1} s for --time {limit}");
 }
 
+/// On 1,024 GPUs one op-level leaf takes seconds to compile and simulate: started with the time
+/// nearly spent, it carried `place --time 5` to 12.9 s. Leaves are now abandoned at the limit
+/// (less what the result's compilation keeps back), and the search ends with what it measured.
+#[test]
+fn place_on_a_thousand_gpus_holds_its_time_limit() {
+    let limit = 5.0;
+    let (out, took) = run_timed_alone(&[
+        "place",
+        "--model",
+        "bert-large",
+        "--cluster",
+        "mixed-1024",
+        "--time",
+        "5",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(took <= 1.1 * limit + 1.0, "{took:.1} s for --time {limit}");
+}
+
 /// A model-spec file stands where a model name goes: `place` plans the Llama it describes with
 /// hybrid plans, and a wrong spec is one error naming the file and the field.
 #[test]

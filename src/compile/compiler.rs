@@ -15,7 +15,7 @@ use crate::cluster::{Cluster, GpuSpec};
 use crate::cost::CostModel;
 use crate::graph::{Graph, OpIdx, Phase};
 use crate::problem::Problem;
-use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec};
+use crate::sim::{ExecGraph, TaskId, TaskKind, TaskSpec, deadline};
 use crate::strategy::Strategy;
 
 /// Which replicas the compiler emits.
@@ -61,7 +61,8 @@ pub fn compile(p: &Problem, strategy: &Strategy, how: CompileOptions) -> Compile
 
 /// [`compile`], or `None` when a bound from the layouts alone shows every schedule past
 /// `limit_us` ([`super::compute_bound`]): a caller asking only "faster than this?" has its answer
-/// before the execution graph is built.
+/// before the execution graph is built. `None` too once this thread's wall-clock
+/// [`deadline`] has passed.
 pub(crate) fn compile_within(
     p: &Problem,
     strategy: &Strategy,
@@ -109,8 +110,9 @@ pub(crate) fn compile_within(
         .and_then(|(classes, restricted)| compile_layouts(&target, restricted, Some(classes)));
     let mut compiled = match by_class {
         Some(compiled) => compiled,
-        None => compile_layouts(&target, layouts, None)
-            .expect("a compilation of every replica has no symmetry to break"),
+        None if deadline::passed() => return None,
+        // A compilation of every replica has no symmetry to break: `None` only at the deadline.
+        None => compile_layouts(&target, layouts, None)?,
     };
     if how.replicas == Replicas::ByClass {
         compiled.link_stand_in = Some(compiled.exec.merge_alike_links());
@@ -264,13 +266,17 @@ fn compile_layouts(
         asymmetric: false,
     };
     let broken = |c: &Compiler| classes.is_some() && c.asymmetric;
+    let late = |i: usize| i.is_multiple_of(deadline::ASK_EVERY) && deadline::passed();
     // All replicas first, then the wiring: a packed AllReduce needs every gradient of its group.
     let order = graph.topological_order();
-    for &op in &order {
+    for (i, &op) in order.iter().enumerate() {
+        if late(i) {
+            return None;
+        }
         c.place_op(op);
     }
-    for &op in &order {
-        if broken(&c) {
+    for (i, &op) in order.iter().enumerate() {
+        if broken(&c) || late(i) {
             return None;
         }
         c.wire_inputs(op);

@@ -3,10 +3,10 @@
 use super::placement::Placement;
 use super::sim_report::SimReport;
 use crate::compile::{CompileOptions, Compiled, Replicas, compile_within};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SearchError};
 use crate::model_parallel;
 use crate::problem::Problem;
-use crate::sim::{Order, SimResult, Simulator};
+use crate::sim::{Order, SimResult, Simulator, deadline};
 use crate::strategy::Strategy;
 
 /// A strategy compiled and simulated.
@@ -171,7 +171,8 @@ fn placement_within<T>(
 }
 
 /// `strategy` compiled and simulated, the result read by `read`; `None` once the iteration is
-/// past `limit_us`.
+/// past `limit_us`, and [`SearchError::Abandoned`] once this thread's wall-clock
+/// [`deadline`] has passed.
 fn run_within<T>(
     p: &Problem,
     strategy: &Strategy,
@@ -181,13 +182,22 @@ fn run_within<T>(
     read: impl FnOnce(Compiled, &SimResult) -> T,
 ) -> Result<Option<T>> {
     let strategy = model_parallel::decided(p.graph, p.cluster, strategy, p.cost);
+    let abandoned_or_past = || {
+        if deadline::passed() {
+            Err(SearchError::Abandoned.into())
+        } else {
+            Ok(None)
+        }
+    };
     let Some(mut compiled) = compile_within(p, &strategy, how, limit_us) else {
-        return Ok(None);
+        return abandoned_or_past();
     };
     compiled.exec.seal();
     SIMULATOR.with_borrow_mut(|simulator| {
-        let within = simulator.run_sealed_within(&compiled.exec, order, limit_us)?;
-        Ok(within.map(|r| read(compiled, r)))
+        match simulator.run_sealed_within(&compiled.exec, order, limit_us)? {
+            Some(r) => Ok(Some(read(compiled, r))),
+            None => abandoned_or_past(),
+        }
     })
 }
 

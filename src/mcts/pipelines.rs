@@ -184,8 +184,10 @@ impl Mcts<'_> {
         let faster: Vec<u16> = paths
             .iter()
             .filter(|path| {
-                let o = self.cache[&self.completed_pipeline(self.frame_of(path).unwrap(), path)];
-                o.fits && o.better_than(&start)
+                // A frame abandoned at the time limit has no outcome.
+                let completed = self.completed_pipeline(self.frame_of(path).unwrap(), path);
+                let o = self.cache.get(&completed);
+                o.is_some_and(|o| o.fits && o.better_than(&start))
             })
             .map(|path| path[0])
             .collect();

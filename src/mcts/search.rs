@@ -16,11 +16,12 @@ use super::known::Known;
 use super::reserve::{Longest, time_for};
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome, Tree};
-use crate::error::{Result, SearchError};
+use crate::error::{Error, Result, SearchError};
 use crate::evaluate::Placement;
 use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
 use crate::pipeline_plan::PipelineFrames;
 use crate::problem::Problem;
+use crate::sim::deadline;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption};
 
 /// The search state: tree, evaluation cache and best strategy so far.
@@ -72,6 +73,11 @@ pub struct Mcts<'a> {
     pub(super) known: Known,
     /// Seed leaves simulated ([`super::seeds`]).
     pub(super) seeds: usize,
+    /// Under a time limit, the instant past which a leaf's compilation or simulation is
+    /// abandoned ([`crate::sim::deadline`]): the limit less what the result's compilation keeps.
+    pub(super) leaf_deadline: Option<Instant>,
+    /// Whether a leaf was abandoned at that deadline: the search then ends.
+    pub(super) abandoned: bool,
 }
 
 impl<'a> Mcts<'a> {
@@ -121,6 +127,8 @@ impl<'a> Mcts<'a> {
             slowest_round: Longest::default(),
             known: Known::default(),
             seeds: 0,
+            leaf_deadline: None,
+            abandoned: false,
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
@@ -387,6 +395,7 @@ impl<'a> Mcts<'a> {
     /// reference simulations included).
     fn search(&mut self, mut progress: impl FnMut(Progress)) -> Result<f64> {
         let began = self.began;
+        self.set_leaf_deadline();
         if self.iterations == 0 {
             if self.config.seed_device_groups {
                 self.seed_device_groups()?;
@@ -404,6 +413,7 @@ impl<'a> Mcts<'a> {
                 .max(self.time_for(n))
                 .saturating_add(self.slowest_simulation.get());
             if crate::interrupt::requested()
+                || self.abandoned
                 || self
                     .config
                     .seconds
@@ -412,6 +422,7 @@ impl<'a> Mcts<'a> {
                 break;
             }
             let batch_began = Instant::now();
+            self.set_leaf_deadline();
             self.batch(n)?;
             longest_batch = longest_batch.max(batch_began.elapsed());
             progress(Progress {
@@ -425,6 +436,19 @@ impl<'a> Mcts<'a> {
             });
         }
         Ok(began.elapsed().as_secs_f64())
+    }
+
+    /// Under a time limit, abandon leaves past the limit less the slowest simulation so far, which
+    /// the result's compilation keeps back.
+    fn set_leaf_deadline(&mut self) {
+        let limit = self
+            .config
+            .seconds
+            .and_then(|s| Duration::try_from_secs_f64(s).ok());
+        self.leaf_deadline = limit.and_then(|l| self.began.checked_add(l)).map(|end| {
+            end.checked_sub(self.slowest_simulation.get())
+                .unwrap_or(end)
+        });
     }
 
     /// About how long `simulations` take side by side, judged by the slowest leaf simulation.
@@ -456,14 +480,33 @@ impl<'a> Mcts<'a> {
         let outcomes: Vec<Result<(Outcome, Option<Feedback>)>> = fresh
             .par_iter()
             .with_max_len(1)
-            .map(|c| this.slowest_simulation.timed(|| this.simulate(c)))
+            .map(|c| {
+                let simulated = || deadline::during(this.leaf_deadline, || this.simulate(c));
+                this.slowest_simulation.timed(simulated)
+            })
             .collect();
         for (c, o) in fresh.into_iter().zip(outcomes) {
-            let (o, feedback) = o?;
+            let (o, feedback) = match o {
+                Err(Error::Search(SearchError::Abandoned)) => {
+                    self.abandoned = true;
+                    continue;
+                }
+                o => o?,
+            };
             self.cache.insert(c.clone(), o);
             if let Some(f) = feedback {
                 self.feedback.insert(c.clone(), f);
             }
+        }
+        if self.abandoned {
+            // The search ends here: the leaves measured still count towards the best, but the
+            // batch is not backed up (its abandoned leaves have no reward).
+            for c in &complete {
+                if let Some(&o) = self.cache.get(c) {
+                    self.record(c, o);
+                }
+            }
+            return Ok(());
         }
         self.assign_priors();
         for (path, c) in paths.iter().zip(&complete) {
@@ -665,5 +708,37 @@ mod tests {
         assert_eq!(batch_size(&timed, Duration::ZERO, 2), 2);
         assert_eq!(batch_size(&timed, Duration::from_millis(5), 2), full);
         assert_eq!(batch_size(&timed, Duration::ZERO, 64), full);
+    }
+
+    /// A batch whose leaves run past the leaf deadline is abandoned: the search is marked to end,
+    /// nothing is cached or backed up for those leaves, and the best stays what was measured.
+    #[test]
+    fn leaves_past_the_deadline_end_the_search_with_what_it_measured() {
+        let text = "name = \"two\"\n[[machine]]\nname = \"a\"\ngpu = \"V100-32GB\"\ngpus = 2\n\
+            intra_bandwidth = \"50 GB/s\"\nnic = \"10 Gbps\"\n";
+        let cluster = crate::cluster::parse_cluster(text, "<test>").unwrap();
+        let graph = crate::zoo::build("resnet50", &crate::zoo::ZooOptions::default()).unwrap();
+        let cost = crate::cost::CostModel::default();
+        let problem = Problem::new(&graph, &cluster, &cost);
+        let config = MctsConfig {
+            polish: 0,
+            ..MctsConfig::default()
+        };
+        let mut search = Mcts::grouped(problem, 4, config).unwrap();
+        let best_of = |s: &Mcts| s.best.as_ref().map(|(c, o)| (c.clone(), o.time_us, o.fits));
+        let (cached, best) = (search.cache.len(), best_of(&search));
+        let root_visits: u32 = search.tree.nodes[0].edges.iter().map(|e| e.visits).sum();
+        search.leaf_deadline = Some(Instant::now());
+        search.batch(4).unwrap();
+        assert!(search.abandoned);
+        assert_eq!(search.cache.len(), cached);
+        assert_eq!(best_of(&search), best);
+        let after: u32 = search.tree.nodes[0].edges.iter().map(|e| e.visits).sum();
+        assert_eq!(after, root_visits);
+        // Without a deadline the same batch is measured and backed up.
+        search.leaf_deadline = None;
+        search.abandoned = false;
+        search.batch(4).unwrap();
+        assert!(!search.abandoned && search.cache.len() > cached);
     }
 }

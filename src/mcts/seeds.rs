@@ -47,8 +47,9 @@ impl Mcts<'_> {
         let faster: Vec<u16> = seeds
             .into_iter()
             .filter(|&a| {
-                let seed = self.cache[&vec![a; self.groups]];
-                seed.fits && seed.better_than(&start)
+                // A seed abandoned at the time limit has no outcome.
+                let seed = self.cache.get(&vec![a; self.groups]);
+                seed.is_some_and(|seed| seed.fits && seed.better_than(&start))
             })
             .collect();
         if let Some(priors) = self.tree.nodes[0].priors.as_mut() {

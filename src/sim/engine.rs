@@ -17,6 +17,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 
 use super::bound::MakespanBound;
 use super::completions::Completions;
+use super::deadline;
 use super::exec::{ExecGraph, TaskId};
 
 /// How a resource picks the next task among those queued on it.
@@ -162,6 +163,7 @@ impl Simulator {
     /// answer without simulating the rest. Where a lower bound on the makespan already passes the
     /// limit ([`super::bound`]), the answer comes without simulating at all, and where it passes
     /// it part way, counted from a task's end, it comes there ([`Self::bound_passes_limit`]).
+    /// Past this thread's wall-clock [`deadline`] it is given up (`None`) too.
     pub(crate) fn run_sealed_within(
         &mut self,
         g: &ExecGraph,
@@ -185,7 +187,7 @@ impl Simulator {
                 self.make_ready(g, order, t, 0.0);
             }
         }
-        let mut finished = 0;
+        let mut finished: usize = 0;
         while let Some((key, t)) = self.completions.pop() {
             let now = key_time(key);
             if now > limit_us {
@@ -193,7 +195,9 @@ impl Simulator {
             }
             self.complete(g, order, t, now);
             finished += 1;
-            if self.bound_passes_limit(g, t, now) {
+            if self.bound_passes_limit(g, t, now)
+                || (finished.is_multiple_of(deadline::ASK_EVERY) && deadline::passed())
+            {
                 return Ok(None);
             }
         }

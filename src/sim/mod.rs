@@ -7,6 +7,7 @@
 
 mod bound;
 mod completions;
+pub(crate) mod deadline;
 pub(crate) mod engine;
 pub(crate) mod exec;
 pub(crate) mod trace;

@@ -474,3 +474,28 @@ fn lanes_do_not_block_behind_a_stalled_task() {
     assert_eq!(r.start[all as usize], 10.0, "both lanes are needed");
     assert!(close(r.makespan, 14.0));
 }
+
+/// Past this thread's wall-clock deadline a run is given up like one past its limit, and the
+/// same simulator then runs the graph in full outside the deadline: a search's abandoned leaf
+/// leaves nothing behind.
+#[test]
+fn a_run_past_its_deadline_is_given_up() {
+    use crate::sim::deadline;
+    let mut g = ExecGraph::new(vec![f64::INFINITY], 0);
+    let tasks = 4 * deadline::ASK_EVERY;
+    for _ in 0..tasks {
+        compute(&mut g, 0, 1.0, 0.0);
+    }
+    g.seal();
+    let mut simulator = Simulator::new();
+    let passed = Some(std::time::Instant::now());
+    let late = deadline::during(passed, || {
+        simulator
+            .run_sealed_within(&g, Order::Fifo, f64::INFINITY)
+            .unwrap()
+            .is_none()
+    });
+    assert!(late);
+    let full = simulator.run_sealed(&g, Order::Fifo).unwrap();
+    assert!(close(full.makespan, tasks as f64));
+}

@@ -1,0 +1,63 @@
+//! A wall-clock instant past which this thread's compilations and simulations are abandoned: a
+//! search under a time limit hands it to each leaf it measures, so that one leaf that takes
+//! seconds (an op-level strategy on a thousand GPUs) cannot carry the search past its limit.
+//!
+//! The deadline lives on the thread that measures the leaf ([`during`]); the compiler and the
+//! engine ask [`passed`] every few hundred ops or events, and give up as they do past a
+//! simulated-time limit. Work outside [`during`] has no deadline and never gives up.
+
+use std::cell::Cell;
+use std::time::Instant;
+
+thread_local! {
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Runs `job` with `deadline` as this thread's deadline (none: no deadline), restoring the one
+/// before it afterwards.
+pub(crate) fn during<T>(deadline: Option<Instant>, job: impl FnOnce() -> T) -> T {
+    let before = DEADLINE.replace(deadline);
+    let out = job();
+    DEADLINE.set(before);
+    out
+}
+
+/// Whether this thread's deadline has passed (never without one).
+pub(crate) fn passed() -> bool {
+    DEADLINE
+        .get()
+        .is_some_and(|deadline| Instant::now() >= deadline)
+}
+
+/// How many ops or events the loops that ask [`passed`] handle between two questions: a clock
+/// read costs tens of nanoseconds, an event about a microsecond.
+pub(crate) const ASK_EVERY: usize = 256;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_deadline_holds_only_inside_its_job() {
+        assert!(!passed());
+        assert!(during(Some(Instant::now()), passed));
+        assert!(!during(
+            Some(Instant::now() + Duration::from_secs(3600)),
+            passed
+        ));
+        assert!(!during(None, passed));
+        assert!(!passed());
+    }
+
+    #[test]
+    fn an_inner_deadline_gives_way_to_the_outer_one_after_it() {
+        let past = Some(Instant::now());
+        let inner = during(past, || during(None, passed));
+        let outer_after = during(past, || {
+            during(None, || ());
+            passed()
+        });
+        assert!(!inner && outer_after);
+    }
+}
