@@ -290,10 +290,12 @@ pub enum GnnError {
         source: std::io::Error,
     },
     /// A file read as a policy is not one (bad header, checksum, old format, wrong contents).
-    #[error("{path}: not a topoplace GNN policy: {why}")]
+    #[error("{path}: not a topoplace {kind}: {why}")]
     NotAPolicy {
         /// The file.
         path: String,
+        /// What it was read as: a GNN policy or a layout policy.
+        kind: &'static str,
         /// Why it was rejected.
         why: String,
     },

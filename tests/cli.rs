@@ -1657,6 +1657,39 @@ fn layout_policy_trains_from_a_recipe_and_is_compared_with_uniform_priors() {
         "{err}"
     );
     assert!(!fresh.exists());
+    // The op-group GNN's file where a layout policy goes is named as what it was read as.
+    let gnn = format!("{}/models/tag-default.gnn", env!("CARGO_MANIFEST_DIR"));
+    let out = run(&[
+        "experiment",
+        "layout-priors",
+        "--layout-policy",
+        &gnn,
+        "--out",
+        &exp,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("tag-default.gnn: not a topoplace layout policy: the first line"),
+        "{err}"
+    );
+}
+
+/// `fidelity --json` prints the comparison table; with `--calibrate` it had nothing to say and
+/// was ignored, so the pair is a usage error.
+#[test]
+fn fidelity_json_is_the_table_and_refuses_calibrate() {
+    let out = run(&["fidelity", "--json"]);
+    assert!(out.status.success());
+    let rows = json_of(out);
+    assert!(rows.as_array().is_some_and(|r| r.len() > 50));
+    let out = run(&["fidelity", "--calibrate", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--json") && err.contains("--calibrate"),
+        "{err}"
+    );
 }
 
 /// Llama 2 7B on `hetero-a100-v100` in fp16 with PyTorch's kernels: a hybrid-planned instance.

@@ -14,7 +14,8 @@ pub struct FidelityArgs {
     /// table in src/cost/kernels.rs is this output).
     #[arg(long)]
     calibrate: bool,
-    #[arg(long)]
+    /// The comparison table as JSON (one object per scenario).
+    #[arg(long, conflicts_with = "calibrate")]
     json: bool,
 }
 

@@ -83,6 +83,7 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
             return Ok(());
         }
         return Err(GnnError::NotAPolicy {
+            kind: "GNN policy",
             path: shown,
             why: "not a policy file of the format before checksums".into(),
         }

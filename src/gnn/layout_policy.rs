@@ -156,6 +156,7 @@ impl LayoutPolicy {
     /// A policy from a file's bytes onto `device`; `shown` names the file in errors.
     pub fn from_bytes(bytes: &[u8], shown: &str, device: &Device) -> Result<LayoutPolicy> {
         let bad = |why: String| GnnError::NotAPolicy {
+            kind: "layout policy",
             path: shown.to_string(),
             why,
         };

@@ -83,6 +83,7 @@ impl GnnPolicy {
     /// A policy from the bytes of a policy file; `shown` names the file in errors.
     pub(crate) fn from_bytes(bytes: &[u8], shown: &str, device: &Device) -> Result<GnnPolicy> {
         let bad = |why: String| GnnError::NotAPolicy {
+            kind: "GNN policy",
             path: shown.to_string(),
             why,
         };
@@ -178,6 +179,7 @@ pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
         return Ok(None);
     }
     let bad = |why: String| GnnError::NotAPolicy {
+        kind: "GNN policy",
         path: shown.to_string(),
         why,
     };
