@@ -1548,6 +1548,34 @@ fn place_on_a_thousand_gpus_holds_its_time_limit() {
     assert!(took <= 1.1 * limit + 1.0, "{took:.1} s for --time {limit}");
 }
 
+/// Under a limit too short for the baselines, a baseline without a plan is reported as having
+/// run out of time, not as one that found nothing that fits.
+#[test]
+fn hybrid_baselines_cut_short_say_so() {
+    let args = [
+        "place",
+        "--model",
+        "llama-7b",
+        "--cluster",
+        "hetero-h100-a100",
+        "--time",
+        "0.001",
+    ];
+    let placed = run_json(&[&args[..], &["--json"]].concat());
+    let baselines = placed["baselines"].as_array().unwrap();
+    assert_eq!(baselines.len(), 4);
+    assert!(
+        baselines.iter().all(|b| b["out_of_time"] == true),
+        "{placed}"
+    );
+    let text = String::from_utf8(run(&args).stdout).unwrap();
+    for b in baselines.iter().filter(|b| b["iteration_ms"].is_null()) {
+        let method = b["method"].as_str().unwrap();
+        assert!(text.contains(&format!("{method} none in time")), "{text}");
+    }
+    assert!(!text.contains("no other method fits"), "{text}");
+}
+
 /// A model-spec file stands where a model name goes: `place` plans the Llama it describes with
 /// hybrid plans, and a wrong spec is one error naming the file and the field.
 #[test]
@@ -1698,7 +1726,8 @@ fn llama_7b_fp16() -> Vec<&'static str> {
 }
 
 /// Flags that mean nothing where they are given are refused or named, not silently dropped:
-/// hybrid planners alone on a model they do not plan, a method named twice, `--trace` under the
+/// hybrid planners alone on a model they do not plan, a method, model or cluster named twice,
+/// `--trace` under the
 /// hybrid planners, a recipe's missing cluster or oversized GNN.
 #[test]
 fn flags_that_would_be_ignored_are_refused_or_named() {
@@ -1722,6 +1751,25 @@ fn flags_that_would_be_ignored_are_refused_or_named() {
         let err = String::from_utf8_lossy(&r.stderr);
         assert_eq!(r.status.code(), Some(2), "{methods}: {err}");
         assert!(err.contains("--methods") && err.contains(needle), "{err}");
+    }
+    for (models, clusters, flag) in [
+        ("vgg19,vgg19", "tag-testbed", "--models"),
+        ("vgg19", "tag-testbed,tag-testbed", "--clusters"),
+    ] {
+        let r = run(&[
+            "compare",
+            "--models",
+            models,
+            "--clusters",
+            clusters,
+            "--methods",
+            "dp-nccl",
+            "--out",
+            &out,
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{flag}: {err}");
+        assert!(err.contains(flag) && err.contains("named twice"), "{err}");
     }
     let trace = dir.join("t.json");
     let t = trace.display().to_string();

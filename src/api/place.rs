@@ -155,6 +155,8 @@ pub struct Baseline {
     pub iteration_ms: Option<f64>,
     /// Whether its plan fits.
     pub fits: bool,
+    /// Whether it ran out of its share of the time limit (`--time`) before it was done.
+    pub out_of_time: bool,
 }
 
 /// The hybrid search's answer, against its baselines.
@@ -346,6 +348,7 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
             method: m.method,
             iteration_ms: m.planned.as_ref().map(|p| p.report.iteration_us / 1e3),
             fits: m.planned.as_ref().is_some_and(|p| p.report.fits()),
+            out_of_time: m.out_of_time,
         })
         .collect();
     let Planned { plan, report } = best.clone();

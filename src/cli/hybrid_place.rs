@@ -20,15 +20,19 @@ pub fn report(placed: &HybridPlaced, out: Option<&Path>, json: bool) -> Result<(
 fn text(o: &HybridPlaced) -> String {
     let vs = match o.speedup_over_best_other {
         Some(s) => format!("{s:.3}× the best other method"),
+        None if o.baselines.iter().any(|b| b.out_of_time) => {
+            "no other method found a plan that fits in its share of the time".to_string()
+        }
         None => "no other method fits".to_string(),
     };
     let others: Vec<String> = o
         .baselines
         .iter()
-        .map(|b| match (b.iteration_ms, b.fits) {
-            (Some(ms), true) => format!("{} {ms:.2} ms", b.method),
-            (Some(ms), false) => format!("{} {ms:.2} ms out of memory", b.method),
-            (None, _) => format!("{} none", b.method),
+        .map(|b| match (b.iteration_ms, b.fits, b.out_of_time) {
+            (Some(ms), true, _) => format!("{} {ms:.2} ms", b.method),
+            (Some(ms), false, _) => format!("{} {ms:.2} ms out of memory", b.method),
+            (None, _, true) => format!("{} none in time", b.method),
+            (None, _, false) => format!("{} none", b.method),
         })
         .collect();
     format!(

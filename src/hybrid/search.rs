@@ -87,6 +87,9 @@ pub struct MethodPlan {
     pub planned: Option<Planned>,
     /// How long it took, seconds.
     pub seconds: f64,
+    /// Whether it ran out of its share of the time limit: a planner without a plan then may
+    /// have one it did not reach.
+    pub out_of_time: bool,
 }
 
 /// Seconds the hybrid planners take together on one model and cluster when not told
@@ -164,6 +167,7 @@ pub fn plan_all(
             method,
             planned,
             seconds: began.elapsed().as_secs_f64(),
+            out_of_time: planner.out_of_time(),
         });
     }
     let began = Instant::now();

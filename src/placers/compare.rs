@@ -180,6 +180,7 @@ pub fn hybrid_rows(
                         Some(p.report.memory().map(|d| d.total).fold(0.0, f64::max) / GIB);
                     row.note = describe(&p.plan);
                 }
+                None if m.out_of_time => row.error = Some("no plan in its time".to_string()),
                 None => row.error = Some("no plan".to_string()),
             }
             row
