@@ -16,6 +16,7 @@ use crate::{import, zoo};
 /// Whether `model` names a zoo model (optionally `-inference`).
 pub fn is_zoo_model(model: &str) -> bool {
     zoo::NAMES.contains(&model.strip_suffix("-inference").unwrap_or(model))
+        || zoo::is_bert_squad(model)
         || zoo::gpt_size(model).is_some()
         || zoo::llama_size(model).is_some()
 }

@@ -539,6 +539,83 @@ fn bert_takes_a_sequence_length_within_its_positions() {
 }
 
 #[test]
+fn bert_squad_has_a_span_head_in_place_of_the_pre_training_heads() {
+    for (name, base, h, v) in [
+        ("bert-small-squad", "bert-small", 512.0, 30522.0),
+        ("bert-large-squad", "bert-large", 1024.0, 30522.0),
+    ] {
+        let g = build(name);
+        let card = zoo::card(name).unwrap();
+        assert_eq!(g.summary().params, card.reference_params, "{name}");
+        assert_eq!(params(&g), card.reference_params, "{name}");
+        // No pooler, masked-LM or next-sentence ops: the span head and its one loss.
+        assert!(
+            g.ops()
+                .iter()
+                .all(|o| !o.name.starts_with("cls/") && !o.name.starts_with("bert/pooler")),
+            "{name}"
+        );
+        assert_eq!(count_type(&g, "SoftmaxCrossEntropyWithLogits"), 1, "{name}");
+        // Forward MACs: the pre-training graph's less the masked-LM head's (H² + VH per token),
+        // the pooler's H² and NSP's 2H, plus the span head's 2H per token.
+        let s = 128.0;
+        let want =
+            fwd_macs_per_sample(&build(base)) - (h * h + v * h) * s - h * h - 2.0 * h + 2.0 * h * s;
+        let got = fwd_macs_per_sample(&g);
+        assert!(rel_err(got, want) < 0.01, "{name}: {got:.4e} vs {want:.4e}");
+        // It takes a sequence length as its base does, and a forward-only variant.
+        let at_384 = build_with(
+            name,
+            &ZooOptions {
+                seq: Some(384),
+                ..ZooOptions::default()
+            },
+        );
+        assert_eq!(at_384.summary().params, card.reference_params, "{name}");
+        let inference = build(&format!("{name}-inference"));
+        assert!(inference.ops().iter().all(|o| o.phase != Phase::Optimizer));
+        assert!(topoplace::resolve::is_zoo_model(name));
+    }
+}
+
+#[test]
+fn the_masked_lm_head_runs_on_the_masked_positions_asked_for() {
+    let at = |model: &str, k: Option<usize>| {
+        zoo::build(
+            model,
+            &ZooOptions {
+                masked_positions: k,
+                ..ZooOptions::default()
+            },
+        )
+    };
+    let all = at("bert-large", None).unwrap();
+    let twenty = at("bert-large", Some(20)).unwrap();
+    assert_eq!(params(&all), params(&twenty));
+    // The transform and the tied decoder run on 20 positions instead of 128: (H² + VH) each.
+    let (h, v) = (1024.0, 30522.0);
+    let want = (h * h + v * h) * (128.0 - 20.0);
+    let got = fwd_macs_per_sample(&all) - fwd_macs_per_sample(&twenty);
+    assert!(rel_err(got, want) < 0.02, "{got:.4e} vs {want:.4e}");
+    // One gather forward, one scatter of its gradient back into the encoder's output.
+    assert_eq!(count_type(&twenty, "IndexSelect"), 1);
+    assert_eq!(count_type(&twenty, "IndexSelectBackward"), 1);
+    // Every position is the default graph exactly.
+    assert!(at("bert-large", Some(128)).unwrap().summary().flops > twenty.summary().flops);
+    assert!(all.ops() == build("bert-large").ops());
+    for (model, k) in [
+        ("bert-large", Some(0)),
+        ("bert-large", Some(129)),
+        ("bert-large-squad", Some(20)),
+        ("gpt", Some(20)),
+        ("resnet50", Some(20)),
+    ] {
+        let err = at(model, k).unwrap_err();
+        assert_eq!(err.field, "masked_positions", "{model} {k:?}");
+    }
+}
+
+#[test]
 fn gpts_take_a_sequence_length_and_their_position_table_follows() {
     let at = |seq| {
         zoo::build(

@@ -378,8 +378,9 @@ const LAMBDA_AMP_RN50: &str = "what keeps Lambda's 8-GPU A100 AMP ResNet-50 at 7
 /// NVIDIA's pre-training reaches on the same A100 in fp16 (58k against 74k at 128 tokens and
 /// 107k at 512), though the zoo's graph carries the larger pre-training heads. Likely the s×s
 /// traffic of NVIDIA's eager attention, which these rows' fused op does not charge: simulated
-/// as `pytorch-eager` the rows come to 0.89–1.09 (docs/fidelity.md says why that is not
-/// adopted yet).
+/// as `pytorch-eager` on `bert-large-squad` after a refit the rows come to 1.04–1.23, but they
+/// no longer fit the simulated memory and the 512-token rows fall further (docs/fidelity.md
+/// says why that is not adopted yet).
 const LAMBDA_SQUAD: &str = "the s×s traffic of NVIDIA's eager attention at 384 tokens, not charged by the fused op these rows are simulated with (likely; not yet modelled)";
 /// PyTorch's FP32 kernels on Volta run faster than the TensorFlow 1 runs the Volta row was fitted to.
 const TORCH_FP32_VOLTA: &str =

@@ -20,7 +20,7 @@ use serde::Serialize;
 use crate::error::InputError;
 use crate::graph::Graph;
 use builder::Net;
-use transformer::{BertConfig, TransformerConfig};
+use transformer::{BertConfig, BertHead, TransformerConfig};
 
 pub use framework::Framework;
 pub use optimizer::Optimizer;
@@ -45,14 +45,28 @@ pub const NAMES: &[&str] = &[
 /// Batch of a named GPT or Llama size when none is given.
 const GPT_SIZE_BATCH: u32 = 8;
 
-/// Every name [`build`] knows: [`NAMES`], then the [`GPT_SIZES`] and the [`LLAMA_SIZES`].
+/// Every name [`build`] knows: [`NAMES`], then the [`BERT_SQUAD`] models, the [`GPT_SIZES`] and
+/// the [`LLAMA_SIZES`].
 pub(crate) fn known_names() -> Vec<&'static str> {
     NAMES
         .iter()
         .copied()
+        .chain(BERT_SQUAD.iter().copied())
         .chain(GPT_SIZES.iter().map(|(n, _)| *n))
         .chain(LLAMA_SIZES.iter().map(|(n, _)| *n))
         .collect()
+}
+
+/// BERT fine-tuned on SQuAD, each a [`build`] name of its own: `bert-small` and `bert-large`'s
+/// encoder under a span head (`BertForQuestionAnswering`: a linear layer to start and end logits
+/// at every position, their cross-entropies over the positions) instead of the pre-training
+/// heads. Not in [`NAMES`], as the GPT and Llama sizes are not: the committed zoo graphs and
+/// the every-model tests cover the pre-training graphs.
+pub const BERT_SQUAD: &[&str] = &["bert-small-squad", "bert-large-squad"];
+
+/// Whether `name` (with or without the `-inference` suffix) is one of the [`BERT_SQUAD`] models.
+pub(crate) fn is_bert_squad(name: &str) -> bool {
+    BERT_SQUAD.contains(&name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name))
 }
 
 /// Llama-family sizes: pre-RMSNorm decoder blocks with rotary positions, grouped-query attention
@@ -231,12 +245,17 @@ pub struct ZooOptions {
     pub gpt: GptConfig,
     /// Whose kernels the graph reproduces (transformer layers; the CNNs are the same in both).
     pub framework: Framework,
-    /// Tokens per sequence of the models that read sequences: `bert-small` and `bert-large`
-    /// (default 128, at most their 512 positions) and the GPTs (default their context; the
+    /// Tokens per sequence of the models that read sequences: `bert-small`, `bert-large` and
+    /// their [`BERT_SQUAD`] variants (default 128, at most their 512 positions) and the GPTs (default their context; the
     /// learned position table grows or shrinks with it). Refused for the other models.
     pub seq: Option<usize>,
     /// The optimizer whose updates end the graph (Adam by default).
     pub optimizer: Optimizer,
+    /// Positions per sequence the masked-LM head of `bert-small` and `bert-large` predicts,
+    /// gathered from the encoder output first, as NVIDIA's DeepLearningExamples scripts do (the
+    /// masked ones: at most 20 of 128 tokens, 80 of 512); every position without one, as Hugging
+    /// Face's `BertForPreTraining`. Refused for the other models.
+    pub masked_positions: Option<usize>,
 }
 
 /// What a zoo model is and the published figures it is checked against.
@@ -349,6 +368,29 @@ const CARDS: &[ModelCard] = &[
         reference_macs_source: "none published; tests use the closed form weights x tokens + 2 seq^2 d per layer",
     },
     ModelCard {
+        name: "bert-small-squad",
+        variant: "bert-small's encoder (Turc et al. BERT-Small, HF BertModel without the pooler) under HF \
+                  BertForQuestionAnswering's span head (qa_outputs 512x2 at every position, start and end \
+                  cross-entropy over the positions); seq 128; TF-reference ops",
+        default_batch: 96,
+        reference_params: 28_502_018,
+        reference_params_source: "computed: BertModel 28,763,648 less the pooler 262,656, plus qa_outputs 1,026",
+        reference_fwd_macs_per_sample: 0.0,
+        reference_macs_source: "none published; tests use the closed form weights x tokens + 2 seq^2 d per layer",
+    },
+    ModelCard {
+        name: "bert-large-squad",
+        variant: "bert-large-uncased's encoder (HF BertModel without the pooler) under HF BertForQuestionAnswering's \
+                  span head (qa_outputs 1024x2 at every position, start and end cross-entropy over the positions), \
+                  as SQuAD v1.1 fine-tuning runs it; seq 128; TF-reference ops",
+        default_batch: 16,
+        reference_params: 334_094_338,
+        reference_params_source: "computed: BertModel 335,141,888 (bert-large-uncased) less the pooler 1,049,600, \
+                                  plus qa_outputs 2,050",
+        reference_fwd_macs_per_sample: 0.0,
+        reference_macs_source: "none published; tests use the closed form weights x tokens + 2 seq^2 d per layer",
+    },
+    ModelCard {
         name: "alexnet",
         variant: "torchvision alexnet (single-tower variant), 224x224",
         default_batch: 128,
@@ -434,6 +476,16 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
             format!("\"{name}\": the {INFERENCE_SUFFIX} suffix is given twice"),
         ));
     }
+    if opts.masked_positions.is_some() && !matches!(base, "bert-small" | "bert-large") {
+        return Err(InputError::new(
+            "<zoo>",
+            "masked_positions",
+            format!(
+                "{base} has no masked-LM head: masked positions apply to bert-small and \
+                 bert-large"
+            ),
+        ));
+    }
     if is_spec_file(base) {
         let spec = load_spec(std::path::Path::new(base))?;
         return build_language_model(&spec.name, &spec.model, inference, opts);
@@ -478,6 +530,8 @@ pub fn build(name: &str, opts: &ZooOptions) -> Result<Graph, InputError> {
         "transformer" => transformer::transformer(&mut net, &TransformerConfig::BASE),
         "bert-small" => transformer::bert(&mut net, bert_at(BertConfig::SMALL, opts)?),
         "bert-large" => transformer::bert(&mut net, bert_at(BertConfig::LARGE, opts)?),
+        "bert-small-squad" => transformer::bert(&mut net, squad(bert_at(BertConfig::SMALL, opts)?)),
+        "bert-large-squad" => transformer::bert(&mut net, squad(bert_at(BertConfig::LARGE, opts)?)),
         "gpt" => transformer::gpt(&mut net, &gpt_config),
         "mlp" => cnn::mlp(&mut net),
         other => unreachable!("model {other} has a card but no builder"),
@@ -561,7 +615,8 @@ fn gpt_at(config: GptConfig, opts: &ZooOptions) -> Result<GptConfig, InputError>
     })
 }
 
-/// `config` at the sequence length `opts` asks for, within its position table.
+/// `config` at the sequence length `opts` asks for, within its position table, its masked-LM
+/// head on the masked positions `opts` asks for (at most the tokens).
 fn bert_at(config: BertConfig, opts: &ZooOptions) -> Result<BertConfig, InputError> {
     let seq = opts.seq.unwrap_or(config.seq);
     if seq == 0 || seq > config.max_pos {
@@ -571,7 +626,32 @@ fn bert_at(config: BertConfig, opts: &ZooOptions) -> Result<BertConfig, InputErr
             format!("{seq} tokens: BERT takes 1 to {}", config.max_pos),
         ));
     }
-    Ok(BertConfig { seq, ..config })
+    let head = match opts.masked_positions {
+        None => config.head,
+        Some(k) if k == 0 || k > seq => {
+            return Err(InputError::new(
+                "<zoo>",
+                "masked_positions",
+                format!("{k} positions: the masked-LM head takes 1 to the {seq} tokens"),
+            ));
+        }
+        Some(k) => BertHead::PreTraining {
+            predictions: Some(k),
+        },
+    };
+    Ok(BertConfig {
+        seq,
+        head,
+        ..config
+    })
+}
+
+/// `config` under SQuAD's span head instead of the pre-training heads.
+fn squad(config: BertConfig) -> BertConfig {
+    BertConfig {
+        head: BertHead::Span,
+        ..config
+    }
 }
 
 /// Refuse GPT sizes that cannot form a model, as a spec file's are refused ([`spec`]).

@@ -217,6 +217,22 @@ fn tied_dense(net: &mut Net, p: &str, x: T, w: T, rows: usize, fin: usize, fout:
     )
 }
 
+/// What BERT's encoder output feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BertHead {
+    /// `BertForPreTraining`: the pooler, the masked-LM head (transform, LayerNorm, decoder tied
+    /// to the word embeddings) and next-sentence prediction. The masked-LM head runs on every
+    /// position (`predictions: None`, as Hugging Face's computes scores for all tokens), or on
+    /// that many positions per sequence gathered first (NVIDIA's scripts `index_select` the
+    /// masked ones: at most 20 of 128 tokens, 80 of 512).
+    PreTraining { predictions: Option<usize> },
+    /// `BertForQuestionAnswering` (SQuAD): a linear layer from the hidden width to 2 at every
+    /// position, its two columns the start and end logits, each a cross-entropy over the
+    /// positions. No pooler: Hugging Face's builds none, and NVIDIA's computes one on the first
+    /// token that no loss reads (no gradient, one token's work).
+    Span,
+}
+
 /// BERT / Transformer sizes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BertConfig {
@@ -228,6 +244,7 @@ pub(crate) struct BertConfig {
     pub max_pos: usize,
     pub type_vocab: usize,
     pub seq: usize,
+    pub head: BertHead,
 }
 
 impl BertConfig {
@@ -240,6 +257,7 @@ impl BertConfig {
         max_pos: 512,
         type_vocab: 2,
         seq: 128,
+        head: BertHead::PreTraining { predictions: None },
     };
     pub(crate) const SMALL: BertConfig = BertConfig {
         layers: 4,
@@ -274,7 +292,8 @@ fn ffn(
     dense(net, &format!("{p}/output"), h, tokens, inner, hidden)
 }
 
-/// HF `BertForPreTraining`: embeddings, encoder, pooler, MLM head (tied decoder), NSP head.
+/// HF `BertForPreTraining` (embeddings, encoder, pooler, MLM head with a tied decoder, NSP
+/// head), or the encoder under a SQuAD span head ([`BertHead`]).
 pub(crate) fn bert(net: &mut Net, c: BertConfig) {
     let (s, h) = (c.seq, c.hidden);
     let ids = net.input("input_ids", s as f64);
@@ -330,6 +349,19 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
         bert_encoder_tf1(net, &c, x, mask_in)
     };
 
+    match c.head {
+        BertHead::PreTraining { predictions } => {
+            pre_training_heads(net, &c, x, word, predictions);
+        }
+        BertHead::Span => span_head(net, &c, x),
+    }
+}
+
+/// The pooler, the masked-LM head on `predictions` positions per sequence (every one when
+/// `None`) and the next-sentence head, on the encoder output `x`; `word` is the embedding table
+/// the decoder is tied to.
+fn pre_training_heads(net: &mut Net, c: &BertConfig, x: T, word: T, predictions: Option<usize>) {
+    let (s, h) = (c.seq, c.hidden);
     // Pooler: dense + tanh on the first token.
     let first = net.op(
         "StridedSlice",
@@ -350,26 +382,53 @@ pub(crate) fn bert(net: &mut Net, c: BertConfig) {
         unary("TanhGrad", false, true, 2.0),
     );
 
-    // Masked-LM head over every position (HF computes prediction scores for all tokens).
+    // Masked-LM head over every position (HF computes prediction scores for all tokens), or
+    // over the masked positions gathered first (NVIDIA's `index_select`; its gradient scatters
+    // them back into a zeroed encoder-output gradient).
     let p = "cls/predictions";
-    let t = dense(net, &format!("{p}/transform/dense"), x, s, h, h);
+    let (rows, x) = match predictions {
+        None => (s, x),
+        Some(k) => {
+            let positions = net.input(&format!("{p}/masked_lm_positions"), k as f64);
+            let picked = net.op(
+                "IndexSelect",
+                format!("{p}/masked_positions/IndexSelect"),
+                &[x, positions],
+                (k * h) as f64,
+                true,
+                0.0,
+                unary("IndexSelectBackward", false, false, 0.0),
+            );
+            (k, picked)
+        }
+    };
+    let t = dense(net, &format!("{p}/transform/dense"), x, rows, h, h);
     let t = gelu(net, &format!("{p}/transform/gelu"), t);
-    let t = layer_norm(net, &format!("{p}/transform/LayerNorm"), t, s, h);
-    let logits = tied_dense(net, &format!("{p}/decoder"), t, word, s, h, c.vocab);
+    let t = layer_norm(net, &format!("{p}/transform/LayerNorm"), t, rows, h);
+    let logits = tied_dense(net, &format!("{p}/decoder"), t, word, rows, h, c.vocab);
     let bias = net.param(&format!("{p}/output_bias"), c.vocab);
     let logits = net.op_like(
         "BiasAdd",
         format!("{p}/BiasAdd"),
         &[logits, bias],
         logits,
-        (s * c.vocab) as f64,
+        (rows * c.vocab) as f64,
         Rule::Bias,
     );
-    net.xent_loss("cls/predictions/loss", logits, s as f64, c.vocab as f64);
+    net.xent_loss("cls/predictions/loss", logits, rows as f64, c.vocab as f64);
 
     // Next-sentence prediction.
     let nsp = dense(net, "cls/seq_relationship", pooled, 1, h, 2);
     net.xent_loss("cls/seq_relationship/loss", nsp, 1.0, 2.0);
+}
+
+/// SQuAD's span head on the encoder output `x`: `qa_outputs`, hidden → 2 at every position;
+/// the start and end logits (its two columns) each a softmax cross-entropy over the positions,
+/// one loss op of two rows of `seq` classes per sample.
+fn span_head(net: &mut Net, c: &BertConfig, x: T) {
+    let (s, h) = (c.seq, c.hidden);
+    let logits = dense(net, "qa_outputs", x, s, h, 2);
+    net.xent_loss("qa_outputs/loss", logits, 2.0, s as f64);
 }
 
 /// BERT's encoder as the TF reference builds it: the `[B, S, S]` mask built once and turned
