@@ -27,8 +27,9 @@ use super::reserve::no_room_for;
 use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel, variants};
-use crate::error::Result;
+use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, evaluate, limit_to_beat};
+use crate::sim::deadline;
 use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption};
 
 /// A complete strategy in the search's terms, with the knobs the search leaves global.
@@ -399,7 +400,7 @@ impl Mcts<'_> {
             used += knobs.len();
             let knobs_improved = self
                 .slowest_round
-                .timed(|| self.improved(at.clone(), knobs))?;
+                .timed(|| self.improved(at.clone(), knobs, deadline))?;
             if knobs_improved.outcome.better_than(&at.outcome) {
                 look.fill(true);
             }
@@ -423,7 +424,7 @@ impl Mcts<'_> {
                 used += moves.len();
                 let next = self
                     .slowest_round
-                    .timed(|| self.improved(at.clone(), moves))?;
+                    .timed(|| self.improved(at.clone(), moves, deadline))?;
                 if next.outcome.better_than(&at.outcome) {
                     for &h in &self.group_neighbours[g] {
                         look[h] = true;
@@ -459,7 +460,7 @@ impl Mcts<'_> {
             return Ok((at, 0));
         }
         let mut used = flips.len();
-        let scored = self.scored(flips, &at.outcome)?;
+        let scored = self.scored(flips, &at.outcome, deadline)?;
         let improving: Vec<usize> = groups
             .iter()
             .zip(&scored)
@@ -471,7 +472,7 @@ impl Mcts<'_> {
             let all = improving
                 .iter()
                 .fold(at.clone(), |p, &g| p.split_flipped(g));
-            together = self.scored(vec![all], &at.outcome)?;
+            together = self.scored(vec![all], &at.outcome, deadline)?;
             used += 1;
         }
         let best = scored.into_iter().chain(together).fold(at, |best, p| {
@@ -515,8 +516,8 @@ impl Mcts<'_> {
 
     /// The fastest of `points` (simulated in parallel; ties: the first) when it beats `at`,
     /// else `at`.
-    fn improved(&self, at: Point, points: Vec<Point>) -> Result<Point> {
-        let scored = self.scored(points, &at.outcome)?;
+    fn improved(&self, at: Point, points: Vec<Point>, deadline: Option<Instant>) -> Result<Point> {
+        let scored = self.scored(points, &at.outcome, deadline)?;
         let mut best = at;
         for p in scored {
             if p.outcome.better_than(&best.outcome) {
@@ -530,8 +531,15 @@ impl Mcts<'_> {
     /// if so, by how much) is wanted: the polish keeps a point only when it is strictly faster
     /// than the one it moves from. So a simulation past a fitting `beat`'s time is given up and
     /// its point marked slower than anything that fits. A point whose answer is already known
-    /// ([`super::known`]) is not simulated again.
-    fn scored(&self, points: Vec<Point>, beat: &Outcome) -> Result<Vec<Point>> {
+    /// ([`super::known`]) is not simulated again. One still simulating at `deadline` is abandoned
+    /// ([`crate::sim::deadline`]) and marked the same way, unnoted: the walk then ends, out of
+    /// time.
+    fn scored(
+        &self,
+        points: Vec<Point>,
+        beat: &Outcome,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<Point>> {
         let limit_us = limit_to_beat(beat.time_us, beat.fits);
         points
             .into_par_iter()
@@ -540,9 +548,15 @@ impl Mcts<'_> {
                 let found = match self.known.answer(&key, limit_us) {
                     Some(found) => found,
                     None => {
-                        let found = self.timed_within(&p, limit_us)?;
-                        self.known.note(key, limit_us, found);
-                        found
+                        let within = || self.timed_within(&p, limit_us);
+                        match deadline::during(deadline, within) {
+                            Err(Error::Search(SearchError::Abandoned)) => None,
+                            found => {
+                                let found = found?;
+                                self.known.note(key, limit_us, found);
+                                found
+                            }
+                        }
                     }
                 };
                 p.outcome = found.unwrap_or(Outcome {

@@ -5,16 +5,17 @@
 //! simulated iteration time. It starts from data parallelism and returns the best strategy
 //! seen. Seeded, so the same seed gives the same placement.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::{Budget, Placer};
-use crate::error::Result;
+use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, evaluate};
 use crate::group::{metis::metis, op_weights, reference_gpu};
 use crate::problem::Problem;
+use crate::sim::deadline;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
 
 pub(crate) struct Mcmc;
@@ -44,6 +45,10 @@ impl Placer for Mcmc {
         let mut current_cost = cost(p, &build(&current)?)?;
         let (mut best, mut best_cost) = (current.clone(), current_cost);
         let mut taken = 0;
+        let end = budget
+            .seconds
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .and_then(|s| began.checked_add(s));
         for _ in 0..budget.steps {
             if budget
                 .seconds
@@ -58,7 +63,11 @@ impl Placer for Mcmc {
             if next[g] == current[g] {
                 continue;
             }
-            let next_cost = cost(p, &build(&next)?)?;
+            // Under equal time a step still simulating at the end is abandoned, not finished.
+            let next_cost = match deadline::during(end, || cost(p, &build(&next)?)) {
+                Err(Error::Search(SearchError::Abandoned)) => break,
+                next_cost => next_cost?,
+            };
             let accept = next_cost <= current_cost || {
                 let worse = (next_cost - current_cost) / (TEMPERATURE * current_cost);
                 rng.random::<f64>() < (-worse).exp()
