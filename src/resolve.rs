@@ -85,24 +85,30 @@ pub fn import_model(path: &Path, format: Option<import::Format>) -> Result<Graph
     let graph = import::import(path, format)?;
     let source = path.display().to_string();
     for (i, op) in graph.ops().iter().enumerate() {
-        let unknown = op
-            .profiled_us
-            .keys()
-            .find(|key| !key.eq_ignore_ascii_case("cpu") && !known_profile_key(key));
-        if let Some(key) = unknown {
-            return Err(InputError::new(
-                &source,
-                format!("ops[{i}].profiled_us.{key} (op {} \"{}\")", op.id, op.name),
-                format!(
-                    "unknown GPU type {key:?}; known types: {}, a family of them such as \
-                     \"V100\", or \"cpu\"",
-                    known_names().join(", ")
-                ),
-            )
-            .into());
+        for key in op.profiled_us.keys() {
+            check_profile_key(key).map_err(|why| {
+                InputError::new(
+                    &source,
+                    format!("ops[{i}].profiled_us.{key} (op {} \"{}\")", op.id, op.name),
+                    why,
+                )
+            })?;
         }
     }
     Ok(graph)
+}
+
+/// A profiled time's key must name a GPU of the catalog, a family of them ("V100") or `cpu`;
+/// the error says which are known.
+pub(crate) fn check_profile_key(key: &str) -> std::result::Result<(), String> {
+    if key.eq_ignore_ascii_case("cpu") || known_profile_key(key) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown GPU type {key:?}; known types: {}, a family of them such as \"V100\", or \
+         \"cpu\"",
+        known_names().join(", ")
+    ))
 }
 
 /// A cluster config file, or the name of a config shipped in `configs/`.

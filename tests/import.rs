@@ -149,6 +149,46 @@ fn quickp_errors_name_the_field() {
     assert_eq!(e.field, "nodes[0].comp_cost", "{e}");
 }
 
+/// What the graph's own checks refuse is named by the QuickP file's fields, not the graph's
+/// (`ops[0].output_bytes`, `edges[0].bytes`, `ops`).
+#[test]
+fn quickp_errors_name_the_files_fields_not_the_graphs() {
+    let two = |links: &str| {
+        format!(
+            r#"{{"nodes": [{{"id": "a", "op_type": "X", "comp_cost": {{"d0": 1}}}},
+            {{"id": "b", "op_type": "Y", "comp_cost": {{"d0": 1}}}}], "links": [{links}]}}"#
+        )
+    };
+    let link =
+        |bits: &str| format!(r#"{{"source": "a", "target": "b", "tensor_size_in_bit": {bits}}}"#);
+    let cases = [
+        (
+            r#"{"nodes": [{"id": "a", "op_type": "X", "mem": 1e300, "comp_cost": {"d0": 1}}], "links": []}"#.to_string(),
+            "nodes[0].mem",
+        ),
+        (
+            r#"{"nodes": [{"id": "a", "op_type": "X", "comp_cost": {"d0": 1e300}}], "links": []}"#.to_string(),
+            "nodes[0].comp_cost",
+        ),
+        (two(&link("1e300")), "links[0].tensor_size_in_bit"),
+        // Parallel links merge into one edge: the one that takes it past the bound is named.
+        (two(&[link("8e18"), link("8e18")].join(",")), "links[1].tensor_size_in_bit"),
+        (
+            two(&[link("8"), r#"{"source": "b", "target": "a", "tensor_size_in_bit": 8}"#.to_string()].join(",")),
+            "links",
+        ),
+        (r#"{"nodes": [], "links": []}"#.to_string(), "nodes"),
+    ];
+    for (text, field) in cases {
+        let e = import::parse_quickp(&text, "q.json", "q").unwrap_err();
+        assert_eq!(
+            (e.file.as_str(), e.field.as_str()),
+            ("q.json", field),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn quickp_parallel_links_merge_by_summing_bytes() {
     let multi = r#"{"multigraph": true, "nodes": [{"id": 1, "op_type": "X", "comp_cost": {"d0": 1.0}}, {"id": 2, "op_type": "Y", "comp_cost": {"d0": 2.0}}],
@@ -369,6 +409,79 @@ fn csv_other_mistakes_are_named_too() {
     assert_eq!(field, "line 7, column \"id\"");
     let (_, field, _) = csv_error("csv_split", "ops.csv", "0,concat,,,", "0,halves,,,");
     assert_eq!(field, "line 4, column \"split\"");
+}
+
+/// Values past the graph loader's bounds are named where they are in the CSV files: the ops
+/// file's line and column (a FLOPs count of 1e308 was reported against `edges.csv`, as
+/// `ops[2].flops`).
+#[test]
+fn csv_implausible_values_name_their_file_line_and_column() {
+    let fc1 = "2,fc1,MatMul,forward,25690112,2023424,16384,0,0,concat,,41.5";
+    let cases = [
+        (
+            "ops.csv",
+            fc1,
+            "2,fc1,MatMul,forward,1e308,2023424,16384,0,0,concat,,41.5",
+            "flops",
+        ),
+        (
+            "ops.csv",
+            fc1,
+            "2,fc1,MatMul,forward,25690112,1e30,16384,0,0,concat,,41.5",
+            "bytes_accessed",
+        ),
+        (
+            "ops.csv",
+            fc1,
+            "2,fc1,MatMul,forward,25690112,2023424,16384,0,99999999999999,concat,,41.5",
+            "params",
+        ),
+        (
+            "ops.csv",
+            fc1,
+            "2,fc1,MatMul,forward,25690112,2023424,16384,0,0,concat,,1e300",
+            "time_us:V100",
+        ),
+        ("edges.csv", "2,3,16384", "2,3,1e300", "bytes"),
+    ];
+    for (k, (file, from, to, column)) in cases.into_iter().enumerate() {
+        let (named, field, msg) = csv_error(&format!("csv_implausible_{k}"), file, from, to);
+        let line = if file == "ops.csv" { 6 } else { 4 };
+        assert_eq!(
+            (named.as_str(), field),
+            (file, format!("line {line}, column \"{column}\"")),
+            "{msg}"
+        );
+        assert!(msg.contains("implausibly large"), "{msg}");
+    }
+}
+
+/// The CLI's import of such a file: one error line naming the ops file and the column, exit 1,
+/// and no graph written.
+#[test]
+fn csv_import_of_an_implausible_op_names_the_ops_file() {
+    let dir = csv_variant(
+        "csv_import_flops",
+        "ops.csv",
+        "2,fc1,MatMul,forward,25690112",
+        "2,fc1,MatMul,forward,1e308",
+    );
+    let out_file = dir.join("g.json");
+    let out = common::binary()
+        .args(["import", "--format", "csv"])
+        .arg(&*dir)
+        .arg("--out")
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("ops.csv: line 6, column \"flops\"") && !err.contains("edges.csv"),
+        "{err}"
+    );
+    assert!(!out_file.exists(), "no graph written");
 }
 
 // ---------------------------------------------------------------- torch exports
@@ -676,9 +789,11 @@ fn a_profile_for_an_unknown_gpu_is_named() {
         match (loaded, ok) {
             (Ok(_), true) => {}
             (Err(e), false) => {
+                // Named as the user wrote it: the ops file's header, not `ops[2].profiled_us`.
                 let msg = e.to_string();
                 assert!(
-                    msg.contains("ops[2].profiled_us.Z100") && msg.contains("unknown GPU type"),
+                    msg.contains("ops.csv: line 3, column \"time_us:Z100\"")
+                        && msg.contains("unknown GPU type"),
                     "{msg}"
                 );
             }

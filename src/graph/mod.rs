@@ -10,7 +10,7 @@ mod io;
 mod rebatch;
 mod simplify;
 pub(crate) mod topo;
-mod validate;
+pub(crate) mod validate;
 
 pub use io::GraphFile;
 pub use io::load_graph;

@@ -89,14 +89,14 @@ pub(super) fn check_parts(
 
 /// The most FLOPs one op may take: a zettaFLOP, over a million times a 65,536-square matrix
 /// product (5.6e14). Beyond it a value is a unit mistake, and sums of such values overflow.
-const MAX_OP_FLOPS: f64 = 1e21;
+pub(crate) const MAX_OP_FLOPS: f64 = 1e21;
 /// The most bytes one tensor or op may hold: an exbibyte.
-const MAX_BYTES: f64 = (1u64 << 60) as f64;
+pub(crate) const MAX_BYTES: f64 = (1u64 << 60) as f64;
 /// The most parameters one op may hold: 2⁴⁰ (1.1 trillion), above the whole of any model
 /// trained today. Near 2⁶⁴ a value is a mistake, and the graph's total wrapped.
-const MAX_OP_PARAMS: u64 = 1 << 40;
+pub(crate) const MAX_OP_PARAMS: u64 = 1 << 40;
 /// The longest an op may be profiled to take: a million seconds.
-const MAX_OP_US: f64 = 1e12;
+pub(crate) const MAX_OP_US: f64 = 1e12;
 
 fn check_op_numbers(source: &str, i: usize, op: &Op) -> Result<(), InputError> {
     let field = |f: &str| format!("ops[{i}].{f} (op {} \"{}\")", op.id, op.name);
@@ -147,7 +147,7 @@ fn check_op_numbers(source: &str, i: usize, op: &Op) -> Result<(), InputError> {
 
 /// Non-negative, finite and at most `limit`. The field is named only for an error: graphs of
 /// tens of thousands of ops are validated on every pipeline expansion.
-fn check_plausible(
+pub(crate) fn check_plausible(
     source: &str,
     field: impl Fn() -> String,
     value: f64,

@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::has_extension;
-use crate::error::{InputError, Result, check_non_negative};
+use crate::error::{InputError, Result};
+use crate::graph::validate::{MAX_BYTES, MAX_OP_FLOPS, MAX_OP_PARAMS, MAX_OP_US, check_plausible};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
 /// Prefix of the per-device measured-time columns of ops.csv.
@@ -280,28 +281,42 @@ impl Row<'_> {
         })
     }
 
-    /// A size, count or time: numeric, finite, not negative. Empty means 0.
-    fn size(&self, column: &str) -> Result<f64, InputError> {
+    /// A size, count or time: numeric, finite, not negative and at most `limit` (the graph
+    /// loader's bound, checked here so the error names this file, line and column). Empty
+    /// means 0.
+    fn size(&self, column: &str, limit: f64) -> Result<f64, InputError> {
         let Some(v) = self.get(column) else {
             return Ok(0.0);
         };
         let x = v
             .parse::<f64>()
             .map_err(|_| self.err(column, format!("\"{v}\" is not a number")))?;
-        check_non_negative(&self.table.source, &self.table.field(self.line, column), x)?;
+        check_plausible(
+            &self.table.source,
+            || self.table.field(self.line, column),
+            x,
+            limit,
+        )?;
         Ok(x)
     }
 
-    fn count(&self, column: &str) -> Result<u64, InputError> {
+    fn count(&self, column: &str, limit: u64) -> Result<u64, InputError> {
         let Some(v) = self.get(column) else {
             return Ok(0);
         };
-        v.parse::<u64>().map_err(|_| {
+        let n = v.parse::<u64>().map_err(|_| {
             self.err(
                 column,
                 format!("\"{v}\" is not a non-negative whole number"),
             )
-        })
+        })?;
+        if n > limit {
+            return Err(self.err(
+                column,
+                format!("is implausibly large ({n}, the most accepted is {limit})"),
+            ));
+        }
+        Ok(n)
     }
 
     fn check_width(&self) -> Result<(), InputError> {
@@ -337,6 +352,17 @@ fn read_ops(t: &Table) -> Result<Vec<Op>, InputError> {
         .filter(|h| h.starts_with(TIME_PREFIX))
         .map(String::as_str)
         .collect();
+    for col in &time_cols {
+        let device = col[TIME_PREFIX.len()..].trim();
+        if device.is_empty() {
+            return Err(t.err(
+                t.header_line,
+                col,
+                "the column needs a device type after \"time_us:\"",
+            ));
+        }
+        crate::resolve::check_profile_key(device).map_err(|why| t.err(t.header_line, col, why))?;
+    }
     let mut ops = Vec::with_capacity(t.rows.len());
     for row in rows(t, &cols) {
         row.check_width()?;
@@ -356,11 +382,11 @@ fn read_op(row: &Row, time_cols: &[&str]) -> Result<Op, InputError> {
     let op_type = row.required("op_type")?.to_string();
     let phase = parse_phase(row)?;
     let mut op = Op::new(id, name, op_type, phase);
-    op.flops = row.size("flops")?;
-    op.bytes_accessed = row.size("bytes_accessed")?;
-    op.output_bytes = row.size("output_bytes")?;
-    op.resident_bytes = row.size("resident_bytes")?;
-    op.params = row.count("params")?;
+    op.flops = row.size("flops", MAX_OP_FLOPS)?;
+    op.bytes_accessed = row.size("bytes_accessed", MAX_BYTES)?;
+    op.output_bytes = row.size("output_bytes", MAX_BYTES)?;
+    op.resident_bytes = row.size("resident_bytes", MAX_BYTES)?;
+    op.params = row.count("params", MAX_OP_PARAMS)?;
     op.split = parse_split(row)?;
     op.batch_scaled = parse_bool(row, "batch_scaled")?;
     op.profiled_us = read_times(row, time_cols)?;
@@ -407,10 +433,7 @@ fn read_times(row: &Row, time_cols: &[&str]) -> Result<BTreeMap<String, f64>, In
     for &col in time_cols {
         if row.get(col).is_some() {
             let device = col[TIME_PREFIX.len()..].trim();
-            if device.is_empty() {
-                return Err(row.err(col, "the column needs a device type after \"time_us:\""));
-            }
-            times.insert(device.to_string(), row.size(col)?);
+            times.insert(device.to_string(), row.size(col, MAX_OP_US)?);
         }
     }
     Ok(times)
@@ -458,7 +481,7 @@ fn read_edges(t: &Table, index: &HashMap<u64, usize>) -> Result<Vec<Edge>, Input
                 "is empty: give the tensor's size (0 for a control edge)",
             ));
         }
-        let bytes = row.size("bytes")?;
+        let bytes = row.size("bytes", MAX_BYTES)?;
         edges.push(Edge { src, dst, bytes });
     }
     Ok(edges)

@@ -48,7 +48,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::from_json;
-use crate::error::{InputError, Result, check_non_negative};
+use crate::error::{InputError, Result};
+use crate::graph::validate::{MAX_BYTES, MAX_OP_US, check_plausible};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
 /// The `profiled_us` key for QuickP's measured times: they were profiled on an RTX 3070.
@@ -177,6 +178,9 @@ pub fn parse_quickp(text: &str, source: &str, name: &str) -> Result<Graph, Input
             "a computation graph must be directed",
         ));
     }
+    if file.nodes.is_empty() {
+        return Err(InputError::new(source, "nodes", "the file has no nodes"));
+    }
     let (mut ops, index) = read_nodes(&file.nodes, source)?;
     let edges = read_links(&file.links, &index, source)?;
     let derived = downstream_of_backward(&ops, &edges);
@@ -184,7 +188,14 @@ pub fn parse_quickp(text: &str, source: &str, name: &str) -> Result<Graph, Input
     let gradients = gradient_links(&ops, &edges, &derived);
     assign_splits(&mut ops, &gradients);
     let batch = infer_batch(&ops, &edges);
-    Graph::new(source, name, batch, ops, edges, gradients)
+    // Each field was checked above under its name in the file; what the graph's own checks can
+    // still find is a cycle, which is the links' doing.
+    Graph::new(source, name, batch, ops, edges, gradients).map_err(|mut e| {
+        if e.field == "edges" {
+            e.field = "links".to_string();
+        }
+        e
+    })
 }
 
 /// Node ids may be strings or numbers in networkx output.
@@ -213,7 +224,7 @@ fn read_nodes(
                 format!("duplicate node id \"{id}\" (also nodes[{first}])"),
             ));
         }
-        check_non_negative(source, &field("mem"), n.mem)?;
+        check_plausible(source, || field("mem"), n.mem, MAX_BYTES)?;
         // Provisional phase; `classify` decides once the whole graph is known.
         let mut op = Op::new(i as u64, id, n.op_type.clone(), Phase::Forward);
         op.output_bytes = n.mem;
@@ -240,7 +251,7 @@ fn single_time(
             "missing: every QuickP node carries its measured time per mock device",
         ));
     };
-    check_non_negative(source, field, first)?;
+    check_plausible(source, || field.to_string(), first, MAX_OP_US)?;
     if let Some((device, v)) = values.find(|(_, v)| **v != first) {
         return Err(InputError::new(
             source,
@@ -272,18 +283,33 @@ fn read_links(
                 .ok_or_else(|| InputError::new(source, &field, format!("no node has id \"{id}\"")))
         };
         let (src, dst) = (end("source", &l.source)?, end("target", &l.target)?);
-        check_non_negative(
-            source,
-            &format!("links[{k}].tensor_size_in_bit"),
-            l.tensor_size_in_bit,
-        )?;
+        let field = || format!("links[{k}].tensor_size_in_bit");
+        check_plausible(source, field, l.tensor_size_in_bit, MAX_BYTES * 8.0)?;
         let bytes = l.tensor_size_in_bit / 8.0;
-        match seen.get(&(src, dst)) {
-            Some(&e) => edges[e].bytes += bytes,
+        let e = match seen.get(&(src, dst)) {
+            Some(&e) => {
+                edges[e].bytes += bytes;
+                e
+            }
             None => {
                 seen.insert((src, dst), edges.len());
                 edges.push(Edge { src, dst, bytes });
+                edges.len() - 1
             }
+        };
+        if edges[e].bytes > MAX_BYTES {
+            return Err(InputError::new(
+                source,
+                field(),
+                format!(
+                    "the links from \"{}\" to \"{}\" add up to {:e} bytes, more than the {:e} \
+                     accepted",
+                    id_text(&l.source).unwrap_or_default(),
+                    id_text(&l.target).unwrap_or_default(),
+                    edges[e].bytes,
+                    MAX_BYTES
+                ),
+            ));
         }
     }
     Ok(edges)
