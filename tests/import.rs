@@ -484,6 +484,30 @@ fn csv_import_of_an_implausible_op_names_the_ops_file() {
     assert!(!out_file.exists(), "no graph written");
 }
 
+/// A `# batch_size` line given twice (which one was meant?) is refused, naming both lines.
+#[test]
+fn csv_duplicated_batch_size_is_refused() {
+    let (file, field, msg) = csv_error(
+        "csv_batch_twice",
+        "ops.csv",
+        "# batch_size=32\n",
+        "# batch_size=32\n# batch_size=64\n",
+    );
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("ops.csv", "line 2, batch_size")
+    );
+    assert!(msg.contains("twice") && msg.contains("line 1"), "{msg}");
+    // A comment holding "=" is not a directive, however often it appears.
+    let dir = csv_variant(
+        "csv_comment_twice",
+        "ops.csv",
+        "# batch_size=32\n",
+        "# batch_size=32\n# note: a=b\n# note: a=b\n",
+    );
+    assert!(import::import(&dir, Some(Format::Csv)).is_ok());
+}
+
 // ---------------------------------------------------------------- torch exports
 
 /// Committed exports and the exact parameter counts of the models (published figures for the

@@ -17,6 +17,9 @@ use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 /// Prefix of the per-device measured-time columns of ops.csv.
 pub(crate) const TIME_PREFIX: &str = "time_us:";
 
+/// The `# key=value` lines before the header that mean something; any other is a comment.
+const DIRECTIVES: &[&str] = &["batch_size", "name"];
+
 const OPS_REQUIRED: &[&str] = &["id", "name", "op_type", "phase"];
 const OPS_OPTIONAL: &[&str] = &[
     "flops",
@@ -139,7 +142,15 @@ impl Table {
                     && let Some((key, value)) = comment.split_once('=')
                 {
                     let key = key.trim().to_string();
-                    t.directive_lines.insert(key.clone(), line_no);
+                    if let Some(first) = t.directive_lines.insert(key.clone(), line_no)
+                        && DIRECTIVES.contains(&key.as_str())
+                    {
+                        return Err(InputError::new(
+                            source,
+                            format!("line {line_no}, {key}"),
+                            format!("given twice (also on line {first}): keep one line"),
+                        ));
+                    }
                     t.directives.insert(key, value.trim().to_string());
                 }
                 continue;
