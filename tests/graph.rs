@@ -304,3 +304,40 @@ fn attention_shapes_round_trip_and_bad_ones_are_named() {
     let msg = error_of(&unknown);
     assert!(msg.contains("heads"), "{msg}");
 }
+
+/// A convolution window with a zero kernel or stride has no output: refused naming the op's field.
+#[test]
+fn zero_convolution_windows_are_named() {
+    let window = |w: &str| {
+        broken(
+            r#""flops": 256, "bytes_accessed""#,
+            &format!(r#""conv_window": {w}, "flops": 256, "bytes_accessed""#),
+        )
+    };
+    let g = parse_graph(
+        &window(r#"{"kernel": [3, 3], "stride": [1, 1]}"#),
+        "ok.json",
+    )
+    .unwrap();
+    assert!(g.op(2).conv_window.is_some());
+    for (w, field) in [
+        (
+            r#"{"kernel": [0, 0], "stride": [1, 1]}"#,
+            "ops[2].conv_window.kernel",
+        ),
+        (
+            r#"{"kernel": [3, 3], "stride": [0, 0]}"#,
+            "ops[2].conv_window.stride",
+        ),
+        (
+            r#"{"kernel": [3, 0], "stride": [1, 1]}"#,
+            "ops[2].conv_window.kernel",
+        ),
+    ] {
+        let msg = error_of(&window(w));
+        assert!(
+            msg.starts_with("bad.json: ") && msg.contains(field) && msg.contains("at least 1"),
+            "{msg}"
+        );
+    }
+}

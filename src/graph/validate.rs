@@ -127,6 +127,16 @@ fn check_op_numbers(source: &str, i: usize, op: &Op) -> Result<(), InputError> {
             MAX_OP_US,
         )?;
     }
+    if let Some(w) = op.conv_window {
+        let sizes = [("kernel", w.kernel), ("stride", w.stride)];
+        if let Some((name, v)) = sizes.iter().find(|(_, v)| v.contains(&0)) {
+            return Err(InputError::new(
+                source,
+                field(&format!("conv_window.{name}")),
+                format!("is {v:?}: every size must be at least 1"),
+            ));
+        }
+    }
     if let Some(a) = op.attention {
         let sizes = [
             ("seq_q", a.seq_q),
