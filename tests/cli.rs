@@ -463,6 +463,17 @@ fn strategy_file_errors_name_the_field() {
         &zero_buckets,
         &["allreduce", "0 bytes"],
     );
+    // A group of no ops (it was taken, its devices deciding nothing).
+    let empty_group = strategy.replace(
+        "\"devices\": [0, 9], \"option\": \"all-reduce\"}",
+        "\"devices\": [0, 1], \"option\": \"all-reduce\"}, {\"ops\": [], \"devices\": [0], \"option\": \"all-reduce\"}",
+    );
+    fails_naming(
+        &SIMULATE_MLP_STRATEGY,
+        "strategy5.json",
+        &empty_group,
+        &["groups[1].ops", "empty"],
+    );
 }
 
 #[test]

@@ -248,6 +248,37 @@ fn strategy_files_carry_the_pipeline() {
     assert!(e.message.contains("group 1 is in no stage"), "{e}");
 }
 
+/// A group without ops is refused in a file, naming it (it was taken); a strategy that has one (a
+/// placer moved its last op away) is written without it, its pipeline stages renumbered, and
+/// reads back.
+#[test]
+fn empty_groups_are_refused_in_files_and_left_out_of_them() {
+    let (g, layer_of) = chain(4, 10.0, 20.0, 1e6);
+    let s = pipelined(&g, &layer_of, 2, 4, Schedule::OneFOneB);
+    let mut decisions = s.decisions().to_vec();
+    decisions.insert(0, decisions[0].clone());
+    let op_group: Vec<u32> = s.op_groups().iter().map(|&k| k + 1).collect();
+    let mut with_empty =
+        Strategy::new("<test>", op_group, decisions, BatchSplit::Even, g.len(), 2).unwrap();
+    let stages = [vec![0, 1], vec![2]];
+    with_empty.pipeline =
+        Some(Pipeline::new("<test>", &stages, 4, Schedule::OneFOneB, 3, g.batch_size).unwrap());
+    let text =
+        serde_json::to_string(&StrategyFile::from_strategy(&with_empty, None, &g, "t")).unwrap();
+    let back = parse_strategy(&text, "<file>", &g, 2).unwrap();
+    assert_eq!(back.strategy, s);
+
+    let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["groups"][1]["ops"] = serde_json::json!([]);
+    let e = parse_strategy(&value.to_string(), "s.json", &g, 2).unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.field.as_str()),
+        ("s.json", "groups[1].ops"),
+        "{e}"
+    );
+    assert!(e.message.contains("empty"), "{e}");
+}
+
 /// A chain with a weight per layer: parameter → forward, forward → backward weight gradient →
 /// Adam update. Layer `l`'s parameter, weight gradient and update are in layer `l`.
 fn chain_with_weights(layers: usize, weight_bytes: f64) -> (Graph, Vec<usize>) {

@@ -85,11 +85,28 @@ impl StrategyFile {
         g: &Graph,
         cluster: &str,
     ) -> StrategyFile {
-        let groups = s
-            .members()
+        let members = s.members();
+        // A group left without ops (a placer moved its last op elsewhere) is left out, since a
+        // file's group must hold one; the others are renumbered, pipeline stages with them.
+        let stages = s.pipeline.as_ref().map(|p| p.stage_groups());
+        let mut renumbered = vec![None; members.len()];
+        for (new, k) in (0..members.len())
+            .filter(|&k| !members[k].is_empty())
+            .enumerate()
+        {
+            renumbered[k] = Some(new);
+        }
+        let stages = stages.map(|stages| {
+            stages
+                .into_iter()
+                .map(|stage| stage.iter().filter_map(|&k| renumbered[k]).collect())
+                .collect::<Vec<Vec<usize>>>()
+        });
+        let groups = members
             .into_iter()
             .zip(s.decisions())
             .enumerate()
+            .filter(|(_, (ops, _))| !ops.is_empty())
             .map(|(k, (ops, d))| GroupRecord {
                 ops: ops.iter().map(|&i| g.op(i).id).collect(),
                 devices: d.devices.clone(),
@@ -107,11 +124,15 @@ impl StrategyFile {
             sfb_duplicated: s.sfb_duplicated.iter().map(|&i| g.op(i).id).collect(),
             priority: priority.map(<[f64]>::to_vec).unwrap_or_default(),
             groups,
-            pipeline: s.pipeline.as_ref().map(|p| PipelineRecord {
-                stages: p.stage_groups(),
-                micro_batches: p.micro_batches,
-                schedule: p.schedule,
-            }),
+            pipeline: s
+                .pipeline
+                .as_ref()
+                .zip(stages)
+                .map(|(p, stages)| PipelineRecord {
+                    stages,
+                    micro_batches: p.micro_batches,
+                    schedule: p.schedule,
+                }),
         }
     }
 
@@ -137,6 +158,13 @@ impl StrategyFile {
             .collect();
         let mut op_group = vec![u32::MAX; g.len()];
         for (k, group) in self.groups.iter().enumerate() {
+            if group.ops.is_empty() {
+                return Err(InputError::new(
+                    source,
+                    format!("groups[{k}].ops"),
+                    "is empty: every group holds at least one op (leave the group out)",
+                ));
+            }
             for (j, id) in group.ops.iter().enumerate() {
                 let field = format!("groups[{k}].ops[{j}]");
                 let &op = index
