@@ -1895,3 +1895,52 @@ fn more_usage_errors_exit_2_naming_the_flag() {
         std::fs::read("models/tag-default.gnn").unwrap()
     );
 }
+
+/// Flags that build a zoo model (`--seq`, `--optimizer`) are refused on a graph file, naming
+/// the flag: its sequence length and optimizer ops are the ones it was exported with
+/// (`--optimizer sgd` on a graph file was dropped without a word). On a zoo model they apply.
+#[test]
+fn zoo_only_flags_are_refused_on_a_graph_file() {
+    let dir = scratch("zoo-only-flags");
+    let graph = dir.join("g.json");
+    std::fs::write(&graph, GRAPH).unwrap();
+    let g = graph.display().to_string();
+    let out = dir.join("c").display().to_string();
+    for (flag, value) in [("--optimizer", "sgd"), ("--seq", "64")] {
+        for args in [
+            vec!["simulate", "--model", &g, "--cluster", "tag-testbed"],
+            vec!["info", &g],
+            vec![
+                "place",
+                "--model",
+                &g,
+                "--cluster",
+                "tag-testbed",
+                "--budget",
+                "2",
+            ],
+            vec![
+                "compare",
+                "--models",
+                &g,
+                "--clusters",
+                "tag-testbed",
+                "--out",
+                &out,
+            ],
+        ] {
+            let args = [&args[..], &[flag, value]].concat();
+            let r = run(&args);
+            let err = String::from_utf8_lossy(&r.stderr);
+            assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains(flag) && err.contains("graph file"),
+                "{args:?}: {err}"
+            );
+            assert!(r.stdout.is_empty(), "{args:?}");
+        }
+    }
+    assert!(!dir.join("c").exists());
+    run_ok(&["info", "mlp", "--optimizer", "sgd"]);
+    run_ok(&["info", &g, "--framework", "pytorch"]);
+}

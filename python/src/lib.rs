@@ -115,7 +115,7 @@ fn numerics(
     precision: &str,
     framework: &str,
     seq: Option<usize>,
-    optimizer: &str,
+    optimizer: Option<&str>,
     memory_format: Option<&str>,
 ) -> topoplace::Result<Numerics> {
     let bad =
@@ -127,7 +127,9 @@ fn numerics(
         precision: precision.parse().map_err(|why| bad("--precision", why))?,
         framework: framework.parse().map_err(|why| bad("--framework", why))?,
         seq,
-        optimizer: optimizer.parse().map_err(|why| bad("--optimizer", why))?,
+        optimizer: optimizer
+            .map(|o| o.parse().map_err(|why| bad("--optimizer", why)))
+            .transpose()?,
         memory_format: memory_format
             .map(|m| m.parse().map_err(|why| bad("--memory-format", why)))
             .transpose()?,
@@ -142,7 +144,7 @@ fn usage(field: &str, why: impl Into<String>) -> Error {
 /// hybrid plan in the file `plan`; the summary `simulate --json` prints.
 #[pyfunction]
 #[pyo3(signature = (model, cluster, strategy="dp", *, batch=None, precision="fp32", framework="tf1",
-    seq=None, optimizer="adam", memory_format=None, order=None, plan=None, trace=None))]
+    seq=None, optimizer=None, memory_format=None, order=None, plan=None, trace=None))]
 #[allow(clippy::too_many_arguments)]
 fn simulate(
     py: Python<'_>,
@@ -153,7 +155,7 @@ fn simulate(
     precision: &str,
     framework: &str,
     seq: Option<usize>,
-    optimizer: &str,
+    optimizer: Option<&str>,
     memory_format: Option<&str>,
     order: Option<&str>,
     plan: Option<PathBuf>,
@@ -196,7 +198,7 @@ fn simulate(
 /// prints and the chosen strategy (or hybrid plan) as its file's JSON.
 #[pyfunction]
 #[pyo3(signature = (model, cluster, *, batch=None, precision="fp32", framework="tf1", seq=None,
-    optimizer="adam", memory_format=None, policy="shipped", budget=300, time=None, seed=0,
+    optimizer=None, memory_format=None, policy="shipped", budget=300, time=None, seed=0,
     planner="auto",
     groups=None, pipeline_leaves=None, batch_split="even", group_order="compute", out=None,
     trace=None, progress=true))]
@@ -209,7 +211,7 @@ fn place(
     precision: &str,
     framework: &str,
     seq: Option<usize>,
-    optimizer: &str,
+    optimizer: Option<&str>,
     memory_format: Option<&str>,
     policy: &str,
     budget: usize,
@@ -309,7 +311,7 @@ fn place(
 /// given.
 #[pyfunction]
 #[pyo3(signature = (models, clusters, methods="all", *, batch=None, precision="fp32",
-    framework="tf1", seq=None, optimizer="adam", memory_format=None, seed=0, budget=100,
+    framework="tf1", seq=None, optimizer=None, memory_format=None, seed=0, budget=100,
     time_limit=None, out=None,
     progress=true))]
 #[allow(clippy::too_many_arguments)]
@@ -322,7 +324,7 @@ fn compare(
     precision: &str,
     framework: &str,
     seq: Option<usize>,
-    optimizer: &str,
+    optimizer: Option<&str>,
     memory_format: Option<&str>,
     seed: u64,
     budget: usize,
@@ -411,7 +413,7 @@ fn observation<'py>(
 impl Environment {
     #[new]
     #[pyo3(signature = (model, cluster, *, groups=None, batch=None, precision="fp32",
-        framework="tf1", seq=None, optimizer="adam", memory_format=None, batch_split="even",
+        framework="tf1", seq=None, optimizer=None, memory_format=None, batch_split="even",
         allreduce="auto"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -423,7 +425,7 @@ impl Environment {
         precision: &str,
         framework: &str,
         seq: Option<usize>,
-        optimizer: &str,
+        optimizer: Option<&str>,
         memory_format: Option<&str>,
         batch_split: &str,
         allreduce: &str,

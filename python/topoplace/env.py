@@ -76,7 +76,7 @@ class PlacementEnv(_Base):
         precision: str = "fp32",
         framework: str = "tf1",
         seq: Optional[int] = None,
-        optimizer: str = "adam",
+        optimizer: Optional[str] = None,
         memory_format: Optional[str] = None,
         batch_split: str = "even",
         allreduce: str = "auto",

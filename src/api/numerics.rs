@@ -11,7 +11,7 @@ use crate::graph::Graph;
 use crate::io::write_atomic;
 use crate::precision::Precision;
 use crate::problem::Problem;
-use crate::resolve::{load_named_cluster, load_trained};
+use crate::resolve::{is_zoo_model, load_named_cluster, load_trained};
 use crate::sfb::{SfbOptions, duplicated_ops};
 use crate::sim::chrome_trace;
 use crate::strategy::{Reference, Strategy, load_strategy};
@@ -38,9 +38,10 @@ pub struct Numerics {
     pub seq: Option<usize>,
     /// The optimizer a zoo model trains with: adam (AdamW's state too; the default),
     /// sgd-momentum, sgd, adafactor or adam8bit (bitsandbytes); it decides the optimizer state
-    /// held in memory and the update's cost.
-    #[arg(long, default_value = "adam")]
-    pub optimizer: Optimizer,
+    /// held in memory and the update's cost. A graph file refuses it: its optimizer ops are the
+    /// ones it was exported with.
+    #[arg(long)]
+    pub optimizer: Option<Optimizer>,
     /// The layout of convolution activations: nchw (PyTorch's default, under which a 16-bit
     /// convolution also transposes its tensors for the tensor cores) or channels-last
     /// (`torch.channels_last`, TensorFlow's). Default: the framework's (nchw under pytorch and
@@ -62,13 +63,25 @@ impl Numerics {
         ZooOptions {
             framework: self.framework,
             seq: self.seq,
-            optimizer: self.optimizer,
+            optimizer: self.optimizer.unwrap_or_default(),
             ..ZooOptions::default()
         }
     }
 
     /// `model` at `batch`, built from the framework's ops, as it trains in the precision.
     pub fn model(self, model: &str, batch: Option<u32>) -> Result<Graph> {
+        let built = is_zoo_model(model) || crate::zoo::is_spec_file(model);
+        if self.optimizer.is_some() && !built && Path::new(model).exists() {
+            return Err(InputError::new(
+                "<cli>",
+                "--optimizer",
+                format!(
+                    "\"{model}\" is a graph file: its optimizer ops are the ones it was exported \
+                     with"
+                ),
+            )
+            .into());
+        }
         let opts = ZooOptions {
             batch_size: batch,
             ..self.zoo_options()
