@@ -125,6 +125,35 @@ fn output_dir(path: &std::path::Path) -> Result<std::path::PathBuf> {
     Ok(dir.to_path_buf())
 }
 
+/// Where `dir`, a directory to be created or written into, is blocked: the first of it and its
+/// ancestors that exists and is not a directory (a file, or a link to nothing).
+pub fn blocked_dir(dir: &std::path::Path) -> Option<&std::path::Path> {
+    let mut blocked = None;
+    for a in dir.ancestors().filter(|a| !a.as_os_str().is_empty()) {
+        if std::fs::symlink_metadata(a).is_ok() && !a.is_dir() {
+            blocked = Some(a);
+        }
+    }
+    blocked
+}
+
+/// [`std::fs::create_dir_all`], with a path that exists and is not a directory named as such
+/// (the system's error is "File exists").
+pub fn create_dir(dir: &std::path::Path) -> Result<()> {
+    if let Some(blocked) = blocked_dir(dir) {
+        let message = if blocked == dir {
+            "exists and is not a directory".to_string()
+        } else {
+            format!(
+                "cannot be made: {} exists and is not a directory",
+                blocked.display()
+            )
+        };
+        return Err(InputError::new(dir.display().to_string(), "", message).into());
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))
+}
+
 /// A hidden name next to the output for the write before the rename.
 fn temporary_sibling(dir: &std::path::Path, file_name: &std::ffi::OsStr) -> std::path::PathBuf {
     dir.join(format!(

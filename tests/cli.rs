@@ -1944,3 +1944,45 @@ fn zoo_only_flags_are_refused_on_a_graph_file() {
     run_ok(&["info", "mlp", "--optimizer", "sgd"]);
     run_ok(&["info", &g, "--framework", "pytorch"]);
 }
+
+/// A directory `--out` naming an existing file, or a path under one, is a usage error naming the
+/// flag and saying what is wrong, at once (it was "File exists (os error 17)", after `compare`'s
+/// or `experiment`'s whole run).
+#[test]
+fn a_directory_out_that_is_a_file_is_named_at_the_flag() {
+    let dir = scratch("out-is-a-file");
+    let file = dir.join("precious");
+    std::fs::write(&file, "keep").unwrap();
+    let f = file.display().to_string();
+    let under = file.join("sub").display().to_string();
+    let recipe = "training/smoke.toml";
+    for out in [&f, &under] {
+        for args in [
+            vec![
+                "compare",
+                "--models",
+                "mlp",
+                "--clusters",
+                "tag-testbed",
+                "--out",
+                out,
+            ],
+            vec!["experiment", "overhead", "--models", "mlp", "--out", out],
+            vec!["train", "--config", recipe, "--out", out],
+            vec![
+                "selfplay", "--config", recipe, "--shard", "0", "--of", "2", "--out", out,
+            ],
+            vec!["zoo", "export", "--models", "mlp", "--out", out],
+        ] {
+            let r = run(&args);
+            let err = String::from_utf8_lossy(&r.stderr);
+            assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("--out") && err.contains("exists and is not a directory"),
+                "{args:?}: {err}"
+            );
+            assert!(!err.contains("os error"), "{args:?}: {err}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+}

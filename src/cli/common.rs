@@ -159,6 +159,25 @@ pub fn seconds(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
+/// A directory to write into (`--out` of `compare`, `experiment`, `train`, ...): refused at the
+/// flag when it, or a folder above it, exists and is not a directory, before any work is done.
+pub fn output_dir(text: &str) -> std::result::Result<std::path::PathBuf, String> {
+    if text.trim().is_empty() {
+        return Err("must name a directory".to_string());
+    }
+    let dir = std::path::PathBuf::from(text);
+    match topoplace::io::blocked_dir(&dir) {
+        Some(blocked) if blocked == dir => {
+            Err("the path exists and is not a directory".to_string())
+        }
+        Some(blocked) => Err(format!(
+            "{} exists and is not a directory",
+            blocked.display()
+        )),
+        None => Ok(dir),
+    }
+}
+
 /// A memory size with a unit ("4 GiB", "512 MiB"), above 0.
 pub fn memory(text: &str) -> std::result::Result<f64, String> {
     match topoplace::units::parse_size(text) {

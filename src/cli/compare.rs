@@ -28,7 +28,7 @@ pub struct CompareArgs {
     #[arg(long, default_value = "all", value_parser = super::common::method_list)]
     methods: String,
     /// Directory for results.csv, results.md and the charts.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::output_dir)]
     out: PathBuf,
     #[arg(long, default_value_t = 0)]
     seed: u64,

@@ -19,7 +19,7 @@ pub struct ExperimentArgs {
     #[arg(value_parser = topoplace::experiment::NAMES)]
     name: String,
     /// Output directory for <name>.csv, <name>.md, <name>.svg (and holdout training runs).
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::output_dir)]
     out: PathBuf,
     /// The GNN policy; default the shipped one (models/tag-default.gnn).
     #[arg(long)]

@@ -29,7 +29,7 @@ pub struct SelfplayArgs {
     #[arg(long)]
     of: u64,
     /// Where the game files go (the directory given to `train --samples`).
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::output_dir)]
     out: PathBuf,
     #[arg(long)]
     json: bool,

@@ -18,7 +18,7 @@ pub struct TrainArgs {
     config: PathBuf,
     /// The run's directory (checkpoints, metrics.csv, loss.svg, policy.gnn); default
     /// training/runs/<recipe name>.
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::output_dir)]
     out: Option<PathBuf>,
     /// Continue from the run's latest checkpoint.
     #[arg(long)]

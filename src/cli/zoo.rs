@@ -21,7 +21,7 @@ pub enum ZooCommand {
     /// Write zoo graphs as JSON files (training and forward-only variants).
     Export {
         /// Output directory.
-        #[arg(long, default_value = "datasets/zoo")]
+        #[arg(long, default_value = "datasets/zoo", value_parser = super::common::output_dir)]
         out: PathBuf,
         /// Comma-separated zoo names, each exported with its forward-only variant (a name ending
         /// in `-inference` exports that variant alone); all by default.

@@ -454,7 +454,7 @@ pub(crate) fn svg(title: &str, rows: &[&Row]) -> String {
 
 /// Write results.csv, results.md and one SVG per (model, cluster) into `dir`, each atomically.
 pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+    crate::io::create_dir(dir)?;
     write_atomic(&dir.join("results.csv"), csv(rows).as_bytes())?;
     write_atomic(&dir.join("results.md"), markdown(rows).as_bytes())?;
     let mut pairs: Vec<(&str, &str)> = Vec::new();

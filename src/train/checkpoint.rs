@@ -52,7 +52,7 @@ pub struct RunLock {
 impl RunLock {
     /// Take the lock of `run_dir`, creating the directory if needed.
     pub fn acquire(run_dir: &Path) -> Result<RunLock> {
-        std::fs::create_dir_all(run_dir).map_err(|e| io(run_dir, e))?;
+        crate::io::create_dir(run_dir)?;
         let path = run_dir.join(LOCK);
         let file = std::fs::OpenOptions::new()
             .create(true)
