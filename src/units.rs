@@ -77,7 +77,8 @@ pub(crate) fn parse_time(text: &str) -> Result<f64, String> {
     parse_with(text, TIME_UNITS, "time")
 }
 
-/// Parse a memory size such as "32 GiB", "16 GB" or "11GiB" into bytes.
+/// Parse a memory size such as "32 GiB", "16 GB" or "11GiB" into bytes. A size too large for a
+/// float is infinity, for the caller to refuse with its own maximum.
 pub fn parse_size(text: &str) -> Result<f64, String> {
     parse_with(text, SIZE_UNITS, "size")
 }
@@ -108,9 +109,9 @@ fn parse_with(text: &str, units: &[(&str, f64)], what: &str) -> Result<f64, Stri
         ));
     }
     let factor = lookup_unit(unit.trim(), units, what)?;
-    if !value.is_finite() {
-        return Err(format!("{what} {text:?} is not finite"));
-    }
+    // A number past the largest float ("1e400 GB") or one that overflows in its unit
+    // ("1e308 GiB") reads as infinity: the caller's range check names it too large, with the
+    // most it takes.
     Ok(value * factor)
 }
 
@@ -215,6 +216,8 @@ mod tests {
         assert_eq!(parse_size("16 GB").unwrap(), 16e9);
         assert_eq!(parse_size("11GiB").unwrap(), 11.0 * GIB);
         assert!(parse_size("3 parsecs").unwrap_err().contains("GiB"));
+        assert_eq!(parse_size("1e308 GiB").unwrap(), f64::INFINITY);
+        assert_eq!(parse_size("1e400 B").unwrap(), f64::INFINITY);
     }
 
     #[test]

@@ -1986,3 +1986,28 @@ fn a_directory_out_that_is_a_file_is_named_at_the_flag() {
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
 }
+
+/// A memory size that overflows says it is too large, with the most taken (it said "must be above
+/// 0").
+#[test]
+fn an_overflowing_memory_limit_is_too_large() {
+    for limit in ["1e308 GiB", "1e400 B", "2000000 TiB"] {
+        let r = run(&[
+            "solve",
+            "--model",
+            "mlp",
+            "--cluster",
+            "tag-testbed",
+            "--memory-limit",
+            limit,
+        ]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{limit}: {err}");
+        assert!(
+            err.contains("--memory-limit")
+                && err.contains("too large")
+                && err.contains("1048576 TiB"),
+            "{limit}: {err}"
+        );
+    }
+}

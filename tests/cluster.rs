@@ -439,6 +439,31 @@ fn bad_inputs_name_the_field() {
             &["1 MiB to 16 TiB"],
         );
     }
+    // Values that overflow a float in their unit are past the range too, and say so with it
+    // (they said "it overflows to infinity", or were taken: a latency of 1e300 s).
+    for memory in ["\"1e308 TiB\"", "1e308", "\"1e400 B\""] {
+        expect_error(
+            &GOOD.replacen("gpus = 2", &format!("gpus = 2\nmemory = {memory}"), 1),
+            "machine[0].memory",
+            &["1 MiB to 16 TiB"],
+        );
+    }
+    expect_error(
+        &GOOD.replace("\"150 GB/s\"", "\"1e308 TB/s\""),
+        "machine[0].intra_bandwidth",
+        &["1 Mbps to 1 PB/s"],
+    );
+    for latency in ["\"1e300 s\"", "\"1e308 s\"", "\"2 s\""] {
+        expect_error(
+            &GOOD.replacen(
+                "name = \"t\"",
+                &format!("name = \"t\"\ninter_latency = {latency}"),
+                1,
+            ),
+            "inter_latency",
+            &["too large", "at most 1 s"],
+        );
+    }
     for memory in ["\"1 MiB\"", "\"16 TiB\""] {
         let text = GOOD.replacen("gpus = 2", &format!("gpus = 2\nmemory = {memory}"), 1);
         parse_cluster(&text, "ok.toml").unwrap();

@@ -178,10 +178,16 @@ pub fn output_dir(text: &str) -> std::result::Result<std::path::PathBuf, String>
     }
 }
 
-/// A memory size with a unit ("4 GiB", "512 MiB"), above 0.
+/// The largest memory size a flag takes: 1 EiB, a million TiB, past any machine (and a value
+/// that overflows reads as larger).
+const MOST_MEMORY: f64 = (1u64 << 60) as f64;
+
+/// A memory size with a unit ("4 GiB", "512 MiB"), above 0 and at most [`MOST_MEMORY`].
 pub fn memory(text: &str) -> std::result::Result<f64, String> {
+    let most = MOST_MEMORY / topoplace::units::GIB / 1024.0;
     match topoplace::units::parse_size(text) {
-        Ok(b) if b.is_finite() && b > 0.0 => Ok(b),
+        Ok(b) if b > MOST_MEMORY => Err(format!("{text} is too large: at most {most} TiB")),
+        Ok(b) if b > 0.0 => Ok(b),
         Ok(_) => Err("must be above 0".to_string()),
         Err(e) => Err(e),
     }

@@ -237,6 +237,7 @@ fn time_text(us: f64) -> Quantity {
 }
 
 /// Convert a quantity to internal units: text through `parse`, a bare number times `factor`.
+/// The value is the caller's to check; one that overflows is infinity.
 fn quantity(
     q: &Quantity,
     source: &str,
@@ -244,12 +245,10 @@ fn quantity(
     parse: fn(&str) -> Result<f64, String>,
     factor: f64,
 ) -> Result<f64, InputError> {
-    let v = match q {
+    Ok(match q {
         Quantity::Number(x) => x * factor,
         Quantity::Text(t) => parse(t).map_err(|m| InputError::new(source, field, m))?,
-    };
-    check_non_negative(source, field, v)?;
-    Ok(v)
+    })
 }
 
 /// The slowest link a config may give, B/µs: 1 Mbps. Slower ones are typos, and their
@@ -283,6 +282,10 @@ fn check_within(
     range: std::ops::RangeInclusive<f64>,
     why: &str,
 ) -> Result<(), InputError> {
+    // Past the largest float (a number that overflows in its unit) is past the range too.
+    if v == f64::INFINITY {
+        return Err(InputError::new(source, field, why));
+    }
     check_positive(source, field, v)?;
     if !range.contains(&v) {
         return Err(InputError::new(source, field, why));
@@ -316,10 +319,25 @@ fn latency(
     source: &str,
     field: &str,
 ) -> Result<f64, InputError> {
-    q.map_or(Ok(default), |q| {
+    let v = q.map_or(Ok(default), |q| {
         quantity(q, source, field, units::parse_time, 1.0)
-    })
+    })?;
+    if v > MOST_LATENCY {
+        return Err(InputError::new(
+            source,
+            field,
+            "is too large: at most 1 s (no GPU link waits that long)",
+        ));
+    }
+    if v < 0.0 {
+        return Err(InputError::new(source, field, format!("is negative ({v})")));
+    }
+    check_non_negative(source, field, v)?;
+    Ok(v)
 }
+
+/// The longest latency a link may be given, µs: a second, thousands of times any network's.
+const MOST_LATENCY: f64 = units::SECOND;
 
 /// One `[[machine]]` entry, checked and converted.
 struct Entry {
