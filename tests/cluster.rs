@@ -540,6 +540,22 @@ fn bad_inputs_name_the_field() {
         "machine[1].name",
         &["duplicate"],
     );
+    // Reports and strategy files name the cluster and its machines: an empty name is refused.
+    expect_error(
+        &GOOD.replacen("name = \"t\"", "name = \"\"", 1),
+        "name",
+        &["empty"],
+    );
+    expect_error(
+        &GOOD.replace("name = \"b\"", "name = \" \""),
+        "machine[1].name",
+        &["empty"],
+    );
+    expect_error(
+        &GOOD.replace("name = \"a\"", "name = \"a\"\nserver = \"\""),
+        "machine[0].server",
+        &["empty"],
+    );
     let e = parse_cluster("name = \"t\"\n[[machine]\n", "bad.toml").unwrap_err();
     assert_eq!(
         e.to_string(),

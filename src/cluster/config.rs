@@ -495,6 +495,27 @@ fn check_unique<'a>(
 
 /// Check a parsed file and build the cluster.
 pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputError> {
+    // Reports, result tables and strategy files name the cluster and its machines by these.
+    if file.name.trim().is_empty() {
+        return Err(InputError::new(
+            source,
+            "name",
+            "is empty: give the cluster a name",
+        ));
+    }
+    for (i, m) in file.machines.iter().enumerate() {
+        let names = [("name", Some(&m.name)), ("server", m.server.as_ref())];
+        if let Some((field, _)) = names
+            .iter()
+            .find(|(_, n)| n.is_some_and(|n| n.trim().is_empty()))
+        {
+            return Err(InputError::new(
+                source,
+                format!("machine[{i}].{field}"),
+                "is empty: give the machine a name",
+            ));
+        }
+    }
     if file.machines.is_empty() {
         return Err(InputError::new(
             source,
