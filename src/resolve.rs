@@ -6,8 +6,7 @@ use std::path::Path;
 
 use crate::assets;
 use crate::autocast::autocast;
-use crate::cluster::catalog::known_names;
-use crate::cluster::{Cluster, known_profile_key, load_cluster, parse_cluster};
+use crate::cluster::{Cluster, check_profile_key, load_cluster, parse_cluster};
 use crate::error::{InputError, Result};
 use crate::graph::{Graph, rebatch};
 use crate::precision::Precision;
@@ -96,19 +95,6 @@ pub fn import_model(path: &Path, format: Option<import::Format>) -> Result<Graph
         }
     }
     Ok(graph)
-}
-
-/// A profiled time's key must name a GPU of the catalog, a family of them ("V100") or `cpu`;
-/// the error says which are known.
-pub(crate) fn check_profile_key(key: &str) -> std::result::Result<(), String> {
-    if key.eq_ignore_ascii_case("cpu") || known_profile_key(key) {
-        return Ok(());
-    }
-    Err(format!(
-        "unknown GPU type {key:?}; known types: {}, a family of them such as \"V100\", or \
-         \"cpu\"",
-        known_names().join(", ")
-    ))
 }
 
 /// A cluster config file, or the name of a config shipped in `configs/`.

@@ -96,6 +96,19 @@ pub(crate) fn known_profile_key(key: &str) -> bool {
     CATALOG.iter().any(|g| g.profiled_as(key))
 }
 
+/// A profiled time's key must name a GPU of the catalog, a family of them ("V100") or `cpu`;
+/// the error says which are known.
+pub(crate) fn check_profile_key(key: &str) -> std::result::Result<(), String> {
+    if key.eq_ignore_ascii_case("cpu") || known_profile_key(key) {
+        return Ok(());
+    }
+    Err(format!(
+        "unknown GPU type {key:?}; known types: {}, a family of them such as \"V100\", or \
+         \"cpu\"",
+        known_names().join(", ")
+    ))
+}
+
 /// "GTX 1080Ti", "gtx-1080ti" and "GTX_1080TI" are the same GPU.
 fn normalize(name: &str) -> String {
     name.chars()

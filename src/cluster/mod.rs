@@ -38,7 +38,7 @@ pub(crate) use routes::RouteLinks;
 use serde::Serialize;
 
 use crate::units;
-pub(crate) use catalog::known_profile_key;
+pub(crate) use catalog::check_profile_key;
 
 /// One physical server (host). It may hold several device groups when it mixes GPU types.
 #[derive(Debug, Clone, PartialEq)]

@@ -398,7 +398,7 @@ fn a_family_profile_applies_to_every_board_and_an_exact_one_wins() {
     assert_eq!(cost.compute_time_us(&fwd, gpu("V100-PCIe-32GB"), 1.0), 50.0);
     assert_eq!(cost.compute_time_us(&fwd, gpu("V100-SXM2-32GB"), 1.0), 40.0);
 
-    use crate::cluster::known_profile_key;
+    use crate::cluster::catalog::known_profile_key;
     for key in ["V100", "a100", "GTX-1080Ti", "cpu-ish-V100"] {
         assert_eq!(known_profile_key(key), key != "cpu-ish-V100", "{key}");
     }

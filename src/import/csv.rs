@@ -372,7 +372,7 @@ fn read_ops(t: &Table) -> Result<Vec<Op>, InputError> {
                 "the column needs a device type after \"time_us:\"",
             ));
         }
-        crate::resolve::check_profile_key(device).map_err(|why| t.err(t.header_line, col, why))?;
+        crate::cluster::check_profile_key(device).map_err(|why| t.err(t.header_line, col, why))?;
     }
     let mut ops = Vec::with_capacity(t.rows.len());
     for row in rows(t, &cols) {
