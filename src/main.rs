@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cli;
 
@@ -87,7 +87,7 @@ enum Command {
 fn main() -> ExitCode {
     restore_sigpipe();
     cli::allocator::keep_freed_memory();
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         // A usage error: clap prints it on stderr and exits 2.
         Err(e) if e.use_stderr() => e.exit(),
@@ -95,6 +95,21 @@ fn main() -> ExitCode {
         Err(e) => return finish(e.print().map_err(cli::out::stdout_error)),
     };
     finish(run(cli.command))
+}
+
+/// The command line, parsed.
+fn parse() -> Result<Cli, clap::Error> {
+    let matches = negative_numbers_as_values(Cli::command()).try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// `command` and its subcommands with a negative number after a flag taken as the flag's value,
+/// so that `--time -1` is refused by `--time`'s own check ("must be a number of seconds above
+/// 0") rather than as "unexpected argument '-1'", which names no flag.
+fn negative_numbers_as_values(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| arg.allow_negative_numbers(true))
+        .mut_subcommands(negative_numbers_as_values)
 }
 
 /// The exit status of a command's `result`, its error (if any) on stderr; stdout flushed first.

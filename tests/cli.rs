@@ -817,6 +817,11 @@ fn impossible_numbers_are_refused_at_the_flag() {
         ([&place[..], &["--budget", "0"]].concat(), "--budget"),
         ([&place[..], &["--time", "NaN"]].concat(), "--time"),
         ([&place[..], &["--time=-1"]].concat(), "--time"),
+        // A negative number as the next word is the flag's value, judged by the flag's check
+        // (it was "unexpected argument '-1'", naming no flag).
+        ([&place[..], &["--time", "-1"]].concat(), "--time"),
+        ([&place[..], &["--batch", "-3"]].concat(), "--batch"),
+        ([&solve[..], &["--gap", "-0.5"]].concat(), "--gap"),
         (vec!["group", "--model", "mlp", "-k", "0"], "-k"),
         ([&solve[..], &["--time-limit=-5"]].concat(), "--time-limit"),
         (
