@@ -26,7 +26,7 @@ use super::known::PointKey;
 use super::reserve::no_room_for;
 use super::search::Mcts;
 use super::tree::Outcome;
-use crate::data_parallel::{best_data_parallel, variants};
+use crate::data_parallel::{best_data_parallel_until, variants};
 use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, evaluate, limit_to_beat};
 use crate::sim::deadline;
@@ -151,7 +151,9 @@ impl Mcts<'_> {
         let (dp, mut simulated) = match &self.data_parallel {
             Some(known) => (known.clone(), 0),
             None => {
-                let dp = best_data_parallel(&self.problem)?;
+                // Under a time limit the subsets are tried while it lasts (`local-search` under
+                // equal time: its start took seconds past the limit on 1,024 GPUs).
+                let dp = best_data_parallel_until(&self.problem, deadline)?;
                 let outcome = Outcome {
                     time_us: dp.time_us,
                     fits: dp.fits,
