@@ -16,10 +16,16 @@ thread_local! {
 /// Runs `job` with `deadline` as this thread's deadline (none: no deadline), restoring the one
 /// before it afterwards.
 pub(crate) fn during<T>(deadline: Option<Instant>, job: impl FnOnce() -> T) -> T {
-    let before = DEADLINE.replace(deadline);
-    let out = job();
-    DEADLINE.set(before);
-    out
+    /// Puts the earlier deadline back however `job` ends, unwinding included (a rayon thread
+    /// outlives the job it ran).
+    struct Restore(Option<Instant>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            DEADLINE.set(self.0);
+        }
+    }
+    let _restore = Restore(DEADLINE.replace(deadline));
+    job()
 }
 
 /// Whether this thread's deadline has passed (never without one).
@@ -59,5 +65,13 @@ mod tests {
             passed()
         });
         assert!(!inner && outer_after);
+    }
+
+    #[test]
+    fn a_job_that_panics_leaves_no_deadline_behind() {
+        let past = Some(Instant::now());
+        let unwound = std::panic::catch_unwind(|| during(past, || panic!("the job failed")));
+        assert!(unwound.is_err());
+        assert!(!passed());
     }
 }
