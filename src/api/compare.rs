@@ -50,8 +50,8 @@ impl Comparison {
     /// Loads what `r` names.
     pub fn prepare(r: &CompareRequest) -> Result<Comparison> {
         let methods = compare::parse_methods(r.methods)?;
-        named_once(r.models, "--models")?;
-        named_once(r.clusters, "--clusters")?;
+        compare::named_once(r.models, "--models")?;
+        compare::named_once(r.clusters, "--clusters")?;
         let clusters = r
             .clusters
             .iter()
@@ -182,19 +182,4 @@ pub fn cluster_label(arg: &str) -> String {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| arg.to_string())
-}
-
-/// A model or cluster named twice would only repeat its rows (and, for a cluster, give two
-/// labels of one name in the charts): refused, naming `flag`.
-fn named_once(names: &[String], flag: &str) -> Result<()> {
-    match names
-        .iter()
-        .enumerate()
-        .find(|(i, n)| names[..*i].contains(n))
-    {
-        Some((_, twice)) => {
-            Err(InputError::new("<cli>", flag, format!("\"{twice}\" is named twice")).into())
-        }
-        None => Ok(()),
-    }
 }

@@ -222,10 +222,7 @@ pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
             .map_err(|_| format!("\"{s}\" is not a whole number of Gbps"))
     };
     let range = [whole(lo)?, whole(hi)?];
-    if range[0] > range[1] {
-        return Err(format!("\"{text}\": LOW is above HIGH"));
-    }
-    // The loader's bounds, so that every cluster drawn from the range loads.
+    // A reversed or zero range, and the loader's bounds, so that every cluster drawn from the range loads.
     match topoplace::cluster::gbps_range_problem(range) {
         Some(why) => Err(why),
         None => Ok(range),

@@ -329,9 +329,6 @@ fn latency(
             "is too large: at most 1 s (no GPU link waits that long)",
         ));
     }
-    if v < 0.0 {
-        return Err(InputError::new(source, field, format!("is negative ({v})")));
-    }
     check_non_negative(source, field, v)?;
     Ok(v)
 }

@@ -201,6 +201,19 @@ fn run_within<T>(
     })
 }
 
+/// `job` (a measurement through [`evaluate_within`] or its kin) under the wall-clock `deadline`:
+/// its result, or `None` when it was abandoned there ([`SearchError::Abandoned`]). The one place
+/// a search turns an abandoned measurement back into "no answer".
+pub(crate) fn until<T>(
+    deadline: Option<std::time::Instant>,
+    job: impl FnOnce() -> Result<T>,
+) -> Result<Option<T>> {
+    match deadline::during(deadline, job) {
+        Err(Error::Search(SearchError::Abandoned)) => Ok(None),
+        done => done.map(Some),
+    }
+}
+
 thread_local! {
     /// Each thread's simulator: its buffers (a few arrays per task, megabytes for a pipeline's
     /// 10⁵ tasks) serve every simulation the thread runs instead of being allocated, faulted in

@@ -19,6 +19,7 @@ pub use evaluation::evaluate_within;
 pub(crate) use evaluation::limit_to_beat;
 pub use evaluation::simulate_strategy;
 pub use evaluation::timing_within;
+pub(crate) use evaluation::until;
 pub use placement::Placement;
 pub(crate) use sim_report::{DeviceGroupFeedback, OpGroupFeedback};
 pub use summary::SimulationSummary;

@@ -27,9 +27,8 @@ use super::reserve::no_room_for;
 use super::search::Mcts;
 use super::tree::Outcome;
 use crate::data_parallel::{best_data_parallel_until, variants};
-use crate::error::{Error, Result, SearchError};
-use crate::evaluate::{Placement, evaluate, limit_to_beat};
-use crate::sim::deadline;
+use crate::error::Result;
+use crate::evaluate::{Placement, evaluate, limit_to_beat, until};
 use crate::strategy::{AllReducePacking, BatchSplit, ReplicationOption};
 
 /// A complete strategy in the search's terms, with the knobs the search leaves global.
@@ -549,17 +548,13 @@ impl Mcts<'_> {
                 let key = p.key();
                 let found = match self.known.answer(&key, limit_us) {
                     Some(found) => found,
-                    None => {
-                        let within = || self.timed_within(&p, limit_us);
-                        match deadline::during(deadline, within) {
-                            Err(Error::Search(SearchError::Abandoned)) => None,
-                            found => {
-                                let found = found?;
-                                self.known.note(key, limit_us, found);
-                                found
-                            }
+                    None => match until(deadline, || self.timed_within(&p, limit_us))? {
+                        Some(found) => {
+                            self.known.note(key, limit_us, found);
+                            found
                         }
-                    }
+                        None => None,
+                    },
                 };
                 p.outcome = found.unwrap_or(Outcome {
                     time_us: f64::INFINITY,

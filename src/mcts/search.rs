@@ -16,12 +16,11 @@ use super::known::Known;
 use super::reserve::{Longest, time_for};
 use super::result::{Progress, SearchResult, VertexTarget};
 use super::tree::{NO_CHILD, Node, Outcome, Tree};
-use crate::error::{Error, Result, SearchError};
-use crate::evaluate::Placement;
+use crate::error::{Result, SearchError};
+use crate::evaluate::{Placement, until};
 use crate::gnn::{Feedback, GnnPolicy, VertexPriors};
 use crate::pipeline_plan::PipelineFrames;
 use crate::problem::Problem;
-use crate::sim::deadline;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption};
 
 /// The search state: tree, evaluation cache and best strategy so far.
@@ -73,10 +72,8 @@ pub struct Mcts<'a> {
     pub(super) known: Known,
     /// Seed leaves simulated ([`super::seeds`]).
     pub(super) seeds: usize,
-    /// Under a time limit, the instant past which a leaf's compilation or simulation is
-    /// abandoned ([`crate::sim::deadline`]): the limit less what the result's compilation keeps.
-    pub(super) leaf_deadline: Option<Instant>,
-    /// Whether a leaf was abandoned at that deadline: the search then ends.
+    /// Whether a leaf was abandoned at its deadline ([`Mcts::leaf_deadline`]): the search then
+    /// ends.
     pub(super) abandoned: bool,
 }
 
@@ -127,7 +124,6 @@ impl<'a> Mcts<'a> {
             slowest_round: Longest::default(),
             known: Known::default(),
             seeds: 0,
-            leaf_deadline: None,
             abandoned: false,
         };
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
@@ -395,7 +391,6 @@ impl<'a> Mcts<'a> {
     /// reference simulations included).
     fn search(&mut self, mut progress: impl FnMut(Progress)) -> Result<f64> {
         let began = self.began;
-        self.set_leaf_deadline();
         if self.iterations == 0 {
             if self.config.seed_device_groups {
                 self.seed_device_groups()?;
@@ -422,7 +417,6 @@ impl<'a> Mcts<'a> {
                 break;
             }
             let batch_began = Instant::now();
-            self.set_leaf_deadline();
             self.batch(n)?;
             longest_batch = longest_batch.max(batch_began.elapsed());
             progress(Progress {
@@ -438,17 +432,15 @@ impl<'a> Mcts<'a> {
         Ok(began.elapsed().as_secs_f64())
     }
 
-    /// Under a time limit, abandon leaves past the limit less the slowest simulation so far, which
+    /// Under a time limit, the instant past which a leaf's compilation or simulation is
+    /// abandoned ([`crate::sim::deadline`]): the limit less the slowest simulation so far, which
     /// the result's compilation keeps back.
-    fn set_leaf_deadline(&mut self) {
-        let limit = self
-            .config
-            .seconds
-            .and_then(|s| Duration::try_from_secs_f64(s).ok());
-        self.leaf_deadline = limit.and_then(|l| self.began.checked_add(l)).map(|end| {
+    fn leaf_deadline(&self) -> Option<Instant> {
+        let end = self.began + Duration::from_secs_f64(self.config.seconds?);
+        Some(
             end.checked_sub(self.slowest_simulation.get())
-                .unwrap_or(end)
-        });
+                .unwrap_or(end),
+        )
     }
 
     /// About how long `simulations` take side by side, judged by the slowest leaf simulation.
@@ -473,25 +465,23 @@ impl<'a> Mcts<'a> {
         fresh.sort();
         fresh.dedup();
         let this = &*self;
+        let deadline = self.leaf_deadline();
         // Pipelines first, one leaf per task: a pipeline takes several times a plain strategy's
         // simulation, and started last it would leave the other threads idle behind it. The
         // outcomes do not depend on the order.
         fresh.sort_by_key(|c| this.frame_of(c).is_none());
-        let outcomes: Vec<Result<(Outcome, Option<Feedback>)>> = fresh
+        let outcomes: Vec<Result<Option<_>>> = fresh
             .par_iter()
             .with_max_len(1)
             .map(|c| {
-                let simulated = || deadline::during(this.leaf_deadline, || this.simulate(c));
+                let simulated = || until(deadline, || this.simulate(c));
                 this.slowest_simulation.timed(simulated)
             })
             .collect();
         for (c, o) in fresh.into_iter().zip(outcomes) {
-            let (o, feedback) = match o {
-                Err(Error::Search(SearchError::Abandoned)) => {
-                    self.abandoned = true;
-                    continue;
-                }
-                o => o?,
+            let Some((o, feedback)) = o? else {
+                self.abandoned = true;
+                continue;
             };
             self.cache.insert(c.clone(), o);
             if let Some(f) = feedback {
@@ -725,10 +715,11 @@ mod tests {
             ..MctsConfig::default()
         };
         let mut search = Mcts::grouped(problem, 4, config).unwrap();
+        // A limit already spent: the leaf deadline has passed.
+        search.config.seconds = Some(1e-9);
         let best_of = |s: &Mcts| s.best.as_ref().map(|(c, o)| (c.clone(), o.time_us, o.fits));
         let (cached, best) = (search.cache.len(), best_of(&search));
         let root_visits: u32 = search.tree.nodes[0].edges.iter().map(|e| e.visits).sum();
-        search.leaf_deadline = Some(Instant::now());
         search.batch(4).unwrap();
         assert!(search.abandoned);
         assert_eq!(search.cache.len(), cached);
@@ -736,7 +727,7 @@ mod tests {
         let after: u32 = search.tree.nodes[0].edges.iter().map(|e| e.visits).sum();
         assert_eq!(after, root_visits);
         // Without a deadline the same batch is measured and backed up.
-        search.leaf_deadline = None;
+        search.config.seconds = None;
         search.abandoned = false;
         search.batch(4).unwrap();
         assert!(!search.abandoned && search.cache.len() > cached);

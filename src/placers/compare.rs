@@ -89,16 +89,8 @@ pub fn parse_methods(spec: &str) -> Result<Methods> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
-    if let Some(twice) = names
-        .iter()
-        .enumerate()
-        .find_map(|(i, n)| names[..i].contains(n).then_some(n))
-    {
-        // A second row of the same method would only repeat the first.
-        return Err(
-            InputError::new("<cli>", "--methods", format!("\"{twice}\" is named twice")).into(),
-        );
-    }
+    // A second row of the same method would only repeat the first.
+    named_once(&names, "--methods")?;
     for name in names {
         match HYBRID_METHODS.iter().find(|&&h| h == name) {
             Some(&h) => methods.hybrid.push(h),
@@ -489,4 +481,20 @@ pub(crate) fn file_stem(name: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Refuses a list (`--methods`, `--models`, `--clusters`) that names an entry twice, naming
+/// `flag`: a second entry would only repeat the first one's rows.
+pub(crate) fn named_once<S: AsRef<str>>(names: &[S], flag: &str) -> Result<()> {
+    let twice = names
+        .iter()
+        .enumerate()
+        .find(|(i, n)| names[..*i].iter().any(|m| m.as_ref() == n.as_ref()));
+    match twice {
+        Some((_, n)) => {
+            let message = format!("\"{}\" is named twice", n.as_ref());
+            Err(InputError::new("<cli>", flag, message).into())
+        }
+        None => Ok(()),
+    }
 }

@@ -11,11 +11,10 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::{Budget, Placer};
-use crate::error::{Error, Result, SearchError};
-use crate::evaluate::{Placement, evaluate};
+use crate::error::Result;
+use crate::evaluate::{Placement, evaluate, until};
 use crate::group::{metis::metis, op_weights, reference_gpu};
 use crate::problem::Problem;
-use crate::sim::deadline;
 use crate::strategy::{AllReducePacking, BatchSplit, GroupDecision, ReplicationOption, Strategy};
 
 pub(crate) struct Mcmc;
@@ -45,15 +44,9 @@ impl Placer for Mcmc {
         let mut current_cost = cost(p, &build(&current)?)?;
         let (mut best, mut best_cost) = (current.clone(), current_cost);
         let mut taken = 0;
-        let end = budget
-            .seconds
-            .and_then(|s| Duration::try_from_secs_f64(s).ok())
-            .and_then(|s| began.checked_add(s));
+        let end = budget.seconds.map(|s| began + Duration::from_secs_f64(s));
         for _ in 0..budget.steps {
-            if budget
-                .seconds
-                .is_some_and(|s| began.elapsed().as_secs_f64() >= s)
-            {
+            if end.is_some_and(|end| Instant::now() >= end) {
                 break;
             }
             taken += 1;
@@ -64,9 +57,8 @@ impl Placer for Mcmc {
                 continue;
             }
             // Under equal time a step still simulating at the end is abandoned, not finished.
-            let next_cost = match deadline::during(end, || cost(p, &build(&next)?)) {
-                Err(Error::Search(SearchError::Abandoned)) => break,
-                next_cost => next_cost?,
+            let Some(next_cost) = until(end, || cost(p, &build(&next)?))? else {
+                break;
             };
             let accept = next_cost <= current_cost || {
                 let worse = (next_cost - current_cost) / (TEMPERATURE * current_cost);
