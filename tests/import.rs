@@ -187,6 +187,18 @@ fn quickp_errors_name_the_files_fields_not_the_graphs() {
             "{e}"
         );
     }
+    // A cycle is shown by the file's node indices and ids, not the graph's op numbers.
+    let cycle = two(&[
+        link("8"),
+        r#"{"source": "b", "target": "a", "tensor_size_in_bit": 8}"#.to_string(),
+    ]
+    .join(","));
+    let e = import::parse_quickp(&cycle, "q.json", "q").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(r#"nodes[0] "a" -> nodes[1] "b" -> nodes[0] "a""#),
+        "{e}"
+    );
 }
 
 #[test]

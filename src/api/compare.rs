@@ -30,7 +30,7 @@ pub struct CompareRequest<'a> {
     pub seed: u64,
     /// Simulator calls each search may make.
     pub budget: usize,
-    /// Time limit of the exact placers and of the hybrid planners, seconds.
+    /// Each method's wall-clock limit (the hybrid planners' together), seconds.
     pub time_limit: Option<f64>,
 }
 

@@ -35,7 +35,8 @@ pub struct CompareArgs {
     /// Simulator calls each search may make.
     #[arg(long, default_value_t = 100, value_parser = super::common::at_least_one)]
     budget: usize,
-    /// Time limit of the exact placers (`quickp-milp`, `moirai-milp`), seconds.
+    /// Each method's wall-clock limit, seconds: the exact placers' solver limit, the searches'
+    /// time, and when a list scheduler or heuristic gives up ("no plan in its time").
     #[arg(long, value_parser = super::common::seconds)]
     time_limit: Option<f64>,
     /// Print the rows as JSON instead of the Markdown table.

@@ -49,6 +49,7 @@ use serde::Deserialize;
 
 use super::from_json;
 use crate::error::{InputError, Result};
+use crate::graph::topo;
 use crate::graph::validate::{MAX_BYTES, MAX_OP_US, check_plausible};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
@@ -183,19 +184,34 @@ pub fn parse_quickp(text: &str, source: &str, name: &str) -> Result<Graph, Input
     }
     let (mut ops, index) = read_nodes(&file.nodes, source)?;
     let edges = read_links(&file.links, &index, source)?;
+    check_acyclic(&ops, &edges, source)?;
     let derived = downstream_of_backward(&ops, &edges);
     classify(&mut ops, &derived);
     let gradients = gradient_links(&ops, &edges, &derived);
     assign_splits(&mut ops, &gradients);
     let batch = infer_batch(&ops, &edges);
-    // Each field was checked above under its name in the file; what the graph's own checks can
-    // still find is a cycle, which is the links' doing.
-    Graph::new(source, name, batch, ops, edges, gradients).map_err(|mut e| {
-        if e.field == "edges" {
-            e.field = "links".to_string();
-        }
-        e
-    })
+    // Each field, and the links' acyclicity, was checked above under its name in the file.
+    Graph::new(source, name, batch, ops, edges, gradients)
+}
+
+/// A cycle among the links is named by the file's node indices and ids
+/// (`nodes[0] "a" -> nodes[1] "b" -> nodes[0] "a"`), not by the graph's op numbers.
+fn check_acyclic(ops: &[Op], edges: &[Edge], source: &str) -> Result<(), InputError> {
+    let pairs = edges.iter().map(|e| (e.src, e.dst));
+    let Err(cycle) = topo::topological_order(ops.len(), pairs.clone()) else {
+        return Ok(());
+    };
+    let at = cycle.node;
+    let path = topo::cycle_through(ops.len(), pairs, at).unwrap_or_else(|| vec![at, at]);
+    let shown: Vec<String> = path
+        .iter()
+        .map(|&i| format!("nodes[{i}] \"{}\"", ops[i].name))
+        .collect();
+    Err(InputError::new(
+        source,
+        "links",
+        format!("the links form a cycle: {}", shown.join(" -> ")),
+    ))
 }
 
 /// Node ids may be strings or numbers in networkx output.

@@ -5,14 +5,14 @@
 use std::fmt::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use super::{Budget, Placer, placer, registry};
 use crate::cluster::Cluster;
 use crate::cost::CostModel;
-use crate::error::{Error, InputError, Result};
+use crate::error::{Error, InputError, Result, SearchError};
 use crate::evaluate::evaluate;
 use crate::gnn::LayoutPolicy;
 use crate::graph::Graph;
@@ -280,7 +280,8 @@ fn dp_iteration_us(p: &Problem) -> Option<f64> {
 /// Place and simulate one method; failures (errors or panics) become the row's `error`.
 pub(crate) fn run_one(p: &Problem, m: &dyn Placer, budget: &Budget) -> Row {
     let began = Instant::now();
-    let outcome = catch_unwind(AssertUnwindSafe(|| m.place(p, budget)));
+    let budget = with_deadline(budget, began);
+    let outcome = catch_unwind(AssertUnwindSafe(|| m.place(p, &budget)));
     let search_s = began.elapsed().as_secs_f64();
     let mut row = Row {
         model: String::new(),
@@ -297,6 +298,10 @@ pub(crate) fn run_one(p: &Problem, m: &dyn Placer, budget: &Budget) -> Row {
     };
     let placement = match outcome {
         Ok(Ok(pl)) => pl,
+        Ok(Err(Error::Search(SearchError::OutOfTime))) => {
+            row.error = Some("no plan in its time".to_string());
+            return row;
+        }
         Ok(Err(e)) => {
             row.error = Some(e.to_string());
             return row;
@@ -318,6 +323,17 @@ pub(crate) fn run_one(p: &Problem, m: &dyn Placer, budget: &Budget) -> Row {
         Err(_) => row.error = Some("the simulation panicked".to_string()),
     }
     row
+}
+
+/// `budget` with its time limit, if any, as a deadline from `began`: a method's time limit
+/// holds for every method, so the list schedulers, `dp-subset` and `pipeline-dp` (which take no
+/// steps to count) give up at it too, and the row says "no plan in its time".
+fn with_deadline(budget: &Budget, began: Instant) -> Budget {
+    let from_limit = budget.seconds.map(|s| began + Duration::from_secs_f64(s));
+    Budget {
+        deadline: budget.deadline.or(from_limit),
+        ..*budget
+    }
 }
 
 fn fmt_opt(x: Option<f64>, digits: usize) -> String {
