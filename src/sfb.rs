@@ -21,6 +21,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -40,6 +41,10 @@ pub struct SfbOptions {
     pub depth: usize,
     /// HiGHS options for each gradient's ILP (default: 5 s limit, proven optimum).
     pub solver: SolveOptions,
+    /// When the whole check must end: an ILP gets at most the time left, and a gradient whose
+    /// ILP would start later keeps its AllReduce ([`SfbDecision::solved`] false). Deep subgraphs
+    /// of large models take minutes otherwise.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for SfbOptions {
@@ -52,6 +57,7 @@ impl Default for SfbOptions {
                 feasibility_jump: false,
                 ..SolveOptions::default()
             },
+            deadline: None,
         }
     }
 }
@@ -95,6 +101,8 @@ pub struct SfbDecision {
     pub broadcast_us: f64,
     /// Ring AllReduce cost 2(D−1)/D·L_gl/τ that SFB saves, µs.
     pub allreduce_us: f64,
+    /// False when the deadline passed before the gradient's ILP ran: it keeps its AllReduce.
+    pub solved: bool,
 }
 
 /// Bytes one replica holds of the tensor on edge `e`.
@@ -107,9 +115,11 @@ fn replica_bytes(g: &Graph, e: usize, replicas: usize) -> f64 {
     }
 }
 
-/// Candidate ops: ancestors of `grad` within `depth` hops (inside `allowed`), `grad` first.
+/// Candidate ops: ancestors of `grad` within `depth` hops (inside `allowed`), `grad` first, in
+/// the order they are reached.
 fn candidates(g: &Graph, q: &SfbQuestion, depth: usize) -> Vec<OpIdx> {
-    let mut seen: Vec<OpIdx> = vec![q.grad];
+    let mut order: Vec<OpIdx> = vec![q.grad];
+    let mut seen: HashSet<OpIdx> = HashSet::from([q.grad]);
     let mut frontier = vec![q.grad];
     for _ in 0..depth {
         let mut next = Vec::new();
@@ -117,22 +127,39 @@ fn candidates(g: &Graph, q: &SfbQuestion, depth: usize) -> Vec<OpIdx> {
             for u in g.predecessors(v) {
                 let ok = q.allowed.as_ref().is_none_or(|a| a.contains(&u))
                     && !matches!(g.op(u).phase, Phase::Optimizer | Phase::Input);
-                if ok && !seen.contains(&u) {
-                    seen.push(u);
+                if ok && seen.insert(u) {
+                    order.push(u);
                     next.push(u);
                 }
             }
         }
+        if next.is_empty() {
+            break;
+        }
         frontier = next;
     }
-    seen
+    order
+}
+
+/// The decision for a gradient whose ILP did not run in time: its AllReduce stays.
+fn unsolved(q: &SfbQuestion, allreduce_us: f64) -> SfbDecision {
+    SfbDecision {
+        grad: q.grad,
+        optimizer: q.optimizer,
+        replicas: q.replicas,
+        use_sfb: false,
+        duplicated: Vec::new(),
+        cut: Vec::new(),
+        extra_compute_us: 0.0,
+        broadcast_us: 0.0,
+        allreduce_us,
+        solved: false,
+    }
 }
 
 /// Solve TAG's SFB ILP for one gradient.
 pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<SfbDecision> {
     let d = q.replicas as f64;
-    let v = candidates(g, q, opts.depth);
-    let index: HashMap<OpIdx, usize> = v.iter().enumerate().map(|(k, &op)| (op, k)).collect();
     let grad_edge = g
         .out_edges(q.grad)
         .iter()
@@ -140,6 +167,18 @@ pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<S
         .find(|&e| g.edges()[e].dst == q.optimizer);
     let grad_bytes = grad_edge.map_or(0.0, |e| g.edges()[e].bytes);
     let allreduce_us = 2.0 * (d - 1.0) / d * grad_bytes / q.bandwidth;
+    let mut solver = opts.solver.clone();
+    if let Some(deadline) = opts.deadline {
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64();
+        if left <= 0.0 {
+            return Ok(unsolved(q, allreduce_us));
+        }
+        solver.time_limit_s = solver.time_limit_s.min(left);
+    }
+    let v = candidates(g, q, opts.depth);
+    let index: HashMap<OpIdx, usize> = v.iter().enumerate().map(|(k, &op)| (op, k)).collect();
     let mut m = Milp::new();
     let alpha: Vec<Var> = v
         .iter()
@@ -176,7 +215,7 @@ pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<S
     // The objective's −2α_g(D−1)/D·L/τ: a separate binary tied to α_g keeps the Milp API plain.
     let saving = m.binary(-allreduce_us);
     m.eq(&[(saving, 1.0), (ag, -1.0)], 0.0);
-    let out = m.solve(&opts.solver, None)?;
+    let out = m.solve(&solver, None)?;
     let chosen = |var: Var| out.status.has_solution() && out.value(var) > 0.5;
     let use_sfb = chosen(ag) && out.objective < -1e-9;
     let duplicated: Vec<OpIdx> = if use_sfb {
@@ -217,6 +256,7 @@ pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<S
         extra_compute_us,
         broadcast_us,
         allreduce_us,
+        solved: true,
     })
 }
 
@@ -379,6 +419,8 @@ pub struct SfbReport {
     pub saving_us: f64,
     /// Duplicated ops by type (TAG Table 6).
     pub duplicated_op_types: BTreeMap<String, usize>,
+    /// Gradients left to their AllReduce because the time limit passed before their ILP ran.
+    pub unsolved: usize,
     /// The decision for every gradient considered, SFB or not.
     pub decisions: Vec<SfbDecision>,
 }
@@ -396,6 +438,7 @@ impl SfbReport {
                 .map(|d| d.allreduce_us - d.broadcast_us - d.extra_compute_us)
                 .sum(),
             duplicated_op_types: duplicated_op_types(g, decisions),
+            unsolved: decisions.iter().filter(|d| !d.solved).count(),
             decisions: decisions.to_vec(),
         }
     }
@@ -418,6 +461,12 @@ impl SfbReport {
             listed.join(", ")
         };
         s.push_str(&format!("duplicated op types: {listed}\n"));
+        if self.unsolved > 0 {
+            s.push_str(&format!(
+                "{} gradients were not decided within the time limit and keep their AllReduce\n",
+                self.unsolved
+            ));
+        }
         s
     }
 }

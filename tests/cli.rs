@@ -1556,6 +1556,37 @@ fn place_on_a_thousand_gpus_holds_its_time_limit() {
     place_holds_its_time_limit("bert-large", "mixed-1024", 8.0);
 }
 
+/// `compare --time-limit` holds for the list schedulers too: on 1,024 GPUs ETF-style list
+/// scheduling takes over ten seconds, and heft took 90 s before its mean transfer costs were
+/// summed by link class. A method cut short is a row saying so.
+#[test]
+fn compare_time_limit_holds_for_the_list_schedulers() {
+    let dir = scratch("compare-time-limit");
+    let limit = 1.0;
+    let out = dir.join("out");
+    let rows = run_json(&[
+        "compare",
+        "--models",
+        "bert-large",
+        "--clusters",
+        "mixed-1024",
+        "--methods",
+        "m-etf,m-sct,heft",
+        "--time-limit",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    for row in rows.as_array().unwrap() {
+        let took = row["search_s"].as_f64().unwrap();
+        assert!(took <= 1.1 * limit + 1.0, "{row}");
+        if row["iteration_ms"].is_null() {
+            assert_eq!(row["error"], "no plan in its time", "{row}");
+        }
+    }
+}
+
 /// Under a limit too short for the baselines, a baseline without a plan is reported as having
 /// run out of time, not as one that found nothing that fits.
 #[test]

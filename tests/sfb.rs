@@ -229,3 +229,53 @@ fn cli_sfb_reports_decisions_and_op_types() {
         assert!(v.get(key).is_some(), "missing {key}");
     }
 }
+
+/// A check whose deadline has passed decides nothing: every gradient keeps its AllReduce, is
+/// counted as unsolved, and the report says so.
+#[test]
+fn past_the_deadline_every_gradient_keeps_its_allreduce() {
+    let g = zoo::build(
+        "mlp",
+        &zoo::ZooOptions {
+            batch_size: Some(2),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let c = two_machines();
+    let cost = CostModel::default();
+    let dp = Reference::Dp.strategy(&g, &c);
+    let opts = SfbOptions {
+        deadline: Some(std::time::Instant::now()),
+        ..SfbOptions::default()
+    };
+    let decisions = check_strategy(&g, &c, &cost, &dp, &opts).unwrap();
+    assert_eq!(decisions.len(), g.gradients().len());
+    assert!(decisions.iter().all(|d| !d.solved && !d.use_sfb));
+    assert!(decisions.iter().all(|d| d.allreduce_us > 0.0));
+    let report = topoplace::sfb::SfbReport::new(&g, &decisions);
+    assert_eq!(report.unsolved, decisions.len());
+    assert!(report.render_text().contains("keep their AllReduce"));
+}
+
+/// `--depth 64` on GPT took 27 s with no limit; the whole check now ends by `--time-limit`.
+#[test]
+fn sfb_holds_its_time_limit() {
+    let limit = 2.0;
+    let (out, took) = common::run_timed_alone(&[
+        "sfb",
+        "--model",
+        "gpt",
+        "--cluster",
+        "tag-testbed",
+        "--depth",
+        "64",
+        "--time-limit",
+        "2",
+    ]);
+    common::succeeded(out);
+    assert!(
+        took <= 1.1 * limit + 1.0,
+        "{took:.1} s for --time-limit {limit}"
+    );
+}

@@ -1,6 +1,8 @@
 //! `topoplace sfb`: TAG's sufficient-factor-broadcasting ILP for every replicated gradient of a
 //! strategy.
 
+use std::time::{Duration, Instant};
+
 use clap::Args;
 
 use super::common::{Loaded, Numerics};
@@ -21,6 +23,10 @@ pub struct SfbArgs {
     /// Hops above each gradient op the duplicated subgraph may reach.
     #[arg(long, default_value_t = 3, value_parser = super::common::sfb_depth)]
     depth: usize,
+    /// Seconds the whole check may take; gradients whose ILP would start later keep their
+    /// AllReduce (the report counts them).
+    #[arg(long, default_value_t = 60.0, value_parser = super::common::seconds)]
+    time_limit: f64,
     /// Batch size (TAG §5.6 uses 4): a zoo model is rebuilt at it, a graph file re-batched linearly.
     #[arg(long, value_parser = super::common::batch)]
     batch: Option<u32>,
@@ -40,6 +46,7 @@ pub fn run(args: SfbArgs) -> Result<()> {
     let (strategy, _) = strategy_named(&args.strategy, graph, cluster, cost)?;
     let opts = SfbOptions {
         depth: args.depth,
+        deadline: Some(Instant::now() + Duration::from_secs_f64(args.time_limit)),
         ..Default::default()
     };
     let decisions = check_strategy(graph, cluster, cost, &strategy, &opts)?;

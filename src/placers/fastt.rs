@@ -69,25 +69,13 @@ impl Placer for Dpos {
 
 /// Upward ranks with worst-case costs (FastT's w_i and c_ij are maxima over devices).
 pub(crate) fn max_cost_ranks(g: &Graph, costs: &Costs) -> Vec<f64> {
-    let n = costs.devices;
-    let max_transfer = |bytes: f64| {
-        let mut worst: f64 = 0.0;
-        for a in 0..n {
-            for b in 0..n {
-                if a != b {
-                    worst = worst.max(costs.cluster.transfer_us(a, b, bytes));
-                }
-            }
-        }
-        worst
-    };
     let mut rank = vec![0.0; g.len()];
     for &op in g.topological_order().iter().rev() {
         let tail = g
             .out_edges(op)
             .iter()
             .map(|&e| g.edges()[e])
-            .map(|edge| max_transfer(edge.bytes) + rank[edge.dst])
+            .map(|edge| costs.max_transfer(edge.bytes) + rank[edge.dst])
             .fold(0.0, f64::max);
         let w = costs.compute[op].iter().copied().fold(0.0, f64::max);
         rank[op] = w + tail;
