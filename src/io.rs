@@ -66,14 +66,66 @@ fn strip_bom(text: String) -> String {
 /// A device, pipe or socket (`--out /dev/stdout`) is written through, because renaming over it
 /// would replace the node with a regular file.
 pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
-    write_following(path, contents, MAX_LINKS)
+    write_all_atomic(&[(path, contents)])
+}
+
+/// Write several files as one: every regular file is first written to its temporary sibling and
+/// every device or pipe written through, and only when all of that succeeded are the regular
+/// files renamed into place. A full disk or a failing `--trace /dev/full` thus leaves every
+/// regular output as it was. (Two devices cannot be taken back: the first stays written.)
+pub fn write_all_atomic(files: &[(&std::path::Path, &[u8])]) -> Result<()> {
+    let targets = files
+        .iter()
+        .map(|&(path, _)| resolve(path, MAX_LINKS).map_err(|e| shown_as(e, &shown(path))))
+        .collect::<Result<Vec<_>>>()?;
+    let mut staged: Vec<(std::path::PathBuf, &std::path::Path, &std::path::Path)> = Vec::new();
+    let written = (targets.iter().zip(files)).try_for_each(|(target, &(path, contents))| {
+        match target {
+            Target::Through(node) => std::fs::write(node, contents),
+            Target::Replace(file) => {
+                let tmp = temporary_sibling(file);
+                staged.push((tmp.clone(), file, path));
+                std::fs::write(&tmp, contents)
+            }
+        }
+        .map_err(|e| Error::io(shown(path), e))
+    });
+    if let Err(e) = written {
+        for (tmp, _, _) in &staged {
+            let _ = std::fs::remove_file(tmp);
+        }
+        return Err(e);
+    }
+    for (at, (tmp, file, path)) in staged.iter().enumerate() {
+        if let Err(e) = std::fs::rename(tmp, file) {
+            for (tmp, _, _) in &staged[at..] {
+                let _ = std::fs::remove_file(tmp);
+            }
+            return Err(Error::io(shown(path), e));
+        }
+    }
+    Ok(())
 }
 
 /// Links followed before a chain is called a loop (Linux's own limit).
 const MAX_LINKS: u32 = 40;
 
-fn write_following(path: &std::path::Path, contents: &[u8], links_left: u32) -> Result<()> {
-    let shown = path.display().to_string();
+/// Where the bytes for a path go once its links are followed.
+enum Target {
+    /// A device, pipe or socket, written in place.
+    Through(std::path::PathBuf),
+    /// A regular file (or none yet), replaced by a rename; its directory exists.
+    Replace(std::path::PathBuf),
+}
+
+fn shown(path: &std::path::Path) -> String {
+    path.display().to_string()
+}
+
+/// The final target of `path`, following at most `links_left` symbolic links; the directory of a
+/// regular file is created.
+fn resolve(path: &std::path::Path, links_left: u32) -> Result<Target> {
+    let shown = shown(path);
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
             if links_left == 0 {
@@ -85,22 +137,16 @@ fn write_following(path: &std::path::Path, contents: &[u8], links_left: u32) -> 
                 Some(dir) if target.is_relative() => dir.join(target),
                 _ => target,
             };
-            return write_following(&target, contents, links_left - 1)
-                .map_err(|e| shown_as(e, &shown));
+            return resolve(&target, links_left - 1);
         } else if !meta.is_file() && !meta.is_dir() {
-            return std::fs::write(path, contents).map_err(|e| Error::io(&shown, e));
+            return Ok(Target::Through(path.to_path_buf()));
         }
     }
     let dir = output_dir(path)?;
     let file_name = path
         .file_name()
         .ok_or_else(|| InputError::new(&shown, "", "not a file path"))?;
-    let tmp = temporary_sibling(&dir, file_name);
-    std::fs::write(&tmp, contents).map_err(|e| Error::io(&shown, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(shown.clone(), e)
-    })
+    Ok(Target::Replace(dir.join(file_name)))
 }
 
 /// The directory `path` will be written in, created if missing; refused when a file stands
@@ -155,12 +201,10 @@ pub fn create_dir(dir: &std::path::Path) -> Result<()> {
 }
 
 /// A hidden name next to the output for the write before the rename.
-fn temporary_sibling(dir: &std::path::Path, file_name: &std::ffi::OsStr) -> std::path::PathBuf {
-    dir.join(format!(
-        ".{}.tmp{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ))
+/// The temporary file beside `file` that is renamed over it.
+fn temporary_sibling(file: &std::path::Path) -> std::path::PathBuf {
+    let name = file.file_name().unwrap_or_default().to_string_lossy();
+    file.with_file_name(format!(".{name}.tmp{}", std::process::id()))
 }
 
 /// Whether [`write_atomic`] will be able to write `path`, checked before long work so that a bad
@@ -185,7 +229,7 @@ pub fn check_writable(path: &std::path::Path) -> Result<()> {
     let file_name = path
         .file_name()
         .ok_or_else(|| InputError::new(&shown, "", "not a file path"))?;
-    let probe = temporary_sibling(&dir, file_name);
+    let probe = temporary_sibling(&dir.join(file_name));
     std::fs::write(&probe, b"").map_err(|e| Error::io(&shown, e))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())

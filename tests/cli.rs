@@ -2048,3 +2048,98 @@ fn an_overflowing_memory_limit_is_too_large() {
         );
     }
 }
+
+/// `place --out` and `--trace` are written as one: a trace that fails on a full device leaves
+/// the `--out` file as it was (the strategy replaced it, and then the trace failed), and no
+/// temporary file is left beside it.
+#[cfg(unix)]
+#[test]
+fn a_failing_trace_leaves_the_out_file_as_it_was() {
+    let dir = scratch("out-and-full-trace");
+    let out = dir.join("k.json");
+    std::fs::write(&out, "PREV").unwrap();
+    let args = [
+        "place",
+        "--model",
+        "mlp",
+        "--cluster",
+        "tag-testbed",
+        "--budget",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        "/dev/full",
+    ];
+    let ran = run(&args);
+    failed_with(&ran, &args, "error: /dev/full");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "PREV");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Both regular: both written.
+    let trace = dir.join("t.json");
+    let args = [&args[..9], &["--trace", trace.to_str().unwrap()]].concat();
+    run_ok(&args);
+    assert!(
+        std::fs::read_to_string(&out)
+            .unwrap()
+            .contains("\"groups\"")
+    );
+    assert!(
+        std::fs::read_to_string(&trace)
+            .unwrap()
+            .contains("traceEvents")
+    );
+}
+
+/// Two inputs whose results would share a label or a chart file are refused before anything
+/// runs: `ms/ok.toml` and `ms2/ok.toml` were both charted as `ok_<cluster>.svg`, the second
+/// replacing the first, and two cluster files `ok.toml` gave rows no one could tell apart.
+#[test]
+fn compare_refuses_inputs_it_could_not_tell_apart() {
+    let dir = scratch("compare-same-stem");
+    for sub in ["a", "b"] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        let testbed = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/tag-testbed.toml");
+        std::fs::copy(testbed, dir.join(sub).join("ok.toml")).unwrap();
+    }
+    let spec = "base = \"gpt\"\nlayers = 2\n";
+    for sub in ["a", "b"] {
+        std::fs::write(dir.join(sub).join("gpt.toml"), spec).unwrap();
+    }
+    let path = |p: &str| dir.join(p).display().to_string();
+    let out = path("out");
+    let cases = [
+        (
+            format!("{},{}", path("a/gpt.toml"), path("b/gpt.toml")),
+            path("a/ok.toml"),
+            "--models",
+        ),
+        (
+            "mlp".to_string(),
+            format!("{},{}", path("a/ok.toml"), path("b/ok.toml")),
+            "--clusters",
+        ),
+    ];
+    for (models, clusters, flag) in cases {
+        let args = [
+            "compare",
+            "--models",
+            &models,
+            "--clusters",
+            &clusters,
+            "--methods",
+            "dp-nccl",
+            "--out",
+            &out,
+        ];
+        let ran = run(&args);
+        let err = String::from_utf8_lossy(&ran.stderr);
+        assert_eq!(ran.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(flag) && err.contains("give one of them another"),
+            "{err}"
+        );
+        assert!(!dir.join("out").exists());
+    }
+}

@@ -288,12 +288,7 @@ fn place(
         let placed = api::place_showing_progress(&request, progress)?;
         match placed {
             Placed::Tag(t) => {
-                if let Some(path) = &out {
-                    t.write_strategy(path)?;
-                }
-                if let Some(path) = &trace {
-                    t.write_trace(path)?;
-                }
+                t.write_outputs(out.as_deref(), trace.as_deref())?;
                 Ok((json(&t.summary)?, t.strategy_json()?))
             }
             Placed::Hybrid(h) => {

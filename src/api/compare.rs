@@ -52,6 +52,9 @@ impl Comparison {
         let methods = compare::parse_methods(r.methods)?;
         compare::named_once(r.models, "--models")?;
         compare::named_once(r.clusters, "--clusters")?;
+        let labelled: Vec<(String, &String)> =
+            r.clusters.iter().map(|c| (cluster_label(c), c)).collect();
+        compare::distinct_outputs(r.models, &labelled)?;
         let clusters = r
             .clusters
             .iter()

@@ -231,14 +231,18 @@ pub fn strategy_named(
 
 /// The Chrome trace of a simulated iteration, written atomically.
 pub fn write_trace(path: &Path, graph: &Graph, cluster: &Cluster, e: &Evaluation) -> Result<()> {
+    write_atomic(path, trace_json(graph, cluster, e)?.as_bytes())
+}
+
+/// The Chrome trace of a simulated iteration, as the JSON text [`write_trace`] writes.
+pub fn trace_json(graph: &Graph, cluster: &Cluster, e: &Evaluation) -> Result<String> {
     let trace = chrome_trace(
         &e.compiled.exec,
         &e.result,
         |r| summary::resource_name(cluster, &e.compiled.exec, r),
         |t| summary::task_name(graph, &e.compiled, t),
     );
-    let text = serde_json::to_string(&trace).map_err(|e| Error::serialise("trace", e))?;
-    write_atomic(path, text.as_bytes())
+    serde_json::to_string(&trace).map_err(|e| Error::serialise("trace", e))
 }
 
 /// A cluster written as its name (what a JSON result shows of it).

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::numerics::{Loaded, Numerics, cluster_name, write_trace};
+use super::numerics::{Loaded, Numerics, cluster_name, trace_json};
 use super::progress::bar_if;
 use crate::assets::SHIPPED_POLICY;
 use crate::cluster::Cluster;
@@ -17,7 +17,7 @@ use crate::evaluate::{Placement, evaluate_every_replica, thin_batch_warning};
 use crate::gnn::{self, GnnPolicy, LayoutPolicy};
 use crate::hybrid::{self as hybrid_plans, planned_by_default};
 use crate::hybrid::{HybridPlan, HybridReport, JOINT_SEARCH, Planned, Planner, plan_all};
-use crate::io::write_atomic;
+use crate::io::{write_all_atomic, write_atomic};
 use crate::mcts::{self, GroupOrder, MctsConfig, Progress, SearchResult, SearchSplit};
 use crate::place_summary::PlaceSummary;
 use crate::placers::heuristics::best_heuristic;
@@ -278,16 +278,33 @@ impl TagPlaced {
         write_atomic(path, self.strategy_json()?.as_bytes())
     }
 
-    /// Writes a Chrome trace of the chosen strategy's iteration, every GPU in it (the search's
-    /// evaluation may have compiled one per class of alike GPUs).
+    /// Writes a Chrome trace of the chosen strategy's iteration.
     pub fn write_trace(&self, path: &Path) -> Result<()> {
+        write_atomic(path, self.trace_json()?.as_bytes())
+    }
+
+    /// Writes the strategy to `out` and the trace to `trace`, those given, as one: when either
+    /// cannot be written, neither regular file is replaced.
+    pub fn write_outputs(&self, out: Option<&Path>, trace: Option<&Path>) -> Result<()> {
+        let strategy = out.map(|_| self.strategy_json()).transpose()?;
+        let traced = trace.map(|_| self.trace_json()).transpose()?;
+        let files: Vec<(&Path, &[u8])> = [(out, &strategy), (trace, &traced)]
+            .into_iter()
+            .filter_map(|(path, text)| Some((path?, text.as_deref()?.as_bytes())))
+            .collect();
+        write_all_atomic(&files)
+    }
+
+    /// A Chrome trace of the chosen strategy's iteration, every GPU in it (the search's
+    /// evaluation may have compiled one per class of alike GPUs).
+    pub fn trace_json(&self) -> Result<String> {
         let placement = Placement {
             order: self.found.order.clone(),
             ..Placement::plain(self.found.strategy.clone(), "")
         };
         let traced = evaluate_every_replica(&self.inputs.problem(), &placement)?;
         let Loaded { graph, cluster, .. } = &self.inputs;
-        write_trace(path, graph, cluster, &traced)
+        trace_json(graph, cluster, &traced)
     }
 }
 

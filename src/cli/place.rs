@@ -206,11 +206,6 @@ fn report(placed: &TagPlaced, args: &PlaceArgs) -> Result<()> {
     if let Some(warning) = &placed.warning {
         eprintln!("warning: {warning}");
     }
-    if let Some(path) = &args.out {
-        placed.write_strategy(path)?;
-    }
-    if let Some(path) = &args.trace {
-        placed.write_trace(path)?;
-    }
+    placed.write_outputs(args.out.as_deref(), args.trace.as_deref())?;
     print_either(args.json, &placed.summary, PlaceSummary::render_text)
 }

@@ -476,9 +476,42 @@ pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<()> {
             .iter()
             .filter(|r| r.model == model && r.cluster == cluster)
             .collect();
-        let name = format!("{}_{}.svg", file_stem(model), file_stem(cluster));
+        let name = chart_name(model, cluster);
         let title = format!("{model} on {cluster}");
         write_atomic(&dir.join(name), svg(&title, &chart).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The file of the chart of `model` on `cluster`.
+pub(crate) fn chart_name(model: &str, cluster: &str) -> String {
+    format!("{}_{}.svg", file_stem(model), file_stem(cluster))
+}
+
+/// Refuses models and clusters whose results could not be told apart: two clusters shown under
+/// one label, or two (model, cluster) pairs whose charts would share a file (`ms/ok.toml` and
+/// `ms2/ok.toml` both chart as `ok_<cluster>.svg`, and the second replaced the first).
+pub(crate) fn distinct_outputs(models: &[String], clusters: &[(String, &String)]) -> Result<()> {
+    for (i, (label, name)) in clusters.iter().enumerate() {
+        if let Some((_, first)) = clusters[..i].iter().find(|(l, _)| l == label) {
+            let message = format!(
+                "{first} and {name} would both be shown as \"{label}\"; give one of them another file name"
+            );
+            return Err(InputError::new("<cli>", "--clusters", message).into());
+        }
+    }
+    let mut charts: Vec<(String, &str)> = Vec::new();
+    for model in models {
+        for (label, _) in clusters {
+            let chart = chart_name(model, label);
+            if let Some((_, first)) = charts.iter().find(|(c, _)| *c == chart) {
+                let message = format!(
+                    "{first} and {model} would both be charted in {chart}; give one of them another file name"
+                );
+                return Err(InputError::new("<cli>", "--models", message).into());
+            }
+            charts.push((chart, model));
+        }
     }
     Ok(())
 }
