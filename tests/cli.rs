@@ -190,7 +190,14 @@ fn random_topology_is_deterministic_and_loads() {
     ]);
     assert!(out.status.success());
     assert_eq!(std::fs::read(&path).unwrap(), a.stdout);
-    run_ok(&["cluster", path.to_str().unwrap(), "--json"]);
+    let summary = run_json(&["cluster", path.to_str().unwrap(), "--json"]);
+    // With `--json` too, the file still gets the TOML (it was left as it was) and standard
+    // output the summary.
+    let both = dir.join("both.toml");
+    let args = ["topology", "random", "--seed", "7", "--json", "--out"];
+    let printed = run_json(&[&args[..], &[both.to_str().unwrap()]].concat());
+    assert_eq!(std::fs::read(&both).unwrap(), a.stdout);
+    assert_eq!(printed, summary);
 }
 
 /// `--nvlink` names the cluster apart and wires some V100-SXM2 machines with NVLink (seed 3 has
@@ -815,6 +822,77 @@ fn impossible_numbers_are_refused_at_the_flag() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         ([&place[..], &["--groups", "0"]].concat(), "--groups"),
         ([&place[..], &["--budget", "0"]].concat(), "--budget"),
+        // A gap past 1 stops where 1 does; a limit below what the process holds refuses all.
+        ([&solve[..], &["--gap", "1e308"]].concat(), "--gap"),
+        (
+            [&solve[..], &["--memory-limit", "1 B"]].concat(),
+            "--memory-limit",
+        ),
+        (
+            [&solve[..], &["--memory-limit", "-4 GiB"]].concat(),
+            "--memory-limit",
+        ),
+        // `-k` where the method chooses its own count was ignored.
+        (
+            vec!["group", "--model", "mlp", "--method", "quickp", "-k", "5"],
+            "-k",
+        ),
+        (
+            [
+                &solve[..],
+                &["--formulation", "quickp", "--coarsen", "none", "-k", "5"],
+            ]
+            .concat(),
+            "-k",
+        ),
+        // Priority order without priorities ran in arrival order.
+        (
+            vec![
+                "simulate",
+                "--model",
+                "mlp",
+                "--cluster",
+                "tag-testbed",
+                "--order",
+                "priority",
+            ],
+            "--order",
+        ),
+        (
+            vec![
+                "zoo",
+                "export",
+                "--out",
+                "/nonexistent/z",
+                "--models",
+                "nope",
+            ],
+            "--models",
+        ),
+        // A batch that grows an op past the graph's bounds blamed the op (exit 1).
+        (
+            vec![
+                "info",
+                "llama-70b",
+                "--batch",
+                "1048576",
+                "--seq",
+                "1048576",
+            ],
+            "--batch",
+        ),
+        (
+            vec![
+                "place",
+                "--model",
+                "llama-1b",
+                "--cluster",
+                "hetero-h100-a100",
+                "--batch",
+                "4294967295",
+            ],
+            "--batch",
+        ),
         ([&place[..], &["--time", "NaN"]].concat(), "--time"),
         ([&place[..], &["--time=-1"]].concat(), "--time"),
         // A negative number as the next word is the flag's value, judged by the flag's check

@@ -86,7 +86,9 @@ impl Numerics {
             batch_size: batch,
             ..self.zoo_options()
         };
-        load_trained(model, &opts, self.precision).map_err(seq_as_flag)
+        load_trained(model, &opts, self.precision)
+            .map_err(seq_as_flag)
+            .map_err(|e| size_as_flag(e, batch, self.seq))
     }
 
     /// Refuses `cluster` when one of its GPUs lacks the precision.
@@ -141,6 +143,24 @@ fn seq_as_flag(e: Error) -> Error {
     match e {
         Error::Input(i) if i.file == "<zoo>" && i.field == "seq" => {
             InputError::new("<cli>", "--seq", i.message).into()
+        }
+        other => other,
+    }
+}
+
+/// A zoo model that the user's `--batch` or `--seq` grew past the graph's bounds (an op's FLOPs
+/// or bytes) is the flag's fault, not the op's: a usage error naming the flag, with the op's
+/// complaint as the reason.
+pub(crate) fn size_as_flag(e: Error, batch: Option<u32>, seq: Option<usize>) -> Error {
+    let flag = match (batch, seq) {
+        (Some(_), _) => "--batch",
+        (None, Some(_)) => "--seq",
+        (None, None) => return e,
+    };
+    match e {
+        Error::Input(i) if i.file.starts_with("<zoo") && i.field.starts_with("ops[") => {
+            let message = format!("builds a model past the simulator's bounds: {}", i.message);
+            InputError::new("<cli>", flag, message).into()
         }
         other => other,
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::numerics::{Loaded, Numerics, cluster_name, trace_json};
+use super::numerics::{Loaded, Numerics, cluster_name, size_as_flag, trace_json};
 use super::progress::bar_if;
 use crate::assets::SHIPPED_POLICY;
 use crate::cluster::Cluster;
@@ -343,7 +343,8 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
         &cluster,
         &cost,
         global_batch,
-    )?;
+    )
+    .map_err(|e| size_as_flag(e, r.batch, r.numerics.seq))?;
     let priors = LayoutPolicy::shipped()?;
     let placed = plan_all(&mut planner, Some(end), &priors)?;
     let Some(best) = placed.best() else {

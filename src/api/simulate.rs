@@ -65,6 +65,14 @@ pub fn simulate(r: &SimulateRequest) -> Result<Simulated> {
         false => Replicas::ByClass,
     };
     let evaluation = match (priority, r.order) {
+        (None, Some(Order::Priority)) => {
+            // The order would fall back to arrival order without a word.
+            let message = format!(
+                "priority order needs the priorities a strategy file gives (`priority`), and {} gives none",
+                r.strategy
+            );
+            return Err(InputError::new("<cli>", "--order", message).into());
+        }
         (Some(order), None | Some(Order::Priority)) => {
             simulate_strategy(&p, &strategy, Some(&order), Order::Priority, replicas)?
         }

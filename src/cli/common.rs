@@ -193,12 +193,53 @@ pub fn memory(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
-/// A relative gap: finite and at least 0.
+/// A relative gap: 0 to 1. Once a placement is found its time and the bound are both at least
+/// 0, so the gap is at most 1 and a larger one would stop where 1 does.
 pub fn gap(text: &str) -> std::result::Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        Ok(_) => Err("must be a finite fraction of at least 0".to_string()),
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        Ok(_) => Err("must be a fraction from 0 to 1".to_string()),
         Err(_) => Err(format!("\"{text}\" is not a number")),
+    }
+}
+
+/// The least memory a solve may be limited to: the process holds about this before it builds
+/// anything, so a smaller limit could only refuse every model.
+const LEAST_SOLVER_MEMORY: f64 = 256.0 * 1024.0 * 1024.0;
+
+/// `solve --memory-limit`: a size of at least 256 MiB.
+pub fn solver_memory(text: &str) -> std::result::Result<f64, String> {
+    match memory(text)? {
+        b if b < LEAST_SOLVER_MEMORY => Err(format!(
+            "{text} is too small: the process holds about 256 MiB before it builds a model"
+        )),
+        b => Ok(b),
+    }
+}
+
+/// Groups of `-k` for a grouping method: metis and chunks take a count (default 60, as TAG
+/// uses); the others choose their own, so a `-k` given with them would be ignored.
+pub fn group_count(k: Option<usize>, method: &str) -> Result<usize> {
+    const DEFAULT_GROUPS: usize = 60;
+    match (k, method) {
+        (Some(k), "metis" | "chunks") => Ok(k),
+        (None, _) => Ok(DEFAULT_GROUPS),
+        (Some(_), other) => Err(InputError::new(
+            "<cli>",
+            "-k",
+            format!("sets the group count of metis and chunks; {other} chooses its own"),
+        )
+        .into()),
+    }
+}
+
+/// `zoo export --models`: a name the zoo builds, checked at the flag.
+pub fn zoo_name(text: &str) -> std::result::Result<String, String> {
+    match topoplace::resolve::is_zoo_model(text) {
+        true => Ok(text.to_string()),
+        false => Err(format!(
+            "\"{text}\" is not a zoo model (`topoplace zoo list` names them)"
+        )),
     }
 }
 

@@ -21,9 +21,10 @@ pub struct GroupArgs {
     /// The grouping method.
     #[arg(long, value_enum, default_value_t = MethodArg::Metis)]
     method: MethodArg,
-    /// Number of groups for `metis` and `chunks` (TAG uses 60).
-    #[arg(short, long, default_value_t = 60, value_parser = super::common::at_least_one)]
-    k: usize,
+    /// Number of groups for `metis` and `chunks` (default 60, as TAG uses); the other methods
+    /// choose their own count and refuse it.
+    #[arg(short, long, value_parser = super::common::at_least_one)]
+    k: Option<usize>,
     /// GPU whose compute times weight the ops (default: the profiled GPU of an imported graph,
     /// else V100-SXM2-32GB).
     #[arg(long)]
@@ -70,7 +71,9 @@ pub fn run(args: GroupArgs) -> Result<()> {
         None => grouping::reference_gpu(&graph),
     };
     let weights = grouping::op_weights(&graph, gpu, &CostModel::default());
-    let result = grouping::group_by_name(&graph, &weights, &args.method.name(), args.k)?;
+    let method = args.method.name();
+    let k = super::common::group_count(args.k, &method)?;
+    let result = grouping::group_by_name(&graph, &weights, &method, k)?;
     if let Some(path) = &args.dot {
         write_atomic(path, result.to_dot().as_bytes())?;
     }

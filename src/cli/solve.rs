@@ -2,8 +2,8 @@
 
 use clap::{Args, ValueEnum};
 
-use super::common::print_either;
 use super::common::{Loaded, Numerics};
+use super::common::{group_count, print_either};
 use topoplace::error::Result;
 use topoplace::solve::{Coarsen, Formulation, SolveOptions, summary};
 
@@ -31,12 +31,13 @@ pub struct SolveArgs {
     /// Solver threads, 1 to 256.
     #[arg(long, default_value_t = 1, value_parser = super::common::solver_threads)]
     threads: u32,
-    /// Groups of `--coarsen` with a grouping method (`metis`, `chunks`, ...).
-    #[arg(short, long, default_value_t = 60, value_parser = super::common::at_least_one)]
-    k: usize,
+    /// Groups of `--coarsen metis` or `--coarsen chunks` (default 60); refused with the other
+    /// coarsenings, which choose their own count.
+    #[arg(short, long, value_parser = super::common::at_least_one)]
+    k: Option<usize>,
     /// Largest model to build, e.g. "4 GiB": a larger one is refused before it is built, with
     /// its estimated size.
-    #[arg(long, default_value = "4 GiB", value_parser = super::common::memory)]
+    #[arg(long, default_value = "4 GiB", value_parser = super::common::solver_memory, allow_hyphen_values = true)]
     memory_limit: f64,
     #[arg(long)]
     json: bool,
@@ -76,7 +77,13 @@ pub fn run(args: SolveArgs) -> Result<()> {
         inputs.cluster.name,
         args.time_limit
     ));
-    let s = summary::run(&p, formulation, &coarsen, args.k, &opts);
+    let s = summary::run(
+        &p,
+        formulation,
+        &coarsen,
+        group_count(args.k, &args.coarsen)?,
+        &opts,
+    );
     spinner.finish_and_clear();
     let s = s?;
     print_either(args.json, &s, |s| s.render_text())

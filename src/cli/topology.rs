@@ -19,7 +19,8 @@ pub enum TopologyCommand {
         /// Write the TOML here instead of standard output.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// Print the cluster summary as JSON instead of TOML.
+        /// Print the cluster summary as JSON instead of TOML (with `--out`, the file still gets
+        /// the TOML).
         #[arg(long)]
         json: bool,
         #[command(flatten)]
@@ -52,13 +53,18 @@ pub fn run(command: TopologyCommand) -> Result<()> {
         }
     };
     let cluster = random_cluster_within(seed, topologies);
-    if json {
-        return print_json(&cluster.summary());
-    }
     let text = cluster.to_toml();
-    match out {
-        Some(path) => write_atomic(&path, text.as_bytes()),
-        None => {
+    // With both, the file gets the TOML and standard output the summary.
+    match (out, json) {
+        (Some(path), json) => {
+            write_atomic(&path, text.as_bytes())?;
+            if json {
+                print_json(&cluster.summary())?;
+            }
+            Ok(())
+        }
+        (None, true) => print_json(&cluster.summary()),
+        (None, false) => {
             out!("{text}")?;
             Ok(())
         }

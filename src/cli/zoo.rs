@@ -25,7 +25,7 @@ pub enum ZooCommand {
         out: PathBuf,
         /// Comma-separated zoo names, each exported with its forward-only variant (a name ending
         /// in `-inference` exports that variant alone); all by default.
-        #[arg(long, value_delimiter = ',')]
+        #[arg(long, value_delimiter = ',', value_parser = super::common::zoo_name)]
         models: Vec<String>,
         #[arg(long)]
         json: bool,
