@@ -122,8 +122,8 @@ fn the_cut_is_the_sufficient_factors() {
     assert!(d.broadcast_us < d.allreduce_us);
 }
 
-#[test]
-fn replicated_zoo_model_reports_its_duplicated_op_types() {
+/// The zoo MLP at batch 2, data parallel on [`two_machines`]: small enough that SFB pays.
+fn mlp_at_batch_2_under_dp() -> (Graph, Cluster, CostModel, topoplace::strategy::Strategy) {
     let g = zoo::build(
         "mlp",
         &zoo::ZooOptions {
@@ -133,8 +133,13 @@ fn replicated_zoo_model_reports_its_duplicated_op_types() {
     )
     .unwrap();
     let c = two_machines();
-    let cost = CostModel::default();
     let dp = Reference::Dp.strategy(&g, &c);
+    (g, c, CostModel::default(), dp)
+}
+
+#[test]
+fn replicated_zoo_model_reports_its_duplicated_op_types() {
+    let (g, c, cost, dp) = mlp_at_batch_2_under_dp();
     let decisions = check_strategy(&g, &c, &cost, &dp, &SfbOptions::default()).unwrap();
     assert_eq!(decisions.len(), g.gradients().len());
     let types = duplicated_op_types(&g, &decisions);
@@ -234,17 +239,7 @@ fn cli_sfb_reports_decisions_and_op_types() {
 /// counted as unsolved, and the report says so.
 #[test]
 fn past_the_deadline_every_gradient_keeps_its_allreduce() {
-    let g = zoo::build(
-        "mlp",
-        &zoo::ZooOptions {
-            batch_size: Some(2),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let c = two_machines();
-    let cost = CostModel::default();
-    let dp = Reference::Dp.strategy(&g, &c);
+    let (g, c, cost, dp) = mlp_at_batch_2_under_dp();
     let opts = SfbOptions {
         deadline: Some(std::time::Instant::now()),
         ..SfbOptions::default()
