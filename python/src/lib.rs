@@ -22,7 +22,7 @@ use topoplace::api::{
     self, CompareRequest, Comparison, Numerics, PlaceRequest, Placed, PlannerChoice,
     SimulateRequest,
 };
-use topoplace::error::{Error, SearchError};
+use topoplace::error::{Error, InputError, SearchError};
 use topoplace::mcts::{GroupOrder, SearchSplit};
 use topoplace::sim::Order;
 use topoplace::strategy::{AllReducePacking, BatchSplit, HOROVOD_FUSION_BYTES};
@@ -64,6 +64,18 @@ fn run_detached<T: Send + 'static>(
                 ));
             }
         }
+    }
+}
+
+/// Fails when Ctrl-C abandoned this call: its result is dropped, so it must not write the
+/// files it was asked for either (they would replace the user's with a cut-short search's).
+fn not_stopped() -> topoplace::Result<()> {
+    match topoplace::interrupt::requested() {
+        true => Err(Error::io(
+            "<interrupted>",
+            std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted"),
+        )),
+        false => Ok(()),
     }
 }
 
@@ -187,6 +199,7 @@ fn simulate(
             every_replica: trace.is_some(),
         })?;
         if let Some(path) = &trace {
+            not_stopped()?;
             let api::Loaded { graph, cluster, .. } = &simulated.inputs;
             api::write_trace(path, graph, cluster, &simulated.evaluation)?;
         }
@@ -288,10 +301,17 @@ fn place(
         let placed = api::place_showing_progress(&request, progress)?;
         match placed {
             Placed::Tag(t) => {
+                not_stopped()?;
                 t.write_outputs(out.as_deref(), trace.as_deref())?;
                 Ok((json(&t.summary)?, t.strategy_json()?))
             }
             Placed::Hybrid(h) => {
+                if trace.is_some() {
+                    // There is no op-level timeline of a hybrid plan to trace.
+                    let reason = "a hybrid plan has no op-level trace; planner=\"tag\" places the model by op groups and traces that";
+                    return Err(InputError::new("<argument>", "trace", reason).into());
+                }
+                not_stopped()?;
                 if let Some(path) = &out {
                     h.write_plan(path)?;
                 }
@@ -353,6 +373,7 @@ fn compare(
         })?;
         let rows = comparison.run_showing_progress(progress)?;
         if let Some(dir) = &out {
+            not_stopped()?;
             topoplace::placers::compare::write_outputs(dir, &rows)?;
         }
         json(&rows)

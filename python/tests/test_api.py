@@ -166,12 +166,51 @@ def test_a_malformed_strategy_file_names_itself(tmp_path):
         (lambda: tp.compare("vgg19", "tag-testbed", "no-such-method"), "methods"),
         (lambda: tp.simulate("vgg19", "tag-testbed", order="random"), "order"),
         (lambda: tp.simulate("vgg19", "tag-testbed", memory_format="nhcw"), "memory_format"),
+        # Conversion errors of the native layer named no argument.
+        (lambda: tp.place("vgg19", "tag-testbed", budget=-1), "budget"),
+        (lambda: tp.place("vgg19", "tag-testbed", seed=2**64), "seed"),
+        (lambda: tp.place("vgg19", "tag-testbed", batch=2**40), "batch"),
+        (lambda: tp.place("vgg19", "tag-testbed", budget=None), "budget"),
+        (lambda: tp.place("vgg19", "tag-testbed", time="1"), "time"),
+        # The command line refuses these; they were ignored or turned into something else.
+        (lambda: tp.place("vgg19", "tag-testbed", groups=0), "groups"),
+        (lambda: tp.place("vgg19", "tag-testbed", policy=None), "policy"),
+        (lambda: tp.place("vgg19", "tag-testbed", out="x.json", trace="x.json"), "trace"),
+        (lambda: tp.simulate("gpt", "tag-testbed", plan=tp.Strategy({}), trace="t.json"), "trace"),
+        (lambda: tp.simulate("vgg19", "tag-testbed", order="priority"), "order"),
+        (lambda: tp.compare([], "tag-testbed"), "models"),
+        (lambda: tp.compare("vgg19", b"tag-testbed"), "clusters"),
+        (lambda: tp.Strategy.from_json("[1, 2]"), ""),
+        (lambda: tp.Strategy.from_json('{"x": NaN}'), ""),
     ],
 )
 def test_a_bad_argument_names_it(call, field):
     with pytest.raises(tp.InputError) as e:
         call()
     assert e.value.file == "<argument>" and e.value.field == field, str(e.value)
+
+
+def test_results_copy_and_pickle():
+    import copy
+    import pickle
+
+    simulated = tp.simulate("mlp", "tag-testbed")
+    assert copy.deepcopy(simulated).to_dict() == simulated.to_dict()
+    assert pickle.loads(pickle.dumps(simulated)).iteration_ms == simulated.iteration_ms
+
+
+def test_an_environment_takes_whole_actions_in_range_after_reset():
+    env = tp.PlacementEnv("mlp", "tag-testbed", groups=2)
+    with pytest.raises(RuntimeError):
+        env.step(0)
+    env.reset()
+    for bad in (1.7, "0", True, -1, 2**64):
+        with pytest.raises(tp.InputError) as e:
+            env.step(bad)
+        assert e.value.field == "action", bad
+    with pytest.raises(tp.InputError) as e:
+        env.reset(seed="x")
+    assert e.value.field == "seed"
 
 
 def test_a_model_that_fits_nowhere_raises_does_not_fit(tmp_path):

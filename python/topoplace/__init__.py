@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Optional, Union
 
-from . import _topoplace
+from . import _args, _topoplace
 from ._files import PathLike, _inline_clusters, _materialised, _path
 from .env import PlacementEnv
 from .errors import DoesNotFitError, InputError, TopoplaceError
@@ -76,6 +76,15 @@ def simulate(
     :class:`Strategy`; ``plan`` a hybrid plan (file or :class:`Strategy`) of a zoo GPT or
     Llama instead. ``trace`` writes a Chrome trace of every task there.
     """
+    _args.whole("batch", batch, 1, _args.U32)
+    _args.whole("seq", seq, 1, _args.MAX_SEQ)
+    if plan is not None:
+        # A plan is simulated at layer granularity with its own batch: the rest would be ignored.
+        given = {"strategy": strategy != "dp", "batch": batch is not None,
+                 "order": order is not None, "trace": trace is not None}
+        for name, set_ in given.items():
+            if set_:
+                raise InputError("<argument>", name, "does not apply to a hybrid plan (plan=)")
     with _materialised(strategy) as strategy_arg, _materialised(plan) as plan_arg, \
             _inline_clusters([cluster]) as (cluster_arg,):
         text = _topoplace.simulate(
@@ -125,6 +134,17 @@ def place(
     ``strategy`` is the chosen strategy (a hybrid plan under the hybrid planner); ``out``
     writes it to a file too. Raises :class:`DoesNotFitError` when nothing fits.
     """
+    _args.whole("batch", batch, 1, _args.U32)
+    _args.whole("seq", seq, 1, _args.MAX_SEQ)
+    _args.whole("budget", budget, 1, _args.U64)
+    _args.whole("seed", seed, 0, _args.U64)
+    _args.whole("groups", groups, 1, _args.U32)
+    _args.whole("pipeline_leaves", pipeline_leaves, 0, _args.U32)
+    _args.seconds("time", time)
+    if policy is None:
+        raise InputError("<argument>", "policy", 'must be "shipped", "none" or a policy file')
+    if out is not None and trace is not None and os.fspath(out) == os.fspath(trace):
+        raise InputError("<argument>", "trace", "is the out file too")
     with _inline_clusters([cluster]) as (cluster_arg,):
         summary, strategy = _topoplace.place(
             os.fspath(model),
@@ -171,9 +191,15 @@ def compare(
     """Runs methods on every model × cluster, as ``topoplace compare``; one :class:`Row` per
     method, model and cluster (``pandas.DataFrame([r.to_dict() for r in rows])``). ``out``
     writes results.csv, results.md and the charts into that directory too."""
-    with _inline_clusters(_names(clusters)) as cluster_args:
+    _args.whole("batch", batch, 1, _args.U32)
+    _args.whole("seq", seq, 1, _args.MAX_SEQ)
+    _args.whole("budget", budget, 1, _args.U64)
+    _args.whole("seed", seed, 0, _args.U64)
+    _args.seconds("time_limit", time_limit)
+    model_names = _args.names("models", _names(models, "models"))
+    with _inline_clusters(_args.names("clusters", _names(clusters, "clusters"))) as cluster_args:
         text = _topoplace.compare(
-            _names(models),
+            model_names,
             cluster_args,
             methods if isinstance(methods, str) else ",".join(methods),
             batch=batch,
@@ -200,15 +226,19 @@ def random_topology(seed: int, path: PathLike, distribution: str = "tag") -> Pat
     """Writes a random cluster of TAG's distribution, or of today's with
     ``distribution="today"`` (``topoplace topology random --seed --distribution``), to ``path``,
     a TOML file any call takes as its cluster."""
+    _args.whole("seed", seed, 0, _args.U64)
     text = _topoplace.random_topology(seed, distribution)
     path = Path(path)
     path.write_text(text)
     return path
 
 
-def _names(given: Union[PathLike, Iterable[PathLike]]) -> list[str]:
+def _names(given: Union[PathLike, Iterable[PathLike]], argument: str) -> list[str]:
     if isinstance(given, (str, os.PathLike)):
         return [os.fspath(given)]
+    if isinstance(given, bytes):
+        # Iterating bytes would give ints.
+        raise InputError("<argument>", argument, "names must be strings or paths, not bytes")
     return [os.fspath(g) for g in given]
 
 

@@ -20,6 +20,7 @@ from typing import Any, Optional, Union
 
 from . import _topoplace
 from ._files import _inline_clusters
+from .errors import InputError
 from .results import Strategy
 
 try:  # Optional: the package itself needs neither.
@@ -40,6 +41,11 @@ def _rows(flat: list, width: int):
 
 def _index(values: list):
     return _np.asarray(values, dtype=_np.int64) if _np is not None else list(values)
+
+
+def _is_numpy_int(value) -> bool:
+    """Whether `value` is a numpy integer scalar (what Gymnasium's spaces sample)."""
+    return _np is not None and isinstance(value, _np.integer)
 
 
 def _observation(raw: dict) -> dict[str, Any]:
@@ -110,6 +116,8 @@ class PlacementEnv(_Base):
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         """Starts an episode: nothing decided. Returns ``(observation, info)``. The episode is
         deterministic; ``seed`` is accepted for Gymnasium's API and has nothing to draw."""
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise InputError("<argument>", "seed", f"must be a whole number, not {type(seed).__name__}")
         self._last = _observation(self._env.reset())
         return self._last, {"dp_us": self.dp_us}
 
@@ -117,6 +125,13 @@ class PlacementEnv(_Base):
         """Decides the next op group. Returns ``(observation, reward, terminated, truncated,
         info)``; at the last group the observation is the last one seen, ``terminated`` is
         true, and ``info`` carries the strategy's simulated ``iteration_us`` and ``fits``."""
+        if self._last is None:
+            raise RuntimeError("call reset() before step()")
+        # `int()` would take 1.7, "0" and True as actions.
+        if isinstance(action, bool) or not isinstance(action, int) and not _is_numpy_int(action):
+            raise InputError("<argument>", "action", f"must be a whole number, not {type(action).__name__}")
+        if not 0 <= action < len(self.actions):
+            raise InputError("<argument>", "action", f"must be from 0 to {len(self.actions) - 1}, not {action}")
         raw, reward, iteration_us, fits = self._env.step(int(action))
         terminated = raw is None
         if not terminated:

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from .errors import InputError
+
 
 class Result(Mapping[str, Any]):
     """A summary as the command line prints it with ``--json``: read its fields as attributes
@@ -15,6 +17,10 @@ class Result(Mapping[str, Any]):
         self._fields = dict(fields)
 
     def __getattr__(self, name: str) -> Any:
+        # Before `__init__` has run (copy and pickle make the object first), and for the
+        # protocol names they probe, there are no fields to look in.
+        if name == "_fields" or name.startswith("__"):
+            raise AttributeError(name)
         try:
             return self._fields[name]
         except KeyError:
@@ -85,12 +91,31 @@ class Strategy(Result):
     @classmethod
     def load(cls, path: str | Path) -> "Strategy":
         """Reads a strategy or plan file."""
-        return cls(json.loads(Path(path).read_text()))
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(str(path), "", f"cannot read the file: {e}") from None
+        return cls._parsed(text, str(path))
 
     @classmethod
     def from_json(cls, text: str) -> "Strategy":
         """A strategy from its file's text."""
-        return cls(json.loads(text))
+        return cls._parsed(text, "<argument>")
+
+    @classmethod
+    def _parsed(cls, text: str, source: str) -> "Strategy":
+        """The JSON object of a strategy or plan file; anything else (an array, a number, NaN,
+        which `to_json` would write as invalid JSON) raises :class:`InputError`."""
+        def no_constant(name: str):
+            raise ValueError(f"{name} is not a JSON number")
+
+        try:
+            value = json.loads(text, parse_constant=no_constant)
+        except ValueError as e:
+            raise InputError(source, "", f"not a strategy file's JSON: {e}") from None
+        if not isinstance(value, dict):
+            raise InputError(source, "", f"a strategy file holds a JSON object, not {type(value).__name__}")
+        return cls(value)
 
 
 class Placement(_Timed):

@@ -17,7 +17,7 @@ use crate::evaluate::evaluate;
 use crate::gnn::LayoutPolicy;
 use crate::graph::Graph;
 use crate::hybrid::{HybridPlan, JOINT_SEARCH, Planner, plan_all};
-use crate::io::write_atomic;
+use crate::io::write_all_atomic;
 use crate::precision::Precision;
 use crate::problem::Problem;
 use crate::render::{self, svg_open, xml_escape};
@@ -460,11 +460,14 @@ pub(crate) fn svg(title: &str, rows: &[&Row]) -> String {
     s
 }
 
-/// Write results.csv, results.md and one SVG per (model, cluster) into `dir`, each atomically.
+/// Write results.csv, results.md and one SVG per (model, cluster) into `dir` as one: when any
+/// cannot be written (a directory where a chart goes), none of the others is replaced.
 pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<()> {
     crate::io::create_dir(dir)?;
-    write_atomic(&dir.join("results.csv"), csv(rows).as_bytes())?;
-    write_atomic(&dir.join("results.md"), markdown(rows).as_bytes())?;
+    let mut files = vec![
+        (dir.join("results.csv"), csv(rows)),
+        (dir.join("results.md"), markdown(rows)),
+    ];
     let mut pairs: Vec<(&str, &str)> = Vec::new();
     for r in rows {
         if !pairs.contains(&(&r.model, &r.cluster)) {
@@ -476,11 +479,13 @@ pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<()> {
             .iter()
             .filter(|r| r.model == model && r.cluster == cluster)
             .collect();
-        let name = chart_name(model, cluster);
         let title = format!("{model} on {cluster}");
-        write_atomic(&dir.join(name), svg(&title, &chart).as_bytes())?;
+        files.push((dir.join(chart_name(model, cluster)), svg(&title, &chart)));
     }
-    Ok(())
+    let files: Vec<(&Path, &[u8])> = (files.iter())
+        .map(|(path, text)| (path.as_path(), text.as_bytes()))
+        .collect();
+    write_all_atomic(&files)
 }
 
 /// The file of the chart of `model` on `cluster`.
