@@ -18,7 +18,7 @@
 //! The graph as it trains in a precision is [`crate::autocast`]'s; the peaks here are what the
 //! cost model's roofline divides by.
 
-use crate::cluster::{Arch, Cluster, GpuSpec};
+use crate::cluster::{Arch, Cluster, GpuMix, GpuSpec, find_gpu};
 use crate::error::InputError;
 use crate::graph::Dtype;
 
@@ -90,6 +90,16 @@ impl Precision {
             ));
         }
         Ok(())
+    }
+
+    /// Whether every GPU type random topologies draw from `mix` can train in this precision;
+    /// the first reason when not. A bf16 run on TAG's pre-Ampere mix fit no problem, and trained
+    /// or measured nothing.
+    pub fn supported_by_mix(self, mix: GpuMix) -> Result<(), String> {
+        mix.types()
+            .iter()
+            .filter_map(|g| find_gpu(g))
+            .try_for_each(|gpu| self.supported_on(gpu))
     }
 
     /// Refuses a cluster with a GPU that lacks this precision (`file` and `field` name where

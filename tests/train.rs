@@ -90,6 +90,20 @@ fn the_today_recipe_trains_todays_models_on_todays_clusters() {
     );
 }
 
+/// The bounds refuse only what is past them: the largest sizes allowed, `min_visits` equal to
+/// the budget, a replay buffer of one batch, and no evaluation with no held-out topology.
+#[test]
+fn a_recipe_at_its_bounds_is_accepted() {
+    let text = minimal(
+        "steps = 1000000\n[search]\nbudget = 100000\ngroups = 10000\nmin_visits = 100000\n\
+         games_per_step = 1024\n[optimizer]\nbatch = 64\nreplay = 64\nlearning_rate = 0.5\n\
+         [evaluation]\nevery = 0\ntopologies = 0",
+    );
+    let r = Recipe::parse(&text, "r.toml").unwrap();
+    assert_eq!((r.search.budget, r.search.groups), (100_000, 10_000));
+    assert_eq!(r.optimizer.replay, r.optimizer.batch);
+}
+
 #[test]
 fn defaults_fill_what_a_recipe_leaves_out() {
     let r = Recipe::parse(&minimal(""), "r.toml").unwrap();
@@ -188,6 +202,50 @@ fn bad_recipes_name_the_file_and_field() {
         ),
         // A GNN the model cannot build is the recipe's error, not a bare one.
         (minimal("[model]\nwidth = 30\nheads = 4"), "model"),
+        // Sizes past any sane run: 2⁶⁴−1 leaves played one game for ever.
+        (
+            minimal("[search]\nbudget = 18446744073709551615"),
+            "search.budget",
+        ),
+        (minimal("[search]\ngroups = 1000000000"), "search.groups"),
+        (minimal("steps = 100000000000"), "steps"),
+        (
+            minimal("[search]\ngames_per_step = 100000"),
+            "search.games_per_step",
+        ),
+        // No vertex is visited more often than the budget: no game would give a target.
+        (
+            minimal("[search]\nbudget = 10\nmin_visits = 11"),
+            "search.min_visits",
+        ),
+        // A buffer smaller than a batch cannot fill one.
+        (
+            minimal("[optimizer]\nbatch = 2\nreplay = 1"),
+            "optimizer.replay",
+        ),
+        // No held-out topology: the evaluation's mean was NaN.
+        (
+            minimal("[evaluation]\ntopologies = 0"),
+            "evaluation.topologies",
+        ),
+        // Adam diverges at a rate of 1 or more: 1e300 wrote NaN weights.
+        (
+            minimal("[optimizer]\nlearning_rate = 1e300"),
+            "optimizer.learning_rate",
+        ),
+        (
+            minimal("[optimizer]\nlearning_rate = 1.0"),
+            "optimizer.learning_rate",
+        ),
+        // A blank name, `.` or `..` is no folder of its own under training/runs/.
+        (
+            "name = \"  \"\n[training_set]\nmodels = [\"mlp\"]\n".into(),
+            "name",
+        ),
+        (
+            "name = \"..\"\n[training_set]\nmodels = [\"mlp\"]\n".into(),
+            "name",
+        ),
     ];
     for (text, field) in cases {
         let e = Recipe::parse(&text, "r.toml").unwrap_err().to_string();

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::find_gpu;
 use crate::cost::{CostModel, MemoryFormat};
 use crate::error::{Error, InputError, Result, check_positive};
 use crate::graph::Graph;
@@ -306,6 +305,28 @@ pub struct CheckpointSettings {
     pub every: u64,
 }
 
+/// The largest sizes a recipe may ask for: far above any shipped recipe (budget 200, 60 groups,
+/// 300 steps), below where one game or one step would run for days or exhaust memory.
+mod limits {
+    /// Optimiser steps, generation lengths and warm-start steps.
+    pub(crate) const STEPS: u64 = 1_000_000;
+    /// Leaf evaluations of one game (as `policy train-layouts`' `expert_budget`), and local-search
+    /// simulations per polish.
+    pub(crate) const BUDGET: u64 = 100_000;
+    /// METIS op groups: each is a level of the tree, so far more than a search can decide.
+    pub(crate) const GROUPS: u64 = 10_000;
+    /// Games played in parallel each step.
+    pub(crate) const GAMES_PER_STEP: u64 = 1_024;
+    /// Targets per Adam step.
+    pub(crate) const BATCH: u64 = 65_536;
+    /// Targets kept in the replay buffer.
+    pub(crate) const REPLAY: u64 = 10_000_000;
+    /// Held-out topologies evaluated, and warm-start teacher games.
+    pub(crate) const TOPOLOGIES: u64 = 100_000;
+    /// Coordinate-descent sweeps of a teacher game.
+    pub(crate) const PASSES: u64 = 1_000;
+}
+
 mod defaults {
     pub(crate) fn steps() -> u64 {
         200
@@ -481,8 +502,14 @@ impl Recipe {
 
     fn check(&self, source: &str) -> Result<(), InputError> {
         let at = |field: &str, message: &str| InputError::new(source, field, message);
-        if self.name.is_empty() || self.name.contains(['/', '\\']) {
-            return Err(at("name", "must be a non-empty name without slashes"));
+        // The name is the run's folder under training/runs/: a blank one, `.` or `..` wrote the
+        // run into an unnamed folder or outside training/runs/.
+        let name = self.name.trim();
+        if name.is_empty() || name == "." || name == ".." || self.name.contains(['/', '\\']) {
+            return Err(at(
+                "name",
+                "must be a non-blank name without slashes, not . or ..",
+            ));
         }
         let set = &self.training_set;
         if set.models.is_empty() {
@@ -497,12 +524,10 @@ impl Recipe {
         if let Some((field, problem)) = set.distribution().problem() {
             return Err(at(&format!("training_set.{field}"), &problem));
         }
-        if set.topologies > 0 {
-            for gpu in set.gpus.types().iter().filter_map(|g| find_gpu(g)) {
-                if let Err(why) = set.precision.supported_on(gpu) {
-                    return Err(at("training_set.precision", &why));
-                }
-            }
+        if set.topologies > 0
+            && let Err(why) = set.precision.supported_by_mix(set.gpus)
+        {
+            return Err(at("training_set.precision", &why));
         }
         let positive = [
             ("steps", self.steps as f64),
@@ -522,6 +547,7 @@ impl Recipe {
         for (field, value) in positive {
             check_positive(source, field, value)?;
         }
+        self.check_bounds(source)?;
         self.model
             .gnn_config()
             .check()
@@ -546,6 +572,98 @@ impl Recipe {
                     "held-out seeds {held:?} overlap the training seeds {train:?}: the evaluation \
                      would not be on unseen topologies"
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The sizes whose time or memory grow with them stay within [`limits`], and the ones that
+    /// depend on each other agree: a budget of 2⁶⁴−1 leaves played one game for ever, a
+    /// `min_visits` above the budget made no vertex a target, a replay buffer smaller than a
+    /// batch could not fill one, and no held-out topology gave a NaN evaluation.
+    fn check_bounds(&self, source: &str) -> Result<(), InputError> {
+        let at = |field: &str, message: String| InputError::new(source, field, message);
+        let mut bounded = vec![
+            ("steps", self.steps, limits::STEPS),
+            ("search.budget", self.search.budget as u64, limits::BUDGET),
+            ("search.groups", self.search.groups as u64, limits::GROUPS),
+            (
+                "search.games_per_step",
+                self.search.games_per_step as u64,
+                limits::GAMES_PER_STEP,
+            ),
+            ("search.generation", self.search.generation, limits::STEPS),
+            (
+                "optimizer.batch",
+                self.optimizer.batch as u64,
+                limits::BATCH,
+            ),
+            (
+                "optimizer.replay",
+                self.optimizer.replay as u64,
+                limits::REPLAY,
+            ),
+            (
+                "evaluation.topologies",
+                self.evaluation.topologies,
+                limits::TOPOLOGIES,
+            ),
+        ];
+        if let Some(polish) = self.search.polished_targets {
+            bounded.push(("search.polished_targets", polish as u64, limits::BUDGET));
+        }
+        if let Some(w) = &self.warm_start {
+            bounded.extend([
+                ("warm_start.games", w.games, limits::TOPOLOGIES),
+                ("warm_start.steps", w.steps, limits::STEPS),
+                ("warm_start.passes", w.passes as u64, limits::PASSES),
+            ]);
+        }
+        for (field, value, most) in bounded {
+            if value > most {
+                return Err(at(field, format!("{value}: expected at most {most}")));
+            }
+        }
+        let rate = self.optimizer.learning_rate;
+        // As `policy train-layouts` requires: a rate of 1 or more makes Adam's steps diverge
+        // (1e300 wrote a policy of NaN weights).
+        if !(rate > 0.0 && rate < 1.0) {
+            // 1e300 written out is three hundred digits.
+            let shown = match rate.abs() {
+                x if (1e-4..1e6).contains(&x) => format!("{rate}"),
+                _ => format!("{rate:e}"),
+            };
+            return Err(at(
+                "optimizer.learning_rate",
+                format!("{shown}: expected in (0, 1)"),
+            ));
+        }
+        if u64::from(self.search.min_visits) > self.search.budget as u64 {
+            return Err(at(
+                "search.min_visits",
+                format!(
+                    "{}: more than search.budget ({}), so no vertex of a game would be visited \
+                     enough to be a target",
+                    self.search.min_visits, self.search.budget
+                ),
+            ));
+        }
+        if self.optimizer.replay < self.optimizer.batch {
+            return Err(at(
+                "optimizer.replay",
+                format!(
+                    "{}: fewer targets than optimizer.batch ({}), so no batch could be drawn \
+                     from the buffer",
+                    self.optimizer.replay, self.optimizer.batch
+                ),
+            ));
+        }
+        if self.evaluation.every > 0 && self.evaluation.topologies == 0 {
+            return Err(at(
+                "evaluation.topologies",
+                "0 held-out topologies: the evaluation would have no mean; set evaluation.every \
+                 = 0 to skip it"
+                    .to_string(),
             ));
         }
         Ok(())
