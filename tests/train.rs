@@ -355,3 +355,57 @@ fn a_failed_save_leaves_the_previous_checkpoint_latest() {
     left.sort();
     assert_eq!(left, ["latest", "step-30", "step-40"]);
 }
+
+/// A game file whose times, features or targets are not finite numbers is refused when read,
+/// naming the file and the field: `train --samples` learnt a NaN loss and NaN weights from one.
+#[test]
+fn a_game_file_with_a_non_finite_value_is_refused_naming_the_field() {
+    use topoplace::gnn::HeteroGraph;
+    use topoplace::train::selfplay::{GameRecord, GameSetup, Sample};
+    let dir = common::scratch("train-nan-game");
+    let graph = HeteroGraph {
+        op_features: vec![0.5; 8],
+        dev_features: vec![0.5; 4],
+        op_op: Default::default(),
+        dev_dev: Default::default(),
+        op_dev: Default::default(),
+    };
+    let game = GameRecord {
+        setup: GameSetup {
+            step: 0,
+            worker: 0,
+            seed: 1,
+            model: "mlp".into(),
+            cluster: ClusterSource::Random(1, TopologyDistribution::TAG),
+        },
+        dp_us: 10.0,
+        best_us: 8.0,
+        fits: true,
+        slices: Vec::new(),
+        samples: vec![Sample {
+            graph,
+            group: 0,
+            target: vec![(0, 1.0)],
+        }],
+    };
+    selfplay::save_game(&dir, &game).unwrap();
+    assert_eq!(selfplay::load_game(&dir, 0, 0).unwrap(), Some(game.clone()));
+    let mut nan_feature = game.clone();
+    nan_feature.samples[0].graph.op_features[3] = f32::NAN;
+    let mut inf_time = game.clone();
+    inf_time.best_us = f64::INFINITY;
+    let mut nan_target = game;
+    nan_target.samples[0].target[0].1 = f32::NAN;
+    for (bad, field) in [
+        (nan_feature, "samples[0].graph.op_features[3]"),
+        (inf_time, "best_us"),
+        (nan_target, "samples[0].target[0]"),
+    ] {
+        selfplay::save_game(&dir, &bad).unwrap();
+        let e = selfplay::load_game(&dir, 0, 0).unwrap_err().to_string();
+        assert!(
+            e.contains("game-000000-000.msgpack.gz") && e.contains(field),
+            "{field}: {e}"
+        );
+    }
+}

@@ -18,7 +18,7 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::{Cluster, TopologyDistribution, random_cluster_within};
-use crate::error::{Error, Result, TrainError};
+use crate::error::{Error, InputError, Result, TrainError};
 use crate::gnn::{GnnPolicy, HeteroGraph, Slice, features};
 use crate::graph::Graph;
 use crate::io::write_atomic;
@@ -112,6 +112,51 @@ pub struct GameRecord {
 }
 
 impl GameRecord {
+    /// The first value of a read game that no game could have played, as (field, why): a
+    /// non-finite time, feature or target share. A game file with a NaN trained the policy into
+    /// NaN weights with a NaN loss (a file is another machine's shard, or edited).
+    fn problem(&self) -> Option<(String, String)> {
+        fn not_finite(values: &[f32]) -> Option<usize> {
+            values.iter().position(|v| !v.is_finite())
+        }
+        for (field, us) in [("dp_us", self.dp_us), ("best_us", self.best_us)] {
+            if !(us.is_finite() && us >= 0.0) {
+                return Some((
+                    field.into(),
+                    format!("{us}: expected a finite time of at least 0"),
+                ));
+            }
+        }
+        for (i, slice) in self.slices.iter().enumerate() {
+            if let Some(j) = not_finite(&slice.placement) {
+                let field = format!("slices[{i}].placement[{j}]");
+                return Some((field, format!("{}: not finite", slice.placement[j])));
+            }
+        }
+        for (i, sample) in self.samples.iter().enumerate() {
+            let g = &sample.graph;
+            for (name, values) in [
+                ("op_features", &g.op_features),
+                ("dev_features", &g.dev_features),
+                ("op_op.features", &g.op_op.features),
+                ("dev_dev.features", &g.dev_dev.features),
+                ("op_dev.features", &g.op_dev.features),
+            ] {
+                if let Some(j) = not_finite(values) {
+                    let field = format!("samples[{i}].graph.{name}[{j}]");
+                    return Some((field, format!("{}: not finite", values[j])));
+                }
+            }
+            for (j, &(_, share)) in sample.target.iter().enumerate() {
+                if !(0.0..=1.0).contains(&share) {
+                    let field = format!("samples[{i}].target[{j}]");
+                    return Some((field, format!("{share}: a share of visits lies in [0, 1]")));
+                }
+            }
+        }
+        None
+    }
+
     /// The search's speed-up over DP-NCCL, `T_DP / T − 1` (−1 when nothing fits).
     pub fn speedup(&self) -> f64 {
         if self.fits && self.best_us > 0.0 {
@@ -297,6 +342,9 @@ pub fn load_game(dir: &Path, step: u64, worker: u64) -> Result<Option<GameRecord
     match std::fs::read(&path) {
         Ok(bytes) => {
             let game: GameRecord = decode(&bytes, &path)?;
+            if let Some((field, message)) = game.problem() {
+                return Err(InputError::new(path.display().to_string(), field, message).into());
+            }
             if game.setup.step != step || game.setup.worker != worker {
                 return Err(TrainError::WrongGame {
                     path: path.display().to_string(),
