@@ -427,6 +427,19 @@ pub enum TrainError {
         /// The differing keys, comma-separated.
         keys: String,
     },
+    /// On `--resume`, the run is already past the recipe's `steps`.
+    #[error(
+        "{path}: the run is already at step {step}, past the recipe's `steps` = {steps}: it is \
+         complete; raise `steps` above {step} to train it further"
+    )]
+    PastSteps {
+        /// The checkpoint's state.
+        path: String,
+        /// The step the run reached.
+        step: u64,
+        /// The recipe's `steps`.
+        steps: u64,
+    },
     /// On `--resume`, the checkpoint's GNN configuration differs from the recipe's.
     #[error("{path}: the checkpoint's GNN is {found}, the recipe asks for {expected}")]
     OtherGnn {

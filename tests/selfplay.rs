@@ -544,6 +544,18 @@ fn resume_refuses_corrupt_checkpoints_and_edited_recipes() {
     std::fs::write(&state, &bytes).unwrap();
     resume(longer.to_str().unwrap(), &out);
     assert!(out.join("checkpoints/step-3").exists());
+
+    // `steps` lowered below the step reached: the run is complete, said so, not "step 3/1".
+    let shorter = dir.join("shorter.toml");
+    std::fs::write(&shorter, text.replace("steps = 2", "steps = 1")).unwrap();
+    let refused = train(shorter.to_str().unwrap(), &out, &["--resume"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("already at step 3") && stderr.contains("`steps` = 1"),
+        "{stderr}"
+    );
+    assert!(!out.join("checkpoints/step-4").exists());
 }
 
 /// Expert iteration's teacher share: self-play batches that draw half their targets from the

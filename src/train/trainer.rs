@@ -248,6 +248,16 @@ impl<'r> Trainer<'r> {
             }
             .into());
         }
+        // Lowering `steps` below the run's step printed "step 2/1" and exited 0 as if it had
+        // trained; equal steps is a finished run resumed, which has nothing left to do.
+        if state.step > self.recipe.steps {
+            return Err(TrainError::PastSteps {
+                path: state_path.display().to_string(),
+                step: state.step,
+                steps: self.recipe.steps,
+            }
+            .into());
+        }
         let policy = GnnPolicy::load_on(&dir.join("policy.gnn"), &self.device)?;
         if policy.config != self.config {
             return Err(TrainError::OtherGnn {
