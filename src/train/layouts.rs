@@ -84,12 +84,20 @@ impl LayoutRecipe {
 
     fn check(&self, shown: &str) -> std::result::Result<(), InputError> {
         let bad = |field: &str, why: String| InputError::new(shown, field, why);
-        TopologyDistribution::named(&self.distribution).ok_or_else(|| {
+        let distribution = TopologyDistribution::named(&self.distribution).ok_or_else(|| {
             bad(
                 "distribution",
                 format!("\"{}\": expected tag or today", self.distribution),
             )
         })?;
+        // As `train` refuses: bf16 on TAG's pre-Ampere GPUs fits no problem, and the run wrote
+        // an untrained policy after "0 of N problems fit".
+        if let Err(why) = self.precision.supported_by_mix(distribution.gpus) {
+            return Err(bad(
+                "precision",
+                format!("{why} (distribution \"{}\")", self.distribution),
+            ));
+        }
         let bounded = [
             ("topologies", self.topologies, MAX_TOPOLOGIES),
             ("generations", self.generations, MAX_GENERATIONS),
@@ -289,6 +297,12 @@ mod tests {
                 "learning_rate",
             ),
             ("precision = \"bf16\"", "precision = \"fp8\"", "precision"),
+            // TAG's GPUs have no bfloat16: nothing would fit, and nothing be learnt.
+            (
+                "distribution = \"today\"",
+                "distribution = \"tag\"",
+                "precision",
+            ),
             ("width = 8", "width = 8\nwidht = 9", "widht"),
         ] {
             let e = parsed(&TINY.replace(from, to)).unwrap_err();
