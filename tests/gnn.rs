@@ -775,3 +775,70 @@ fn device_speed_features_follow_the_precision() {
         }
     }
 }
+
+/// A policy file whose checksum holds but whose weights are not finite (a run that diverged
+/// saved one) is refused on load, naming the file: every prior it gave was NaN.
+#[test]
+fn a_policy_with_non_finite_weights_is_refused() {
+    let dir = scratch("nan-policy");
+    let mut policy = GnnPolicy::init(small(), 0).unwrap();
+    let w = policy.model.score.weight.val();
+    let nan = Tensor::<2>::full(w.dims(), f32::NAN, &w.device());
+    policy.model.score.weight = Param::from_tensor(nan);
+    let path = dir.join("nan.gnn");
+    policy.save(&path).unwrap();
+    let e = GnnPolicy::load(&path).unwrap_err().to_string();
+    assert!(
+        e.contains(&*path.to_string_lossy()) && e.contains("weights") && e.contains("NaN"),
+        "{e}"
+    );
+    let run = topoplace()
+        .args(["place", "--model", "mlp", "--cluster", "tag-testbed"])
+        .arg("--policy")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&*path.to_string_lossy()), "{stderr}");
+}
+
+/// A policy file whose config carries a key this build does not know is refused naming the
+/// file and the key, even with a checksum that matches: the setting would be dropped silently.
+#[test]
+fn a_policy_config_with_an_unknown_key_is_refused() {
+    use sha2::{Digest, Sha256};
+    let dir = scratch("unknown-key-policy");
+    let good = dir.join("good.gnn");
+    GnnPolicy::init(small(), 0).unwrap().save(&good).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    // header \n sha256 <hex> \n config \n record
+    let mut at = 0;
+    let mut lines = Vec::new();
+    for _ in 0..3 {
+        let end = at + bytes[at..].iter().position(|&b| b == b'\n').unwrap();
+        lines.push(&bytes[at..end]);
+        at = end + 1;
+    }
+    let (header, config, record) = (lines[0], lines[2], &bytes[at..]);
+    assert_eq!(config, br#"{"width":16,"heads":2,"layers":4}"#);
+    let mut body = br#"{"width":16,"heads":2,"layers":4,"x":1}"#.to_vec();
+    body.push(b'\n');
+    body.extend_from_slice(record);
+    let hex: String = Sha256::digest(&body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let mut file = header.to_vec();
+    file.extend_from_slice(format!("\nsha256 {hex}\n").as_bytes());
+    file.extend_from_slice(&body);
+    let unknown = dir.join("unknown.gnn");
+    std::fs::write(&unknown, &file).unwrap();
+    let e = GnnPolicy::load(&unknown).unwrap_err().to_string();
+    assert!(
+        e.contains(&*unknown.to_string_lossy()) && e.contains("unknown field `x`"),
+        "{e}"
+    );
+    // The same bytes with the shipped config line load: only the key is refused.
+    assert!(GnnPolicy::load(&good).is_ok());
+}

@@ -28,8 +28,10 @@ use crate::io::write_atomic;
 /// First line of a layout policy file.
 const MAGIC: &str = "topoplace-layout-policy 1";
 
-/// The hyper-parameters a saved layout policy carries.
+/// The hyper-parameters a saved layout policy carries; unknown keys are refused, as a GNN
+/// policy's are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LayoutPolicyConfig {
     /// Width of the two hidden layers.
     pub width: usize,

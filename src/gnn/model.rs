@@ -41,8 +41,11 @@ pub const MAX_HEADS: usize = 64;
 /// The most message-passing layers a GNN may have.
 pub const MAX_LAYERS: usize = 64;
 
-/// The hyper-parameters a saved policy carries so that loading can rebuild the module.
+/// The hyper-parameters a saved policy carries so that loading can rebuild the module. Unknown
+/// keys are refused: a policy file written by a newer build (or edited) would otherwise load with
+/// its extra settings silently dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GnnConfig {
     /// Embedding width `f`.
     pub width: usize,

@@ -100,6 +100,15 @@ impl GnnPolicy {
         config.check().map_err(|e| bad(format!("config: {e}")))?;
         let model =
             model_from_record(&config, record, device).map_err(|e| bad(format!("weights: {e}")))?;
+        // A checksum vouches for the bytes, not for what they mean: a run that diverged saved
+        // NaN weights under a valid checksum, and every prior they gave was NaN.
+        if let Some(weight) = first_weight(&model, |w| !w.is_finite()) {
+            return Err(bad(format!(
+                "weights: a weight of {weight}; a policy's weights must be finite (the run that \
+                 wrote it diverged)"
+            ))
+            .into());
+        }
         Ok(GnnPolicy { config, model })
     }
 
@@ -207,7 +216,12 @@ pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
 
 /// The first weight of `model` that is not finite or exceeds [`PLAUSIBLE_WEIGHT`].
 fn implausible_weight(model: &GnnModel) -> Option<f32> {
-    struct Finder(Option<f32>);
+    first_weight(model, |w| !w.is_finite() || w.abs() > PLAUSIBLE_WEIGHT)
+}
+
+/// The first weight of `model` for which `bad` holds.
+fn first_weight(model: &GnnModel, bad: fn(f32) -> bool) -> Option<f32> {
+    struct Finder(Option<f32>, fn(f32) -> bool);
     impl ModuleVisitor for Finder {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
             if self.0.is_some() {
@@ -218,12 +232,11 @@ fn implausible_weight(model: &GnnModel) -> Option<f32> {
                 .into_data()
                 .try_to_vec::<f32>()
                 .unwrap_or_default();
-            self.0 = values
-                .into_iter()
-                .find(|w| !w.is_finite() || w.abs() > PLAUSIBLE_WEIGHT);
+            let bad = self.1;
+            self.0 = values.into_iter().find(|&w| bad(w));
         }
     }
-    let mut finder = Finder(None);
+    let mut finder = Finder(None, bad);
     model.visit(&mut finder);
     finder.0
 }
