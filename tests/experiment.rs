@@ -377,3 +377,31 @@ fn the_interval_holds_the_mean_narrows_with_more_data_and_repeats_by_seed() {
     let ratio = (h4 - l4) / (high - low);
     assert!((0.4..0.6).contains(&ratio), "{ratio}");
 }
+
+/// `bench gnn --repeat` is bounded, and `bench scale` checks its flags and model itself, before
+/// any child runs: a child's refusal came back nested, with exit 1.
+#[test]
+fn bench_flags_are_refused_at_the_flag() {
+    for (args, flag) in [
+        (
+            &["bench", "gnn", "--models", "mlp", "--repeat", "99999999999"][..],
+            "--repeat",
+        ),
+        (
+            &[
+                "bench", "scale", "--model", "mlp", "--gpus", "1", "--budget", "0",
+            ],
+            "--budget",
+        ),
+        (
+            &["bench", "scale", "--model", "nope", "--gpus", "1"],
+            "nope",
+        ),
+    ] {
+        let run = topoplace(args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+        assert!(!stderr.contains("GPUs: error"), "{args:?}: {stderr}");
+    }
+}

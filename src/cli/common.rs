@@ -125,6 +125,12 @@ pub fn gnn_samples(text: &str) -> std::result::Result<usize, String> {
     one_to(text, 4096)
 }
 
+/// Timed runs of each measurement (`bench gnn --repeat`): 1 to 1,000. 99,999,999,999 ran for
+/// days with nothing shown; a median of a thousand runs is as steady as a median gets.
+pub fn bench_repeat(text: &str) -> std::result::Result<usize, String> {
+    one_to(text, 1000)
+}
+
 /// A cluster size of `bench scale --gpus`: 1 to 8, or a multiple of 8 up to 1,024.
 pub fn scale_gpus(text: &str) -> std::result::Result<usize, String> {
     let n = one_to(text, 1024)?;

@@ -28,8 +28,8 @@ pub struct GnnBenchArgs {
     /// Where the GNN runs (`wgpu` in builds with `--features wgpu`).
     #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
     gnn_device: GnnDeviceArg,
-    /// Timed runs of each measurement (the median is reported).
-    #[arg(long, default_value_t = 20, value_parser = crate::cli::common::at_least_one)]
+    /// Timed runs of each measurement (the median is reported): 1 to 1,000.
+    #[arg(long, default_value_t = 20, value_parser = crate::cli::common::bench_repeat)]
     repeat: usize,
     /// Samples in one training step (the shipped recipe's batch is 16).
     #[arg(long, default_value_t = 16, value_parser = crate::cli::common::gnn_samples)]

@@ -34,7 +34,7 @@ pub struct ScaleArgs {
     #[arg(long, default_value_t = 128)]
     place_up_to: usize,
     /// `place`'s MCTS iterations.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = crate::cli::common::at_least_one)]
     budget: usize,
     #[arg(long)]
     json: bool,
@@ -86,6 +86,9 @@ pub struct ScaleReport {
 }
 
 pub(super) fn run(args: ScaleArgs) -> Result<()> {
+    // The model is read here as each child reads it: a name no child can read failed in the
+    // first child, its refusal wrapped in a benchmark error with exit 1.
+    load_model(&args.model, None)?;
     for &n in &args.gpus {
         two_type_cluster(n)?;
     }
