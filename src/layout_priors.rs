@@ -154,20 +154,41 @@ const HEADER: [&str; 11] = [
     "only_uniform_fits",
 ];
 
+/// The CSV row of one comparison. Where no problem fits under both priors the means, the ratio
+/// and its interval have no value: left empty, where they read `NaN` before.
 fn row(name: &str, problems: usize, budget: usize, p: &Paired) -> Vec<String> {
+    let stat = |x: f64, digits: usize| match p.both {
+        0 => String::new(),
+        _ => format!("{x:.digits$}"),
+    };
     vec![
         name.to_string(),
         problems.to_string(),
         budget.to_string(),
         p.both.to_string(),
-        format!("{:.3}", p.policy_mean_ms),
-        format!("{:.3}", p.uniform_mean_ms),
-        format!("{:.6}", p.log_ratio),
-        format!("{:.6}", p.low),
-        format!("{:.6}", p.high),
+        stat(p.policy_mean_ms, 3),
+        stat(p.uniform_mean_ms, 3),
+        stat(p.log_ratio, 6),
+        stat(p.low, 6),
+        stat(p.high, 6),
         p.only_policy.to_string(),
         p.only_uniform.to_string(),
     ]
+}
+
+/// A CSV row as the table shows it: the ratio and its interval as percentages; `-` for what has
+/// no value, and "none fit" for the ratio of a comparison no problem fits under both priors.
+fn shown_row(r: &[String]) -> Vec<String> {
+    let mut shown = r.to_vec();
+    for c in 4..=8 {
+        shown[c] = match (r[c].parse::<f64>(), c) {
+            (Ok(x), 6..=8) => format!("{:+.2}%", 100.0 * x),
+            (Ok(_), _) => r[c].clone(),
+            (Err(_), 6) => "none fit".to_string(),
+            (Err(_), _) => "-".to_string(),
+        };
+    }
+    shown
 }
 
 /// Runs the experiment (module docs); `progress` hears each model as it starts.
@@ -227,12 +248,7 @@ pub fn layout_priors(s: &LayoutPriorsSetup, mut progress: impl FnMut(&str)) -> R
     }
     let mut table = Table::new(HEADER);
     for r in &rows {
-        let mut shown = r.clone();
-        for c in [6, 7, 8] {
-            let x: f64 = r[c].parse().unwrap_or(f64::NAN);
-            shown[c] = format!("{:+.2}%", 100.0 * x);
-        }
-        table.row(shown);
+        table.row(shown_row(r));
     }
     Ok(Output {
         name: "layout-priors",
@@ -263,4 +279,36 @@ pub fn layout_priors(s: &LayoutPriorsSetup, mut progress: impl FnMut(&str)) -> R
             &per_instance,
         )),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A comparison no problem fits under both priors has no mean: its CSV cells are empty and
+    /// its table says so, where both showed `NaN` and `NaN%`.
+    #[test]
+    fn a_comparison_nothing_fits_shows_no_nan() {
+        let none = paired(&[], |t| t.uniform);
+        let csv_row = row("llama-1b", 1, 2, &none);
+        assert!(csv_row.iter().all(|c| !c.contains("NaN")), "{csv_row:?}");
+        assert_eq!(csv_row[4..=8], ["", "", "", "", ""]);
+        let shown = shown_row(&csv_row);
+        assert_eq!(shown[4..=8], ["-", "-", "none fit", "-", "-"]);
+        let some = Paired {
+            both: 1,
+            policy_mean_ms: 2.0,
+            uniform_mean_ms: 3.0,
+            log_ratio: 0.25,
+            low: 0.1,
+            high: 0.5,
+            only_policy: 0,
+            only_uniform: 0,
+        };
+        let shown = shown_row(&row("llama-1b", 1, 2, &some));
+        assert_eq!(
+            shown[4..=8],
+            ["2.000", "3.000", "+25.00%", "+10.00%", "+50.00%"]
+        );
+    }
 }

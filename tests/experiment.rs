@@ -378,6 +378,80 @@ fn the_interval_holds_the_mean_narrows_with_more_data_and_repeats_by_seed() {
     assert!((0.4..0.6).contains(&ratio), "{ratio}");
 }
 
+/// `experiment`'s flags that cannot be run are refused at the flag, exit 2, before any search:
+/// each of these failed late, wrapped, or ran and wrote NaN rows or seen topologies.
+#[test]
+fn unusable_experiment_flags_are_usage_errors_naming_the_flag() {
+    let dir = scratch("experiment-flags");
+    let out = dir.join("out").display().to_string();
+    let at = |args: &[&str]| {
+        let mut all = vec!["experiment"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--out", &out]);
+        topoplace(&all)
+    };
+    for (args, flag, says) in [
+        // bf16 on the cluster's V100s, and on the random topologies' pre-Ampere GPUs.
+        (
+            &[
+                "search-efficiency",
+                "--cluster",
+                "tag-sfb",
+                "--precision",
+                "bf16",
+            ][..],
+            "--precision",
+            "bfloat16",
+        ),
+        (
+            &["unseen-topologies", "--precision", "bf16"],
+            "--precision",
+            "bfloat16",
+        ),
+        (
+            &["layout-priors", "--precision", "bf16", "--no-instances"],
+            "--precision",
+            "bfloat16",
+        ),
+        // Seeds 2⁶⁴−1 and up wrapped to 0, the shipped policy's training seeds.
+        (
+            &[
+                "unseen-topologies",
+                "--topology-seed",
+                "18446744073709551615",
+                "--topologies",
+                "2",
+            ],
+            "--topology-seed",
+            "18446744073709551613",
+        ),
+        (&["holdout-models", "--steps", "0"], "--steps", "at least 1"),
+        (&["layout-priors", "--models", "mlp"], "--models", "mlp"),
+    ] {
+        let run = at(args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("--model:"), "{args:?}: {stderr}");
+    }
+    assert!(!dir.join("out").exists(), "nothing written");
+    // The largest seed that fits is taken (the check is on the sum, not the seed).
+    let run = at(&[
+        "unseen-topologies",
+        "--topology-seed",
+        "18446744073709551613",
+        "--topologies",
+        "2",
+        "--precision",
+        "bf16",
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(!stderr.contains("--topology-seed"), "{stderr}");
+}
+
 /// `bench gnn --repeat` is bounded, and `bench scale` checks its flags and model itself, before
 /// any child runs: a child's refusal came back nested, with exit 1.
 #[test]

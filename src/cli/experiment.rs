@@ -7,7 +7,7 @@ use indicatif::ProgressBar;
 
 use super::common::{DistributionArgs, Numerics, print_json};
 use topoplace::assets::{SHIPPED_LAYOUT_POLICY, SHIPPED_POLICY};
-use topoplace::error::{Error, Result};
+use topoplace::error::{Error, InputError, Result};
 use topoplace::experiment::{self, Setup};
 use topoplace::gnn::{GnnPolicy, LayoutPolicy};
 use topoplace::layout_priors::LayoutPriorsSetup;
@@ -79,7 +79,7 @@ pub struct ExperimentArgs {
     #[arg(long, default_value = "training/tag-expert.toml")]
     recipe: PathBuf,
     /// holdout-models: Adam steps of each held-out training (default the recipe's).
-    #[arg(long)]
+    #[arg(long, value_parser = super::common::at_least_one_u64)]
     steps: Option<u64>,
     #[arg(long)]
     json: bool,
@@ -87,8 +87,16 @@ pub struct ExperimentArgs {
 
 /// `topoplace experiment NAME`: TAG §5's experiments with a policy file.
 pub fn run(args: ExperimentArgs) -> Result<()> {
+    check_seeds(&args)?;
     if args.name == "layout-priors" {
         return layout_priors(&args);
+    }
+    let cluster = load_named_cluster(&args.cluster, "--cluster")?;
+    // The precision is the flag's to refuse, before any model is built: deep in the experiment
+    // the refusal named the cluster's file and a `precision` field, with exit 1.
+    match args.name.as_str() {
+        "unseen-topologies" | "overhead" => check_distribution_precision(&args)?,
+        _ => args.numerics.check(&cluster)?,
     }
     let (policy, policy_shown) = match &args.policy {
         Some(path) => (GnnPolicy::load(path)?, path.display().to_string()),
@@ -101,7 +109,6 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         .iter()
         .map(|m| Ok((m.clone(), args.numerics.model(m, None)?)))
         .collect::<Result<Vec<_>>>()?;
-    let cluster = load_named_cluster(&args.cluster, "--cluster")?;
     let setup = Setup {
         models,
         cluster: &cluster,
@@ -154,17 +161,70 @@ const TAG_MODELS: [&str; 6] = [
 /// The language models layout-priors plans by default.
 const LANGUAGE_MODELS: [&str; 4] = ["llama-1b", "llama-3b", "llama-7b", "llama-13b"];
 
+/// Refuses `--topology-seed` when the topologies' seeds `topology_seed ..
+/// topology_seed + topologies` pass 2⁶⁴−1: they wrapped round to 0, the shipped policy's
+/// training seeds, and the "unseen" topologies were seen ones.
+fn check_seeds(args: &ExperimentArgs) -> Result<()> {
+    if args.topology_seed.checked_add(args.topologies).is_none() {
+        return Err(InputError::new(
+            "<cli>",
+            "--topology-seed",
+            format!(
+                "{}: with --topologies {} the seeds pass {}; take a seed at most {}",
+                args.topology_seed,
+                args.topologies,
+                u64::MAX,
+                u64::MAX - args.topologies
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Refuses `--precision` when a GPU type of the random topologies' distribution lacks it (bf16
+/// on TAG's pre-Ampere GPUs): no problem would fit, and every row would be empty.
+fn check_distribution_precision(args: &ExperimentArgs) -> Result<()> {
+    let distribution = args.distribution.resolve()?;
+    args.numerics
+        .precision
+        .supported_by_mix(distribution.gpus)
+        .map_err(|why| InputError::new("<cli>", "--precision", why).into())
+}
+
+/// Refuses a `--models` entry that is not a language model, naming the flag (the planner's own
+/// refusal named `--model`, a flag this command does not have).
+fn check_language_models(models: &[String]) -> Result<()> {
+    for m in models {
+        if topoplace::zoo::lm_shape(m)?.is_none() {
+            return Err(InputError::new(
+                "<cli>",
+                "--models",
+                format!(
+                    "\"{m}\" is not a zoo language model (a gpt* or llama* size, or a model-spec \
+                     .toml file)"
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 fn layout_priors(args: &ExperimentArgs) -> Result<()> {
+    check_distribution_precision(args)?;
+    let models = args
+        .models
+        .clone()
+        .unwrap_or_else(|| LANGUAGE_MODELS.iter().map(|m| m.to_string()).collect());
+    check_language_models(&models)?;
     let (policy, shown) = match &args.layout_policy {
         Some(path) => (LayoutPolicy::load(path)?, path.display().to_string()),
         None => (LayoutPolicy::shipped()?, SHIPPED_LAYOUT_POLICY.to_string()),
     };
     let setup = LayoutPriorsSetup {
         policy: &policy,
-        models: args
-            .models
-            .clone()
-            .unwrap_or_else(|| LANGUAGE_MODELS.iter().map(|m| m.to_string()).collect()),
+        models,
         batch: args.batch,
         topologies: args.topologies,
         topology_seed: args.topology_seed,
