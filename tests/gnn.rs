@@ -822,23 +822,41 @@ fn a_policy_config_with_an_unknown_key_is_refused() {
     }
     let (header, config, record) = (lines[0], lines[2], &bytes[at..]);
     assert_eq!(config, br#"{"width":16,"heads":2,"layers":4}"#);
-    let mut body = br#"{"width":16,"heads":2,"layers":4,"x":1}"#.to_vec();
-    body.push(b'\n');
-    body.extend_from_slice(record);
-    let hex: String = Sha256::digest(&body)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let mut file = header.to_vec();
-    file.extend_from_slice(format!("\nsha256 {hex}\n").as_bytes());
-    file.extend_from_slice(&body);
-    let unknown = dir.join("unknown.gnn");
-    std::fs::write(&unknown, &file).unwrap();
+    // The file with another config line and a checksum that matches it.
+    let with_config = |name: &str, config: &[u8]| {
+        let mut body = config.to_vec();
+        body.push(b'\n');
+        body.extend_from_slice(record);
+        let hex: String = Sha256::digest(&body)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut file = header.to_vec();
+        file.extend_from_slice(format!("\nsha256 {hex}\n").as_bytes());
+        file.extend_from_slice(&body);
+        let path = dir.join(name);
+        std::fs::write(&path, &file).unwrap();
+        path
+    };
+    let unknown = with_config("unknown.gnn", br#"{"width":16,"heads":2,"layers":4,"x":1}"#);
     let e = GnnPolicy::load(&unknown).unwrap_err().to_string();
     assert!(
         e.contains(&*unknown.to_string_lossy()) && e.contains("unknown field `x`"),
         "{e}"
     );
+    // A config the weights do not fit, or no network at all, is said in words, not in Rust's
+    // debug form of the config and of every tensor's shape.
+    for (name, config) in [
+        ("zero.gnn", &br#"{"width":0,"heads":2,"layers":4}"#[..]),
+        ("wider.gnn", br#"{"width":32,"heads":2,"layers":4}"#),
+    ] {
+        let path = with_config(name, config);
+        let e = GnnPolicy::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains(&*path.to_string_lossy()) && !e.contains('{') && !e.contains("Shape"),
+            "{e}"
+        );
+    }
     // The same bytes with the shipped config line load: only the key is refused.
     assert!(GnnPolicy::load(&good).is_ok());
 }

@@ -168,9 +168,10 @@ impl LayoutPolicy {
         config.check().map_err(|e| bad(format!("config: {e}")))?;
         let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(record.to_vec()))
             .map_err(|e| bad(format!("weights: {e}")))?;
+        // burn's own message lists every tensor with its shape in Rust's debug form.
         let model = LayoutModel::new(&config, 0, device)
             .try_load_record(record)
-            .map_err(|e| bad(format!("weights: {e}")))?;
+            .map_err(|_| bad("weights: not those of the config line's network".to_string()))?;
         Ok(LayoutPolicy { config, model })
     }
 

@@ -70,14 +70,17 @@ impl GnnConfig {
     pub(crate) fn check(&self) -> Result<(), String> {
         if self.width == 0 || self.heads == 0 || self.layers == 0 {
             return Err(format!(
-                "width, heads and layers must be positive: {self:?}"
+                "width, heads and layers must be positive (width {}, {} heads, {} layers)",
+                self.width, self.heads, self.layers
             ));
         }
         // A wider network would need gigabytes of weights and minutes a step; `policy init`
         // refuses the same at its flags.
         if self.width > MAX_WIDTH || self.heads > MAX_HEADS || self.layers > MAX_LAYERS {
             return Err(format!(
-                "at most width {MAX_WIDTH}, {MAX_HEADS} heads and {MAX_LAYERS} layers: {self:?}"
+                "at most width {MAX_WIDTH}, {MAX_HEADS} heads and {MAX_LAYERS} layers (width {}, \
+                 {} heads, {} layers)",
+                self.width, self.heads, self.layers
             ));
         }
         if !self.width.is_multiple_of(self.heads) {

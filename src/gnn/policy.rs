@@ -147,9 +147,16 @@ fn model_from_record(
 ) -> std::result::Result<GnnModel, String> {
     let record = ModuleRecord::from_bytes(Bytes::from_bytes_vec(record.to_vec()))
         .map_err(|e| e.to_string())?;
+    // burn's own message lists every tensor with its shape in Rust's debug form.
     GnnModel::new(config, 0, device)
         .try_load_record(record)
-        .map_err(|e| e.to_string())
+        .map_err(|_| {
+            format!(
+                "the weights are not those of the config line's network (width {}, {} heads, \
+                 {} layers)",
+                config.width, config.heads, config.layers
+            )
+        })
 }
 
 /// The file's bytes: header, checksum of the rest, config line, record.
