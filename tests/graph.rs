@@ -341,3 +341,30 @@ fn zero_convolution_windows_are_named() {
         );
     }
 }
+
+/// A gradient link given twice would be synchronised, and counted by SFB, as two gradients.
+#[test]
+fn repeated_gradient_link_is_named() {
+    let msg = error_of(&broken(
+        r#""gradients": [{"grad": 4, "optimizer": 5}]"#,
+        r#""gradients": [{"grad": 4, "optimizer": 5}, {"grad": 4, "optimizer": 5}]"#,
+    ));
+    assert!(msg.contains("gradients[1]"), "{msg}");
+    assert!(
+        msg.contains("duplicate gradient link") && msg.contains("gradients[0]"),
+        "{msg}"
+    );
+}
+
+/// Reports and strategy files name the model: an empty or blank name is refused, naming it.
+#[test]
+fn empty_or_blank_name_is_named() {
+    for name in ["", "   "] {
+        let msg = error_of(&broken(
+            r#""name": "tiny""#,
+            &format!(r#""name": "{name}""#),
+        ));
+        assert!(msg.starts_with("bad.json: name"), "{msg}");
+        assert!(msg.contains("empty"), "{msg}");
+    }
+}

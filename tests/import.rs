@@ -836,3 +836,176 @@ fn a_profile_for_an_unknown_gpu_is_named() {
         }
     }
 }
+
+// ---------------------------------------------------------------- hostile inputs (sweep 2)
+
+/// A gradients.csv row given twice would be synchronised, and counted by SFB, as two gradients.
+#[test]
+fn csv_repeated_gradient_row_is_refused() {
+    let (file, field, msg) = csv_error("csv_grad_twice", "gradients.csv", "5,6\n", "5,6\n5,6\n");
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("gradients.csv", "line 3, column \"optimizer\""),
+        "{msg}"
+    );
+    assert!(msg.contains("duplicate") && msg.contains("line 2"), "{msg}");
+}
+
+/// `# name=` with nothing after it would name the model "": refused, naming the line.
+#[test]
+fn csv_empty_name_is_refused() {
+    for name in ["", "  "] {
+        let (file, field, msg) = csv_error(
+            "csv_name_empty",
+            "ops.csv",
+            "# name=tiny-mlp",
+            &format!("# name={name}"),
+        );
+        assert_eq!(
+            (file.as_str(), field.as_str()),
+            ("ops.csv", "line 2, name"),
+            "{msg}"
+        );
+        assert!(msg.contains("empty"), "{msg}");
+    }
+}
+
+/// A misspelt directive, a directive after the header and one in edges.csv would each be
+/// ignored without a word: refused, naming the file and line. A comment is still a comment.
+#[test]
+fn csv_stray_directives_are_refused() {
+    let (file, field, msg) = csv_error("csv_typo", "ops.csv", "# name=", "# nmae=");
+    assert_eq!((file.as_str(), field.as_str()), ("ops.csv", "line 2, nmae"));
+    assert!(msg.contains("unknown directive"), "{msg}");
+    let (file, field, msg) = csv_error(
+        "csv_batch_late",
+        "ops.csv",
+        "3,relu,",
+        "# batch_size=64\n3,relu,",
+    );
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("ops.csv", "line 7, batch_size"),
+        "{msg}"
+    );
+    assert!(msg.contains("after the header (line 3)"), "{msg}");
+    let (file, field, msg) = csv_error(
+        "csv_edges_directive",
+        "edges.csv",
+        "src,dst,bytes",
+        "# batch_size=64\nsrc,dst,bytes",
+    );
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "line 1, batch_size")
+    );
+    assert!(msg.contains("ops.csv"), "{msg}");
+    let dir = csv_variant(
+        "csv_comment_late",
+        "ops.csv",
+        "3,relu,",
+        "# relu follows: its x=y is a comment\n3,relu,",
+    );
+    assert!(import::import(&dir, Some(Format::Csv)).is_ok());
+}
+
+/// An edges.csv without rows, for several ops, is refused by import as loading would refuse
+/// the graph it writes, in the CSV files' terms.
+#[test]
+fn csv_without_edges_is_refused() {
+    let text = std::fs::read_to_string(repo(CSV_DIR).join("edges.csv")).unwrap();
+    let header = text.lines().next().unwrap().to_string();
+    let (file, field, msg) = csv_error("csv_no_edges", "edges.csv", &text, &(header + "\n"));
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("edges.csv", "rows"),
+        "{msg}"
+    );
+}
+
+/// A QuickP file of several nodes and no links imported without a word, to a graph that
+/// loading then refused: import refuses it, naming `links` of the input file.
+#[test]
+fn quickp_without_links_is_refused() {
+    let text = r#"{"nodes": [{"id": "a", "op_type": "X", "comp_cost": {"d0": 1}},
+        {"id": "b", "op_type": "Y", "comp_cost": {"d0": 1}}], "links": []}"#;
+    let dir = scratch("quickp_no_links");
+    let path = dir.join("q.json");
+    std::fs::write(&path, text).unwrap();
+    for format in [None, Some(Format::Quickp)] {
+        match import::import(&path, format).unwrap_err() {
+            topoplace::Error::Input(e) => {
+                assert_eq!(
+                    (e.file.as_str(), e.field.as_str()),
+                    (path.display().to_string().as_str(), "links"),
+                    "{e}"
+                );
+                assert!(e.message.contains("unconnected"), "{e}");
+            }
+            other => panic!("expected an input error, got {other}"),
+        }
+    }
+}
+
+/// A torch export's repeated gradient link and empty name are the graph's: named as such.
+#[test]
+fn torch_repeated_gradient_and_empty_name_are_named() {
+    let e = torch_error("torch_grad_twice", |d| {
+        let link = d["gradients"][0].clone();
+        d["gradients"].as_array_mut().unwrap().push(link);
+    });
+    assert_eq!(e.field, "gradients[1]", "{e}");
+    assert!(e.message.contains("duplicate"), "{e}");
+    let e = torch_error("torch_no_name", |d| d["name"] = serde_json::json!(""));
+    assert_eq!(e.field, "name", "{e}");
+}
+
+/// A file whose JSON breaks part-way (a number out of range, a NaN) is told by the keys read
+/// before the fault, so the error names the field as `--format` would, not "not valid JSON".
+#[test]
+fn detected_json_with_a_bad_number_names_the_field() {
+    let dir = scratch("detect_bad_number");
+    let cases = [
+        // serde_json writes keys sorted: "edges" before "ops" and "torch". The key scan skips
+        // an out-of-range number (it reads no values) and finds "torch"; it stops at a NaN,
+        // before "torch", and a graph read as topoplace fails at the same fault with the same
+        // field as read as torch.
+        (
+            tiny_torch().to_string().replacen("24.0", "1e999", 1),
+            "torch",
+            "edges[0].bytes",
+        ),
+        (
+            tiny_torch().to_string().replacen("16.0", "NaN", 1),
+            "topoplace",
+            "edges[1].bytes",
+        ),
+        (
+            r#"{"name": "g", "torch": {"model": "m", "params_total": 1e999}}"#.to_string(),
+            "torch",
+            "torch.params_total",
+        ),
+        (
+            r#"{"nodes": [{"id": "a", "op_type": "X", "comp_cost": {"d0": 1e999}}], "links": []}"#
+                .to_string(),
+            "quickp",
+            "nodes[0].comp_cost.d0",
+        ),
+    ];
+    for (k, (text, format, field)) in cases.iter().enumerate() {
+        let path = dir.join(format!("g{k}.json"));
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(import::detect(&path).unwrap().name(), *format);
+        let named = match import::import(&path, None).unwrap_err() {
+            topoplace::Error::Input(e) => e,
+            other => panic!("expected an input error, got {other}"),
+        };
+        assert_eq!(named.field, *field, "{named}");
+        assert!(!named.message.contains("not CSV"), "{named}");
+    }
+    // Text that is no JSON object still says so.
+    let path = dir.join("junk.json");
+    std::fs::write(&path, "[1e999]").unwrap();
+    let msg = import::detect(&path).unwrap_err().to_string();
+    assert!(msg.contains("not CSV and not valid JSON"), "{msg}");
+}

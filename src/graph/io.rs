@@ -151,7 +151,7 @@ impl GraphFile {
             edges,
             gradients,
         )?;
-        super::validate::check_file_edges(source, &graph)?;
+        super::validate::check_file_graph(source, &graph)?;
         Ok(graph)
     }
 }

@@ -55,6 +55,7 @@ pub(super) fn check_parts(
             ));
         }
     }
+    let mut links: HashMap<(OpIdx, OpIdx), usize> = HashMap::with_capacity(gradients.len());
     for (k, g) in gradients.iter().enumerate() {
         for (end, idx) in [("grad", g.grad), ("optimizer", g.optimizer)] {
             if idx >= n {
@@ -78,6 +79,18 @@ pub(super) fn check_parts(
                 format!("gradients[{k}]"),
                 format!(
                     "no edge carries the gradient from {} to {}",
+                    describe(ops, g.grad),
+                    describe(ops, g.optimizer)
+                ),
+            ));
+        }
+        // A repeated link would be synchronised, and counted by SFB, as two gradients.
+        if let Some(first) = links.insert((g.grad, g.optimizer), k) {
+            return Err(InputError::new(
+                source,
+                format!("gradients[{k}]"),
+                format!(
+                    "duplicate gradient link {} -> {} (also gradients[{first}])",
                     describe(ops, g.grad),
                     describe(ops, g.optimizer)
                 ),
@@ -221,11 +234,22 @@ pub(super) fn check_optimizers_fed(source: &str, g: &Graph) -> Result<(), InputE
     Ok(())
 }
 
-/// A check for graphs read from files: a graph of several ops with no edge at all is a file
-/// whose edges were left out. Every op would run as if it needed no input and fed no one. Single
-/// unconnected ops are accepted: TensorFlow's graphs keep some (`Shape` ops whose readers were
-/// pruned).
-pub(crate) fn check_file_edges(source: &str, g: &Graph) -> Result<(), InputError> {
+/// The checks for graphs read from files, which graphs built in code need not pass: every file
+/// reader and importer runs them, so `import` refuses what loading its output would refuse.
+///
+/// A blank name is refused: reports and strategy files name the model by it, and a strategy
+/// made for an unnamed graph would match any other unnamed one. A graph of several ops with no
+/// edge at all is a file whose edges were left out: every op would run as if it needed no input
+/// and fed no one. Single unconnected ops are accepted: TensorFlow's graphs keep some (`Shape`
+/// ops whose readers were pruned).
+pub(crate) fn check_file_graph(source: &str, g: &Graph) -> Result<(), InputError> {
+    if g.name.trim().is_empty() {
+        return Err(InputError::new(
+            source,
+            "name",
+            "is empty: give the model's name (reports and strategy files refer to it)",
+        ));
+    }
     if g.len() >= 2 && g.edges().is_empty() {
         return Err(InputError::new(
             source,

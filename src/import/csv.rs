@@ -17,7 +17,8 @@ use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 /// Prefix of the per-device measured-time columns of ops.csv.
 pub(crate) const TIME_PREFIX: &str = "time_us:";
 
-/// The `# key=value` lines before the header that mean something; any other is a comment.
+/// The `# key=value` directives, given before the header of ops.csv. A `#` line of that form
+/// with any other one-word key is refused ([`directive`]); other `#` lines are comments.
 const DIRECTIVES: &[&str] = &["batch_size", "name"];
 
 const OPS_REQUIRED: &[&str] = &["id", "name", "op_type", "phase"];
@@ -52,7 +53,17 @@ pub(crate) fn import_csv(path: &Path) -> Result<Graph> {
     } else {
         None
     };
-    let name = graph_name(&ops_file, &dir);
+    for table in std::iter::once(&edges_file).chain(&grads_file) {
+        if let Some((key, line)) = table.directive_lines.iter().min_by_key(|d| d.1) {
+            return Err(InputError::new(
+                &table.source,
+                format!("line {line}, {key}"),
+                "directives belong in ops.csv, before its header",
+            )
+            .into());
+        }
+    }
+    let name = graph_name(&ops_file, &dir)?;
     Ok(build(&ops_file, &edges_file, grads_file.as_ref(), &name)?)
 }
 
@@ -74,14 +85,22 @@ fn locate(path: &Path) -> (PathBuf, PathBuf) {
     }
 }
 
-fn graph_name(ops: &Table, dir: &Path) -> String {
+fn graph_name(ops: &Table, dir: &Path) -> Result<String, InputError> {
     if let Some(n) = ops.directives.get("name") {
-        return n.clone();
+        if n.trim().is_empty() {
+            let line = ops.directive_lines["name"];
+            return Err(InputError::new(
+                &ops.source,
+                format!("line {line}, name"),
+                "is empty: give the model's name, or leave the line out to use the folder's",
+            ));
+        }
+        return Ok(n.clone());
     }
     let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    canonical
+    Ok(canonical
         .file_name()
-        .map_or_else(|| "graph".to_string(), |n| n.to_string_lossy().to_string())
+        .map_or_else(|| "graph".to_string(), |n| n.to_string_lossy().to_string()))
 }
 
 /// Build the graph from the three parsed files.
@@ -95,6 +114,17 @@ fn build(
     let ops = read_ops(ops_t)?;
     let index = id_index(ops_t, &ops)?;
     let edges = read_edges(edges_t, &index)?;
+    // The graph loader refuses several ops with no edge; say it in this file's terms.
+    if edges.is_empty() && ops.len() >= 2 {
+        return Err(InputError::new(
+            &edges_t.source,
+            "rows",
+            format!(
+                "the file lists no edges: the {} ops of ops.csv would run unconnected",
+                ops.len()
+            ),
+        ));
+    }
     let gradients = match grads_t {
         Some(t) => read_gradients(t, &index, &ops, &edges)?,
         None => Vec::new(),
@@ -138,20 +168,42 @@ impl Table {
                 continue;
             }
             if let Some(comment) = line.trim_start().strip_prefix('#') {
-                if t.header.is_empty()
-                    && let Some((key, value)) = comment.split_once('=')
-                {
-                    let key = key.trim().to_string();
-                    if let Some(first) = t.directive_lines.insert(key.clone(), line_no)
-                        && DIRECTIVES.contains(&key.as_str())
-                    {
+                if let Some((key, value)) = directive(comment) {
+                    let field = format!("line {line_no}, {key}");
+                    // A misspelt directive would otherwise be a comment, leaving its value
+                    // unused without a word (`# nmae=x` keeps the folder's name).
+                    if !DIRECTIVES.contains(&key) {
                         return Err(InputError::new(
                             source,
-                            format!("line {line_no}, {key}"),
+                            field,
+                            format!(
+                                "unknown directive \"{key}\" (known: {}); a comment holding \
+                                 \"=\" needs a word before it that is not a directive's",
+                                DIRECTIVES.join(", ")
+                            ),
+                        ));
+                    }
+                    // Only the lines before the header are read as directives; a later one
+                    // would be ignored, as a second one before it is refused.
+                    if !t.header.is_empty() {
+                        return Err(InputError::new(
+                            source,
+                            field,
+                            format!(
+                                "comes after the header (line {}): directives go before it",
+                                t.header_line
+                            ),
+                        ));
+                    }
+                    if let Some(first) = t.directive_lines.insert(key.to_string(), line_no) {
+                        return Err(InputError::new(
+                            source,
+                            field,
                             format!("given twice (also on line {first}): keep one line"),
                         ));
                     }
-                    t.directives.insert(key, value.trim().to_string());
+                    t.directives
+                        .insert(key.to_string(), value.trim().to_string());
                 }
                 continue;
             }
@@ -226,6 +278,19 @@ impl Table {
             )),
         }
     }
+}
+
+/// The key and value of a `#` line of the form `key=value` whose key is one word (letters,
+/// digits, `_`, `-`): a directive, known or not. Any other `#` line is a comment, even one
+/// holding `=` (`# note: a=b`).
+fn directive(comment: &str) -> Option<(&str, &str)> {
+    let (key, value) = comment.split_once('=')?;
+    let key = key.trim();
+    let word = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    word.then_some((key, value))
 }
 
 /// Split one CSV line into cells.
@@ -507,6 +572,7 @@ fn read_gradients(
     let cols = t.columns(&["grad", "optimizer"], &[])?;
     let pairs: HashSet<(usize, usize)> = edges.iter().map(|e| (e.src, e.dst)).collect();
     let mut links = Vec::with_capacity(t.rows.len());
+    let mut seen: HashMap<(usize, usize), usize> = HashMap::new();
     for row in rows(t, &cols) {
         row.check_width()?;
         let (grad, optimizer) = (
@@ -526,6 +592,13 @@ fn read_gradients(
                     "no edge in edges.csv carries the gradient {} -> {}",
                     ops[grad].id, ops[optimizer].id
                 ),
+            ));
+        }
+        // A repeated row would be synchronised, and counted by SFB, as two gradients.
+        if let Some(first) = seen.insert((grad, optimizer), row.line) {
+            return Err(row.err(
+                "optimizer",
+                format!("duplicate gradient link (also on line {first})"),
             ));
         }
         links.push(GradientLink { grad, optimizer });

@@ -28,6 +28,7 @@ pub(crate) use self::csv::import_csv;
 use std::path::Path;
 
 use crate::error::{InputError, Result};
+use crate::graph::validate::check_file_graph;
 use crate::graph::{Graph, parse_graph};
 use crate::io::read_text_file;
 
@@ -101,8 +102,23 @@ pub fn detect(path: &Path) -> Result<Format> {
     }
     let text = read_text_file(path)?;
     let source = path.display().to_string();
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| InputError::new(&source, "", format!("not CSV and not valid JSON: {e}")))?;
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(value) => value,
+        Err(e) => {
+            // An object that fails part-way (a number out of range, a NaN) is told by the keys
+            // read before the fault: its format's reader then names the field at fault
+            // (`edges[0].bytes`), where this parse could only give a line and column.
+            return match format_of_keys(&keys_before_fault(&text)) {
+                Some(format) => Ok(format),
+                None => {
+                    Err(
+                        InputError::new(&source, "", format!("not CSV and not valid JSON: {e}"))
+                            .into(),
+                    )
+                }
+            };
+        }
+    };
     let obj = value.as_object().ok_or_else(|| {
         InputError::new(
             &source,
@@ -127,21 +143,75 @@ pub fn detect(path: &Path) -> Result<Format> {
     }
 }
 
+/// The format that the top-level keys of an object read up to a fault point to: any key of
+/// node-link JSON QuickP, `"torch"` a torch export, any other key of graph JSON a topoplace graph
+/// (the fault may come before `"ops"`, or `"torch"`, is read: the keys are in any order).
+fn format_of_keys(keys: &[String]) -> Option<Format> {
+    const NODE_LINK: [&str; 5] = ["nodes", "links", "directed", "multigraph", "graph"];
+    const GRAPH: [&str; 7] = [
+        "ops",
+        "edges",
+        "gradients",
+        "name",
+        "batch_size",
+        "format",
+        "version",
+    ];
+    let has = |names: &[&str]| keys.iter().any(|k| names.contains(&k.as_str()));
+    if has(&NODE_LINK) {
+        Some(Format::Quickp)
+    } else if has(&["torch"]) {
+        Some(Format::Torch)
+    } else if has(&GRAPH) {
+        Some(Format::Topoplace)
+    } else {
+        None
+    }
+}
+
+/// The top-level keys of a JSON object read before the text's first fault in its syntax (none
+/// when the text is no object); values are skipped unread, so a number out of range is no fault
+/// here. A torch export read as a topoplace graph fails at the same fault with the same field, so
+/// which of the two the keys point to before `"torch"` is read does not matter.
+fn keys_before_fault(text: &str) -> Vec<String> {
+    struct Keys<'a>(&'a mut Vec<String>);
+    impl<'de> serde::de::Visitor<'de> for Keys<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                self.0.push(key);
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let mut keys = Vec::new();
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The fault is expected: the keys gathered up to it are the answer.
+    let _ = serde::Deserializer::deserialize_map(&mut de, Keys(&mut keys));
+    keys
+}
+
 /// Read `path` in `format` (or the detected one) and return the validated graph.
 pub fn import(path: &Path, format: Option<Format>) -> Result<Graph> {
     let format = match format {
         Some(f) => f,
         None => detect(path)?,
     };
-    match format {
-        Format::Topoplace => {
-            let source = path.display().to_string();
-            Ok(parse_graph(&read_text_file(path)?, &source)?)
-        }
-        Format::Torch => Ok(import_torch(path)?.graph),
-        Format::Quickp => import_quickp(path),
-        Format::Csv => import_csv(path),
-    }
+    let source = path.display().to_string();
+    let graph = match format {
+        Format::Topoplace => parse_graph(&read_text_file(path)?, &source)?,
+        Format::Torch => import_torch(path)?.graph,
+        Format::Quickp => import_quickp(path)?,
+        Format::Csv => import_csv(path)?,
+    };
+    // What `import` writes is read back by the graph loader: a graph it would refuse must be
+    // refused here, naming the input rather than the written file.
+    check_file_graph(&source, &graph)?;
+    Ok(graph)
 }
 
 pub(super) fn has_extension(path: &Path, ext: &str) -> bool {

@@ -182,6 +182,17 @@ pub fn parse_quickp(text: &str, source: &str, name: &str) -> Result<Graph, Input
     if file.nodes.is_empty() {
         return Err(InputError::new(source, "nodes", "the file has no nodes"));
     }
+    // The graph loader refuses several ops with no edge (`edges`); say it in this file's terms.
+    if file.links.is_empty() && file.nodes.len() >= 2 {
+        return Err(InputError::new(
+            source,
+            "links",
+            format!(
+                "none: the graph's {} nodes would run unconnected (were the links left out?)",
+                file.nodes.len()
+            ),
+        ));
+    }
     let (mut ops, index) = read_nodes(&file.nodes, source)?;
     let edges = read_links(&file.links, &index, source)?;
     check_acyclic(&ops, &edges, source)?;
@@ -202,7 +213,12 @@ fn check_acyclic(ops: &[Op], edges: &[Edge], source: &str) -> Result<(), InputEr
         return Ok(());
     };
     let at = cycle.node;
-    let path = topo::cycle_through(ops.len(), pairs, at).unwrap_or_else(|| vec![at, at]);
+    let mut path = topo::cycle_through(ops.len(), pairs, at).unwrap_or_else(|| vec![at, at]);
+    // Shown from its first node in the file, whichever node the search met the cycle at.
+    path.pop();
+    let first = (0..path.len()).min_by_key(|&k| path[k]).unwrap_or(0);
+    path.rotate_left(first);
+    path.push(path[0]);
     let shown: Vec<String> = path
         .iter()
         .map(|&i| format!("nodes[{i}] \"{}\"", ops[i].name))
