@@ -44,6 +44,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::interconnect::MAX_GPUS_PER_ENTRY;
 use super::{Cluster, Device, DeviceGroup, Interconnect, Machine, catalog};
 use crate::error::{InputError, check_non_negative, check_positive};
 use crate::units;
@@ -52,9 +53,6 @@ use crate::units;
 pub(crate) const DEFAULT_INTER_LATENCY_US: f64 = 10.0;
 /// Default latency of a transfer between two GPUs of one machine.
 pub(crate) const DEFAULT_INTRA_LATENCY_US: f64 = 5.0;
-/// Most GPUs one `[[machine]]` entry may have: links grow with the square of it, and a typo such
-/// as `gpus = 80000` should be refused rather than exhaust memory.
-pub(crate) const MAX_GPUS_PER_ENTRY: i64 = 256;
 /// Most identical machines one entry may expand to.
 pub(crate) const MAX_COUNT: i64 = 4096;
 /// Most GPUs in a whole cluster: what the tool is measured to handle (`simulate --strategy dp`

@@ -82,6 +82,11 @@ pub struct TopoSummary {
     pub links_per_pair: u32,
 }
 
+/// Most GPUs one `[[machine]]` entry may have: links grow with the square of it, and a typo such
+/// as `gpus = 80000` should be refused rather than exhaust memory. Here, not in `config`, so
+/// that `nvidia-smi` topologies are held to it before an entry is written.
+pub(crate) const MAX_GPUS_PER_ENTRY: i64 = 256;
+
 /// The most NVLink links one GPU has (H100 SXM: 18); `nvidia-smi` never prints `NV0`.
 const MAX_NVLINKS: u32 = 18;
 
@@ -105,6 +110,31 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
     if n == 0 {
         return Err("no `GPU<k>` rows: expected the output of `nvidia-smi topo -m`".into());
     }
+    // The entry written would be refused when loaded; say so before writing it.
+    if n > MAX_GPUS_PER_ENTRY as usize {
+        return Err(format!(
+            "{n} GPUs: a machine entry holds at most {MAX_GPUS_PER_ENTRY}"
+        ));
+    }
+    // Rows GPU0, GPU1, … in order: a row repeated (pasted twice) would count as another GPU.
+    for (i, row) in rows.iter().enumerate() {
+        if row[0] != format!("GPU{i}") {
+            let again = rows[..i].iter().position(|r| r[0] == row[0]);
+            return Err(match again {
+                Some(first) => format!(
+                    "row {} repeats {} (row {}): each GPU has one row",
+                    i + 1,
+                    row[0],
+                    first + 1
+                ),
+                None => format!(
+                    "row {} is {}, expected GPU{i}: the rows go GPU0, GPU1, … in order",
+                    i + 1,
+                    row[0]
+                ),
+            });
+        }
+    }
     let mut per_gpu = vec![0u32; n];
     let (mut pairs_nv, mut widest, mut narrowest) = (0usize, 0u32, u32::MAX);
     for (i, row) in rows.iter().enumerate() {
@@ -117,6 +147,15 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
         for (j, cell) in row[1..=n].iter().enumerate() {
             if i == j {
                 continue;
+            }
+            // A link is the same both ways; which way to believe is unknowable.
+            if let Some(back) = rows.get(j).and_then(|r| r.get(i + 1))
+                && back != cell
+            {
+                return Err(format!(
+                    "row GPU{i}, column GPU{j} is {cell} but row GPU{j}, column GPU{i} is \
+                     {back}: the matrix must be symmetric"
+                ));
             }
             let bricks = match cell.strip_prefix("NV") {
                 Some(k) => match k.parse::<u32>() {
@@ -234,6 +273,29 @@ mod tests {
             Interconnect::Nvswitch
         );
         assert!(parse_nvidia_smi_topo("nothing here").is_err());
+        // A row pasted twice counted as another GPU; a link read differently each way was
+        // taken from one of them.
+        let twice = parse_nvidia_smi_topo("GPU0 X NV2\nGPU0 NV2 X\n").unwrap_err();
+        assert!(twice.contains("row 2 repeats GPU0"), "{twice}");
+        let skewed = parse_nvidia_smi_topo("GPU0 X NV2\nGPU1 SYS X\n").unwrap_err();
+        assert!(
+            skewed.contains("row GPU0, column GPU1 is NV2")
+                && skewed.contains("row GPU1, column GPU0 is SYS"),
+            "{skewed}"
+        );
+        // More GPUs than a machine entry may hold wrote an entry that did not load.
+        let n = MAX_GPUS_PER_ENTRY as usize + 1;
+        let big: String = (0..n)
+            .map(|i| {
+                let cells: Vec<&str> = (0..n).map(|j| if i == j { "X" } else { "SYS" }).collect();
+                format!("GPU{i} {}\n", cells.join(" "))
+            })
+            .collect();
+        let many = parse_nvidia_smi_topo(&big).unwrap_err();
+        assert!(
+            many.contains("257 GPUs") && many.contains("at most 256"),
+            "{many}"
+        );
         assert!(parse_nvidia_smi_topo("GPU0 X QQ\nGPU1 QQ X\n").is_err());
     }
 }
