@@ -464,7 +464,8 @@ fn bad_inputs_name_the_field() {
             &["too large", "at most 1 s"],
         );
     }
-    for memory in ["\"1 MiB\"", "\"16 TiB\""] {
+    // Up to the GPU's own 32 GiB: 16 TiB, within the range, is above it.
+    for memory in ["\"1 MiB\"", "\"32 GiB\""] {
         let text = GOOD.replacen("gpus = 2", &format!("gpus = 2\nmemory = {memory}"), 1);
         parse_cluster(&text, "ok.toml").unwrap();
     }
@@ -738,4 +739,39 @@ fn todays_distribution_draws_todays_gpus_and_links() {
     assert_eq!(seen.len(), GpuMix::Today.types().len(), "{seen:?}");
     let share = switched as f64 / capable as f64;
     assert!((0.4..=0.6).contains(&share), "{switched} of {capable}");
+}
+
+/// The diagonal of a measured matrix is never read: a value there is a row shifted by one or a
+/// matrix of another cluster, and was dropped without a word.
+#[test]
+fn nonzero_matrix_diagonal_is_refused() {
+    let with = |m: &str| format!("{GOOD}[bandwidth_matrix]\n{m}\n");
+    expect_error(
+        &with("unit = \"Gbps\"\nvalues = [[0, 1, 1], [1, 5, 1], [1, 1, 0]]"),
+        "bandwidth_matrix.values[1][1]",
+        &["give 0"],
+    );
+    assert!(
+        parse_cluster(
+            &with("unit = \"Gbps\"\nvalues = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]"),
+            "ok"
+        )
+        .is_ok()
+    );
+}
+
+/// `memory` is what is usable of the GPU's own: above the catalog's figure for the board it is
+/// refused, naming the GPU's memory; up to it is accepted.
+#[test]
+fn memory_above_the_gpus_own_is_refused() {
+    expect_error(
+        &GOOD.replacen("gpus = 2", "gpus = 2\nmemory = \"100 GiB\"", 1),
+        "machine[0].memory",
+        &["100 GiB", "V100-SXM2-32GB", "32 GiB"],
+    );
+    let full = GOOD.replacen("gpus = 2", "gpus = 2\nmemory = \"32 GiB\"", 1);
+    assert_eq!(
+        parse_cluster(&full, "ok").unwrap().devices[0].memory_bytes,
+        32.0 * GIB
+    );
 }

@@ -379,6 +379,22 @@ fn check_entry(e: &MachineEntry, i: usize, source: &str) -> Result<Entry, InputE
         Some(q) => Some(gpu_memory(q, source, &f("memory"))?),
         None => None,
     };
+    // `memory` is what is usable of the GPU's own: more than the board has is a typo (or the
+    // wrong GPU), and would hide every out-of-memory the real GPU would meet.
+    if let Some(m) = memory
+        && m > gpu.memory_bytes()
+    {
+        return Err(InputError::new(
+            source,
+            f("memory"),
+            format!(
+                "is {} but a {} has {} GiB: give at most that",
+                units::exact_text(m, units::GIB, "GiB", "B"),
+                gpu.name,
+                gpu.memory_gib
+            ),
+        ));
+    }
     let intra_bandwidth = bandwidth(&e.intra_bandwidth, source, &f("intra_bandwidth"))?;
     let interconnect = e
         .interconnect
@@ -627,9 +643,17 @@ fn matrix(m: &MatrixEntry, n: usize, source: &str) -> Result<Vec<Vec<f64>>, Inpu
         }
         for (j, &v) in row.iter().enumerate() {
             let field = format!("bandwidth_matrix.values[{i}][{j}]");
-            // The diagonal is never read; off it, 1e-300 GB/s gave 3.2e304 ms and 5e-324 NaN.
+            // The diagonal is never read, so a value there is a row or column shifted by one
+            // (or a matrix of another cluster); off it, 1e-300 GB/s gave 3.2e304 ms and 5e-324
+            // NaN.
             if i == j {
-                check_non_negative(source, &field, v)?;
+                if v != 0.0 {
+                    return Err(InputError::new(
+                        source,
+                        field,
+                        format!("is {v}: a device's bandwidth to itself is not used, give 0"),
+                    ));
+                }
             } else {
                 check_link(source, &field, v * factor)?;
             }
