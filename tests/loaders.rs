@@ -314,3 +314,134 @@ proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------- strategy fields (sweep 2)
+
+/// The MLP's 39 ops in one group: all-reduce on both GPUs, or model-parallel on GPU 0 alone, with
+/// `extra` fields added to the file.
+fn one_group(option: &str, extra: &str) -> String {
+    let devices = if option == "all-reduce" {
+        "[0, 1]"
+    } else {
+        "[0]"
+    };
+    let ids: Vec<String> = (0..39).map(|i| i.to_string()).collect();
+    format!(
+        r#"{{"groups": [{{"ops": [{}], "devices": {devices}, "option": "{option}"}}]{extra}}}"#,
+        ids.join(", ")
+    )
+}
+
+fn strategy_error(text: &str, g: &Graph) -> topoplace::InputError {
+    parse_strategy(text, "s.json", g, 2).unwrap_err()
+}
+
+/// `sfb_duplicated` holds what SFB's ILP can duplicate: a replicated group's gradient producers
+/// and the ops above them in the group. Optimizer updates, inputs, ops of a group with no
+/// gradient synchronisation and repeated entries were applied as they were, without a word.
+#[test]
+fn sfb_duplicated_holds_only_what_sfb_can_duplicate() {
+    let g = mlp();
+    let id = |i: usize| g.op(i).id;
+    let link = g.gradients()[0];
+    let (grad, optimizer) = (id(link.grad), id(link.optimizer));
+    let input = id((0..g.len())
+        .find(|&i| g.op(i).phase == topoplace::graph::Phase::Input)
+        .unwrap());
+    let listing = |ids: &[u64]| format!(r#", "sfb_duplicated": {ids:?}"#);
+    let ok = parse_strategy(&one_group("all-reduce", &listing(&[grad])), "s.json", &g, 2).unwrap();
+    assert_eq!(ok.strategy.sfb_duplicated, vec![link.grad]);
+    let cases = [
+        (
+            "all-reduce",
+            vec![optimizer],
+            "sfb_duplicated[0]",
+            "optimizer op",
+        ),
+        (
+            "all-reduce",
+            vec![grad, input],
+            "sfb_duplicated[1]",
+            "input op",
+        ),
+        (
+            "all-reduce",
+            vec![grad, grad],
+            "sfb_duplicated[1]",
+            "listed twice",
+        ),
+        (
+            "model-parallel",
+            vec![grad],
+            "sfb_duplicated[0]",
+            "not replicated",
+        ),
+    ];
+    for (option, ids, field, words) in cases {
+        let e = strategy_error(&one_group(option, &listing(&ids)), &g);
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.message.contains(words), "{e}");
+    }
+    // `"sfb": true` asks for the ops to be decided on loading: with a list too, which one?
+    let both = format!(r#"{}, "sfb": true"#, listing(&[grad]));
+    let e = strategy_error(&one_group("all-reduce", &both), &g);
+    assert_eq!(e.field, "sfb", "{e}");
+    let asked = parse_strategy(
+        &one_group("all-reduce", r#", "sfb": true"#),
+        "s.json",
+        &g,
+        2,
+    );
+    assert!(asked.unwrap().sfb_requested);
+}
+
+/// Pipeline stages are listed in chain order: a backward half before its forward half, or ops
+/// dealt alternately to two stages, sent activations back along the chain without a word.
+#[test]
+fn pipeline_stages_out_of_chain_order_are_named() {
+    let g = mlp();
+    let two_groups = |first: &dyn Fn(usize) -> bool, stages: &str| {
+        let ids = |want: bool| {
+            let ids: Vec<String> = (0..g.len())
+                .filter(|&i| first(i) == want)
+                .map(|i| g.op(i).id.to_string())
+                .collect();
+            ids.join(", ")
+        };
+        format!(
+            r#"{{"groups": [{{"ops": [{}], "devices": [0], "option": "model-parallel"}},
+              {{"ops": [{}], "devices": [1], "option": "model-parallel"}}],
+              "pipeline": {{"stages": {stages}, "micro_batches": 4, "schedule": "gpipe"}}}}"#,
+            ids(true),
+            ids(false)
+        )
+    };
+    use topoplace::graph::Phase;
+    let late = |i: usize| matches!(g.op(i).phase, Phase::Backward | Phase::Optimizer);
+    // Group 0 holds the backward pass and the updates, group 1 the forward pass.
+    assert!(parse_strategy(&two_groups(&late, "[[1], [0]]"), "s.json", &g, 2).is_ok());
+    let e = strategy_error(&two_groups(&late, "[[0], [1]]"), &g);
+    assert_eq!(e.field, "pipeline.stages[0][0]", "{e}");
+    assert!(e.message.contains("chain order"), "{e}");
+    let even = |i: usize| i.is_multiple_of(2);
+    let e = strategy_error(&two_groups(&even, "[[0], [1]]"), &g);
+    assert!(e.field.starts_with("pipeline.stages["), "{e}");
+    assert!(e.message.contains("of a later stage (1)"), "{e}");
+}
+
+/// A strategy file without `model` said it was for model "", not the one given.
+#[test]
+fn a_strategy_without_its_model_says_the_field_is_missing() {
+    let g = mlp();
+    let cluster = two_gpus();
+    let dir = common::scratch("strategy-no-model");
+    let path = dir.join("s.json");
+    let text = one_group("all-reduce", &format!(r#", "cluster": "{}""#, cluster.name));
+    std::fs::write(&path, text).unwrap();
+    let name = path.display().to_string();
+    let err = topoplace::api::strategy_named(&name, &g, &cluster, &CostModel::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(": model: missing"), "{err}");
+    assert!(!err.contains("\"\""), "{err}");
+}

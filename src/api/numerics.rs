@@ -232,6 +232,19 @@ pub fn strategy_named(
         ("model", &loaded.model, &graph.name),
         ("cluster", &loaded.cluster, &cluster.name),
     ] {
+        // An empty value is a file without the field (it defaults to ""), not one for a
+        // model named "".
+        if file_says.is_empty() {
+            return Err(InputError::new(
+                name,
+                field,
+                format!(
+                    "missing: the file does not say which {field} it is for (\"{field}\": \
+                     \"{given}\" if it is this one)"
+                ),
+            )
+            .into());
+        }
         if file_says != given {
             return Err(InputError::new(
                 name,

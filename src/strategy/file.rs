@@ -10,7 +10,7 @@ use super::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
 };
 use crate::error::{Error, InputError, Result};
-use crate::graph::Graph;
+use crate::graph::{Graph, Phase};
 use crate::io::write_atomic;
 
 /// The JSON layout of a strategy file.
@@ -20,10 +20,10 @@ pub struct StrategyFile {
     /// Always `"topoplace-strategy"`; loading refuses any other value.
     #[serde(default = "default_format")]
     pub format: String,
-    /// The model the strategy was made for (informational).
+    /// The model the strategy was made for: `simulate` and `sfb` refuse the file for another one.
     #[serde(default)]
     pub model: String,
-    /// The cluster the strategy was made for (informational).
+    /// The cluster the strategy was made for, checked as `model` is.
     #[serde(default)]
     pub cluster: String,
     /// How replicas of batch-split groups share the batch, unless a group says otherwise.
@@ -224,22 +224,8 @@ impl StrategyFile {
         for (k, split) in own_splits {
             strategy.set_split(k, split);
         }
-        strategy.sfb_duplicated = self
-            .sfb_duplicated
-            .iter()
-            .enumerate()
-            .map(|(j, id)| {
-                index.get(id).copied().ok_or_else(|| {
-                    InputError::new(
-                        source,
-                        format!("sfb_duplicated[{j}]"),
-                        format!("no op has id {id}"),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        strategy.sfb_duplicated.sort_unstable();
-        strategy.sfb_duplicated.dedup();
+        strategy.sfb_duplicated = sfb_ops(&self.sfb_duplicated, &index, &strategy, g, source)?;
+        let stages = self.pipeline.as_ref().map(|p| p.stages.clone());
         strategy.pipeline = self
             .pipeline
             .map(|p| {
@@ -254,8 +240,143 @@ impl StrategyFile {
                 )
             })
             .transpose()?;
+        if let (Some(p), Some(stages)) = (&strategy.pipeline, &stages) {
+            check_chain_order(p, stages, &strategy, g, source)?;
+        }
         Ok(strategy)
     }
+}
+
+/// The ops of `sfb_duplicated`, sorted. Each must be one SFB can duplicate
+/// ([`sfb_candidates`]), and listed once: the compiler would apply any op as it is, replicating
+/// an optimizer update or an input without a word.
+fn sfb_ops(
+    ids: &[u64],
+    index: &HashMap<u64, usize>,
+    strategy: &Strategy,
+    g: &Graph,
+    source: &str,
+) -> Result<Vec<usize>, InputError> {
+    let candidates = sfb_candidates(g, strategy);
+    let mut listed: HashMap<usize, usize> = HashMap::with_capacity(ids.len());
+    for (j, id) in ids.iter().enumerate() {
+        let field = format!("sfb_duplicated[{j}]");
+        let &op = index
+            .get(id)
+            .ok_or_else(|| InputError::new(source, &field, format!("no op has id {id}")))?;
+        if let Some(first) = listed.insert(op, j) {
+            return Err(InputError::new(
+                source,
+                field,
+                format!("op {id} is listed twice (also sfb_duplicated[{first}])"),
+            ));
+        }
+        if candidates[op] {
+            continue;
+        }
+        let o = g.op(op);
+        let group = strategy.group_of(op);
+        let why = if matches!(o.phase, Phase::Input | Phase::Optimizer) {
+            format!("is an {} op", o.phase.name())
+        } else if !replicated(strategy, group) {
+            format!(
+                "is in group {group}, which is not replicated (all-reduce or ps on two or more \
+                 GPUs): it has no gradient synchronisation to replace"
+            )
+        } else {
+            "neither produces a gradient nor feeds one inside its group".to_string()
+        };
+        return Err(InputError::new(
+            source,
+            field,
+            format!(
+                "op {id} \"{}\" {why}; SFB duplicates a replicated group's gradient producers \
+                 and the ops they are computed from in the group",
+                o.name
+            ),
+        ));
+    }
+    let mut ops: Vec<usize> = listed.into_keys().collect();
+    ops.sort_unstable();
+    Ok(ops)
+}
+
+/// Whether `group` synchronises gradients between replicas, which SFB may replace.
+fn replicated(strategy: &Strategy, group: usize) -> bool {
+    let d = strategy.decision(group);
+    matches!(
+        d.option,
+        ReplicationOption::AllReduce | ReplicationOption::Ps
+    ) && d.devices.len() >= 2
+}
+
+/// The ops SFB's ILP may duplicate under `strategy` (`crate::sfb`'s candidates at any depth):
+/// each gradient producer of a replicated group, and its ancestors inside that group through
+/// ops that are neither inputs nor optimizer updates.
+fn sfb_candidates(g: &Graph, strategy: &Strategy) -> Vec<bool> {
+    let mut can = vec![false; g.len()];
+    let mut stack: Vec<usize> = Vec::new();
+    for link in g.gradients() {
+        if replicated(strategy, strategy.group_of(link.grad)) && !can[link.grad] {
+            can[link.grad] = true;
+            stack.push(link.grad);
+        }
+    }
+    while let Some(v) = stack.pop() {
+        for u in g.predecessors(v) {
+            let inside = strategy.group_of(u) == strategy.group_of(v)
+                && !matches!(g.op(u).phase, Phase::Input | Phase::Optimizer);
+            if inside && !can[u] {
+                can[u] = true;
+                stack.push(u);
+            }
+        }
+    }
+    can
+}
+
+/// Stages are listed in chain order: forward activations flow from a stage to itself or a later
+/// one, and a backward op runs no earlier in the chain than the activations it reads (as the
+/// pipeline planner cuts them). A stage list that breaks this (reversed, or ops of a layer
+/// scattered over the stages) would run a micro-batch's forward pass back and forth along the
+/// chain, which no schedule of the kind named pipelines.
+fn check_chain_order(
+    p: &Pipeline,
+    stages: &[Vec<usize>],
+    strategy: &Strategy,
+    g: &Graph,
+    source: &str,
+) -> Result<(), InputError> {
+    let stage = |op: usize| p.stage_of(strategy.group_of(op));
+    for e in g.edges() {
+        let (a, b) = (g.op(e.src), g.op(e.dst));
+        let activation = match b.phase {
+            Phase::Forward => matches!(a.phase, Phase::Input | Phase::Forward),
+            Phase::Backward => a.phase == Phase::Forward && a.scales_with_batch(),
+            _ => false,
+        };
+        let (from, to) = (stage(e.src), stage(e.dst));
+        if !activation || from <= to {
+            continue;
+        }
+        let group = strategy.group_of(e.dst);
+        let j = stages[to].iter().position(|&k| k == group).unwrap_or(0);
+        return Err(InputError::new(
+            source,
+            format!("pipeline.stages[{to}][{j}]"),
+            format!(
+                "group {group} runs {} op {} \"{}\", which reads op {} \"{}\" of a later \
+                 stage ({from}): stages are listed in chain order, and activations flow to the \
+                 same stage or a later one",
+                b.phase.name(),
+                b.id,
+                b.name,
+                a.id,
+                a.name
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A strategy read from a file.
@@ -296,7 +417,16 @@ pub fn parse_strategy(
             e.into_inner().to_string(),
         )
     })?;
-    let sfb_requested = file.sfb && file.sfb_duplicated.is_empty();
+    // Both would be one decision made twice: the file's list, or TAG's ILP on loading.
+    if file.sfb && !file.sfb_duplicated.is_empty() {
+        return Err(InputError::new(
+            source,
+            "sfb",
+            "is true, asking for SFB's ops to be decided when the file is read, but \
+             sfb_duplicated already lists them: keep one of the two",
+        ));
+    }
+    let sfb_requested = file.sfb;
     let (model, cluster) = (file.model.clone(), file.cluster.clone());
     let priority = checked_priority(&file.priority, source, g)?;
     Ok(LoadedStrategy {
