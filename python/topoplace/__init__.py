@@ -136,8 +136,8 @@ def place(
     """
     _args.whole("batch", batch, 1, _args.U32)
     _args.whole("seq", seq, 1, _args.MAX_SEQ)
-    _args.whole("budget", budget, 1, _args.U64)
-    _args.whole("seed", seed, 0, _args.U64)
+    _args.whole("budget", budget, 1, _args.U64, optional=False)
+    _args.whole("seed", seed, 0, _args.U64, optional=False)
     _args.whole("groups", groups, 1, _args.U32)
     _args.whole("pipeline_leaves", pipeline_leaves, 0, _args.U32)
     _args.seconds("time", time)
@@ -193,8 +193,8 @@ def compare(
     writes results.csv, results.md and the charts into that directory too."""
     _args.whole("batch", batch, 1, _args.U32)
     _args.whole("seq", seq, 1, _args.MAX_SEQ)
-    _args.whole("budget", budget, 1, _args.U64)
-    _args.whole("seed", seed, 0, _args.U64)
+    _args.whole("budget", budget, 1, _args.U64, optional=False)
+    _args.whole("seed", seed, 0, _args.U64, optional=False)
     _args.seconds("time_limit", time_limit)
     model_names = _args.names("models", _names(models, "models"))
     with _inline_clusters(_args.names("clusters", _names(clusters, "clusters"))) as cluster_args:
@@ -226,7 +226,7 @@ def random_topology(seed: int, path: PathLike, distribution: str = "tag") -> Pat
     """Writes a random cluster of TAG's distribution, or of today's with
     ``distribution="today"`` (``topoplace topology random --seed --distribution``), to ``path``,
     a TOML file any call takes as its cluster."""
-    _args.whole("seed", seed, 0, _args.U64)
+    _args.whole("seed", seed, 0, _args.U64, optional=False)
     text = _topoplace.random_topology(seed, distribution)
     path = Path(path)
     path.write_text(text)

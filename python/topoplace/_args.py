@@ -18,9 +18,9 @@ def _refuse(name: str, reason: str) -> InputError:
     return InputError("<argument>", name, reason)
 
 
-def whole(name: str, value, low: int, high: int) -> Optional[int]:
-    """``value``, a whole number from ``low`` to ``high``, or ``None``."""
-    if value is None:
+def whole(name: str, value, low: int, high: int, optional: bool = True) -> Optional[int]:
+    """``value``, a whole number from ``low`` to ``high``, or ``None`` where it is optional."""
+    if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise _refuse(name, f"must be a whole number, not {type(value).__name__}")

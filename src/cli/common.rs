@@ -125,7 +125,7 @@ pub fn gnn_samples(text: &str) -> std::result::Result<usize, String> {
     one_to(text, 4096)
 }
 
-/// Timed runs of each measurement (`bench gnn --repeat`): 1 to 1,000. 99,999,999,999 ran for
+/// Timed runs of each measurement (`bench gnn --repeat`, `bench place --repeat`): 1 to 1,000. 99,999,999,999 ran for
 /// days with nothing shown; a median of a thousand runs is as steady as a median gets.
 pub fn bench_repeat(text: &str) -> std::result::Result<usize, String> {
     one_to(text, 1000)

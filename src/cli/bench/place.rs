@@ -21,8 +21,8 @@ pub struct PlaceBenchArgs {
     #[arg(long, value_parser = crate::cli::common::batch)]
     batch: Option<u32>,
     /// Runs of each instance (the machine is shared and noisy: read the median and the spread).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
-    repeat: u64,
+    #[arg(long, default_value_t = 3, value_parser = crate::cli::common::bench_repeat)]
+    repeat: usize,
     /// Pass `--time` to `place`.
     #[arg(long, value_parser = crate::cli::common::seconds)]
     time: Option<f64>,
@@ -57,7 +57,7 @@ struct Outcome {
 
 pub fn run(args: PlaceBenchArgs) -> Result<()> {
     let instances = args.instances.pairs();
-    let runs = instances.len() as u64 * args.repeat;
+    let runs = (instances.len() * args.repeat) as u64;
     let bar = progress_bar(runs, "{bar:30} {pos}/{len} place runs {elapsed}")?;
     let mut rows = Vec::new();
     for (model, cluster) in instances {
