@@ -916,7 +916,10 @@ fn impossible_numbers_are_refused_at_the_flag() {
         ),
         (vec!["bench", "place", "--time", "1e20"], "--time"),
         (vec!["bench", "place", "--repeat", "0"], "--repeat"),
-        (vec!["bench", "place", "--repeat", "99999999999"], "--repeat"),
+        (
+            vec!["bench", "place", "--repeat", "99999999999"],
+            "--repeat",
+        ),
         (vec!["bench", "place", "--limit=-1"], "--limit"),
         ([&solve[..], &["--threads", "0"]].concat(), "--threads"),
         ([&experiment[..], &["--seeds", "0"]].concat(), "--seeds"),
