@@ -32,7 +32,7 @@ use crate::cost::CostModel;
 use crate::error::Result;
 use crate::graph::{Graph, OpIdx, Phase};
 use crate::milp::{Milp, SolveOptions, Var};
-use crate::strategy::{BatchSplit, ReplicationOption, Strategy};
+use crate::strategy::{BatchSplit, Strategy};
 
 /// Knobs of the per-gradient ILP.
 #[derive(Debug, Clone, PartialEq)]
@@ -340,11 +340,7 @@ pub fn check_strategy(
     for link in g.gradients() {
         let group = strategy.group_of(link.grad);
         let decision = strategy.decision(group);
-        let replicated = matches!(
-            decision.option,
-            ReplicationOption::AllReduce | ReplicationOption::Ps
-        );
-        if !replicated || decision.devices.len() < 2 {
+        if !decision.synchronises_gradients() {
             continue;
         }
         let (time, bandwidth, allowed) = of_group.entry(group).or_insert_with(|| {

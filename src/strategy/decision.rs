@@ -118,6 +118,14 @@ pub struct GroupDecision {
     pub option: ReplicationOption,
 }
 
+impl GroupDecision {
+    /// Whether the group's replicas synchronise gradients (all-reduce or ps on two or more
+    /// GPUs): what TAG's SFB may replace.
+    pub fn synchronises_gradients(&self) -> bool {
+        self.option.splits_batch() && self.devices.len() >= 2
+    }
+}
+
 /// A complete strategy: every op in exactly one group, every group decided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Strategy {

@@ -278,7 +278,7 @@ fn sfb_ops(
         let group = strategy.group_of(op);
         let why = if matches!(o.phase, Phase::Input | Phase::Optimizer) {
             format!("is an {} op", o.phase.name())
-        } else if !replicated(strategy, group) {
+        } else if !strategy.decision(group).synchronises_gradients() {
             format!(
                 "is in group {group}, which is not replicated (all-reduce or ps on two or more \
                  GPUs): it has no gradient synchronisation to replace"
@@ -301,15 +301,6 @@ fn sfb_ops(
     Ok(ops)
 }
 
-/// Whether `group` synchronises gradients between replicas, which SFB may replace.
-fn replicated(strategy: &Strategy, group: usize) -> bool {
-    let d = strategy.decision(group);
-    matches!(
-        d.option,
-        ReplicationOption::AllReduce | ReplicationOption::Ps
-    ) && d.devices.len() >= 2
-}
-
 /// The ops SFB's ILP may duplicate under `strategy` (`crate::sfb`'s candidates at any depth):
 /// each gradient producer of a replicated group, and its ancestors inside that group through
 /// ops that are neither inputs nor optimizer updates.
@@ -317,7 +308,11 @@ fn sfb_candidates(g: &Graph, strategy: &Strategy) -> Vec<bool> {
     let mut can = vec![false; g.len()];
     let mut stack: Vec<usize> = Vec::new();
     for link in g.gradients() {
-        if replicated(strategy, strategy.group_of(link.grad)) && !can[link.grad] {
+        if strategy
+            .decision(strategy.group_of(link.grad))
+            .synchronises_gradients()
+            && !can[link.grad]
+        {
             can[link.grad] = true;
             stack.push(link.grad);
         }
