@@ -68,6 +68,21 @@ pub(crate) fn cycle_through(
         })
 }
 
+/// The cycle through `node` ([`cycle_through`]) shown from its lowest-numbered node, the first
+/// in the file, whichever node the search met it at; its first and last elements are that node.
+pub(crate) fn cycle_from_first(
+    n: usize,
+    edges: impl IntoIterator<Item = (usize, usize)>,
+    node: usize,
+) -> Vec<usize> {
+    let mut path = cycle_through(n, edges, node).unwrap_or_else(|| vec![node, node]);
+    path.pop();
+    let first = (0..path.len()).min_by_key(|&k| path[k]).unwrap_or(0);
+    path.rotate_left(first);
+    path.push(path[0]);
+    path
+}
+
 /// `reach[i][j]`: a path of one or more edges leads from `i` to `j` in the acyclic graph whose
 /// topological order is `order` (the transitive closure, by petgraph's `tred`).
 pub(crate) fn reachability(

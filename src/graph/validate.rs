@@ -202,8 +202,7 @@ pub(super) fn acyclic_order(
 ) -> Result<Vec<OpIdx>, InputError> {
     let pairs = edges.iter().map(|e| (e.src, e.dst));
     topo::topological_order(ops.len(), pairs.clone()).map_err(|cycle| {
-        let at = cycle.node;
-        let path = topo::cycle_through(ops.len(), pairs, at).unwrap_or_else(|| vec![at, at]);
+        let path = topo::cycle_from_first(ops.len(), pairs, cycle.node);
         let shown: Vec<String> = path.iter().map(|&i| describe(ops, i)).collect();
         InputError::new(
             source,

@@ -212,14 +212,7 @@ fn check_acyclic(ops: &[Op], edges: &[Edge], source: &str) -> Result<(), InputEr
     let Err(cycle) = topo::topological_order(ops.len(), pairs.clone()) else {
         return Ok(());
     };
-    let at = cycle.node;
-    let mut path = topo::cycle_through(ops.len(), pairs, at).unwrap_or_else(|| vec![at, at]);
-    // Shown from its first node in the file, whichever node the search met the cycle at.
-    path.pop();
-    let first = (0..path.len()).min_by_key(|&k| path[k]).unwrap_or(0);
-    path.rotate_left(first);
-    path.push(path[0]);
-    let shown: Vec<String> = path
+    let shown: Vec<String> = topo::cycle_from_first(ops.len(), pairs, cycle.node)
         .iter()
         .map(|&i| format!("nodes[{i}] \"{}\"", ops[i].name))
         .collect();
