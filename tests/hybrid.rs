@@ -1,5 +1,7 @@
 //! Hybrid plans (tensor × pipeline × data parallelism with ZeRO and recomputation) against the
-//! published LLM-scale runs of Megatron-LM, torchtitan and DeepSpeed.
+//! published LLM-scale runs of Megatron-LM, torchtitan and DeepSpeed. Each of those runs steps a
+//! fused Adam (Megatron's and DeepSpeed's `FusedAdam`, torchtitan's `implementation = "fused"`),
+//! so their graphs are built with `Optimizer::AdamFused`.
 
 use topoplace::autocast::half_parameters as autocast;
 use topoplace::cluster::{Cluster, parse_cluster};
@@ -9,7 +11,7 @@ use topoplace::hybrid::{
 };
 use topoplace::precision::Precision;
 use topoplace::strategy::Schedule;
-use topoplace::zoo::{self, Framework, GptConfig, ZooOptions};
+use topoplace::zoo::{self, Framework, GptConfig, Optimizer, ZooOptions};
 
 /// `machines` DGX A100 80GB nodes as Selene's: NVSwitch inside, eight 200 Gbps HDR NICs each.
 fn dgx_a100(machines: usize) -> Cluster {
@@ -157,6 +159,7 @@ fn gpt_model(c: GptConfig, micro_batch: u32, precision: Precision) -> HybridMode
         batch_size: Some(micro_batch),
         gpt: c,
         framework: Framework::PytorchEager,
+        optimizer: Optimizer::AdamFused,
         ..ZooOptions::default()
     };
     let graph = zoo::build("gpt", &opts).unwrap();
@@ -240,6 +243,7 @@ fn llama_model(name: &str, micro_batch: u32, precision: Precision) -> HybridMode
     let opts = ZooOptions {
         batch_size: Some(micro_batch),
         framework: Framework::Pytorch,
+        optimizer: Optimizer::AdamFused,
         ..ZooOptions::default()
     };
     let graph = zoo::build(name, &opts).unwrap();
@@ -317,6 +321,7 @@ fn deepspeed_zero2_10b_report(nic: &str) -> HybridReport {
         batch_size: Some(32),
         gpt: c,
         framework: Framework::PytorchEager,
+        optimizer: Optimizer::AdamFused,
         ..ZooOptions::default()
     };
     let graph = autocast(&zoo::build("gpt", &opts).unwrap(), precision, "gpt").unwrap();
@@ -612,6 +617,7 @@ fn megatron_core_h100_table() {
                 batch_size: Some(mb * dp as u32),
                 gpt: c,
                 framework: Framework::Pytorch,
+                optimizer: Optimizer::AdamFused,
                 ..ZooOptions::default()
             };
             let graph = autocast(&zoo::build("gpt", &opts).unwrap(), precision, "gpt").unwrap();

@@ -678,12 +678,54 @@ fn the_optimizer_decides_the_state_each_parameter_keeps() {
     assert!((6.0..6.1).contains(&adam8), "{adam8}");
     let adafactor = resident_per_param(Optimizer::Adafactor);
     assert!((4.0..4.1).contains(&adafactor), "{adafactor}");
+    assert_eq!(resident_per_param(Optimizer::AdamFused), 12.0);
     assert_eq!("adamw".parse::<Optimizer>(), Ok(Optimizer::Adam));
+    assert_eq!("adamw-fused".parse::<Optimizer>(), Ok(Optimizer::AdamFused));
     let err = "lion".parse::<Optimizer>().unwrap_err();
     assert!(
-        err.contains("adam, sgd-momentum, sgd, adafactor, adam8bit"),
+        err.contains("adam, adam-fused, sgd-momentum, sgd, adafactor, adam8bit"),
         "{err}"
     );
+}
+
+/// Adam's update traffic per parameter value: one fused pass (28 bytes: parameter, gradient and
+/// both moments read, three written) for TensorFlow's `ApplyAdam` and every fused Adam, and the
+/// seven passes of `torch.optim.Adam`'s default `foreach` update under PyTorch (72 bytes).
+#[test]
+fn adam_moves_the_bytes_of_its_implementation() {
+    let update_bytes_per_param = |framework, optimizer| {
+        let g = zoo::build(
+            "bert-small",
+            &ZooOptions {
+                framework,
+                optimizer,
+                ..ZooOptions::default()
+            },
+        )
+        .unwrap();
+        let updates = g.ops().iter().filter(|op| op.op_type == "ApplyAdam");
+        let bytes: f64 = updates.map(|op| op.bytes_accessed).sum();
+        bytes / g.summary().params as f64
+    };
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(
+        update_bytes_per_param(Framework::Tf1, Optimizer::Adam),
+        28.0
+    ));
+    for framework in [Framework::Pytorch, Framework::PytorchEager] {
+        assert!(close(
+            update_bytes_per_param(framework, Optimizer::Adam),
+            72.0
+        ));
+        assert!(close(
+            update_bytes_per_param(framework, Optimizer::AdamFused),
+            28.0
+        ));
+    }
+    assert!(close(
+        update_bytes_per_param(Framework::Tf1, Optimizer::AdamFused),
+        28.0
+    ));
 }
 
 #[test]

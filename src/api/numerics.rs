@@ -36,7 +36,9 @@ pub struct Numerics {
     /// their context).
     #[arg(long, value_parser = sequence_length)]
     pub seq: Option<usize>,
-    /// The optimizer a zoo model trains with: adam (AdamW's state too; the default),
+    /// The optimizer a zoo model trains with: adam (AdamW's state too; the default: TensorFlow's
+    /// one-kernel update under tf1, torch.optim.Adam's multi-tensor `foreach` passes under
+    /// pytorch), adam-fused (one kernel per update: `fused=True`, apex, Megatron, DeepSpeed),
     /// sgd-momentum, sgd, adafactor or adam8bit (bitsandbytes); it decides the optimizer state
     /// held in memory and the update's cost. A graph file refuses it: its optimizer ops are the
     /// ones it was exported with.

@@ -56,7 +56,7 @@ impl Net {
             op_type,
             Phase::Optimizer,
         );
-        let (flops, bytes) = kind.work_per_value();
+        let (flops, bytes) = kind.work_per_value(self.framework());
         op.flops = flops * e;
         op.bytes_accessed = bytes * e;
         op.output_bytes = F32 * e;
