@@ -482,6 +482,68 @@ fn strategy_file_errors_name_the_field() {
         &empty_group,
         &["groups[1].ops", "empty"],
     );
+    // An empty list where the writer leaves the key out: `[]` priorities read as "none" though
+    // a list of the wrong length is an error, and `"sfb": true` beside an empty
+    // `sfb_duplicated` was two answers at once.
+    let good = strategy.replace("\"devices\": [0, 9]", "\"devices\": [0, 1]");
+    for (k, key) in ["priority", "sfb_duplicated"].into_iter().enumerate() {
+        let text = good.replacen('{', &format!("{{\"sfb\": true, \"{key}\": [], "), 1);
+        fails_naming(
+            &SIMULATE_MLP_STRATEGY,
+            &format!("empty-list{k}.json"),
+            &text,
+            &[key, "empty list"],
+        );
+    }
+}
+
+/// A pipeline of more micro-batches than `strategy::MAX_MICRO_BATCHES` (1,024) would be
+/// simulated as that many copies of the graph (vgg19 at 65,536 ran out of memory); a hybrid plan
+/// of more than 65,536 micro-batches likewise (the schedule is simulated micro-batch by
+/// micro-batch: 2^30 took 23 GB before the kernel stopped it).
+#[test]
+fn micro_batch_counts_past_their_bounds_are_refused() {
+    let ops: Vec<String> = (0..39).map(|i| i.to_string()).collect();
+    let strategy = format!(
+        r#"{{"groups": [{{"ops": [{}], "devices": [0], "option": "all-reduce"}}],
+            "pipeline": {{"stages": [[0]], "micro_batches": 2048, "schedule": "gpipe"}}}}"#,
+        ops.join(",")
+    );
+    fails_naming(
+        &[
+            "simulate",
+            "--model",
+            "mlp",
+            "--cluster",
+            "tag-sfb",
+            "--batch",
+            "2048",
+            "--strategy",
+        ],
+        "pipeline.json",
+        &strategy,
+        &["pipeline.micro_batches", "1024"],
+    );
+    let plan = r#"{"global_batch": 1073741824, "micro_batches": 1073741824, "schedule": "1f1b",
+        "stages": [{"layers": [0, 16], "replicas": [[0]], "sequence_parallel": false,
+        "zero": "1", "recompute": "none"}]}"#;
+    fails_naming(
+        &[
+            "simulate",
+            "--model",
+            "llama-1b",
+            "--cluster",
+            "hetero-a100-v100",
+            "--precision",
+            "fp16",
+            "--framework",
+            "pytorch",
+            "--plan",
+        ],
+        "plan.json",
+        plan,
+        &["micro_batches", "65536"],
+    );
 }
 
 #[test]
@@ -510,6 +572,18 @@ fn sizes_that_would_exhaust_memory_or_threads_are_refused() {
         assert!(stderr.contains("more than the"), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+    assert!(!std::path::Path::new(out).exists());
+    // Within the flags' bounds, but its 730 million weights would make a 2.7 GiB file that no
+    // command may read back (the input files' 1 GiB cap): refused at once, naming the flag.
+    let run = run(&[
+        "policy", "init", "--out", out, "--width", "4096", "--heads", "64",
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--width") && stderr.contains("1 GiB"),
+        "{stderr}"
+    );
     assert!(!std::path::Path::new(out).exists());
 }
 
@@ -1609,6 +1683,34 @@ fn place_on_a_wide_fan_out_holds_its_time_limit() {
     place_holds_its_time_limit(path.to_str().unwrap(), "tag-testbed", 3.0);
 }
 
+/// Seven GPU types of eight GPUs each: Sailor's planner built every combination of one GPU quota
+/// per type before trying the first (20^7 of them), and `place --time 2` on a 1 B Llama ran out
+/// of memory in seconds. It now walks them one at a time within the limit.
+#[test]
+fn place_of_a_language_model_on_many_gpu_types_holds_its_time_limit() {
+    let dir = scratch("seven-types");
+    let gpus = [
+        "V100-SXM2-16GB",
+        "V100-SXM2-32GB",
+        "V100-PCIe-32GB",
+        "P100-16GB",
+        "P100-SXM2-16GB",
+        "GTX-1080Ti",
+        "GTX-1080",
+    ];
+    let mut toml = String::from("name = \"seven-types\"\n");
+    for (i, gpu) in gpus.iter().enumerate() {
+        toml += &format!(
+            "[[machine]]\nname = \"m{i}\"\ngpu = \"{gpu}\"\ngpus = 8\n\
+             intra_bandwidth = \"{} GB/s\"\nnic = \"100 Gbps\"\n",
+            10 + i
+        );
+    }
+    let path = dir.join("seven.toml");
+    std::fs::write(&path, toml).unwrap();
+    place_holds_its_time_limit("llama-1b", path.to_str().unwrap(), 2.0);
+}
+
 /// `place --model model --cluster cluster --time limit` succeeds within the limit's 10% + 1 s.
 fn place_holds_its_time_limit(model: &str, cluster: &str, limit: f64) {
     let time = limit.to_string();
@@ -1848,8 +1950,8 @@ fn llama_7b_fp16() -> Vec<&'static str> {
 }
 
 /// Flags that mean nothing where they are given are refused or named, not silently dropped:
-/// hybrid planners alone on a model they do not plan, a method, model or cluster named twice,
-/// `--trace` under the
+/// hybrid planners alone on a model they do not plan, a method, model or cluster named twice, an
+/// empty method name, `--trace` under the
 /// hybrid planners, a recipe's missing cluster or oversized GNN.
 #[test]
 fn flags_that_would_be_ignored_are_refused_or_named() {
@@ -1857,7 +1959,9 @@ fn flags_that_would_be_ignored_are_refused_or_named() {
     let out = dir.join("c").display().to_string();
     for (methods, needle) in [
         ("megatron,fsdp", "none of --models"),
-        ("dp-nccl,,dp-nccl", "named twice"),
+        ("dp-nccl,dp-nccl", "named twice"),
+        // An empty name between commas, as `--models a,,b` refuses it (it was skipped).
+        ("dp-nccl,,heft", "method \"\""),
     ] {
         let r = run(&[
             "compare",

@@ -688,7 +688,13 @@ fn bad_policy_files_are_named_errors() {
     let mut zeroed_v1 = v1.clone();
     let tail = v1.len() - 4096;
     zeroed_v1[tail..].fill(0);
-    for (name, damaged) in [("flipped", flipped_v1), ("zeroed", zeroed_v1)] {
+    let mut appended_v1 = v1.clone();
+    appended_v1.extend_from_slice(b"trailing bytes of another file");
+    for (name, damaged) in [
+        ("flipped", flipped_v1),
+        ("zeroed", zeroed_v1),
+        ("appended", appended_v1),
+    ] {
         let path = dir.join(format!("old-{name}.gnn"));
         std::fs::write(&path, &damaged).unwrap();
         let run = topoplace()

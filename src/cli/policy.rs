@@ -63,6 +63,9 @@ pub fn run(command: PolicyCommand) -> Result<()> {
         heads,
         ..GnnConfig::default()
     };
+    if let Err(problem) = config.check() {
+        return Err(InputError::new("<cli>", "--width", problem).into());
+    }
     GnnPolicy::init(config, seed)?.save(&out)?;
     outln!(
         "wrote an untrained GNN policy (width {width}, {heads} heads, seed {seed}) to {}",

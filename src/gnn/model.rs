@@ -67,7 +67,7 @@ impl Default for GnnConfig {
 
 impl GnnConfig {
     /// Why the configuration cannot build a model, if it cannot.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), String> {
         if self.width == 0 || self.heads == 0 || self.layers == 0 {
             return Err(format!(
                 "width, heads and layers must be positive (width {}, {} heads, {} layers)",
@@ -89,7 +89,36 @@ impl GnnConfig {
                 self.width, self.heads
             ));
         }
+        // A policy is read back through the input files' cap: a larger one would be written and
+        // then refused by every command that loads it.
+        let file_bytes = 4 * self.weights();
+        if file_bytes as u64 > crate::io::MAX_INPUT_BYTES {
+            return Err(format!(
+                "width {} with {} layers has {} weights, {:.1} GiB of FP32: more than the 1 GiB a \
+                 policy file may hold (narrower, or fewer layers)",
+                self.width,
+                self.layers,
+                self.weights(),
+                file_bytes as f64 / f64::from(1u32 << 30)
+            ));
+        }
         Ok(())
+    }
+
+    /// Weights and biases of the model this configuration builds ([`GnnModel::new`]).
+    pub(crate) fn weights(&self) -> usize {
+        let dense =
+            |d_in: usize, d_out: usize, bias: bool| d_in * d_out + if bias { d_out } else { 0 };
+        let (f, heads) = (self.width, self.heads);
+        let relation = dense(2 * f, f, true) + dense(2 * f, heads, true);
+        let layer = RELATIONS * relation + 2 * dense(f, f, true);
+        dense(OP_FEATURES, f, true)
+            + dense(DEV_FEATURES, f, true)
+            + RELATIONS * dense(EDGE_FEATURES, f, true)
+            + self.layers * layer
+            + dense(OPTIONS, f, false)
+            + dense(3 * f, f, true)
+            + dense(f, 1, true)
     }
 }
 

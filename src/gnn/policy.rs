@@ -218,6 +218,16 @@ pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
         ))
         .into());
     }
+    // The decoder stops at the weights the config asks for: bytes after them (a file appended
+    // to, or two files run together) would be sealed into the new checksum unread.
+    let holds = policy.record_bytes().map_err(bad)?.len();
+    if record.len() > holds {
+        return Err(bad(format!(
+            "{} bytes after the weights' {holds}: the file is damaged; not upgraded",
+            record.len() - holds
+        ))
+        .into());
+    }
     Ok(Some(upgraded))
 }
 

@@ -249,6 +249,13 @@ pub(crate) fn check_file_graph(source: &str, g: &Graph) -> Result<(), InputError
             "is empty: give the model's name (reports and strategy files refer to it)",
         ));
     }
+    if g.name.chars().any(char::is_control) {
+        return Err(InputError::new(
+            source,
+            "name",
+            "holds a control character (a line break or tab would break the reports' lines)",
+        ));
+    }
     if g.len() >= 2 && g.edges().is_empty() {
         return Err(InputError::new(
             source,

@@ -128,6 +128,12 @@ impl Stage {
     }
 }
 
+/// The most micro-batches a plan may run in one step. The pipeline schedule is simulated one
+/// micro-batch at a time on every stage, so its time and memory grow with the count. Published
+/// pipelines run tens to hundreds: Megatron-LM's trillion-parameter run splits its 3,072
+/// sequences over 6 pipelines, 512 micro-batches of one sequence each.
+pub const MAX_MICRO_BATCHES: u32 = 65_536;
+
 /// A hybrid-parallel plan of one training iteration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,14 +194,25 @@ impl HybridPlan {
         }
     }
 
-    /// Checks that the micro-batch count divides the global batch (before the model is built at
-    /// the micro-batch it gives).
+    /// Checks that the micro-batch count is at most [`MAX_MICRO_BATCHES`] and divides the global
+    /// batch (before the model is built at the micro-batch it gives).
     pub fn check_micro_batches(&self, source: &str) -> Result<(), InputError> {
         if self.global_batch == 0 {
             return Err(InputError::new(
                 source,
                 "global_batch",
                 "must be at least one sequence",
+            ));
+        }
+        if self.micro_batches > MAX_MICRO_BATCHES {
+            return Err(InputError::new(
+                source,
+                "micro_batches",
+                format!(
+                    "{} is more than {MAX_MICRO_BATCHES} micro-batches a step (the schedule \
+                     is simulated micro-batch by micro-batch)",
+                    self.micro_batches
+                ),
             ));
         }
         if self.micro_batches == 0 || !self.global_batch.is_multiple_of(self.micro_batches) {
@@ -300,6 +317,22 @@ impl HybridPlan {
                     return err(
                         field("shares"),
                         format!("must be {} positive shares summing to 1", s.dp()),
+                    );
+                }
+                // Given shares say how many sequences each replica trains on: whole ones. (An
+                // even split of sequences the replicas do not divide is averaged instead.)
+                let micro = self.micro_batch();
+                if let Some(r) = shares.iter().position(|x| {
+                    let sequences = x * micro;
+                    (sequences - sequences.round()).abs() > 1e-6 * sequences.max(1.0)
+                }) {
+                    return err(
+                        field("shares"),
+                        format!(
+                            "replica {r} gets {:.3} of the micro-batch's {micro} sequences: a \
+                             replica trains on whole sequences",
+                            shares[r] * micro
+                        ),
                     );
                 }
             }

@@ -65,23 +65,31 @@ fn plan_of(
     ))
 }
 
-/// Every combination of one quota per type, the all-unused one left out.
-fn combinations(options: &[Vec<Quota>]) -> Vec<Vec<Quota>> {
-    let mut out: Vec<Vec<Quota>> = vec![vec![]];
-    for o in options {
-        out = out
-            .into_iter()
-            .flat_map(|c| {
-                o.iter().map(move |&q| {
-                    let mut c = c.clone();
-                    c.push(q);
-                    c
-                })
-            })
-            .collect();
-    }
-    out.retain(|c| c.iter().any(|q| q.0 > 0));
-    out
+/// Every combination of one quota per type, the all-unused one left out, one at a time: with
+/// many GPU types the product is far too large to hold, and the caller's time limit has to be able
+/// to stop it between two combinations.
+fn combinations(options: &[Vec<Quota>]) -> impl Iterator<Item = Vec<Quota>> + '_ {
+    let mut next = (!options.iter().any(Vec::is_empty)).then(|| vec![0usize; options.len()]);
+    std::iter::from_fn(move || {
+        let at = next.as_mut()?;
+        let choice: Vec<Quota> = at.iter().zip(options).map(|(&i, o)| o[i]).collect();
+        // Advance the odometer: the last type turns fastest.
+        let mut t = options.len();
+        loop {
+            if t == 0 {
+                next = None;
+                break;
+            }
+            t -= 1;
+            at[t] += 1;
+            if at[t] < options[t].len() {
+                break;
+            }
+            at[t] = 0;
+        }
+        Some(choice)
+    })
+    .filter(|c| c.iter().any(|q| q.0 > 0))
 }
 
 /// The fastest plan that fits in Sailor's space (module docs).
@@ -98,13 +106,13 @@ pub fn sailor(planner: &mut Planner) -> Result<Option<Planned>> {
             .map(|p| quotas(p, d, layers, planner))
             .collect();
         for choice in combinations(&options) {
+            if planner.out_of_time() {
+                break 'search;
+            }
             for mbs in [1u32, 2, 4, 8] {
                 let copy = d as u32 * mbs;
                 if !batch.is_multiple_of(copy) {
                     continue;
-                }
-                if planner.out_of_time() {
-                    break 'search;
                 }
                 let Some(plan) = plan_of(&pools, &choice, d, batch / copy, layers, batch) else {
                     continue;
@@ -114,4 +122,31 @@ pub fn sailor(planner: &mut Planner) -> Result<Option<Planned>> {
         }
     }
     Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combinations_walk_the_whole_product_but_the_all_unused_one() {
+        let options = vec![vec![(0, 1), (1, 1)], vec![(0, 1), (1, 2), (2, 1)]];
+        let all: Vec<Vec<Quota>> = combinations(&options).collect();
+        // 2 × 3 = 6 combinations, less [(0, 1), (0, 1)].
+        assert_eq!(all.len(), 5);
+        assert_eq!(all[0], vec![(0, 1), (1, 2)]);
+        assert_eq!(all[4], vec![(1, 1), (2, 1)]);
+        let mut sorted = all.clone();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 5, "no combination twice");
+        assert!(combinations(&[vec![(1, 1)], vec![]]).next().is_none());
+    }
+
+    #[test]
+    fn combinations_of_many_types_start_without_building_the_product() {
+        // 40 types of 20 quotas each: 20^40 combinations, the first one at once.
+        let mut quotas = vec![vec![(0, 1); 20]; 40];
+        quotas[39][1] = (1, 1);
+        assert_eq!(combinations(&quotas).next().unwrap()[39], (1, 1));
+    }
 }

@@ -84,11 +84,22 @@ pub fn parse_methods(spec: &str) -> Result<Methods> {
         hybrid: Vec::new(),
         all: false,
     };
-    let names: Vec<&str> = spec
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .collect();
+    let names: Vec<&str> = spec.split(',').map(str::trim).collect();
+    let expected = || {
+        format!(
+            "`all` or names from: {}, {}",
+            super::names().join(", "),
+            HYBRID_METHODS.join(", ")
+        )
+    };
+    if names.iter().any(|n| n.is_empty()) {
+        // `heft,,dpos`, a trailing comma or `""`: a name was left out, as `--models a,,b` says.
+        return Err(Error::Unknown {
+            kind: "placement method",
+            name: String::new(),
+            expected: expected(),
+        });
+    }
     // A second row of the same method would only repeat the first.
     named_once(&names, "--methods")?;
     for name in names {
@@ -97,18 +108,8 @@ pub fn parse_methods(spec: &str) -> Result<Methods> {
             None => methods.placers.push(placer(name)?),
         }
     }
-    if methods.placers.is_empty() && methods.hybrid.is_empty() {
-        // Running nothing and succeeding would hide a mistyped list.
-        return Err(Error::Unknown {
-            kind: "placement method list",
-            name: spec.to_string(),
-            expected: format!(
-                "`all` or names from: {}, {}",
-                super::names().join(", "),
-                HYBRID_METHODS.join(", ")
-            ),
-        });
-    }
+    // `split` yields at least one name, and each is a method or an error: the list is never
+    // empty, so nothing runs without being asked.
     Ok(methods)
 }
 
@@ -539,7 +540,7 @@ pub(crate) fn file_stem(name: &str) -> String {
 
 /// Refuses a list (`--methods`, `--models`, `--clusters`) that names an entry twice, naming
 /// `flag`: a second entry would only repeat the first one's rows.
-pub(crate) fn named_once<S: AsRef<str>>(names: &[S], flag: &str) -> Result<()> {
+pub fn named_once<S: AsRef<str>>(names: &[S], flag: &str) -> Result<()> {
     let twice = names
         .iter()
         .enumerate()

@@ -37,17 +37,42 @@ pub struct StrategyFile {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sfb: bool,
     /// Ids of the ops the SFB ILP duplicated (see [`Strategy::sfb_duplicated`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "non_empty"
+    )]
     pub sfb_duplicated: Vec<u64>,
     /// Execution priorities (lower first), one per op in the graph file's op order: a list
     /// scheduler's planned start times (FastT's order enforcement). Empty: run in arrival order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "non_empty"
+    )]
     pub priority: Vec<f64>,
     /// Every op group with its ops, devices and option; a group's index is its id.
     pub groups: Vec<GroupRecord>,
     /// The groups as pipeline stages (absent: no pipeline; files before pipelines have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineRecord>,
+}
+
+/// A list that is given only when it holds something: the writer leaves an empty one out, so `[]`
+/// in a file was written by hand, and would read as "no priorities" (or "nothing duplicated")
+/// where the key says otherwise.
+fn non_empty<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let list = Vec::<T>::deserialize(deserializer)?;
+    if list.is_empty() {
+        return Err(serde::de::Error::custom(
+            "an empty list: leave the key out instead",
+        ));
+    }
+    Ok(list)
 }
 
 /// A pipeline: stages as lists of group indices (into `groups`), in chain order.

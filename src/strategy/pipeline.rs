@@ -63,9 +63,15 @@ pub struct Pipeline {
     pub schedule: Schedule,
 }
 
+/// The most micro-batches a strategy's pipeline may cut the batch into: 32 times what the
+/// pipeline planners try ([`crate::pipeline_plan`]), and GPipe's and PipeDream's runs use at most
+/// a few dozen.
+pub const MAX_MICRO_BATCHES: u32 = 1024;
+
 impl Pipeline {
     /// Stages as lists of group indices, in chain order. Every one of `groups` groups must be in
-    /// exactly one stage, every stage non-empty, and `micro_batches` must divide `batch_size`.
+    /// exactly one stage, every stage non-empty, and `micro_batches` (at most
+    /// [`MAX_MICRO_BATCHES`]) must divide `batch_size`.
     /// `source` names the origin in errors.
     pub fn new(
         source: &str,
@@ -77,6 +83,16 @@ impl Pipeline {
     ) -> Result<Pipeline, InputError> {
         if stages.is_empty() {
             return Err(InputError::new(source, "pipeline.stages", "no stages"));
+        }
+        if micro_batches > MAX_MICRO_BATCHES {
+            return Err(InputError::new(
+                source,
+                "pipeline.micro_batches",
+                format!(
+                    "{micro_batches} is more than {MAX_MICRO_BATCHES}: every op runs once a \
+                     micro-batch, so the step would be simulated as that many copies of the graph"
+                ),
+            ));
         }
         if micro_batches == 0 || !batch_size.is_multiple_of(micro_batches) {
             return Err(InputError::new(

@@ -114,6 +114,21 @@ impl LayoutRecipe {
                 return Err(bad(field, format!("{value}: expected 1 to {max}")));
             }
         }
+        // Generation g draws seeds from topology_seed + g · topologies: the last must not wrap
+        // past 2^64 − 1 (it would draw the seeds of other runs from 0).
+        let draws = (self.generations as u64).checked_mul(self.topologies as u64);
+        if draws
+            .and_then(|n| self.topology_seed.checked_add(n))
+            .is_none()
+        {
+            return Err(bad(
+                "topology_seed",
+                format!(
+                    "{}: its {} generations of {} topologies run past 2^64 - 1",
+                    self.topology_seed, self.generations, self.topologies
+                ),
+            ));
+        }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0 && self.learning_rate < 1.0)
         {
             return Err(bad(

@@ -162,6 +162,12 @@ pub fn parse_spec(text: &str, source: &str, default_name: &str) -> Result<ModelS
     if name.trim().is_empty() {
         return Err(err("name", "must not be empty".into()));
     }
+    if name.chars().any(char::is_control) {
+        return Err(err(
+            "name",
+            "holds a control character (a line break or tab would break the reports' lines)".into(),
+        ));
+    }
     Ok(ModelSpec { name, model })
 }
 
@@ -365,6 +371,7 @@ mod tests {
             ("layers = 2", "family"),
             ("base = \"gpt\"\nwidth = 5", "width"),
             ("base = \"gpt\"\nname = \" \"", "name"),
+            ("base = \"gpt\"\nname = \"a\\nb\"", "name"),
             ("base = \"gpt\"\nlayers = -1", "layers"),
         ];
         for (text, field) in cases {

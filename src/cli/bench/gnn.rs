@@ -31,7 +31,7 @@ pub struct GnnBenchArgs {
     /// Timed runs of each measurement (the median is reported): 1 to 1,000.
     #[arg(long, default_value_t = 20, value_parser = crate::cli::common::bench_repeat)]
     repeat: usize,
-    /// Samples in one training step (the shipped recipe's batch is 16).
+    /// Samples in one training step, 1 to 256 (the shipped recipe's batch is 16).
     #[arg(long, default_value_t = 16, value_parser = crate::cli::common::gnn_samples)]
     samples: usize,
     #[arg(long)]
@@ -55,10 +55,13 @@ pub fn run(args: GnnBenchArgs) -> Result<()> {
     let device = gnn::device_named(args.gnn_device.name())?;
     let policy = GnnPolicy::shipped_on(&device)?;
     let trained = GnnPolicy::shipped_on(&device.clone().autodiff())?;
-    let instances = args.instances.pairs();
+    let instances = args.instances.pairs()?;
+    // Every run, warm-up ones included, of both measurements moves the bar: one training step of
+    // many samples takes seconds.
+    let runs_per_instance = 2 * (WARM_UP + args.repeat) as u64;
     let bar = progress_bar(
-        instances.len() as u64,
-        "{bar:30} {pos}/{len} instances {elapsed}",
+        instances.len() as u64 * runs_per_instance,
+        "{bar:30} {pos}/{len} runs {elapsed}",
     )?;
     let mut rows = Vec::new();
     for (model, cluster) in instances {
@@ -71,10 +74,15 @@ pub fn run(args: GnnBenchArgs) -> Result<()> {
             device_groups: start.graph.devs(),
             actions: start.slices.len(),
             device: args.gnn_device.name(),
-            forward_ms: timed(args.repeat, || forward(&policy, &start)),
-            train_step_ms: timed(args.repeat, || train_step(&trained, &start, args.samples)),
+            forward_ms: timed(args.repeat, || {
+                forward(&policy, &start);
+                bar.inc(1);
+            }),
+            train_step_ms: timed(args.repeat, || {
+                train_step(&trained, &start, args.samples);
+                bar.inc(1);
+            }),
         });
-        bar.inc(1);
     }
     bar.finish_and_clear();
     print_either(args.json, &rows, |rows| render(rows))

@@ -56,7 +56,7 @@ struct Outcome {
 }
 
 pub fn run(args: PlaceBenchArgs) -> Result<()> {
-    let instances = args.instances.pairs();
+    let instances = args.instances.pairs()?;
     let runs = (instances.len() * args.repeat) as u64;
     let bar = progress_bar(runs, "{bar:30} {pos}/{len} place runs {elapsed}")?;
     let mut rows = Vec::new();
