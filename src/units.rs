@@ -109,6 +109,10 @@ fn parse_with(text: &str, units: &[(&str, f64)], what: &str) -> Result<f64, Stri
         ));
     }
     let factor = lookup_unit(unit.trim(), units, what)?;
+    // Said in the user's own unit: the caller's check would show the value in internal units.
+    if value < 0.0 {
+        return Err(format!("{what} {text:?} is negative"));
+    }
     // A number past the largest float ("1e400 GB") or one that overflows in its unit
     // ("1e308 GiB") reads as infinity: the caller's range check names it too large, with the
     // most it takes.
@@ -205,6 +209,10 @@ mod tests {
         assert_eq!(parse_bandwidth("10 gbps").unwrap(), 1_250.0);
         assert!(parse_bandwidth("10 furlongs").unwrap_err().contains("Gbps"));
         assert!(parse_bandwidth("10").unwrap_err().contains("no unit"));
+        // Said in the unit written, not as the internal -625 bytes per µs.
+        let negative = parse_bandwidth("-5 Gbps").unwrap_err();
+        assert!(negative.contains("\"-5 Gbps\" is negative"), "{negative}");
+        assert!(parse_size("-1 GiB").unwrap_err().contains("negative"));
     }
 
     #[test]

@@ -145,7 +145,7 @@ fn strategy_text() -> String {
 const PLAN: &str = r#"{"global_batch": 16, "micro_batches": 4, "schedule": "1f1b",
   "stages": [
     {"layers": [0, 8], "replicas": [[0, 1], [2, 3]], "zero": "1", "recompute": "selective"},
-    {"layers": [8, 16], "replicas": [[8, 9], [10, 11]], "shares": [0.6, 0.4],
+    {"layers": [8, 16], "replicas": [[8, 9], [10, 11]], "shares": [0.75, 0.25],
      "sequence_parallel": true, "zero": "3", "recompute": "full"}]}"#;
 
 /// Simulate `strategy` of `graph` on the two-GPU fat tree: any outcome but a panic will do.

@@ -68,6 +68,19 @@ pub enum GnnDeviceArg {
     Wgpu,
 }
 
+/// `--gnn-device`: `cpu`, or `wgpu` in a build with the `wgpu` feature (a usage error naming the
+/// flag in any other build, where it failed only when the GNN was first built).
+pub fn gnn_device(text: &str) -> std::result::Result<GnnDeviceArg, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "cpu" => Ok(GnnDeviceArg::Cpu),
+        "wgpu" if cfg!(feature = "wgpu") => Ok(GnnDeviceArg::Wgpu),
+        "wgpu" => {
+            Err("wgpu needs a build with `--features wgpu`; this one has the CPU only".into())
+        }
+        other => Err(format!("\"{other}\": expected cpu or wgpu")),
+    }
+}
+
 impl GnnDeviceArg {
     /// The name `topoplace::gnn::device_named` knows it by.
     pub fn name(self) -> &'static str {
@@ -296,11 +309,11 @@ pub struct DistributionArgs {
     gpus: Option<GpuMix>,
     /// Intra-machine bandwidth range, whole Gbps (the distribution's by default); a recipe's
     /// `training_set.intra_gbps`.
-    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
+    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH", allow_hyphen_values = true)]
     intra_gbps: Option<[u32; 2]>,
     /// Inter-machine (NIC) bandwidth range, whole Gbps (the distribution's by default); a
     /// recipe's `training_set.inter_gbps`.
-    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH")]
+    #[arg(long, value_parser = gbps_range, value_name = "LOW,HIGH", allow_hyphen_values = true)]
     inter_gbps: Option<[u32; 2]>,
     /// NVLink in half the machines whose GPU type has it (on by default in `today`); a recipe's
     /// `training_set.nvlink`.

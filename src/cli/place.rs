@@ -35,7 +35,7 @@ pub struct PlaceArgs {
     #[arg(long, default_value = "shipped")]
     policy: String,
     /// Where the GNN runs (`wgpu` in builds with `--features wgpu`).
-    #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
+    #[arg(long, default_value = "cpu", value_parser = crate::cli::common::gnn_device)]
     gnn_device: GnnDeviceArg,
     /// MCTS iterations (leaf evaluations).
     #[arg(long, default_value_t = DEFAULT_BUDGET, value_parser = super::common::at_least_one)]

@@ -81,9 +81,15 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
         source,
     })?;
     let Some(upgraded) = upgrade_v1(&bytes, &shown)? else {
-        if GnnPolicy::load(file).is_ok() {
-            outln!("{shown} already carries a checksum; unchanged")?;
-            return Ok(());
+        match GnnPolicy::load(file) {
+            Ok(_) => {
+                outln!("{shown} already carries a checksum; unchanged")?;
+                return Ok(());
+            }
+            // A policy of today's format that does not load (a checksum that does not match):
+            // the loader says why, where "not of the old format" would mislead.
+            Err(e) if bytes.starts_with(b"topoplace-gnn ") => return Err(e),
+            Err(_) => {}
         }
         return Err(GnnError::NotAPolicy {
             kind: "GNN policy",

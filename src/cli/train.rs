@@ -29,7 +29,7 @@ pub struct TrainArgs {
     samples: Option<PathBuf>,
     /// Where the Adam steps run (`wgpu` in builds with `--features wgpu`); the self-play games'
     /// searches read their priors on the CPU either way.
-    #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
+    #[arg(long, default_value = "cpu", value_parser = crate::cli::common::gnn_device)]
     gnn_device: GnnDeviceArg,
     /// Testing aid: die (abort, as a kill would) right after this step, before its checkpoint.
     #[arg(long, hide = true)]

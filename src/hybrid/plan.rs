@@ -10,7 +10,7 @@ use crate::error::InputError;
 use crate::strategy::Schedule;
 
 /// What a data-parallel group shards across its replicas (Rajbhandari et al. SC'20, §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
 pub enum ZeroStage {
     /// Plain data parallelism: every replica holds every model state; gradients all-reduced.
     #[default]
@@ -38,6 +38,48 @@ impl ZeroStage {
             ZeroStage::Gradients => 2,
             ZeroStage::Parameters => 3,
         }
+    }
+
+    /// The stage of number `level`, 0 to 3.
+    fn of_level(level: u64) -> Option<ZeroStage> {
+        [
+            ZeroStage::None,
+            ZeroStage::Optimizer,
+            ZeroStage::Gradients,
+            ZeroStage::Parameters,
+        ]
+        .get(usize::try_from(level).ok()?)
+        .copied()
+    }
+}
+
+/// A plan file's `zero` as written (`"1"`) or as the number a hand-written file gives (`1`).
+impl<'de> Deserialize<'de> for ZeroStage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Level;
+        impl serde::de::Visitor<'_> for Level {
+            type Value = ZeroStage;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a ZeRO stage: 0, 1, 2 or 3")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ZeroStage, E> {
+                ZeroStage::of_level(v)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ZeroStage, E> {
+                let level = u64::try_from(v)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))?;
+                self.visit_u64(level)
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ZeroStage, E> {
+                v.trim()
+                    .parse::<u64>()
+                    .ok()
+                    .and_then(ZeroStage::of_level)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+        }
+        deserializer.deserialize_any(Level)
     }
 }
 

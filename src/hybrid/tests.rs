@@ -259,3 +259,25 @@ fn a_replica_with_less_than_one_sequence_is_refused() {
     );
     assert!(model.check(&even, 8, "p.json").is_ok());
 }
+
+#[test]
+fn a_zero_stage_reads_as_written_or_as_a_number() {
+    for (text, stage) in [
+        ("\"1\"", ZeroStage::Optimizer),
+        ("3", ZeroStage::Parameters),
+        ("0", ZeroStage::None),
+    ] {
+        assert_eq!(serde_json::from_str::<ZeroStage>(text).unwrap(), stage);
+    }
+    for bad in ["4", "-1", "\"x\"", "true", "1.5"] {
+        let e = serde_json::from_str::<ZeroStage>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a ZeRO stage: 0, 1, 2 or 3"), "{bad}: {e}");
+    }
+    // Written as before: the stage's number as a string.
+    assert_eq!(
+        serde_json::to_string(&ZeroStage::Gradients).unwrap(),
+        "\"2\""
+    );
+}

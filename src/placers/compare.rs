@@ -360,8 +360,8 @@ pub fn markdown(rows: &[Row]) -> String {
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} |",
-            r.model,
-            r.cluster,
+            cell(&r.model),
+            cell(&r.cluster),
             r.method,
             fmt_opt(r.iteration_ms, 2),
             fmt_opt(r.speedup_over_dp, 2),
@@ -373,6 +373,11 @@ pub fn markdown(rows: &[Row]) -> String {
         );
     }
     s
+}
+
+/// `text` as one Markdown table cell: a `|` in a file name would end the cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
 }
 
 /// The rows as CSV (`results.csv`).
@@ -551,5 +556,16 @@ pub fn named_once<S: AsRef<str>>(names: &[S], flag: &str) -> Result<()> {
             Err(InputError::new("<cli>", flag, message).into())
         }
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod markdown_tests {
+    use super::cell;
+
+    #[test]
+    fn a_bar_in_a_file_name_stays_inside_its_cell() {
+        assert_eq!(cell("a|b.toml"), "a\\|b.toml");
+        assert_eq!(cell("vgg19"), "vgg19");
     }
 }

@@ -192,9 +192,16 @@ impl StrategyFile {
             }
             for (j, id) in group.ops.iter().enumerate() {
                 let field = format!("groups[{k}].ops[{j}]");
-                let &op = index
-                    .get(id)
-                    .ok_or_else(|| InputError::new(source, &field, format!("no op has id {id}")))?;
+                let &op = index.get(id).ok_or_else(|| {
+                    InputError::new(
+                        source,
+                        &field,
+                        format!(
+                            "no op has id {id} (a strategy holds for the graph it was made on: \
+                             was it made under another --framework, --seq or --optimizer?)"
+                        ),
+                    )
+                })?;
                 if op_group[op] != u32::MAX {
                     return Err(InputError::new(
                         source,

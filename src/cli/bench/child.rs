@@ -20,10 +20,11 @@ pub(super) fn stdout_of(mut command: Command, what: &str) -> Result<Vec<u8>> {
         source: e,
     })?;
     if !out.status.success() {
-        return Err(bench(format!(
-            "{what}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        // The child's own `error: ` prefix would follow ours.
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let message = stderr.trim();
+        let message = message.strip_prefix("error: ").unwrap_or(message);
+        return Err(bench(format!("{what}: {message}")));
     }
     Ok(out.stdout)
 }

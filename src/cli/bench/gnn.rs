@@ -26,7 +26,7 @@ pub struct GnnBenchArgs {
     #[command(flatten)]
     instances: BenchInstances,
     /// Where the GNN runs (`wgpu` in builds with `--features wgpu`).
-    #[arg(long, value_enum, default_value_t = GnnDeviceArg::Cpu)]
+    #[arg(long, default_value = "cpu", value_parser = crate::cli::common::gnn_device)]
     gnn_device: GnnDeviceArg,
     /// Timed runs of each measurement (the median is reported): 1 to 1,000.
     #[arg(long, default_value_t = 20, value_parser = crate::cli::common::bench_repeat)]
