@@ -126,6 +126,12 @@ fn shown(path: &std::path::Path) -> String {
 /// regular file is created.
 fn resolve(path: &std::path::Path, links_left: u32) -> Result<Target> {
     let shown = shown(path);
+    // What the kernel reaches through every link: a device, pipe or socket is written through
+    // the path as given. `/dev/stdout` into a pipe is a link to `/proc/self/fd/1`, whose target
+    // reads `pipe:[N]`, a name no directory holds, so it cannot be followed link by link.
+    if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()) {
+        return Ok(Target::Through(path.to_path_buf()));
+    }
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
             if links_left == 0 {

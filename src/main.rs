@@ -1,6 +1,7 @@
 //! The `topoplace` command line: parses, calls the library, prints. Errors are one line on stderr
 //! and a non-zero exit. Each subcommand lives in its own file under `cli/`.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -117,7 +118,8 @@ fn finish(result: topoplace::Result<()>) -> ExitCode {
     match result.and_then(|()| cli::out::flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Not `eprintln!`: it panics when stderr cannot be written (`2>/dev/full`).
+            let _ = writeln!(std::io::stderr().lock(), "error: {e}");
             // Flags that clap's parsers cannot judge alone (`--shard` against `--of`) are
             // usage errors all the same: clap's exit status for them.
             if e.is_usage() {

@@ -73,7 +73,7 @@ pub fn run(args: ImportArgs) -> Result<()> {
             let meta = import_torch(&args.input)?.meta;
             if let Some(warning) = flops_estimated_warning(&meta, &args.input.display().to_string())
             {
-                eprintln!("{warning}");
+                errln!("{warning}");
             }
             meta.flops_estimated
         }

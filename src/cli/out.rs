@@ -22,6 +22,15 @@ macro_rules! outln {
     };
 }
 
+/// Print to stderr with a newline, as `eprintln!` does, but without its panic when stderr cannot be
+/// written (`2>/dev/full`, a closed pipe): a message nobody can read is dropped.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 /// A failed write to stdout, as the error every command reports.
 pub fn stdout_error(e: io::Error) -> Error {
     Error::io("<stdout>", e)

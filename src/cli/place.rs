@@ -179,7 +179,7 @@ fn refuse_tag_only_flags(args: &PlaceArgs) -> Result<()> {
     .filter_map(|(flag, given)| given.then_some(flag))
     .collect();
     if !ignored.is_empty() {
-        eprintln!(
+        errln!(
             "warning: {} set TAG's tree search, which the hybrid planners do not run; ignored",
             ignored.join(", ")
         );
@@ -204,7 +204,7 @@ fn check_outputs(args: &PlaceArgs) -> Result<()> {
 /// Writes what `--out` and `--trace` ask for, then prints the summary.
 fn report(placed: &TagPlaced, args: &PlaceArgs) -> Result<()> {
     if let Some(warning) = &placed.warning {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     placed.write_outputs(args.out.as_deref(), args.trace.as_deref())?;
     print_either(args.json, &placed.summary, PlaceSummary::render_text)

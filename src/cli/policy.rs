@@ -114,9 +114,13 @@ fn train_layouts(recipe: &std::path::Path, out: &std::path::Path) -> Result<()> 
     let policy = train_layouts_from(&r, |g| {
         bar.inc(1);
         bar.suspend(|| {
-            eprintln!(
+            errln!(
                 "generation {}: {} of {} problems fit, {} decisions kept, loss {:.4}",
-                g.generation, g.solved, r.topologies, g.samples, g.loss
+                g.generation,
+                g.solved,
+                r.topologies,
+                g.samples,
+                g.loss
             )
         });
     })?;

@@ -75,7 +75,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         every_replica: args.trace.is_some(),
     })?;
     if let Some(warning) = &simulated.warning {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     if let Some(path) = &args.trace {
         let Loaded { graph, cluster, .. } = &simulated.inputs;

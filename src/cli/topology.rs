@@ -72,9 +72,10 @@ pub fn run(command: TopologyCommand) -> Result<()> {
 }
 
 fn nvidia_smi(file: &std::path::Path, gpu: &str, name: &str) -> Result<()> {
+    // The flag first, as a usage error (exit 2), before the file is read.
+    let gpu = lookup_gpu("<cli>", "--gpu", gpu)?;
     let shown = file.display().to_string();
     let text = topoplace::io::read_text_file(file)?;
-    let gpu = lookup_gpu("--gpu", "gpu", gpu)?;
     let topo = parse_nvidia_smi_topo(&text).map_err(|m| InputError::new(&shown, "topo", m))?;
     if let Some(why) = topo.gpu_problem(gpu) {
         return Err(InputError::new("<cli>", "--gpu", why).into());

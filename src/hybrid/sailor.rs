@@ -137,6 +137,7 @@ mod tests {
         assert_eq!(all[0], vec![(0, 1), (1, 2)]);
         assert_eq!(all[4], vec![(1, 1), (2, 1)]);
         let mut sorted = all.clone();
+        sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), 5, "no combination twice");
         assert!(combinations(&[vec![(1, 1)], vec![]]).next().is_none());

@@ -35,7 +35,9 @@ pub(crate) mod size;
 pub mod summary;
 pub(crate) mod symmetry_breaking;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -207,32 +209,29 @@ pub(crate) fn solve_instance(
     let deadline = started + Duration::from_secs_f64(opts.time_limit_s.max(0.0));
     // `stop` ends the CP (HiGHS has finished, or memory reached the CP's share); `interrupt`
     // ends HiGHS (the CP proved, or memory reached HiGHS's share); `done` ends the watcher.
-    let flags = [(); 3].map(|_| AtomicBool::new(false));
-    let [stop, interrupt, done] = &flags;
+    let stop = Arc::new(AtomicBool::new(false));
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let done = AtomicBool::new(false);
     let wires = [
         memory_watch::Tripwire {
             cap: opts.memory_limit_bytes * memory_watch::CP_SHARE,
-            flag: stop,
+            flag: &stop,
         },
         memory_watch::Tripwire {
             cap: opts.memory_limit_bytes * memory_watch::MILP_SHARE,
-            flag: interrupt,
+            flag: &interrupt,
         },
     ];
+    let cp = if with_cp {
+        let gap = opts.mip_rel_gap;
+        Some(spawn_cp(
+            inst, channels, &heuristic, gap, deadline, &stop, &interrupt,
+        )?)
+    } else {
+        None
+    };
     let (milp, proof, stopped_by_memory) = std::thread::scope(|scope| {
-        let watcher = scope.spawn(|| memory_watch::watch(done, &wires));
-        let cp = with_cp.then(|| {
-            std::thread::Builder::new()
-                .stack_size(CP_STACK_BYTES)
-                .spawn_scoped(scope, || {
-                    let gap = opts.mip_rel_gap;
-                    let proof = cp::prove(inst, channels, &heuristic, gap, deadline, stop);
-                    if proof.proved {
-                        interrupt.store(true, Ordering::Relaxed);
-                    }
-                    proof
-                })
-        });
+        let watcher = scope.spawn(|| memory_watch::watch(&done, &wires));
         let job = MilpJob {
             inst: inst.clone(),
             formulation,
@@ -240,7 +239,7 @@ pub(crate) fn solve_instance(
             heuristic: heuristic.clone(),
             started,
         };
-        let milp = solve_milp_within(std::sync::Arc::new(job), interrupt);
+        let milp = solve_milp_within(std::sync::Arc::new(job), &interrupt);
         if milp
             .as_ref()
             .is_ok_and(|r| r.status != SolveStatus::Feasible)
@@ -248,23 +247,75 @@ pub(crate) fn solve_instance(
         {
             stop.store(true, Ordering::Relaxed);
         }
-        let proof = cp.map(|spawned| {
-            let handle = spawned.map_err(|e| SolverError::Prover(e.to_string()))?;
-            handle
-                .join()
-                .map_err(|payload| SolverError::Prover(panic_text(payload.as_ref())))
-        });
+        let proof = cp.map(|answer| wait_for_proof(&answer, deadline + ABANDON_GRACE, &stop));
         done.store(true, Ordering::Relaxed);
         watcher.thread().unpark();
-        (milp, proof.transpose(), watcher.join().unwrap_or(false))
+        (milp, proof, watcher.join().unwrap_or(false))
     });
-    let proof = proof?;
+    let proof = proof.transpose()?.flatten();
     let mut result = milp?;
     result.stopped_by_memory = stopped_by_memory;
     if let Some(proof) = proof {
         merge_proof(&mut result, proof);
     }
     Ok(result)
+}
+
+/// The CP's answer: a proof, or what its thread said when it panicked.
+type CpAnswer = mpsc::Receiver<std::result::Result<cp::CpProof, String>>;
+
+/// Starts MOIRAI's CP proof on a thread of its own, which owns what it works on: it may still be
+/// building its model at the deadline (pumpkin checks the deadline only while it searches), and
+/// is then left to finish in the background, as an overrunning HiGHS is
+/// ([`solve_milp_within`]). A proof raises `interrupt`, which ends HiGHS.
+fn spawn_cp(
+    inst: &Instance,
+    channels: Channels,
+    heuristic: &Plan,
+    gap: f64,
+    deadline: Instant,
+    stop: &Arc<AtomicBool>,
+    interrupt: &Arc<AtomicBool>,
+) -> Result<CpAnswer> {
+    let (sender, receiver) = mpsc::channel();
+    let (inst, heuristic) = (inst.clone(), heuristic.clone());
+    let (stop, interrupt) = (Arc::clone(stop), Arc::clone(interrupt));
+    let work = move || {
+        let proving = || cp::prove(&inst, channels, &heuristic, gap, deadline, &stop);
+        let proof = std::panic::catch_unwind(std::panic::AssertUnwindSafe(proving))
+            .map_err(|payload| panic_text(payload.as_ref()));
+        if proof.as_ref().is_ok_and(|p| p.proved) {
+            interrupt.store(true, Ordering::Relaxed);
+        }
+        // The receiver is gone when the proof was abandoned; the proof is not wanted.
+        let _ = sender.send(proof);
+    };
+    std::thread::Builder::new()
+        .name("cp".into())
+        .stack_size(CP_STACK_BYTES)
+        .spawn(work)
+        .map_err(|e| SolverError::Prover(e.to_string()))?;
+    Ok(receiver)
+}
+
+/// The CP's proof if it comes by `give_up_at`; `None` (and the CP told to stop) when it does not.
+fn wait_for_proof(
+    answer: &CpAnswer,
+    give_up_at: Instant,
+    stop: &AtomicBool,
+) -> Result<Option<cp::CpProof>> {
+    let wait = give_up_at.saturating_duration_since(Instant::now());
+    match answer.recv_timeout(wait) {
+        Ok(Ok(proof)) => Ok(Some(proof)),
+        Ok(Err(said)) => Err(SolverError::Prover(said).into()),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            stop.store(true, Ordering::Relaxed);
+            Ok(None)
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(SolverError::Prover("the proof's thread stopped".into()).into())
+        }
+    }
 }
 
 /// What a panicking thread said, for an error instead of a swallowed panic.
