@@ -1764,6 +1764,35 @@ fn place_of_a_language_model_on_many_gpu_types_holds_its_time_limit() {
     place_holds_its_time_limit("llama-1b", path.to_str().unwrap(), 2.0);
 }
 
+/// Tensor parallelism splits the MLP's columns as it splits the heads: a degree that does not
+/// divide the MLP's width is refused in a plan file (it simulated as if each GPU held 7,167.5
+/// columns of Llama 3 8B cut to an MLP of 14,335).
+#[test]
+fn a_tensor_parallel_degree_must_divide_the_mlp() {
+    let dir = scratch("tp-mlp");
+    let spec = dir.join("odd-mlp.toml");
+    std::fs::write(&spec, "base = \"llama-8b\"\nlayers = 2\nffn = 14335\n").unwrap();
+    let plan = r#"{"global_batch": 8, "micro_batches": 1,
+        "stages": [{"layers": [0, 2], "replicas": [[0, 1]]}]}"#;
+    fails_naming(
+        &[
+            "simulate",
+            "--model",
+            spec.to_str().unwrap(),
+            "--cluster",
+            "hetero-a100-v100",
+            "--precision",
+            "fp16",
+            "--framework",
+            "pytorch",
+            "--plan",
+        ],
+        "tp2.json",
+        plan,
+        &["stages[0].replicas", "MLP's width 14335"],
+    );
+}
+
 /// MOIRAI's CP proof builds its model before it first looks at the deadline: on vgg19 ×
 /// moirai-inter the solve waited for it, 4.8–6.0 s for `--time-limit 3`. It is now left to
 /// finish in the background, as an overrunning HiGHS is.

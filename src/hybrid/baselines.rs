@@ -31,7 +31,7 @@ pub fn megatron(planner: &mut Planner) -> Result<Option<Planned>> {
             .unwrap_or(1);
         let Some(tp) = [8, 4, 2, 1]
             .into_iter()
-            .find(|&t| per_machine.is_multiple_of(t) && planner.tp_fits_heads(t))
+            .find(|&t| per_machine.is_multiple_of(t) && planner.tp_splits_evenly(t))
         else {
             continue;
         };

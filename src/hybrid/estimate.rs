@@ -37,6 +37,8 @@ pub struct HybridModel {
     heads: usize,
     kv_heads: usize,
     seq: usize,
+    /// The MLP's hidden width, which tensor parallelism splits too (0: not known, not checked).
+    mlp_width: usize,
 }
 
 impl HybridModel {
@@ -56,6 +58,7 @@ impl HybridModel {
             states,
             heads,
             kv_heads,
+            mlp_width: 0,
             seq,
         })
     }
@@ -74,7 +77,7 @@ impl HybridModel {
         opts: &ZooOptions,
         precision: Precision,
     ) -> crate::error::Result<HybridModel> {
-        let (heads, kv_heads, seq) = zoo::lm_shape(name)?.ok_or_else(|| {
+        let lm = zoo::language_model(name)?.ok_or_else(|| {
             InputError::new(
                 "<cli>",
                 "--model",
@@ -86,18 +89,19 @@ impl HybridModel {
             ..opts.clone()
         };
         let graph = half_parameters(&zoo::build(name, &opts)?, precision, name)?;
+        let (heads, kv_heads, seq) = lm.shape();
         let seq = opts.seq.unwrap_or(seq);
-        Ok(HybridModel::new(
-            graph,
-            precision,
-            [heads, kv_heads, seq],
-            name,
-        )?)
+        let mut model = HybridModel::new(graph, precision, [heads, kv_heads, seq], name)?;
+        model.mlp_width = lm.mlp_width();
+        Ok(model)
     }
 
-    /// Whether a tensor-parallel degree of `tp` divides the query and key/value heads.
-    pub(crate) fn tp_divides_heads(&self, tp: usize) -> bool {
-        self.heads.is_multiple_of(tp) && self.kv_heads.is_multiple_of(tp)
+    /// Whether a tensor-parallel degree of `tp` splits the model evenly: the query and key/value
+    /// heads, and the MLP's hidden width where it is known (Megatron requires all three).
+    pub(crate) fn tp_splits_evenly(&self, tp: usize) -> bool {
+        self.heads.is_multiple_of(tp)
+            && self.kv_heads.is_multiple_of(tp)
+            && (self.mlp_width == 0 || self.mlp_width.is_multiple_of(tp))
     }
 
     /// One layer's forward and backward on `gpu`, the whole micro-batch, no tensor parallelism.
@@ -128,7 +132,12 @@ impl HybridModel {
 
     /// Checks `plan` against the model and a cluster of `devices` devices.
     pub fn check(&self, plan: &HybridPlan, devices: usize, source: &str) -> Result<(), InputError> {
-        plan.validate(source, self.layers(), self.heads, self.kv_heads, devices)?;
+        plan.validate(
+            source,
+            self.layers(),
+            [self.heads, self.kv_heads, self.mlp_width],
+            devices,
+        )?;
         if plan.micro_batch() != f64::from(self.micro_batch()) {
             return Err(InputError::new(
                 source,

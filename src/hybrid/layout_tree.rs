@@ -104,7 +104,7 @@ impl LayoutSpace {
             .collect();
         let tp_degrees = [1, 2, 4, 8]
             .into_iter()
-            .filter(|&t| planner.tp_fits_heads(t))
+            .filter(|&t| planner.tp_splits_evenly(t))
             .collect();
         let layers = planner.layers();
         let model = planner.model(batch)?;

@@ -168,7 +168,7 @@ pub fn metis_atc24(planner: &mut Planner) -> Result<Option<Planned>> {
     'search: for order in orders(pools.len()) {
         for cut in &cuts {
             for tp in [1usize, 2, 4, 8] {
-                if !per_machine.is_multiple_of(tp) || !planner.tp_fits_heads(tp) {
+                if !per_machine.is_multiple_of(tp) || !planner.tp_splits_evenly(tp) {
                     continue;
                 }
                 for m in micro_batch_counts(cut, tp, batch) {

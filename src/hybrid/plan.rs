@@ -280,14 +280,14 @@ impl HybridPlan {
         shares.iter().position(|x| x * micro < 1.0 - 1e-9)
     }
 
-    /// Checks the plan against a model of `layers` layers and `heads` attention heads (and
-    /// `kv_heads` key/value heads) on `devices` devices; `source` names the file in errors.
+    /// Checks the plan against a model of `layers` layers, `heads` attention heads, `kv_heads`
+    /// key/value heads and an MLP `mlp_width` wide (0: not known) on `devices` devices; `source`
+    /// names the file in errors.
     pub fn validate(
         &self,
         source: &str,
         layers: usize,
-        heads: usize,
-        kv_heads: usize,
+        [heads, kv_heads, mlp_width]: [usize; 3],
         devices: usize,
     ) -> Result<(), InputError> {
         let err = |field: String, msg: String| Err(InputError::new(source, field, msg));
@@ -336,6 +336,15 @@ impl HybridPlan {
                     format!(
                         "tensor-parallel degree {tp} must divide the {heads} attention heads and \
                          the {kv_heads} key/value heads"
+                    ),
+                );
+            }
+            if mlp_width != 0 && !mlp_width.is_multiple_of(tp) {
+                return err(
+                    field("replicas"),
+                    format!(
+                        "tensor-parallel degree {tp} must divide the MLP's width {mlp_width} \
+                         (each GPU holds an equal slice of it)"
                     ),
                 );
             }

@@ -164,12 +164,12 @@ impl<'a> Planner<'a> {
         self.models.values().next().map_or(0, HybridModel::layers)
     }
 
-    /// Whether `tp` divides the model's heads.
-    pub(crate) fn tp_fits_heads(&self, tp: usize) -> bool {
+    /// Whether a tensor-parallel degree of `tp` splits the model's heads and MLP evenly.
+    pub(crate) fn tp_splits_evenly(&self, tp: usize) -> bool {
         self.models
             .values()
             .next()
-            .is_some_and(|m| m.tp_divides_heads(tp))
+            .is_some_and(|m| m.tp_splits_evenly(tp))
     }
 
     /// The cluster's GPUs pooled by type, fastest (per layer) first.

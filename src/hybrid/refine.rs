@@ -36,7 +36,7 @@ pub(crate) fn refine(planner: &mut Planner, pools: &[Pool], start: Planned) -> P
         machines: pools.iter().flat_map(|p| p.groups.clone()).collect(),
         tp_degrees: [1, 2, 4, 8]
             .into_iter()
-            .filter(|&t| planner.tp_fits_heads(t))
+            .filter(|&t| planner.tp_splits_evenly(t))
             .collect(),
     };
     let mut best = start;

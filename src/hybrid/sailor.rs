@@ -24,7 +24,7 @@ fn quotas(pool: &Pool, d: usize, layers: usize, planner: &Planner) -> Vec<Quota>
     let gpus: usize = pool.groups.iter().map(Vec::len).sum();
     let mut out = vec![(0, 1)];
     for tp in [1usize, 2, 4] {
-        if !pool.per_machine().is_multiple_of(tp) || !planner.tp_fits_heads(tp) {
+        if !pool.per_machine().is_multiple_of(tp) || !planner.tp_splits_evenly(tp) {
             continue;
         }
         for k in 1..=layers.min(16) {

@@ -67,7 +67,7 @@ fn neighbours(l: &Layout, pools: &[Pool], planner: &Planner, batch: u32) -> Vec<
             out.push(n);
         }
         for tp in [1, 2, 4, 8] {
-            if planner.tp_fits_heads(tp) {
+            if planner.tp_splits_evenly(tp) {
                 let mut n = l.clone();
                 n.tp[t] = tp;
                 out.push(n);
@@ -226,7 +226,7 @@ pub(crate) fn descents(planner: &mut Planner) -> Result<Option<(Layout, Planned)
             .map(|p| {
                 [8, 4, 2, 1]
                     .into_iter()
-                    .find(|&t| p.per_machine().is_multiple_of(t) && planner.tp_fits_heads(t))
+                    .find(|&t| p.per_machine().is_multiple_of(t) && planner.tp_splits_evenly(t))
                     .unwrap_or(1)
             })
             .collect();

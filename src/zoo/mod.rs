@@ -187,16 +187,21 @@ const fn gpt(layers: usize, hidden: usize, heads: usize, seq: usize) -> GptConfi
 /// [`GPT_SIZES`] or a [`LLAMA_SIZES`] name, or a model-spec file ([`load_spec`]); `None` for any
 /// other model, an error for a spec file that cannot be read or is wrong.
 pub fn lm_shape(name: &str) -> Result<Option<(usize, usize, usize)>, InputError> {
+    Ok(language_model(name)?.map(|m| m.shape()))
+}
+
+/// The language model `name` builds: `gpt`, a [`GPT_SIZES`] or a [`LLAMA_SIZES`] name, or a
+/// model-spec file; `None` for any other model.
+pub fn language_model(name: &str) -> Result<Option<LanguageModel>, InputError> {
     if is_spec_file(name) {
-        return Ok(Some(load_spec(std::path::Path::new(name))?.model.shape()));
+        return Ok(Some(load_spec(std::path::Path::new(name))?.model));
     }
     let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);
-    let model = if base == "gpt" {
+    Ok(if base == "gpt" {
         Some(LanguageModel::Gpt(GptConfig::default()))
     } else {
         named_language_model(base)
-    };
-    Ok(model.map(|m| m.shape()))
+    })
 }
 
 /// The sizes of a named GPT ([`GPT_SIZES`]), with or without the `-inference` suffix.

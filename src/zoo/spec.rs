@@ -61,6 +61,15 @@ impl LanguageModel {
         sizes
     }
 
+    /// Width of the MLP's hidden layer (Llama's `ffn`, GPT's 4·h): what tensor parallelism
+    /// splits its column-parallel products into.
+    pub fn mlp_width(&self) -> usize {
+        match self {
+            LanguageModel::Llama(c) => c.ffn,
+            LanguageModel::Gpt(c) => 4 * c.hidden,
+        }
+    }
+
     /// Query heads, key/value heads and tokens per sequence.
     pub fn shape(&self) -> (usize, usize, usize) {
         match self {
