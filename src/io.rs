@@ -132,21 +132,18 @@ fn resolve(path: &std::path::Path, links_left: u32) -> Result<Target> {
     if std::fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir()) {
         return Ok(Target::Through(path.to_path_buf()));
     }
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
-        if meta.file_type().is_symlink() {
-            if links_left == 0 {
-                let looped = std::io::Error::other("too many levels of symbolic links");
-                return Err(Error::io(&shown, looped));
-            }
-            let target = std::fs::read_link(path).map_err(|e| Error::io(&shown, e))?;
-            let target = match path.parent() {
-                Some(dir) if target.is_relative() => dir.join(target),
-                _ => target,
-            };
-            return resolve(&target, links_left - 1);
-        } else if !meta.is_file() && !meta.is_dir() {
-            return Ok(Target::Through(path.to_path_buf()));
+    // A link to a regular file (or to nothing yet): the file at its end is the one replaced.
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        if links_left == 0 {
+            let looped = std::io::Error::other("too many levels of symbolic links");
+            return Err(Error::io(&shown, looped));
         }
+        let target = std::fs::read_link(path).map_err(|e| Error::io(&shown, e))?;
+        let target = match path.parent() {
+            Some(dir) if target.is_relative() => dir.join(target),
+            _ => target,
+        };
+        return resolve(&target, links_left - 1);
     }
     let dir = output_dir(path)?;
     let file_name = path

@@ -497,6 +497,15 @@ fn strategy_file_errors_name_the_field() {
     }
 }
 
+/// `simulate` of `model` on the A100 + V100 cluster in fp16 under PyTorch
+/// ([`FP16_ON_A100_V100`]), with a plan file to follow.
+fn simulate_plan(model: &str) -> Vec<&str> {
+    let mut args = vec!["simulate", "--model", model];
+    args.extend(FP16_ON_A100_V100);
+    args.push("--plan");
+    args
+}
+
 /// A pipeline of more micro-batches than `strategy::MAX_MICRO_BATCHES` (1,024) would be
 /// simulated as that many copies of the graph (vgg19 at 65,536 ran out of memory); a hybrid plan
 /// of more than 65,536 micro-batches likewise (the schedule is simulated micro-batch by
@@ -528,18 +537,7 @@ fn micro_batch_counts_past_their_bounds_are_refused() {
         "stages": [{"layers": [0, 16], "replicas": [[0]], "sequence_parallel": false,
         "zero": "1", "recompute": "none"}]}"#;
     fails_naming(
-        &[
-            "simulate",
-            "--model",
-            "llama-1b",
-            "--cluster",
-            "hetero-a100-v100",
-            "--precision",
-            "fp16",
-            "--framework",
-            "pytorch",
-            "--plan",
-        ],
+        &simulate_plan("llama-1b"),
         "plan.json",
         plan,
         &["micro_batches", "65536"],
@@ -1775,18 +1773,7 @@ fn a_tensor_parallel_degree_must_divide_the_mlp() {
     let plan = r#"{"global_batch": 8, "micro_batches": 1,
         "stages": [{"layers": [0, 2], "replicas": [[0, 1]]}]}"#;
     fails_naming(
-        &[
-            "simulate",
-            "--model",
-            spec.to_str().unwrap(),
-            "--cluster",
-            "hetero-a100-v100",
-            "--precision",
-            "fp16",
-            "--framework",
-            "pytorch",
-            "--plan",
-        ],
+        &simulate_plan(spec.to_str().unwrap()),
         "tp2.json",
         plan,
         &["stages[0].replicas", "MLP's width 14335"],

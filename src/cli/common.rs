@@ -60,7 +60,7 @@ impl BenchInstances {
 }
 
 /// Where the GNN runs: `--gnn-device` of `place`, `train` and `bench gnn`.
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum GnnDeviceArg {
     /// burn's flex CPU backend.
     Cpu,
@@ -71,13 +71,16 @@ pub enum GnnDeviceArg {
 /// `--gnn-device`: `cpu`, or `wgpu` in a build with the `wgpu` feature (a usage error naming the
 /// flag in any other build, where it failed only when the GNN was first built).
 pub fn gnn_device(text: &str) -> std::result::Result<GnnDeviceArg, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "cpu" => Ok(GnnDeviceArg::Cpu),
-        "wgpu" if cfg!(feature = "wgpu") => Ok(GnnDeviceArg::Wgpu),
-        "wgpu" => {
+    let lower = text.trim().to_ascii_lowercase();
+    match [GnnDeviceArg::Cpu, GnnDeviceArg::Wgpu]
+        .into_iter()
+        .find(|d| d.name() == lower)
+    {
+        Some(GnnDeviceArg::Wgpu) if !cfg!(feature = "wgpu") => {
             Err("wgpu needs a build with `--features wgpu`; this one has the CPU only".into())
         }
-        other => Err(format!("\"{other}\": expected cpu or wgpu")),
+        Some(device) => Ok(device),
+        None => Err(format!("\"{lower}\": expected cpu or wgpu")),
     }
 }
 

@@ -239,7 +239,7 @@ pub(crate) fn solve_instance(
             heuristic: heuristic.clone(),
             started,
         };
-        let milp = solve_milp_within(std::sync::Arc::new(job), &interrupt);
+        let milp = solve_milp_within(Arc::new(job), &interrupt);
         if milp
             .as_ref()
             .is_ok_and(|r| r.status != SolveStatus::Feasible)
@@ -375,16 +375,13 @@ struct MilpJob {
 /// and the root LP overran 3-second limits by 1 to 20 s (transformer × tag-testbed under
 /// QuickP: 25 s). An abandoned solve has its interrupt raised and finishes in the background,
 /// holding its memory until it does; the warm start is then the answer.
-fn solve_milp_within(
-    job: std::sync::Arc<MilpJob>,
-    interrupt: &AtomicBool,
-) -> Result<InstanceResult> {
+fn solve_milp_within(job: Arc<MilpJob>, interrupt: &AtomicBool) -> Result<InstanceResult> {
     let limit = Duration::from_secs_f64(job.opts.time_limit_s.max(0.0));
     let give_up_at = job.started + limit + ABANDON_GRACE;
-    let own = std::sync::Arc::new(AtomicBool::new(false));
+    let own = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = std::sync::mpsc::channel();
     let worker = {
-        let (job, own) = (std::sync::Arc::clone(&job), std::sync::Arc::clone(&own));
+        let (job, own) = (Arc::clone(&job), Arc::clone(&own));
         move || {
             let j = &*job;
             let result = solve_milp(
