@@ -43,7 +43,8 @@ pub struct GpuEstimate {
     pub gpu: String,
     /// How many GPUs of this type the cluster has.
     pub count: usize,
-    /// Sum of every op's compute time at the full batch (no overlap, no communication).
+    /// One GPU's step: every op at the full batch one after another, each kernel once the host
+    /// has issued it ([`CostModel::single_gpu_us`]; no communication).
     pub serial_compute_us: f64,
     /// Resident bytes plus activation bytes.
     pub memory_needed_bytes: f64,
@@ -218,7 +219,7 @@ fn estimate_per_gpu_type(
             e.count += 1;
             continue;
         }
-        let serial_compute_us = model.serial_us(graph, &device.gpu);
+        let serial_compute_us = model.single_gpu_us(graph, &device.gpu);
         // The device's usable memory: a config may override the catalog's.
         let memory_bytes = device.memory_bytes;
         let needed = model.runtime.device_bytes(memory_needed);

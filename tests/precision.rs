@@ -321,6 +321,47 @@ fn gpt2_xl_at_batch_4_fits_one_h100_in_bf16_and_tf32() {
 }
 
 #[test]
+fn a_small_eager_step_on_a_fast_gpu_takes_the_hosts_time() {
+    // GPT (12 layers, width 768) at batch 1 in bf16 on an H100: its kernels are shorter than
+    // eager PyTorch's host takes to issue them, so the step lasts at least the host's total,
+    // and the GPU computes for less than that. TensorFlow 1's graph pays no host time.
+    let g = built("gpt", 1, Framework::Pytorch, GptConfig::default());
+    let h100 = one_gpu("H100-SXM-80GB");
+    let cost = Framework::Pytorch.cost_model(Precision::Bf16, None);
+    let mixed = autocast(&g, Precision::Bf16, "<test>").unwrap();
+    let host_us: f64 = mixed
+        .ops()
+        .iter()
+        .map(|op| match op.phase {
+            Phase::Forward => cost.host.forward_us,
+            Phase::Backward => cost.host.backward_us,
+            _ => 0.0,
+        })
+        .sum();
+    let p = Problem::new(&mixed, &h100, &cost);
+    let strategy = Reference::Single.strategy(&mixed, &h100);
+    let report = evaluate_strategy(&p, &strategy, Order::Fifo)
+        .unwrap()
+        .report;
+    assert!(
+        report.iteration_us >= host_us,
+        "{} < {host_us}",
+        report.iteration_us
+    );
+    assert!(
+        report.max_device_busy_us < host_us,
+        "{}",
+        report.max_device_busy_us
+    );
+    // `info`'s estimate, the ops in program order behind the host, is the simulated step.
+    let estimate = cost.single_gpu_us(&mixed, &h100.devices[0].gpu);
+    let gap = (estimate / report.iteration_us - 1.0).abs();
+    assert!(gap < 0.02, "{estimate} vs {}", report.iteration_us);
+    let tf1 = Framework::Tf1.cost_model(Precision::Bf16, None);
+    assert_eq!(tf1.host.forward_us + tf1.host.backward_us, 0.0);
+}
+
+#[test]
 fn bert_large_on_one_a100_is_within_a_fifth_of_nvidias_runs() {
     for s in scenarios() {
         let seq_128 = s.seq.is_none();

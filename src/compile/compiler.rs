@@ -445,7 +445,8 @@ impl<'a> Compiler<'a> {
                 (_, LayoutKind::Split) => o.output_bytes * share,
                 _ => o.output_bytes,
             };
-            self.compute(TaskRole::Op, op, d, duration, out_bytes);
+            let t = self.compute(TaskRole::Op, op, d, duration, out_bytes);
+            self.exec.set_host_us(t, self.cost.host.per_op_us(o.phase));
             self.exec.add_resident(d as usize, o.resident_bytes);
         }
         self.first_task[op] = first;

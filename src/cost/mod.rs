@@ -1,12 +1,13 @@
 //! The cost model: compute time of an op on a GPU ([`model`], with per-architecture kernel
 //! efficiencies in [`kernels`] and fused attention's published speeds in [`attention`]), transfer time between devices, the closed forms of gradient
 //! synchronisation ([`collective`]), the fits that calibrate them ([`fit`]), the transposes a
-//! convolution layout costs ([`memory_format`]), and the memory a framework's runtime holds
-//! beyond the tensors ([`runtime_memory`]).
+//! convolution layout costs ([`memory_format`]), the memory a framework's runtime holds
+//! beyond the tensors ([`runtime_memory`]) and the host's time to issue each op ([`host_dispatch`]).
 
 pub(crate) mod attention;
 pub(crate) mod collective;
 pub(crate) mod fit;
+pub(crate) mod host_dispatch;
 pub(crate) mod kernels;
 pub(crate) mod memory_format;
 pub(crate) mod model;
@@ -23,6 +24,7 @@ pub use collective::tree_allreduce_time_us;
 pub(crate) use kernels::KernelClass;
 pub use kernels::KernelEfficiency;
 
+pub use host_dispatch::HostDispatch;
 pub use memory_format::MemoryFormat;
 pub use model::CostModel;
 pub use runtime_memory::RuntimeMemory;

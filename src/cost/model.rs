@@ -10,13 +10,17 @@
 use super::attention::attention_share;
 use super::collective::CommModel;
 use super::fit::LinearBatchModel;
+use super::host_dispatch::HostDispatch;
 use super::kernels::{KernelClass, KernelEfficiency, KernelTable};
 use super::memory_format::MemoryFormat;
 use super::runtime_memory::RuntimeMemory;
 #[cfg(test)]
 use crate::cluster::Cluster;
 use crate::cluster::GpuSpec;
-use crate::graph::{Dtype, Graph, Op};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::graph::{Dtype, Graph, Op, OpIdx};
 use crate::precision::Precision;
 
 /// Knobs of the compute and communication estimates.
@@ -36,6 +40,9 @@ pub struct CostModel {
     /// The layout of convolution activations: in NCHW a 16-bit convolution on the tensor cores
     /// also transposes its tensors. Default channels-last (no transposes).
     pub memory_format: MemoryFormat,
+    /// The host's time to issue each op, which the GPU waits for when its kernels are shorter.
+    /// Default none, TAG's setting.
+    pub host: HostDispatch,
 }
 
 impl CostModel {
@@ -82,6 +89,51 @@ impl CostModel {
             .iter()
             .map(|op| self.compute_time_us(op, gpu, 1.0))
             .sum()
+    }
+
+    /// One GPU's step as a framework runs it: every op of `graph` at the full batch, one after
+    /// another, each kernel starting once the host has issued it ([`HostDispatch`]): the flow
+    /// shop of host and GPU, with the simulator's order on one GPU (of the ops ready, those the
+    /// host does not issue first, such as a parameter's update once its gradient is ready, then
+    /// the rest in program order). [`Self::serial_us`] when the host costs nothing; what `info`
+    /// estimates per GPU type.
+    pub fn single_gpu_us(&self, graph: &Graph, gpu: &GpuSpec) -> f64 {
+        let (mut issued, mut done) = (0.0, 0.0_f64);
+        for i in self.issue_order(graph) {
+            let op = graph.op(i);
+            issued += self.host.per_op_us(op.phase);
+            done = done.max(issued) + self.compute_time_us(op, gpu, 1.0);
+        }
+        done
+    }
+
+    /// `graph`'s ops in a topological order that takes every ready op without host time before
+    /// any with, and otherwise follows the program (the graph's topological order).
+    fn issue_order(&self, graph: &Graph) -> Vec<OpIdx> {
+        let mut rank = vec![0; graph.len()];
+        for (r, i) in graph.topological_order().into_iter().enumerate() {
+            rank[i] = r;
+        }
+        let mut waiting: Vec<usize> = (0..graph.len()).map(|i| graph.in_edges(i).len()).collect();
+        let key = |i: OpIdx| {
+            let hosted = self.host.per_op_us(graph.op(i).phase) > 0.0;
+            Reverse((hosted, rank[i], i))
+        };
+        let mut ready: BinaryHeap<_> = (0..graph.len())
+            .filter(|&i| waiting[i] == 0)
+            .map(key)
+            .collect();
+        let mut order = Vec::with_capacity(graph.len());
+        while let Some(Reverse((_, _, i))) = ready.pop() {
+            order.push(i);
+            for next in graph.successors(i) {
+                waiting[next] -= 1;
+                if waiting[next] == 0 {
+                    ready.push(key(next));
+                }
+            }
+        }
+        order
     }
 
     /// A profiled full-batch time scaled to a batch share with the one-point linear batch model:

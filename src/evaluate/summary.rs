@@ -32,7 +32,8 @@ pub struct SimulationSummary {
     pub speedup_over_dp: f64,
     /// Busy time of the busiest GPU's compute stream, µs: a lower bound on the iteration.
     pub max_device_busy_us: f64,
-    /// Share of the iteration no GPU computes on the busiest GPU: communication and waiting.
+    /// Share of the iteration the busiest GPU does not compute: communication, waiting for
+    /// inputs, and waiting for its host to issue the next kernel.
     pub exposed_share: f64,
     /// Total time of gradient aggregation work (AllReduce, PS push/AddN/pull) on any resource, µs.
     pub sync_busy_us: f64,
@@ -90,7 +91,7 @@ impl SimulationSummary {
             self.speedup_over_dp
         );
         out += &format!(
-            "busiest GPU   {} computing; {:.1}% of the iteration it waits on communication or inputs\n",
+            "busiest GPU   {} computing; {:.1}% of the iteration it waits on communication, inputs or its host\n",
             millis(self.max_device_busy_us),
             100.0 * self.exposed_share
         );

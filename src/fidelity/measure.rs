@@ -64,12 +64,13 @@ fn without_attention_shapes(g: Graph, source: &str) -> Result<Graph> {
     )?)
 }
 
-/// `cost` in `s`'s precision, with its framework's runtime memory.
+/// `cost` in `s`'s precision, with its framework's runtime memory and host dispatch.
 fn scenario_cost(s: &Scenario, cost: &CostModel) -> CostModel {
     CostModel {
         precision: s.precision,
         runtime: s.framework.runtime_memory(),
         memory_format: s.memory_format,
+        host: s.framework.host_dispatch(s.precision),
         ..cost.clone()
     }
 }

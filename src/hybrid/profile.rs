@@ -1,7 +1,8 @@
 //! What one transformer layer, the embedding and the head cost, read from the model's training
 //! graph at one micro-batch: their ops sorted by how tensor parallelism shards them, each op timed
-//! by the cost model (so the precision, the fused kernels and each GPU's fitted efficiencies are
-//! the op-level simulator's own), and the activations backward keeps.
+//! by the cost model (so the precision, the fused kernels, each GPU's fitted efficiencies and the
+//! host's time to issue the ops are the op-level simulator's own), and the activations backward
+//! keeps.
 //!
 //! An op belongs to layer `l` when a segment of its name is `h{l}` (GPT) or `layers_{l}`
 //! (Llama); to the head when it is the final norm, the LM head or the loss; to the embedding
@@ -140,6 +141,8 @@ impl Shard {
 }
 
 impl PartProfile {
+    /// The time of `ops` on `gpu` at shard `s`: their kernels', or the host's to issue them
+    /// when that is longer ([`crate::cost::HostDispatch`]).
     fn time<'o>(
         &self,
         ops: impl IntoIterator<Item = &'o PartOp>,
@@ -148,9 +151,13 @@ impl PartProfile {
         gpu: &GpuSpec,
         s: Shard,
     ) -> f64 {
-        ops.into_iter()
-            .map(|o| cost.compute_time_us(g.op(o.op), gpu, s.fraction(o.split)))
-            .sum()
+        let (kernels_us, host_us) = ops.into_iter().fold((0.0, 0.0), |(kernels, host), o| {
+            let op = g.op(o.op);
+            let kernel = cost.compute_time_us(op, gpu, s.fraction(o.split));
+            (kernels + kernel, host + cost.host.per_op_us(op.phase))
+        });
+        // The host issues the part's ops while the GPU runs them: the slower of the two.
+        kernels_us.max(host_us)
     }
 
     /// Forward time of the part, µs.

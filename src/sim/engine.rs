@@ -8,6 +8,11 @@
 //! order enforcement), so the first waiting task never waits on a task queued behind it and the
 //! loop cannot deadlock: once nothing runs, every lane is free and it heads all its queues.
 //!
+//! A compute task with a host time ([`ExecGraph::set_host_us`]) is issued by its device's host
+//! first: each device keeps an issue clock that advances by the host time of every task it
+//! starts, whatever the device is doing (the host runs ahead), and the task's kernel begins at
+//! the later of its start and its issue; the device waits, idle, in between.
+//!
 //! Memory is reference-counted: a task's output is allocated on its device when the task starts
 //! and freed when the last task consuming it ends (at once, if nothing consumes it). Resident bytes
 //! (parameters, optimizer state) stay for the whole iteration.
@@ -96,6 +101,8 @@ pub struct Simulator {
     /// frames of the graph running (a finite limit the bound did not already decide).
     unstarted_load: Vec<f64>,
     limit_us: f64,
+    /// Per device, when its host issued the last task started on it, µs.
+    issued: Vec<f64>,
 }
 
 /// The event loop's counters of one task: every completion touches its successors' and
@@ -237,6 +244,8 @@ impl Simulator {
         self.completions.clear();
         self.memory.clear();
         self.memory.extend_from_slice(g.resident());
+        self.issued.clear();
+        self.issued.resize(g.devices(), 0.0);
         let r = &mut self.result;
         r.makespan = 0.0;
         r.events = 0;
@@ -373,14 +382,26 @@ impl Simulator {
                 self.unstarted_load[r as usize] -= g.work_per_lane(d, r, k);
             }
         }
-        self.result.start[ti] = now;
-        self.result.events += 1;
         let d = g.out_device(t) as usize;
+        let begin = now + self.wait_for_host(g, t, d, now);
+        self.result.start[ti] = begin;
+        self.result.events += 1;
         self.memory[d] += g.out_bytes(t);
         if self.memory[d] > self.result.peak_memory[d] {
             self.result.peak_memory[d] = self.memory[d];
         }
-        self.completions.push(sort_key(now + g.duration(t)), t);
+        self.completions.push(sort_key(begin + g.duration(t)), t);
+    }
+
+    /// How long task `t`, starting at `now` on device `d`, waits for the host to issue it (0 for
+    /// a task without host time): the device's issue clock advances by `t`'s host time.
+    fn wait_for_host(&mut self, g: &ExecGraph, t: TaskId, d: usize, now: f64) -> f64 {
+        let host = g.host_us(t);
+        if host == 0.0 {
+            return 0.0;
+        }
+        self.issued[d] += host;
+        (self.issued[d] - now).max(0.0)
     }
 
     fn complete(&mut self, g: &ExecGraph, order: Order, t: TaskId, now: f64) {

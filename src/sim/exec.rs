@@ -37,6 +37,9 @@ pub struct ExecGraph {
     resident: Vec<f64>,
     kind: Vec<TaskKind>,
     duration: Vec<f64>,
+    /// Host time to issue each task before its device can run it, µs (0: none); see
+    /// [`ExecGraph::set_host_us`].
+    host_us: Vec<f64>,
     /// Resources of task `t`: `resources[res_start[t]..res_start[t + 1]]`.
     res_start: Vec<u32>,
     resources: Vec<u32>,
@@ -164,6 +167,7 @@ impl ExecGraph {
     pub(crate) fn reserve(&mut self, tasks: usize, resources: usize) {
         self.kind.reserve(tasks);
         self.duration.reserve(tasks);
+        self.host_us.reserve(tasks);
         self.res_start.reserve(tasks);
         self.out_device.reserve(tasks);
         self.out_bytes.reserve(tasks);
@@ -202,6 +206,7 @@ impl ExecGraph {
         let id = self.kind.len() as TaskId;
         self.kind.push(spec.kind);
         self.duration.push(spec.duration);
+        self.host_us.push(0.0);
         self.resources.extend_from_slice(spec.resources);
         self.lanes.extend(lanes);
         self.res_start.push(self.resources.len() as u32);
@@ -211,6 +216,15 @@ impl ExecGraph {
         self.label.push(spec.label);
         self.sealed = false;
         id
+    }
+
+    /// Task `t` (a compute task) must first be issued by its device's host, which takes `us` µs
+    /// and issues its device's tasks one after another, in the order they start, running ahead
+    /// of the device: `t` starts no earlier than the sum of the host times of its device's tasks
+    /// issued before it and its own ([`crate::cost::HostDispatch`]).
+    pub(crate) fn set_host_us(&mut self, t: TaskId, us: f64) {
+        debug_assert!(us >= 0.0 && us.is_finite());
+        self.host_us[t as usize] = us;
     }
 
     /// `after` may start only when `before` has finished; `after` consumes `before`'s output.
@@ -266,6 +280,11 @@ impl ExecGraph {
     /// Duration of task `t`, µs.
     pub fn duration(&self, t: TaskId) -> f64 {
         self.duration[t as usize]
+    }
+
+    /// Host time to issue task `t`, µs ([`Self::set_host_us`]).
+    pub(crate) fn host_us(&self, t: TaskId) -> f64 {
+        self.host_us[t as usize]
     }
 
     /// Resources task `t` occupies while it runs (devices, then links).

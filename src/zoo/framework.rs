@@ -1,7 +1,7 @@
 //! The framework whose kernels a zoo graph reproduces: TensorFlow 1's decomposed ops (TAG's
 //! setting), PyTorch 2's fused ones, or PyTorch's with attention left unfused.
 
-use crate::cost::{CostModel, MemoryFormat, RuntimeMemory};
+use crate::cost::{CostModel, HostDispatch, MemoryFormat, RuntimeMemory};
 use crate::precision::Precision;
 
 /// Which framework's ops a zoo graph is built from.
@@ -50,6 +50,7 @@ impl Framework {
             precision,
             runtime: self.runtime_memory(),
             memory_format: memory_format.unwrap_or(self.memory_format()),
+            host: self.host_dispatch(precision),
             ..CostModel::default()
         }
     }
@@ -71,6 +72,15 @@ impl Framework {
         match self {
             Framework::Tf1 => RuntimeMemory::NONE,
             Framework::Pytorch | Framework::PytorchEager => RuntimeMemory::PYTORCH,
+        }
+    }
+
+    /// The host's time to issue each op of a step in `precision`: nothing under `tf1` (its
+    /// executor's cost is in the fitted launch term), eager PyTorch's otherwise.
+    pub fn host_dispatch(self, precision: Precision) -> HostDispatch {
+        match self {
+            Framework::Tf1 => HostDispatch::NONE,
+            Framework::Pytorch | Framework::PytorchEager => HostDispatch::pytorch(precision),
         }
     }
 

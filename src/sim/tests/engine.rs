@@ -1,8 +1,9 @@
 //! The event loop on hand-built execution graphs: closed forms exactly, ordering rules, link
 //! contention, reference-counted memory, OOM, and invariants over random graphs.
 
-use crate::sim::{ExecGraph, Order, SimError, Simulator, TaskId, TaskKind, TaskSpec};
+use crate::sim::{ExecGraph, Order, SimError, SimResult, Simulator, TaskId, TaskKind, TaskSpec};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 fn compute(g: &mut ExecGraph, device: u32, duration: f64, out_bytes: f64) -> TaskId {
     g.add_task(TaskSpec {
@@ -56,6 +57,52 @@ fn chain_on_one_gpu_takes_the_sum() {
     assert!(close(r.makespan, times.iter().sum()));
     assert!(close(r.busy[0], times.iter().sum()));
     assert_eq!(r.events, 8);
+}
+
+/// `n` tasks of `duration` µs chained on device `device`, each issued by the host in `host` µs.
+fn host_chain(g: &mut ExecGraph, device: u32, n: usize, duration: f64, host: f64) {
+    let mut prev = None;
+    for _ in 0..n {
+        let t = compute(g, device, duration, 0.0);
+        g.set_host_us(t, host);
+        if let Some(p) = prev {
+            g.add_dep(p, t);
+        }
+        prev = Some(t);
+    }
+}
+
+#[test]
+fn short_kernels_wait_for_the_host_that_issues_them() {
+    // Host 10 µs a task, kernels 1 µs: kernel k begins when the host has issued it, at 10·k.
+    let mut g = ExecGraph::new(vec![f64::INFINITY], 0);
+    host_chain(&mut g, 0, 5, 1.0, 10.0);
+    let r = Simulator::new().run(&mut g, Order::Fifo).unwrap().clone();
+    assert!(close(r.makespan, 5.0 * 10.0 + 1.0), "{}", r.makespan);
+    for k in 0..5 {
+        assert!(close(r.start[k], 10.0 * (k + 1) as f64), "{:?}", r.start);
+    }
+    // The device computed for 5 µs; the rest it waited.
+    assert!(close(r.busy[0], 5.0));
+}
+
+#[test]
+fn long_kernels_hide_the_host_behind_the_first() {
+    // Kernels 100 µs: the host issues every later one while the device is busy.
+    let mut g = ExecGraph::new(vec![f64::INFINITY], 0);
+    host_chain(&mut g, 0, 5, 100.0, 10.0);
+    let makespan = Simulator::new().run(&mut g, Order::Fifo).unwrap().makespan;
+    assert!(close(makespan, 10.0 + 5.0 * 100.0), "{makespan}");
+}
+
+#[test]
+fn each_device_has_its_own_host() {
+    // Two host-bound chains on two devices overlap: one host's time, not both.
+    let mut g = ExecGraph::new(vec![f64::INFINITY; 2], 0);
+    host_chain(&mut g, 0, 4, 1.0, 10.0);
+    host_chain(&mut g, 1, 4, 1.0, 10.0);
+    let makespan = Simulator::new().run(&mut g, Order::Fifo).unwrap().makespan;
+    assert!(close(makespan, 4.0 * 10.0 + 1.0), "{makespan}");
 }
 
 #[test]
@@ -304,6 +351,40 @@ fn random_exec(n: usize, picks: &[(u8, u8, u8, u16, bool)], dep_bits: &[bool]) -
     g
 }
 
+/// Every task of `r` runs for its duration after its inputs end, the makespan is the last end,
+/// no two tasks overlap on a resource, and each resource's busy time is its tasks' sum.
+fn check_schedule(g: &ExecGraph, r: &SimResult) -> Result<(), TestCaseError> {
+    let n = g.len() as TaskId;
+    let mut latest_end: f64 = 0.0;
+    for t in 0..n {
+        let (s, e) = (r.start[t as usize], r.end[t as usize]);
+        prop_assert!(close(e - s, g.duration(t)));
+        latest_end = latest_end.max(e);
+        for &p in g.predecessors(t) {
+            prop_assert!(
+                s >= r.end[p as usize] - 1e-9,
+                "task {} starts before input {} ends",
+                t,
+                p
+            );
+        }
+    }
+    prop_assert!(close(r.makespan, latest_end));
+    for res in 0..g.resource_count() as u32 {
+        let mut spans: Vec<(f64, f64)> = (0..n)
+            .filter(|&t| g.task_resources(t).contains(&res))
+            .map(|t| (r.start[t as usize], r.end[t as usize]))
+            .collect();
+        spans.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        for w in spans.windows(2) {
+            prop_assert!(w[1].0 >= w[0].1 - 1e-9, "overlap on resource {}", res);
+        }
+        let busy: f64 = spans.iter().map(|s| s.1 - s.0).sum();
+        prop_assert!(close(r.busy[res as usize], busy));
+    }
+    Ok(())
+}
+
 proptest! {
     #[test]
     fn schedules_respect_dependencies_resources_and_memory(
@@ -316,34 +397,37 @@ proptest! {
         let order = if by_priority { Order::Priority } else { Order::Fifo };
         let r = Simulator::new().run(&mut g, order).unwrap().clone();
         prop_assert_eq!(r.events, 2 * n as u64);
-        let mut latest_end: f64 = 0.0;
-        for t in 0..n as TaskId {
-            let (s, e) = (r.start[t as usize], r.end[t as usize]);
-            prop_assert!(close(e - s, g.duration(t)));
-            latest_end = latest_end.max(e);
-            for &p in g.predecessors(t) {
-                prop_assert!(s >= r.end[p as usize] - 1e-9, "task {} starts before input {} ends", t, p);
-            }
-        }
-        prop_assert!(close(r.makespan, latest_end));
-        // No two tasks overlap on one resource.
-        for res in 0..g.resource_count() as u32 {
-            let mut spans: Vec<(f64, f64)> = (0..n as TaskId)
-                .filter(|&t| g.task_resources(t).contains(&res))
-                .map(|t| (r.start[t as usize], r.end[t as usize]))
-                .collect();
-            spans.sort_by(|a, b| a.partial_cmp(b).unwrap());
-            for w in spans.windows(2) {
-                prop_assert!(w[1].0 >= w[0].1 - 1e-9, "overlap on resource {}", res);
-            }
-            let busy: f64 = spans.iter().map(|s| s.1 - s.0).sum();
-            prop_assert!(close(r.busy[res as usize], busy));
-        }
+        check_schedule(&g, &r)?;
         // Memory returns to the resident total and never dips below it.
         for d in 0..g.devices() {
             prop_assert!(close(r.final_memory[d], g.resident()[d]));
             prop_assert!(r.peak_memory[d] >= g.resident()[d]);
         }
+    }
+}
+
+proptest! {
+    /// With host times on some compute tasks the schedule still respects every dependency and
+    /// resource, each kernel runs for its duration, and the iteration lasts at least as long as
+    /// any device's host takes to issue its tasks (plus the shortest of them).
+    #[test]
+    fn host_time_delays_kernels_but_keeps_every_rule(
+        n in 1usize..60,
+        picks in prop::collection::vec((any::<u8>(), any::<u8>(), any::<u8>(), any::<u16>(), any::<bool>()), 1..60),
+        dep_bits in prop::collection::vec(prop::bool::weighted(0.3), 1..200),
+        hosts in prop::collection::vec(0u8..30, 1..60),
+    ) {
+        let mut g = random_exec(n, &picks, &dep_bits);
+        let mut issued = vec![0.0; g.devices()];
+        for t in 0..n as TaskId {
+            let host = f64::from(hosts[t as usize % hosts.len()]);
+            g.set_host_us(t, host);
+            issued[g.out_device(t) as usize] += host;
+        }
+        let r = Simulator::new().run(&mut g, Order::Fifo).unwrap().clone();
+        check_schedule(&g, &r)?;
+        let host_bound = issued.iter().copied().fold(0.0, f64::max);
+        prop_assert!(r.makespan >= host_bound - 1e-9, "{} < {}", r.makespan, host_bound);
     }
 }
 
