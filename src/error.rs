@@ -27,9 +27,32 @@ impl InputError {
         InputError {
             file: file.into(),
             field: field.into(),
-            message: message.into(),
+            message: without_type_names(message.into()),
         }
     }
+}
+
+/// `message` with serde's names of this crate's types put as a file's author knows them:
+/// "expected struct Stage" is "expected an object", and a struct read from an array ("invalid
+/// length 0, expected struct HybridPlan with 6 elements") is an array where an object belongs.
+fn without_type_names(message: String) -> String {
+    let message = without_primitive_names(message);
+    let Some(at) = message.find("expected struct ") else {
+        return message;
+    };
+    let after = &message[at + "expected struct ".len()..];
+    let name_end = after
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(after.len());
+    let mut rest = &after[name_end..];
+    let from_array = rest.starts_with(" with ") && message.starts_with("invalid length ");
+    if from_array {
+        rest = rest
+            .find(" elements")
+            .map_or(rest, |i| &rest[i + " elements".len()..]);
+        return format!("invalid type: array, expected an object{rest}");
+    }
+    format!("{}expected an object{rest}", &message[..at])
 }
 
 impl fmt::Display for InputError {
@@ -503,21 +526,46 @@ impl Error {
 pub(crate) fn check_non_negative(file: &str, field: &str, value: f64) -> Result<(), InputError> {
     if value.is_nan() {
         Err(InputError::new(file, field, "is NaN"))
+    } else if value < 0.0 {
+        // Not the value: callers check it in internal units (a bare `-5` Gbps reads -625).
+        Err(InputError::new(file, field, "is negative"))
     } else if value.is_infinite() {
         Err(InputError::new(
             file,
             field,
-            "is too large: it overflows to infinity",
-        ))
-    } else if value < 0.0 {
-        Err(InputError::new(
-            file,
-            field,
-            format!("is negative ({value})"),
+            "is not finite (infinity, or too large to represent)",
         ))
     } else {
         Ok(())
     }
+}
+
+/// Refuses a name the reports would print broken: one holding a control character (a line
+/// break or tab splits the tables' lines) or a text-direction control (U+202E turns the rest of
+/// a line around).
+pub(crate) fn check_printable(file: &str, field: &str, name: &str) -> Result<(), InputError> {
+    match unprintable(name) {
+        Some(c) if c.is_control() => Err(InputError::new(
+            file,
+            field,
+            "holds a control character (a line break or tab would break the reports' lines)",
+        )),
+        Some(c) => Err(InputError::new(
+            file,
+            field,
+            format!(
+                "holds the text-direction control U+{:04X} (it would turn the reports' lines around)",
+                u32::from(c)
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The first character of `name` that [`check_printable`] refuses.
+pub(crate) fn unprintable(name: &str) -> Option<char> {
+    let direction = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    name.chars().find(|&c| c.is_control() || direction(c))
 }
 
 /// Like [`check_non_negative`], and zero is refused too (bandwidths, capacities, peak rates).
@@ -527,4 +575,92 @@ pub(crate) fn check_positive(file: &str, field: &str, value: f64) -> Result<(), 
         return Err(InputError::new(file, field, "must be greater than zero"));
     }
     Ok(())
+}
+
+/// serde's names of Rust's number types as a file's author reads them: "expected u32" is "expected
+/// a whole number from 0 to 4294967295", "expected f64" is "expected a number", and a value out
+/// of a type's range is said to be so ("integer `2^64` as i128, expected i64").
+fn without_primitive_names(message: String) -> String {
+    const NAMES: [(&str, &str); 12] = [
+        ("u8", "a whole number from 0 to 255"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u32", "a whole number from 0 to 4294967295"),
+        ("u64", "a whole number from 0 to 18446744073709551615"),
+        ("usize", "a whole number from 0 to 18446744073709551615"),
+        ("i8", "a whole number"),
+        ("i16", "a whole number"),
+        ("i32", "a whole number"),
+        ("i64", "a whole number"),
+        ("isize", "a whole number"),
+        ("f32", "a number"),
+        ("f64", "a number"),
+    ];
+    if !message.contains("expected ") {
+        return message;
+    }
+    let mut out = message.replace(" as i128, expected ", " is out of range, expected ");
+    for (name, plain) in NAMES {
+        let from = format!("expected {name}");
+        let mut start = 0;
+        while let Some(found) = out[start..].find(&from) {
+            let at = start + found;
+            let end = at + from.len();
+            // A whole word only: "expected u32" but not a longer name that begins with it.
+            let whole = out[end..]
+                .chars()
+                .next()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            if whole {
+                out.replace_range(at..end, &format!("expected {plain}"));
+                start = at + "expected ".len() + plain.len();
+            } else {
+                start = end;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InputError;
+
+    #[test]
+    fn serde_names_of_our_types_become_what_the_file_holds() {
+        let message = |m: &str| InputError::new("f", "", m).message;
+        assert_eq!(
+            message("invalid type: integer `5`, expected struct Stage at line 1 column 65"),
+            "invalid type: integer `5`, expected an object at line 1 column 65"
+        );
+        assert_eq!(
+            message(
+                "invalid length 0, expected struct HybridPlan with 6 elements at line 1 column 2"
+            ),
+            "invalid type: array, expected an object at line 1 column 2"
+        );
+        assert_eq!(
+            message("invalid type: string \"s\", expected struct HybridPlan"),
+            "invalid type: string \"s\", expected an object"
+        );
+        assert_eq!(
+            message("invalid type: string \"4\", expected i64"),
+            "invalid type: string \"4\", expected a whole number"
+        );
+        assert_eq!(
+            message("invalid value: integer `-4`, expected u32 at line 1 column 20"),
+            "invalid value: integer `-4`, expected a whole number from 0 to 4294967295 at line 1 \
+             column 20"
+        );
+        assert_eq!(
+            message("invalid type: null, expected f64"),
+            "invalid type: null, expected a number"
+        );
+        assert_eq!(
+            message("invalid value: integer `18446744073709551616` as i128, expected i64"),
+            "invalid value: integer `18446744073709551616` is out of range, expected a whole \
+             number"
+        );
+        // Anything else is left as it is.
+        assert_eq!(message("must be at least 1"), "must be at least 1");
+    }
 }

@@ -74,6 +74,9 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<()> {
 /// files renamed into place. A full disk or a failing `--trace /dev/full` thus leaves every
 /// regular output as it was. (Two devices cannot be taken back: the first stays written.)
 pub fn write_all_atomic(files: &[(&std::path::Path, &[u8])]) -> Result<()> {
+    for &(path, _) in files {
+        refuse_directory_form(path)?;
+    }
     let targets = files
         .iter()
         .map(|&(path, _)| resolve(path, MAX_LINKS).map_err(|e| shown_as(e, &shown(path))))
@@ -145,6 +148,11 @@ fn resolve(path: &std::path::Path, links_left: u32) -> Result<Target> {
         };
         return resolve(&target, links_left - 1);
     }
+    // Found now, before any file of a set is renamed into place: the rename over a directory
+    // would fail after the others had replaced theirs.
+    if path.is_dir() {
+        return Err(InputError::new(&shown, "", "is a directory, not a file").into());
+    }
     let dir = output_dir(path)?;
     let file_name = path
         .file_name()
@@ -215,6 +223,7 @@ fn temporary_sibling(file: &std::path::Path) -> std::path::PathBuf {
 /// opened for writing (without truncating it) or a temporary sibling created and removed; a
 /// directory where the file should be is refused.
 pub fn check_writable(path: &std::path::Path) -> Result<()> {
+    refuse_directory_form(path)?;
     let shown = path.display().to_string();
     // The probe beside a directory would succeed, and the write after the work then fail,
     // with the command's other outputs already replaced.
@@ -238,6 +247,21 @@ pub fn check_writable(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a file path written as a directory (`out/`, `out/.`): the bytes would go to a file
+/// named `out`, not into the folder the user meant.
+fn refuse_directory_form(path: &std::path::Path) -> Result<()> {
+    let text = path.as_os_str().to_string_lossy();
+    let last = text
+        .rsplit(['/', std::path::MAIN_SEPARATOR])
+        .next()
+        .unwrap_or("");
+    if matches!(last, "" | "." | "..") {
+        let message = "names a directory (it ends in a separator or a dot), not a file";
+        return Err(InputError::new(shown(path), "", message).into());
+    }
+    Ok(())
+}
+
 /// `e`, an I/O error about a link's target, told about `shown` (the link the user named).
 fn shown_as(e: Error, shown: &str) -> Error {
     match e {
@@ -257,8 +281,41 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
     serde_path_to_error::deserialize(de).map_err(|e| {
         let field = e.path().to_string();
         let field = if field == "." { String::new() } else { field };
-        InputError::new(source, field, one_line(e.into_inner().message()))
+        let message = one_line(e.into_inner().message());
+        let message = name_a_datetime(text, &field, message);
+        InputError::new(source, field, message)
     })
+}
+
+/// The deserialiser sees a TOML date or time as a map ("invalid type: map, expected i64"): say
+/// what the value at `field` is when it is one.
+fn name_a_datetime(text: &str, field: &str, message: String) -> String {
+    let Some(rest) = message.strip_prefix("invalid type: map") else {
+        return message;
+    };
+    let Ok(root) = text.parse::<toml::Table>() else {
+        return message;
+    };
+    match value_at(&toml::Value::Table(root), field) {
+        Some(toml::Value::Datetime(when)) => format!("invalid type: date-time {when}{rest}"),
+        _ => message,
+    }
+}
+
+/// The value at a serde path (`machine[0].gpus`) of a TOML document.
+fn value_at<'a>(root: &'a toml::Value, path: &str) -> Option<&'a toml::Value> {
+    let mut at = root;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let mut parts = segment.split('[');
+        let key = parts.next()?;
+        if !key.is_empty() {
+            at = at.get(key)?;
+        }
+        for index in parts {
+            at = at.get(index.strip_suffix(']')?.parse::<usize>().ok()?)?;
+        }
+    }
+    Some(at)
 }
 
 /// "malformed TOML at line 2, column 11: unclosed array table, expected `]`", on one line: the

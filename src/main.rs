@@ -90,12 +90,23 @@ fn main() -> ExitCode {
     cli::allocator::keep_freed_memory();
     let cli = match parse() {
         Ok(cli) => cli,
-        // A usage error: clap prints it on stderr and exits 2.
-        Err(e) if e.use_stderr() => e.exit(),
+        // A usage error: one line on stderr, clap's exit status (2).
+        Err(e) if e.use_stderr() => return usage_error(&e),
         // Help or the version, on stdout: a failed write is reported as every output's is.
         Err(e) => return finish(e.print().map_err(cli::out::stdout_error)),
     };
     finish(run(cli.command))
+}
+
+/// Print clap's refusal of the command line as one line, as every other error is: its first
+/// paragraph (the error and, for missing or conflicting flags, their names) without the usage
+/// and help hints that follow it.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    let text = e.to_string();
+    let first = text.split("\n\n").next().unwrap_or(&text);
+    let line = first.split_whitespace().collect::<Vec<_>>().join(" ");
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }
 
 /// The command line, parsed.

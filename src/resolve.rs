@@ -45,7 +45,7 @@ pub fn load_model_as(model: &str, opts: &zoo::ZooOptions) -> Result<Graph> {
     if !path.exists() {
         return Err(InputError::new(
             "<cli>",
-            "model",
+            "--model",
             format!(
                 "\"{model}\" is neither a zoo model ({}) nor an existing file",
                 zoo::known_names().join(", ")

@@ -87,6 +87,34 @@ fn edges_without_bytes_and_disconnected_ops_fail_cleanly() {
         &no_edges,
         &["edges", "unconnected"],
     );
+    // A forward-only graph that kept one edge of its fourteen.
+    let text = std::fs::read_to_string("datasets/zoo/mlp-inference.json").unwrap();
+    let mut graph: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let edges = graph["edges"].as_array_mut().unwrap();
+    assert!(edges.len() > 10);
+    edges.truncate(1);
+    fails_naming(
+        &["info"],
+        "most-edges-lost.json",
+        &graph.to_string(),
+        &["edges", "have no edge", "left out"],
+    );
+    // An op name that would break or turn around the reports' lines.
+    let mut graph: serde_json::Value = serde_json::from_str(&text).unwrap();
+    graph["ops"][1]["name"] = serde_json::Value::from("fc\u{202E}1");
+    fails_naming(
+        &["info"],
+        "turned-name.json",
+        &graph.to_string(),
+        &["ops[1].name", "U+202E"],
+    );
+    graph["ops"][1]["name"] = serde_json::Value::from("fc\u{0}1");
+    fails_naming(
+        &["info"],
+        "nul-name.json",
+        &graph.to_string(),
+        &["ops[1].name", "control character"],
+    );
 }
 
 #[test]
@@ -163,6 +191,39 @@ fn unknown_model_and_missing_file_fail_cleanly() {
         stderr.contains("resnet-9000") && stderr.contains("resnet101"),
         "{stderr}"
     );
+    assert!(stderr.contains("<MODEL>"), "names the argument: {stderr}");
+    // Each command names the flag the name came by.
+    let out_dir = scratch("unknown-model");
+    let out_dir = out_dir.to_str().unwrap();
+    for (args, flag) in [
+        (
+            &[
+                "simulate",
+                "--model",
+                "resnet-9000",
+                "--cluster",
+                "tag-testbed",
+            ][..],
+            "--model:",
+        ),
+        (
+            &[
+                "compare",
+                "--models",
+                "resnet-9000",
+                "--clusters",
+                "tag-testbed",
+                "--out",
+                out_dir,
+            ][..],
+            "--models:",
+        ),
+    ] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
     let out = run(&["cluster", "configs/no-such-cluster.toml"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
@@ -1078,7 +1139,7 @@ fn impossible_numbers_are_refused_at_the_flag() {
     };
     let cases: Vec<(Vec<&str>, &str)> = cases
         .into_iter()
-        .chain([compare("foo"), compare(" , ")])
+        .chain([compare("foo"), compare(" , "), compare("heft,heft")])
         .collect();
     for (args, flag) in cases {
         let out = run(&args);
@@ -1086,7 +1147,40 @@ fn impossible_numbers_are_refused_at_the_flag() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
+        // One line, as every error is (clap's usage and help hints left out), and the flag
+        // named once (`--methods heft,heft` said `… '--methods <METHODS>': <cli>: --methods:`).
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("<cli>: --methods"), "{args:?}: {stderr}");
     }
+    // A refusal names the flag's own bound, however large the number given.
+    for (args, bound) in [
+        (
+            vec!["info", "mlp", "--batch", "18446744073709551616"],
+            "4294967295",
+        ),
+        (
+            vec!["info", "gpt", "--seq", "99999999999999999999"],
+            "1048576",
+        ),
+        (
+            [&solve[..], &["--threads", "18446744073709551616"]].concat(),
+            "256",
+        ),
+    ] {
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("the {bound} allowed")),
+            "{args:?}: {stderr}"
+        );
+    }
+    // Missing and conflicting flags are one line too, naming them.
+    let out = run(&["compare", "--models", "mlp", "--clusters", "tag-testbed"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--out"), "{stderr}");
 }
 
 /// A strategy file made for another model or cluster is an error naming the field; a shipped
@@ -1411,6 +1505,68 @@ fn an_output_to_dev_stdout_reaches_a_pipe() {
 /// link's target is created); one through a pipe writes into the pipe instead of replacing it
 /// with a regular file.
 #[cfg(unix)]
+#[test]
+fn an_output_may_not_be_an_input_or_a_directory() {
+    let dir = scratch("output-forms");
+    let graph = dir.join("g.json");
+    std::fs::copy("datasets/zoo/mlp.json", &graph).unwrap();
+    let before = std::fs::read(&graph).unwrap();
+    let g = graph.to_str().unwrap();
+    // The strategy written over the graph it was searched for.
+    let out = run(&[
+        "place",
+        "--model",
+        g,
+        "--cluster",
+        "tag-testbed",
+        "--budget",
+        "4",
+        "--out",
+        g,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--out") && stderr.contains("input file"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&graph).unwrap(), before);
+    // A file path written as a folder wrote a file named like the folder.
+    let folder = format!("{}/trace/", dir.display());
+    let out = run(&[
+        "simulate",
+        "--model",
+        "mlp",
+        "--cluster",
+        "tag-testbed",
+        "--trace",
+        &folder,
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("names a directory"), "{stderr}");
+    assert!(!dir.join("trace").exists());
+    // A directory where one of compare's files goes: none of them is written (results.csv was
+    // renamed into place before results.md failed).
+    let cmp = dir.join("cmp");
+    std::fs::create_dir_all(cmp.join("results.md")).unwrap();
+    let out = run(&[
+        "compare",
+        "--models",
+        "mlp",
+        "--clusters",
+        "tag-testbed",
+        "--methods",
+        "single",
+        "--out",
+        cmp.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("is a directory"), "{stderr}");
+    assert!(!cmp.join("results.csv").exists());
+}
+
 #[test]
 fn outputs_write_through_links_and_pipes_without_replacing_them() {
     use std::os::unix::fs::FileTypeExt;

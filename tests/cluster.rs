@@ -557,6 +557,43 @@ fn bad_inputs_name_the_field() {
         "machine[0].server",
         &["empty"],
     );
+    // A TOML date reaches the deserialiser as a map; the message says what it is.
+    expect_error(
+        &GOOD.replace("gpus = 2", "gpus = 1979-05-27"),
+        "machine[0].gpus",
+        &["date-time 1979-05-27", "expected"],
+    );
+    // Names the reports print may not break their lines or turn them around.
+    expect_error(
+        &GOOD.replacen("name = \"t\"", "name = \"t\\nu\"", 1),
+        "name",
+        &["control character"],
+    );
+    expect_error(
+        &GOOD.replace("name = \"b\"", "name = \"b\\u202Ec\""),
+        "machine[1].name",
+        &["U+202E"],
+    );
+    // A bandwidth without a unit is in GB/s; a negative one is named without internal units.
+    let e = parse_cluster(
+        &GOOD.replace("intra_bandwidth = \"150 GB/s\"", "intra_bandwidth = -5"),
+        "bad.toml",
+    )
+    .unwrap_err();
+    assert!(
+        e.message.ends_with("is negative") || e.message.contains("negative"),
+        "{e}"
+    );
+    assert!(!e.message.contains("(-"), "{e}");
+    // serde's names of the loader's own types stay out of the message.
+    let e = parse_cluster("name = \"c\"\nmachine = [5]\n", "bad.toml").unwrap_err();
+    assert_eq!(e.field, "machine[0]");
+    assert!(e.message.ends_with("expected an object"), "{e}");
+    expect_error(
+        &GOOD.replace("gpus = 1", "gpus = { count = 1 }"),
+        "machine[1].gpus",
+        &["invalid type: map"],
+    );
     let e = parse_cluster("name = \"t\"\n[[machine]\n", "bad.toml").unwrap_err();
     assert_eq!(
         e.to_string(),

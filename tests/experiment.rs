@@ -427,6 +427,22 @@ fn unusable_experiment_flags_are_usage_errors_naming_the_flag() {
         ),
         (&["holdout-models", "--steps", "0"], "--steps", "at least 1"),
         (&["layout-priors", "--models", "mlp"], "--models", "mlp"),
+        // A flag another experiment reads was ignored, a corrupt or missing file included.
+        (
+            &["search-efficiency", "--layout-policy", "no-such.policy"],
+            "--layout-policy",
+            "only layout-priors",
+        ),
+        (
+            &["unseen-topologies", "--recipe", "no-such.toml"],
+            "--recipe",
+            "only holdout-models",
+        ),
+        (
+            &["search-efficiency", "--models", "mlp,mlp"],
+            "--models",
+            "named twice",
+        ),
     ] {
         let run = at(args);
         let stderr = String::from_utf8_lossy(&run.stderr);

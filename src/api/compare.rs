@@ -68,7 +68,7 @@ impl Comparison {
         // placers only when named); the other models the placers.
         let (mut placed, mut planned) = (Vec::new(), Vec::new());
         for m in r.models {
-            let graph = (m.clone(), r.numerics.model(m, r.batch)?);
+            let graph = (m.clone(), r.numerics.model_from("--models", m, r.batch)?);
             match planned_by_default(m)? {
                 true => planned.push(graph),
                 false => placed.push(graph),

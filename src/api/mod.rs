@@ -30,7 +30,9 @@ mod progress;
 mod simulate;
 
 pub use compare::{CompareRequest, Comparison, cluster_label};
-pub use numerics::{Loaded, Numerics, at_least_one, check_seconds, strategy_named, write_trace};
+pub use numerics::{
+    Loaded, Numerics, at_least_one, check_seconds, one_to_at_most, strategy_named, write_trace,
+};
 pub use place::{
     Baseline, HybridPlaced, PlaceRequest, Placed, PlannerChoice, TagPlaced, load_policy, place,
     place_showing_progress,

@@ -93,6 +93,17 @@ impl Numerics {
             .map_err(|e| size_as_flag(e, batch, self.seq))
     }
 
+    /// [`Self::model`] for a model given by `flag` rather than `--model` (`--models`, `info`'s
+    /// `<MODEL>`): an error about the name names that flag.
+    pub fn model_from(self, flag: &str, model: &str, batch: Option<u32>) -> Result<Graph> {
+        self.model(model, batch).map_err(|e| match e {
+            Error::Input(i) if i.file == "<cli>" && i.field == "--model" => {
+                InputError::new("<cli>", flag, i.message).into()
+            }
+            other => other,
+        })
+    }
+
     /// Refuses `cluster` when one of its GPUs lacks the precision.
     pub fn check(self, cluster: &Cluster) -> Result<()> {
         Ok(self
@@ -104,11 +115,19 @@ impl Numerics {
 /// A count that must be at least 1 (`--seq`, `--groups`, `--budget`, `--seeds`, `--threads`):
 /// 0 is refused with clap's usage error (exit 2) instead of becoming 1 or a table of NaN.
 pub fn at_least_one(text: &str) -> std::result::Result<usize, String> {
-    match text.trim().parse::<usize>() {
+    one_to_at_most(text, usize::MAX)
+}
+
+/// [`at_least_one`] up to `most`, which a refusal names however large the number given (a
+/// number past 2⁶⁴ too).
+pub fn one_to_at_most(text: &str, most: usize) -> std::result::Result<usize, String> {
+    let text = text.trim();
+    match text.parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_string()),
-        Ok(n) => Ok(n),
+        Ok(n) if n <= most => Ok(n),
+        Ok(_) => Err(format!("{text} is more than the {most} allowed")),
         Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-            Err(format!("{text} is more than the {} allowed", usize::MAX))
+            Err(format!("{text} is more than the {most} allowed"))
         }
         Err(_) => Err(format!("\"{text}\" is not a whole number")),
     }
@@ -117,11 +136,8 @@ pub fn at_least_one(text: &str) -> std::result::Result<usize, String> {
 /// A sequence length (`--seq`): 1 to [`MAX_SEQ`] tokens, whatever the model; the model
 /// may take fewer (BERT's 512), which it says when it is built.
 pub fn sequence_length(text: &str) -> std::result::Result<usize, String> {
-    let n = at_least_one(text)?;
-    if n > MAX_SEQ {
-        return Err(format!("{n} tokens is more than the {MAX_SEQ} allowed"));
-    }
-    Ok(n)
+    one_to_at_most(text, MAX_SEQ)
+        .map_err(|e| e.replacen(" is more than", " tokens is more than", 1))
 }
 
 /// The longest time limit taken: a year. Longer ones would overflow the deadline arithmetic

@@ -94,6 +94,29 @@ impl GnnDeviceArg {
     }
 }
 
+/// Refuses an output path (`flag`'s) that is one of the command's input files: `place --model
+/// g.json --out g.json` replaced the graph with the strategy. Inputs that are not files (zoo
+/// names, shipped configs) are skipped.
+pub fn refuse_an_input(flag: &str, output: &std::path::Path, inputs: &[&str]) -> Result<()> {
+    let Ok(output) = output.canonicalize() else {
+        return Ok(());
+    };
+    let same = |input: &&&str| {
+        std::path::Path::new(input)
+            .canonicalize()
+            .is_ok_and(|input| input == output)
+    };
+    match inputs.iter().find(same) {
+        Some(input) => Err(InputError::new(
+            "<cli>",
+            flag,
+            format!("is the input file {input}: writing there would replace it"),
+        )
+        .into()),
+        None => Ok(()),
+    }
+}
+
 pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(|e| Error::serialise("output", e))?;
     outln!("{text}")?;
@@ -103,11 +126,7 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
 /// [`at_least_one`] up to `most`: sizes whose memory or threads grow with them, where a typo
 /// like 100000 would abort the process allocating instead of being refused.
 fn one_to(text: &str, most: usize) -> std::result::Result<usize, String> {
-    let n = at_least_one(text)?;
-    if n > most {
-        return Err(format!("{n} is more than the {most} allowed"));
-    }
-    Ok(n)
+    topoplace::api::one_to_at_most(text, most)
 }
 
 /// A GNN's embedding width (`policy init --width`): 1 to 4,096.
@@ -128,8 +147,7 @@ pub fn solver_threads(text: &str) -> std::result::Result<u32, String> {
 /// A batch size (`--batch`): 1 to 2³²−1 samples. 0 was refused only after loading the model,
 /// with exit 1 where clap's usage errors exit 2.
 pub fn batch(text: &str) -> std::result::Result<u32, String> {
-    let n = at_least_one(text)?;
-    u32::try_from(n).map_err(|_| format!("{n} is more than the {} allowed", u32::MAX))
+    one_to(text, u32::MAX as usize).map(|n| n as u32)
 }
 
 /// SFB's search depth (`sfb --depth`): 0 to 64 hops. 4,294,967,295 ran for 24 s before.
@@ -274,9 +292,13 @@ pub fn zoo_name(text: &str) -> std::result::Result<String, String> {
 /// `--methods`: `all` or known method names, checked when the flags are parsed (an unknown name
 /// is a usage error, exit 2, listing the known ones).
 pub fn method_list(text: &str) -> std::result::Result<String, String> {
+    // clap names the flag itself: a refusal about `--methods` gives its message alone.
     topoplace::placers::compare::parse_methods(text)
         .map(|_| text.to_string())
-        .map_err(|e| e.to_string())
+        .map_err(|e| match e {
+            Error::Input(i) if i.file == "<cli>" => i.message,
+            other => other.to_string(),
+        })
 }
 
 /// `LOW,HIGH` in whole Gbps, 1 to 1 PB/s (8,000,000 Gbps).

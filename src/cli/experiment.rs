@@ -75,9 +75,10 @@ pub struct ExperimentArgs {
     /// tree's strategies; minutes per model): the headroom any prior could reach.
     #[arg(long)]
     headroom: bool,
-    /// holdout-models: the recipe trained without each model.
-    #[arg(long, default_value = "training/tag-expert.toml")]
-    recipe: PathBuf,
+    /// holdout-models: the recipe trained without each model (default
+    /// training/tag-expert.toml).
+    #[arg(long)]
+    recipe: Option<PathBuf>,
     /// holdout-models: Adam steps of each held-out training (default the recipe's).
     #[arg(long, value_parser = super::common::at_least_one_u64)]
     steps: Option<u64>,
@@ -88,6 +89,7 @@ pub struct ExperimentArgs {
 /// `topoplace experiment NAME`: TAG §5's experiments with a policy file.
 pub fn run(args: ExperimentArgs) -> Result<()> {
     check_seeds(&args)?;
+    check_flags_apply(&args)?;
     if args.name == "layout-priors" {
         return layout_priors(&args);
     }
@@ -102,12 +104,16 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         Some(path) => (GnnPolicy::load(path)?, path.display().to_string()),
         None => (GnnPolicy::shipped()?, SHIPPED_POLICY.to_string()),
     };
+    if let Some(models) = &args.models {
+        // A model twice would be searched and averaged twice.
+        topoplace::placers::compare::named_once(models, "--models")?;
+    }
     let models = args
         .models
         .clone()
         .unwrap_or_else(|| TAG_MODELS.iter().map(|m| m.to_string()).collect())
         .iter()
-        .map(|m| Ok((m.clone(), args.numerics.model(m, None)?)))
+        .map(|m| Ok((m.clone(), args.numerics.model_from("--models", m, None)?)))
         .collect::<Result<Vec<_>>>()?;
     let setup = Setup {
         models,
@@ -133,7 +139,8 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         "overhead" => experiment::overhead(&setup),
         "reference-best" => topoplace::reference_best::reference_best(&setup),
         "holdout-models" => {
-            let recipe = Recipe::load(&args.recipe)?;
+            let default = std::path::Path::new(DEFAULT_RECIPE);
+            let recipe = Recipe::load(args.recipe.as_deref().unwrap_or(default))?;
             experiment::holdout_models(&setup, &recipe, args.steps, &args.out, |m| {
                 spinner.set_message(m.to_string())
             })
@@ -146,6 +153,32 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     };
     spinner.finish_and_clear();
     show(&args, output?)
+}
+
+/// The recipe holdout-models trains without each model unless `--recipe` names another.
+const DEFAULT_RECIPE: &str = "training/tag-expert.toml";
+
+/// Refuses a flag that only other experiments read: it was silently ignored (a corrupt
+/// `--layout-policy` or a missing `--recipe` under search-efficiency went unnoticed).
+fn check_flags_apply(args: &ExperimentArgs) -> Result<()> {
+    let flags: [(&str, bool, &[&str]); 5] = [
+        (
+            "--layout-policy",
+            args.layout_policy.is_some(),
+            &["layout-priors"],
+        ),
+        ("--no-instances", args.no_instances, &["layout-priors"]),
+        ("--recipe", args.recipe.is_some(), &["holdout-models"]),
+        ("--steps", args.steps.is_some(), &["holdout-models"]),
+        ("--headroom", args.headroom, &["search-efficiency"]),
+    ];
+    for (flag, given, readers) in flags {
+        if given && !readers.contains(&args.name.as_str()) {
+            let message = format!("only {} reads it, not {}", readers.join(" and "), args.name);
+            return Err(InputError::new("<cli>", flag, message).into());
+        }
+    }
+    Ok(())
 }
 
 /// TAG's six models, the default of every experiment but layout-priors.
@@ -217,6 +250,7 @@ fn layout_priors(args: &ExperimentArgs) -> Result<()> {
         .models
         .clone()
         .unwrap_or_else(|| LANGUAGE_MODELS.iter().map(|m| m.to_string()).collect());
+    topoplace::placers::compare::named_once(&models, "--models")?;
     check_language_models(&models)?;
     let (policy, shown) = match &args.layout_policy {
         Some(path) => (LayoutPolicy::load(path)?, path.display().to_string()),

@@ -32,7 +32,9 @@ pub struct InfoArgs {
 }
 
 pub fn run(args: InfoArgs) -> Result<()> {
-    let mut graph = args.numerics.model(&args.model, args.batch)?;
+    let mut graph = args
+        .numerics
+        .model_from("<MODEL>", &args.model, args.batch)?;
     let mut simplified = None;
     if args.simplify {
         let (g, stats) = simplify(&graph)?;

@@ -195,8 +195,15 @@ fn check_outputs(args: &PlaceArgs) -> Result<()> {
     {
         return Err(InputError::new("<cli>", "--trace", "is the --out file too").into());
     }
-    for path in [&args.out, &args.trace].into_iter().flatten() {
-        check_writable(path)?;
+    for (flag, path) in [("--out", &args.out), ("--trace", &args.trace)] {
+        if let Some(path) = path {
+            super::common::refuse_an_input(
+                flag,
+                path,
+                &[&args.model, &args.cluster, &args.policy],
+            )?;
+            check_writable(path)?;
+        }
     }
     Ok(())
 }

@@ -64,6 +64,11 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     if let Some(plan) = &args.plan {
         return hybrid_plan::run(&args.model, &args.cluster, plan, args.numerics, args.json);
     }
+    if let Some(path) = &args.trace {
+        let inputs = [args.model.as_str(), &args.cluster, &args.strategy];
+        super::common::refuse_an_input("--trace", path, &inputs)?;
+        topoplace::io::check_writable(path)?;
+    }
     let simulated = simulate(&SimulateRequest {
         model: &args.model,
         batch: args.batch,

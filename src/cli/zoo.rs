@@ -66,6 +66,8 @@ fn export(out: &Path, models: &[String], json: bool) -> Result<()> {
     } else {
         models.to_vec()
     };
+    // A second export of one model would only write its files twice.
+    topoplace::placers::compare::named_once(&names, "--models")?;
     // Build every graph before writing any file, so a bad name leaves no partial export.
     let mut graphs = Vec::new();
     for name in &names {

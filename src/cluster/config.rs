@@ -514,8 +514,14 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
             "is empty: give the cluster a name",
         ));
     }
+    crate::error::check_printable(source, "name", &file.name)?;
     for (i, m) in file.machines.iter().enumerate() {
         let names = [("name", Some(&m.name)), ("server", m.server.as_ref())];
+        for (field, name) in &names {
+            if let Some(name) = name {
+                crate::error::check_printable(source, &format!("machine[{i}].{field}"), name)?;
+            }
+        }
         if let Some((field, _)) = names
             .iter()
             .find(|(_, n)| n.is_some_and(|n| n.trim().is_empty()))

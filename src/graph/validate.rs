@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::{Edge, GradientLink, Graph, Op, OpIdx, Phase, topo};
-use crate::error::{InputError, check_non_negative};
+use crate::error::{InputError, check_non_negative, check_printable, unprintable};
 
 /// Field-level checks that need no adjacency: ids, numbers, edge and link endpoints.
 pub(super) fn check_parts(
@@ -249,12 +249,13 @@ pub(crate) fn check_file_graph(source: &str, g: &Graph) -> Result<(), InputError
             "is empty: give the model's name (reports and strategy files refer to it)",
         ));
     }
-    if g.name.chars().any(char::is_control) {
-        return Err(InputError::new(
-            source,
-            "name",
-            "holds a control character (a line break or tab would break the reports' lines)",
-        ));
+    check_printable(source, "name", &g.name)?;
+    for (i, op) in g.ops().iter().enumerate() {
+        for (field, text) in [("name", &op.name), ("op_type", &op.op_type)] {
+            if unprintable(text).is_some() {
+                check_printable(source, &format!("ops[{i}].{field}"), text)?;
+            }
+        }
     }
     if g.len() >= 2 && g.edges().is_empty() {
         return Err(InputError::new(
@@ -266,5 +267,35 @@ pub(crate) fn check_file_graph(source: &str, g: &Graph) -> Result<(), InputError
             ),
         ));
     }
-    Ok(())
+    check_edges_kept(source, g)
+}
+
+/// Refuses a file that lost many of its edges: more than one forward or backward op, and over a
+/// tenth of them, with no edge at all. A computing op reads something and feeds something; real
+/// exports leave at most a few loose (pruned `Shape` ops), and only buffers among parameters.
+fn check_edges_kept(source: &str, g: &Graph) -> Result<(), InputError> {
+    let mut connected = vec![false; g.len()];
+    for e in g.edges() {
+        connected[e.src] = true;
+        connected[e.dst] = true;
+    }
+    let computing = |op: &Op| matches!(op.phase, Phase::Forward | Phase::Backward);
+    let total = g.ops().iter().filter(|op| computing(op)).count();
+    let loose: Vec<usize> = (0..g.len())
+        .filter(|&i| computing(g.op(i)) && !connected[i])
+        .collect();
+    if loose.len() < 2 || loose.len() * 10 <= total {
+        return Ok(());
+    }
+    Err(InputError::new(
+        source,
+        "edges",
+        format!(
+            "{} of the {total} forward and backward ops have no edge, e.g. ops[{}] {}: were \
+             edges left out?",
+            loose.len(),
+            loose[0],
+            describe(g.ops(), loose[0])
+        ),
+    ))
 }

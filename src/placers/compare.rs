@@ -85,10 +85,13 @@ pub fn parse_methods(spec: &str) -> Result<Methods> {
         all: false,
     };
     let names: Vec<&str> = spec.split(',').map(str::trim).collect();
+    // One list for every refusal: `all`, the placers, the exact MILPs and the hybrid planners.
     let expected = || {
+        let exact: Vec<&str> = super::exact().iter().map(|p| p.name()).collect();
         format!(
-            "`all` or names from: {}, {}",
+            "`all` or names from: {}, {}, {}",
             super::names().join(", "),
+            exact.join(", "),
             HYBRID_METHODS.join(", ")
         )
     };
@@ -105,7 +108,13 @@ pub fn parse_methods(spec: &str) -> Result<Methods> {
     for name in names {
         match HYBRID_METHODS.iter().find(|&&h| h == name) {
             Some(&h) => methods.hybrid.push(h),
-            None => methods.placers.push(placer(name)?),
+            None => methods
+                .placers
+                .push(placer(name).map_err(|_| Error::Unknown {
+                    kind: "placement method",
+                    name: name.to_string(),
+                    expected: expected(),
+                })?),
         }
     }
     // `split` yields at least one name, and each is a method or an error: the list is never

@@ -3,7 +3,7 @@
 //! searches with uniform priors (TAG's "pure MCTS"). The budget's steps are MCTS iterations.
 //!
 //! Beyond TAG, both run [`tag_search`]: the heuristics ([`super::heuristics`]) first — and, on
-//! graphs of at most [`MILP_STARTS_UP_TO_OPS`] ops, the exact MILPs' warm starts (their own
+//! graphs of at most [`MILP_STARTS_UP_TO_OPS`] ops on at most [`MILP_STARTS_UP_TO_GPUS`] GPUs, the exact MILPs' warm starts (their own
 //! coarsenings and memory models, improved by counted local search) — whose placements the
 //! search polishes from and falls back to, so it never returns anything slower than them.
 
@@ -40,6 +40,12 @@ const PIPELINE_SHARE: f64 = 0.5;
 /// schedules on the MILPs' own coarsenings, which on such graphs can reach placements no move of
 /// the search's op groups does (mlp on fastt-8xv100: 0.104 against 0.143 ms without them).
 pub(crate) const MILP_STARTS_UP_TO_OPS: usize = 128;
+
+/// ... and clusters of at most this many GPUs: the warm starts' list schedules try every GPU for
+/// every node on a copy of a timeline that holds every channel between GPUs, so their cost grows
+/// with the cube of the GPU count and ignores the time limit (mlp on `mixed-1024`: 20 s of a
+/// `--time 2`), while an exact MILP over hundreds of GPUs is out of reach anyway.
+pub(crate) const MILP_STARTS_UP_TO_GPUS: usize = 64;
 
 /// The work the MILP warm starts' local searches are counted for ([`SolveOptions::heuristics_only`]):
 /// that of a MILP solve with this time limit, seconds.
@@ -85,7 +91,7 @@ pub fn tag_search(
         unsimulated: Vec::new(),
         pipelines: found.iter().find_map(|h| h.frames.clone()),
     };
-    if p.graph.len() <= MILP_STARTS_UP_TO_OPS {
+    if p.graph.len() <= MILP_STARTS_UP_TO_OPS && p.cluster.devices.len() <= MILP_STARTS_UP_TO_GPUS {
         let cap = config.seconds.map_or(MILP_START_CAP_SECONDS, |s| {
             (s * HEURISTICS_SHARE - began.elapsed().as_secs_f64())
                 .clamp(0.0, MILP_START_CAP_SECONDS)

@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Share of the memory limit at which the CP proof stops.
-pub(crate) const CP_SHARE: f64 = 0.8;
+pub(crate) const CP_SHARE: f64 = 0.7;
 
 /// Share of the memory limit at which HiGHS is interrupted.
-pub(crate) const MILP_SHARE: f64 = 0.9;
+pub(crate) const MILP_SHARE: f64 = 0.8;
 
 /// Between two reads of the resident memory (a read of /proc/self/status costs tens of µs).
 const POLL: Duration = Duration::from_millis(50);

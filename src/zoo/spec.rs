@@ -171,11 +171,8 @@ pub fn parse_spec(text: &str, source: &str, default_name: &str) -> Result<ModelS
     if name.trim().is_empty() {
         return Err(err("name", "must not be empty".into()));
     }
-    if name.chars().any(char::is_control) {
-        return Err(err(
-            "name",
-            "holds a control character (a line break or tab would break the reports' lines)".into(),
-        ));
+    if let Err(e) = crate::error::check_printable("", "name", &name) {
+        return Err(err("name", e.message));
     }
     Ok(ModelSpec { name, model })
 }
