@@ -1827,6 +1827,25 @@ fn place_writes_a_hybrid_plan_that_simulate_reproduces() {
     let first = std::fs::read_to_string(&out).unwrap();
     run_ok(&place);
     assert_eq!(first, std::fs::read_to_string(&out).unwrap());
+    // The file names what it was made for; another model or cluster is refused, naming it.
+    let plan: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(plan["model"], "llama-8b");
+    for (field, from, to) in [
+        ("model", "llama-8b", "llama-7b"),
+        ("cluster", "hetero-a100-v100", "mixed-1024"),
+    ] {
+        let other: Vec<&str> = simulate
+            .iter()
+            .map(|&a| if a == from { to } else { a })
+            .collect();
+        let refused = run(&other);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(!refused.status.success(), "{field}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{field}: the plan is for {field} \"{from}\"")),
+            "{stderr}"
+        );
+    }
     // A model that is not a zoo language model is refused by the hybrid planner.
     let refused = run(&[
         "place",

@@ -57,6 +57,8 @@ fn megatron_layout(
         })
         .collect();
     HybridPlan {
+        model: None,
+        cluster: None,
         global_batch,
         micro_batches,
         schedule: Schedule::OneFOneB,
@@ -254,6 +256,8 @@ fn llama_model(name: &str, micro_batch: u32, precision: Precision) -> HybridMode
 /// FSDP (ZeRO-3) over every GPU, one micro-batch of `local` sequences each.
 fn fsdp(gpus: usize, layers: usize, local: u32, recompute: Recompute) -> HybridPlan {
     HybridPlan {
+        model: None,
+        cluster: None,
         global_batch: local * gpus as u32,
         micro_batches: 1,
         schedule: Schedule::OneFOneB,

@@ -292,6 +292,32 @@ fn sharded_selfplay_equals_in_process_training() {
         };
         assert_eq!(report["waiting_for_generation"], waiting);
     }
+    // Shards of a run that has checkpoints are played with the run's own recipe: another one
+    // (here a different seed) would feed games the run never asked for.
+    let other = std::fs::read_to_string(&recipe)
+        .unwrap()
+        .replacen("seed = ", "seed = 1", 1);
+    let other_recipe = dir.join("other.toml");
+    std::fs::write(&other_recipe, other).unwrap();
+    let out = topoplace()
+        .args([
+            "selfplay",
+            "--config",
+            other_recipe.to_str().unwrap(),
+            "--run",
+            sharded_s,
+            "--shard",
+            "0",
+            "--of",
+            "2",
+            "--out",
+            samples_s,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("seed"), "{stderr}");
     assert!(read(&whole.join("policy.gnn")) == read(&sharded.join("policy.gnn")));
     assert_eq!(
         read(&whole.join("metrics.csv")),

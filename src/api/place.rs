@@ -311,8 +311,13 @@ impl TagPlaced {
 impl HybridPlaced {
     /// Writes the chosen plan's file (what `simulate --plan` reads).
     pub fn write_plan(&self, path: &Path) -> Result<()> {
-        let text =
-            serde_json::to_string_pretty(&self.plan).map_err(|e| Error::serialise("plan", e))?;
+        // The file says what it was made for, so that `simulate --plan` can refuse another.
+        let plan = HybridPlan {
+            model: Some(self.model.clone()),
+            cluster: Some(self.cluster.name.clone()),
+            ..self.plan.clone()
+        };
+        let text = serde_json::to_string_pretty(&plan).map_err(|e| Error::serialise("plan", e))?;
         write_atomic(path, text.as_bytes())
     }
 }

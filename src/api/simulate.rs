@@ -123,6 +123,7 @@ pub fn simulate_plan(
     let plan = load_plan(plan)?;
     let cluster = load_named_cluster(cluster, "--cluster")?;
     numerics.check(&cluster)?;
+    check_plan_is_for(&plan, model, &cluster.name, &source)?;
     plan.check_micro_batches(&source)?;
     let opts = numerics.zoo_options();
     let micro_batch = plan.global_batch / plan.micro_batches;
@@ -154,4 +155,38 @@ pub fn simulate_plan(
         plan,
         report,
     })
+}
+
+/// Refuses a plan file that says it was made for another model or cluster, as a strategy file
+/// is refused; a plan that names neither (built in code, or written before plans named them)
+/// is taken as it is. A model given as a file matches the same file by another path.
+fn check_plan_is_for(plan: &HybridPlan, model: &str, cluster: &str, source: &str) -> Result<()> {
+    let same_model = |said: &str| {
+        said == model
+            || std::path::Path::new(said).canonicalize().is_ok_and(|p| {
+                std::path::Path::new(model)
+                    .canonicalize()
+                    .is_ok_and(|m| m == p)
+            })
+    };
+    for (field, said, given, same) in [
+        (
+            "model",
+            &plan.model,
+            model,
+            same_model(plan.model.as_deref().unwrap_or(model)),
+        ),
+        (
+            "cluster",
+            &plan.cluster,
+            cluster,
+            plan.cluster.as_deref().is_none_or(|c| c == cluster),
+        ),
+    ] {
+        if let (Some(said), false) = (said, same) {
+            let message = format!("the plan is for {field} \"{said}\", not \"{given}\"");
+            return Err(InputError::new(source, field, message).into());
+        }
+    }
+    Ok(())
 }

@@ -180,6 +180,13 @@ pub const MAX_MICRO_BATCHES: u32 = 65_536;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HybridPlan {
+    /// The model the plan was made for (`place --out` writes it; `simulate --plan` refuses a
+    /// plan for another model). Absent from plans built in code and from older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The name of the cluster the plan was made for, checked as `model` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Sequences per iteration, over all replicas and micro-batches.
     pub global_batch: u32,
     /// Micro-batches each iteration is cut into; each flows through every stage.
@@ -227,6 +234,8 @@ impl HybridPlan {
     /// tensor-parallel overlap: what the planners build.
     pub fn one_f_one_b(global_batch: u32, micro_batches: u32, stages: Vec<Stage>) -> HybridPlan {
         HybridPlan {
+            model: None,
+            cluster: None,
             global_batch,
             micro_batches,
             schedule: Schedule::OneFOneB,

@@ -37,11 +37,14 @@ pub fn generation_policy(recipe: &Recipe, run_dir: &Path, generation: u64) -> Re
     .into())
 }
 
-/// The generation a run's next step belongs to (0 for a run without checkpoints).
+/// The generation a run's next step belongs to (0 for a run without checkpoints). A run that
+/// has checkpoints must be given its own recipe (anything but `steps` the same), as
+/// `train --resume` requires: games played under another would feed the run's next step.
 pub fn next_generation(recipe: &Recipe, run_dir: &Path) -> Result<u64> {
-    let step = Checkpoints::new(run_dir)
-        .latest()?
-        .map(|(step, _)| step)
-        .unwrap_or(0);
+    let latest = Checkpoints::new(run_dir).latest()?;
+    if let Some((_, checkpoint)) = &latest {
+        super::checkpoint::check_recipe(checkpoint, recipe)?;
+    }
+    let step = latest.map(|(step, _)| step).unwrap_or(0);
     Ok(step / recipe.search.generation)
 }
