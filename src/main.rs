@@ -102,9 +102,21 @@ fn main() -> ExitCode {
 /// paragraph (the error and, for missing or conflicting flags, their names) without the usage
 /// and help hints that follow it.
 fn usage_error(e: &clap::Error) -> ExitCode {
+    // A command given without its subcommand shows its help, every line of it.
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        e.exit();
+    }
     let text = e.to_string();
-    let first = text.split("\n\n").next().unwrap_or(&text);
-    let line = first.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The error, and clap's tips (`a similar argument exists: '--model'`); not the usage lines.
+    let kept = text
+        .split("\n\n")
+        .enumerate()
+        .filter(|(i, part)| *i == 0 || part.trim_start().starts_with("tip:"))
+        .map(|(_, part)| part);
+    let line = kept
+        .flat_map(str::split_whitespace)
+        .collect::<Vec<_>>()
+        .join(" ");
     let _ = writeln!(std::io::stderr().lock(), "{line}");
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }

@@ -1175,6 +1175,13 @@ fn impossible_numbers_are_refused_at_the_flag() {
             "{args:?}: {stderr}"
         );
     }
+    // A command without its subcommand still shows its whole help.
+    for args in [&[][..], &["policy"][..]] {
+        let out = run(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("Commands:"), "{args:?}: {stderr}");
+    }
     // Missing and conflicting flags are one line too, naming them.
     let out = run(&["compare", "--models", "mlp", "--clusters", "tag-testbed"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
