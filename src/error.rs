@@ -527,7 +527,7 @@ pub(crate) fn check_non_negative(file: &str, field: &str, value: f64) -> Result<
     if value.is_nan() {
         Err(InputError::new(file, field, "is NaN"))
     } else if value < 0.0 {
-        // Not the value: callers check it in internal units (a bare `-5` Gbps reads -625).
+        // Not the value: callers check it in internal units, not the file's.
         Err(InputError::new(file, field, "is negative"))
     } else if value.is_infinite() {
         Err(InputError::new(
@@ -540,32 +540,28 @@ pub(crate) fn check_non_negative(file: &str, field: &str, value: f64) -> Result<
     }
 }
 
-/// Refuses a name the reports would print broken: one holding a control character (a line
-/// break or tab splits the tables' lines) or a text-direction control (U+202E turns the rest of
-/// a line around).
+/// Refuses a name the reports would print broken ([`unprintable`]).
 pub(crate) fn check_printable(file: &str, field: &str, name: &str) -> Result<(), InputError> {
     match unprintable(name) {
-        Some(c) if c.is_control() => Err(InputError::new(
-            file,
-            field,
-            "holds a control character (a line break or tab would break the reports' lines)",
-        )),
-        Some(c) => Err(InputError::new(
-            file,
-            field,
-            format!(
-                "holds the text-direction control U+{:04X} (it would turn the reports' lines around)",
-                u32::from(c)
-            ),
-        )),
+        Some(why) => Err(InputError::new(file, field, why)),
         None => Ok(()),
     }
 }
 
-/// The first character of `name` that [`check_printable`] refuses.
-pub(crate) fn unprintable(name: &str) -> Option<char> {
+/// Why the reports would print `name` broken, if they would: it holds a control character (a
+/// line break or tab splits the tables' lines) or a text-direction control (U+202E turns the
+/// rest of a line around).
+pub(crate) fn unprintable(name: &str) -> Option<String> {
     let direction = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-    name.chars().find(|&c| c.is_control() || direction(c))
+    let c = name.chars().find(|&c| c.is_control() || direction(c))?;
+    Some(if c.is_control() {
+        "holds a control character (a line break or tab would break the reports' lines)".into()
+    } else {
+        format!(
+            "holds the text-direction control U+{:04X} (it would turn the reports' lines around)",
+            u32::from(c)
+        )
+    })
 }
 
 /// Like [`check_non_negative`], and zero is refused too (bandwidths, capacities, peak rates).

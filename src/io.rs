@@ -262,6 +262,14 @@ fn refuse_directory_form(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// Whether `a` and `b` name one existing file, by whatever paths (links and `..` resolved).
+pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// `e`, an I/O error about a link's target, told about `shown` (the link the user named).
 fn shown_as(e: Error, shown: &str) -> Error {
     match e {

@@ -137,7 +137,6 @@ pub fn one_to_at_most(text: &str, most: usize) -> std::result::Result<usize, Str
 /// may take fewer (BERT's 512), which it says when it is built.
 pub fn sequence_length(text: &str) -> std::result::Result<usize, String> {
     one_to_at_most(text, MAX_SEQ)
-        .map_err(|e| e.replacen(" is more than", " tokens is more than", 1))
 }
 
 /// The longest time limit taken: a year. Longer ones would overflow the deadline arithmetic

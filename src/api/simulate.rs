@@ -161,32 +161,18 @@ pub fn simulate_plan(
 /// is refused; a plan that names neither (built in code, or written before plans named them)
 /// is taken as it is. A model given as a file matches the same file by another path.
 fn check_plan_is_for(plan: &HybridPlan, model: &str, cluster: &str, source: &str) -> Result<()> {
-    let same_model = |said: &str| {
-        said == model
-            || std::path::Path::new(said).canonicalize().is_ok_and(|p| {
-                std::path::Path::new(model)
-                    .canonicalize()
-                    .is_ok_and(|m| m == p)
-            })
+    let refused = |field: &str, said: &str, given: &str| -> Result<()> {
+        let message = format!("the plan is for {field} \"{said}\", not \"{given}\"");
+        Err(InputError::new(source, field, message).into())
     };
-    for (field, said, given, same) in [
-        (
-            "model",
-            &plan.model,
-            model,
-            same_model(plan.model.as_deref().unwrap_or(model)),
-        ),
-        (
-            "cluster",
-            &plan.cluster,
-            cluster,
-            plan.cluster.as_deref().is_none_or(|c| c == cluster),
-        ),
-    ] {
-        if let (Some(said), false) = (said, same) {
-            let message = format!("the plan is for {field} \"{said}\", not \"{given}\"");
-            return Err(InputError::new(source, field, message).into());
-        }
+    if let Some(said) = &plan.model
+        && said != model
+        && !crate::io::same_file(Path::new(said), Path::new(model))
+    {
+        return refused("model", said, model);
     }
-    Ok(())
+    match &plan.cluster {
+        Some(said) if said != cluster => refused("cluster", said, cluster),
+        _ => Ok(()),
+    }
 }

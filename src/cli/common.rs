@@ -5,7 +5,7 @@ use serde::Serialize;
 
 pub use topoplace::api::progress_bar;
 pub use topoplace::api::{
-    Loaded, Numerics, at_least_one, check_seconds, strategy_named, write_trace,
+    Loaded, Numerics, at_least_one, check_seconds, one_to_at_most, strategy_named, write_trace,
 };
 
 use topoplace::cluster::{GpuMix, TopologyDistribution};
@@ -96,17 +96,12 @@ impl GnnDeviceArg {
 
 /// Refuses an output path (`flag`'s) that is one of the command's input files: `place --model
 /// g.json --out g.json` replaced the graph with the strategy. Inputs that are not files (zoo
-/// names, shipped configs) are skipped.
+/// names, shipped configs) match nothing.
 pub fn refuse_an_input(flag: &str, output: &std::path::Path, inputs: &[&str]) -> Result<()> {
-    let Ok(output) = output.canonicalize() else {
-        return Ok(());
-    };
-    let same = |input: &&&str| {
-        std::path::Path::new(input)
-            .canonicalize()
-            .is_ok_and(|input| input == output)
-    };
-    match inputs.iter().find(same) {
+    match inputs
+        .iter()
+        .find(|input| topoplace::io::same_file(output, std::path::Path::new(input)))
+    {
         Some(input) => Err(InputError::new(
             "<cli>",
             flag,
@@ -123,31 +118,25 @@ pub fn print_json<T: Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
-/// [`at_least_one`] up to `most`: sizes whose memory or threads grow with them, where a typo
-/// like 100000 would abort the process allocating instead of being refused.
-fn one_to(text: &str, most: usize) -> std::result::Result<usize, String> {
-    topoplace::api::one_to_at_most(text, most)
-}
-
 /// A GNN's embedding width (`policy init --width`): 1 to 4,096.
 pub fn gnn_width(text: &str) -> std::result::Result<usize, String> {
-    one_to(text, topoplace::gnn::MAX_WIDTH)
+    one_to_at_most(text, topoplace::gnn::MAX_WIDTH)
 }
 
 /// A GNN's attention heads (`policy init --heads`): 1 to 64.
 pub fn gnn_heads(text: &str) -> std::result::Result<usize, String> {
-    one_to(text, topoplace::gnn::MAX_HEADS)
+    one_to_at_most(text, topoplace::gnn::MAX_HEADS)
 }
 
 /// Solver threads (`solve --threads`): 1 to 256.
 pub fn solver_threads(text: &str) -> std::result::Result<u32, String> {
-    one_to(text, 256).map(|n| n as u32)
+    one_to_at_most(text, 256).map(|n| n as u32)
 }
 
 /// A batch size (`--batch`): 1 to 2³²−1 samples. 0 was refused only after loading the model,
 /// with exit 1 where clap's usage errors exit 2.
 pub fn batch(text: &str) -> std::result::Result<u32, String> {
-    one_to(text, u32::MAX as usize).map(|n| n as u32)
+    one_to_at_most(text, u32::MAX as usize).map(|n| n as u32)
 }
 
 /// SFB's search depth (`sfb --depth`): 0 to 64 hops. 4,294,967,295 ran for 24 s before.
@@ -155,25 +144,25 @@ pub fn sfb_depth(text: &str) -> std::result::Result<usize, String> {
     if text.trim() == "0" {
         return Ok(0);
     }
-    one_to(text, 64)
+    one_to_at_most(text, 64)
 }
 
 /// Samples of one benchmarked training step (`bench gnn --samples`): 1 to 256, sixteen times the
 /// shipped recipe's batch. A step's autodiff graph grows with them: 256 take about 2.5 s a step on
 /// the MLP, 4,096 ran past ten minutes at `--repeat 1`.
 pub fn gnn_samples(text: &str) -> std::result::Result<usize, String> {
-    one_to(text, 256)
+    one_to_at_most(text, 256)
 }
 
 /// Timed runs of each measurement (`bench gnn --repeat`, `bench place --repeat`): 1 to 1,000. 99,999,999,999 ran for
 /// days with nothing shown; a median of a thousand runs is as steady as a median gets.
 pub fn bench_repeat(text: &str) -> std::result::Result<usize, String> {
-    one_to(text, 1000)
+    one_to_at_most(text, 1000)
 }
 
 /// A cluster size of `bench scale --gpus`: 1 to 8, or a multiple of 8 up to 1,024.
 pub fn scale_gpus(text: &str) -> std::result::Result<usize, String> {
-    let n = one_to(text, 1024)?;
+    let n = one_to_at_most(text, 1024)?;
     if n > 8 && !n.is_multiple_of(8) {
         return Err(format!("{n}: sizes are 1 to 8 GPUs or multiples of 8"));
     }

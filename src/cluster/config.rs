@@ -518,8 +518,12 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
     for (i, m) in file.machines.iter().enumerate() {
         let names = [("name", Some(&m.name)), ("server", m.server.as_ref())];
         for (field, name) in &names {
-            if let Some(name) = name {
-                crate::error::check_printable(source, &format!("machine[{i}].{field}"), name)?;
+            if let Some(why) = name.and_then(|n| crate::error::unprintable(n)) {
+                return Err(InputError::new(
+                    source,
+                    format!("machine[{i}].{field}"),
+                    why,
+                ));
             }
         }
         if let Some((field, _)) = names

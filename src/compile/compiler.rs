@@ -438,6 +438,7 @@ impl<'a> Compiler<'a> {
         let o = self.graph.op(op);
         let layout = Rc::clone(&self.layouts[op]);
         let first = self.exec.len() as TaskId;
+        let host_us = self.cost.host.per_op_us(o.phase);
         for (d, share, duration) in replica_durations(self.cluster, self.cost, o, &layout) {
             let out_bytes = match (o.phase, layout.kind) {
                 // A parameter's tensor is the resident variable itself.
@@ -446,7 +447,7 @@ impl<'a> Compiler<'a> {
                 _ => o.output_bytes,
             };
             let t = self.compute(TaskRole::Op, op, d, duration, out_bytes);
-            self.exec.set_host_us(t, self.cost.host.per_op_us(o.phase));
+            self.exec.set_host_us(t, host_us);
             self.exec.add_resident(d as usize, o.resident_bytes);
         }
         self.first_task[op] = first;

@@ -252,8 +252,8 @@ pub(crate) fn check_file_graph(source: &str, g: &Graph) -> Result<(), InputError
     check_printable(source, "name", &g.name)?;
     for (i, op) in g.ops().iter().enumerate() {
         for (field, text) in [("name", &op.name), ("op_type", &op.op_type)] {
-            if unprintable(text).is_some() {
-                check_printable(source, &format!("ops[{i}].{field}"), text)?;
+            if let Some(why) = unprintable(text) {
+                return Err(InputError::new(source, format!("ops[{i}].{field}"), why));
             }
         }
     }

@@ -171,8 +171,8 @@ pub fn parse_spec(text: &str, source: &str, default_name: &str) -> Result<ModelS
     if name.trim().is_empty() {
         return Err(err("name", "must not be empty".into()));
     }
-    if let Err(e) = crate::error::check_printable("", "name", &name) {
-        return Err(err("name", e.message));
+    if let Some(why) = crate::error::unprintable(&name) {
+        return Err(err("name", why));
     }
     Ok(ModelSpec { name, model })
 }
