@@ -295,6 +295,26 @@ pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Deserialise JSON text holding one value into `T`; `source` names the file in errors, which give
+/// the field's path. Text after the value is refused: a file with two objects, or one object and
+/// junk, is not the file the user meant.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    source: &str,
+) -> Result<T, InputError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let field = e.path().to_string();
+        let field = if field == "." { String::new() } else { field };
+        InputError::new(source, field, e.into_inner().to_string())
+    })?;
+    de.end().map_err(|e| {
+        let at = format!("line {} column {}", e.line(), e.column());
+        InputError::new(source, "", format!("text after the JSON value at {at}"))
+    })?;
+    Ok(value)
+}
+
 /// The deserialiser sees a TOML date or time as a map ("invalid type: map, expected i64"): say
 /// what the value at `field` is when it is one.
 fn name_a_datetime(text: &str, field: &str, message: String) -> String {

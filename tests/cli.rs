@@ -52,6 +52,19 @@ fn malformed_graph_fails_cleanly() {
     );
 }
 
+/// A graph file with a second object, or junk, after the first was read as the first alone.
+#[test]
+fn text_after_the_graph_is_refused() {
+    for tail in ["\n{}", " xyz", "}"] {
+        fails_naming(
+            &["info"],
+            "tail.json",
+            &format!("{GRAPH}{tail}"),
+            &["text after the JSON value"],
+        );
+    }
+}
+
 #[test]
 fn cyclic_graph_fails_cleanly() {
     let cyclic = GRAPH.replace(
@@ -1409,6 +1422,32 @@ fn bench_place_reports_what_place_finds() {
     let median = row["median_s"].as_f64().unwrap();
     assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12);
     assert_eq!(row["within_limit"], true);
+}
+
+/// A `--limit` the slowest run breaks fails the command once the table is printed, naming the
+/// instance: a limit judged is a test.
+#[test]
+fn bench_place_fails_when_a_run_breaks_its_limit() {
+    let out = run(&[
+        "bench",
+        "place",
+        "--models",
+        "mlp",
+        "--clusters",
+        "tag-testbed",
+        "--repeat",
+        "1",
+        "--limit",
+        "0.000001",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("within limit"), "{stdout}");
+    assert!(
+        stderr.contains("--limit") && stderr.contains("mlp on tag-testbed"),
+        "{stderr}"
+    );
 }
 
 /// A full stdout is one error naming stdout and exit 1, never a panic or a silent success: for

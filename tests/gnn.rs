@@ -681,7 +681,8 @@ fn bad_policy_files_are_named_errors() {
         "the same file as written today"
     );
     // Damaged files of the old format are refused, not vouched for by a new checksum: bytes
-    // flipped in the weights, and a tail zeroed as a crash while writing leaves it.
+    // flipped in the weights, a tail zeroed as a crash while writing leaves it, and a block
+    // zeroed inside the weights.
     let mut flipped_v1 = v1.clone();
     let mid = v1.len() / 2;
     for b in &mut flipped_v1[mid..mid + 1000] {
@@ -692,9 +693,12 @@ fn bad_policy_files_are_named_errors() {
     zeroed_v1[tail..].fill(0);
     let mut appended_v1 = v1.clone();
     appended_v1.extend_from_slice(b"trailing bytes of another file");
+    let mut block_v1 = v1.clone();
+    block_v1[mid..mid + 256].fill(0);
     for (name, damaged) in [
         ("flipped", flipped_v1),
         ("zeroed", zeroed_v1),
+        ("zeroed block", block_v1),
         ("appended", appended_v1),
     ] {
         let path = dir.join(format!("old-{name}.gnn"));

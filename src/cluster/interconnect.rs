@@ -98,12 +98,12 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
     let rows: Vec<Vec<&str>> = text
         .lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        // Matrix rows, not the header (which starts with GPU0 too but has no `X` cell).
+        // Matrix rows, not the header (which starts with GPU0 too, but holds only column names).
         .filter(|cells| {
             cells
                 .first()
                 .is_some_and(|c| c.starts_with("GPU") && c[3..].parse::<u32>().is_ok())
-                && cells.contains(&"X")
+                && cells[1..].iter().any(|c| is_link_cell(c))
         })
         .collect();
     let n = rows.len();
@@ -146,6 +146,12 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
         }
         for (j, cell) in row[1..=n].iter().enumerate() {
             if i == j {
+                if *cell != "X" {
+                    return Err(format!(
+                        "row GPU{i}, column GPU{j} is {cell}, expected X: a GPU has no link to \
+                         itself (a cell missing or shifted in this row?)"
+                    ));
+                }
                 continue;
             }
             // A link is the same both ways; which way to believe is unknowable.
@@ -162,13 +168,13 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
                     Ok(n) if (1..=MAX_NVLINKS).contains(&n) => n,
                     _ => {
                         return Err(format!(
-                            "row GPU{i}, column {j}: {cell:?} is not NV<count> with a count of \
+                            "row GPU{i}, column GPU{j}: {cell:?} is not NV<count> with a count of \
                              1 to {MAX_NVLINKS}"
                         ));
                     }
                 },
-                None if ["PIX", "PXB", "PHB", "NODE", "SYS", "SOC"].contains(cell) => 0,
-                None => return Err(format!("row GPU{i}, column {j}: unknown link {cell:?}")),
+                None if LINK_CODES.contains(cell) => 0,
+                None => return Err(format!("row GPU{i}, column GPU{j}: unknown link {cell:?}")),
             };
             per_gpu[i] += bricks;
             if bricks > 0 {
@@ -193,6 +199,19 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
         links_per_pair: widest,
     })
 }
+
+/// Whether `cell` is one of `nvidia-smi topo -m`'s link codes (`X` on the diagonal), which the
+/// header's column names are not.
+fn is_link_cell(cell: &str) -> bool {
+    cell == "X"
+        || cell
+            .strip_prefix("NV")
+            .is_some_and(|k| k.parse::<u32>().is_ok())
+        || LINK_CODES.contains(&cell)
+}
+
+/// The codes of pairs that are not on NVLink.
+const LINK_CODES: [&str; 6] = ["PIX", "PXB", "PHB", "NODE", "SYS", "SOC"];
 
 /// PCIe 3.0 x16 as p2p copies measure it (of 15.75 GB/s): the pair bandwidth an imported PCIe
 /// machine gets; edit the entry for PCIe 4.0 (about 24 GB/s).
@@ -297,5 +316,24 @@ mod tests {
             "{many}"
         );
         assert!(parse_nvidia_smi_topo("GPU0 X QQ\nGPU1 QQ X\n").is_err());
+    }
+
+    /// A row without its `X` was dropped as if it were the header: the first GPU's made the
+    /// error blame the next row's order, a later one's made the machine a GPU short.
+    #[test]
+    fn nvidia_smi_rows_missing_their_diagonal_are_named() {
+        let first = parse_nvidia_smi_topo("GPU0 NV1 NV1\nGPU1 NV1 X\n").unwrap_err();
+        assert!(
+            first.contains("row GPU0, column GPU0 is NV1, expected X"),
+            "{first}"
+        );
+        let last = parse_nvidia_smi_topo("GPU0 X NV1\nGPU1 NV1 NV2\n").unwrap_err();
+        assert!(
+            last.contains("row GPU1, column GPU1 is NV2, expected X"),
+            "{last}"
+        );
+        let header = "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n";
+        let with_header = format!("{header}GPU0 X NV4 PIX 0-7 0\nGPU1 NV4 X PIX 0-7 0\n");
+        assert_eq!(parse_nvidia_smi_topo(&with_header).unwrap().gpus, 2);
     }
 }

@@ -185,8 +185,8 @@ const ZEROED_TAIL: usize = 32;
 /// `None` when `bytes` is not such a file; an error, naming `shown`, when its weights show
 /// damage. That format carried no checksum, so what can be checked is checked before a new
 /// checksum vouches for the file: the config parses, the record decodes into the network, every
-/// weight is finite and plausible, and the record does not end in zeros. A flip of a low mantissa
-/// bit passes all of these and cannot be found.
+/// weight is finite and plausible, no block of weights was zeroed, and the record does not end in
+/// zeros. A flip of a low mantissa bit or of a sign passes all of these and cannot be found.
 pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
     let Some((header, rest)) = split_line(bytes) else {
         return Ok(None);
@@ -218,6 +218,13 @@ pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
         ))
         .into());
     }
+    if let Some(run) = zeroed_block(&policy.model) {
+        return Err(bad(format!(
+            "{run} weights in a row are exactly zero inside a tensor that is not all zeros: a \
+             block of the file was zeroed; not upgraded"
+        ))
+        .into());
+    }
     // The decoder stops at the weights the config asks for: bytes after them (a file appended
     // to, or two files run together) would be sealed into the new checksum unread.
     let holds = policy.record_bytes().map_err(bad)?.len();
@@ -234,6 +241,42 @@ pub fn upgrade_v1(bytes: &[u8], shown: &str) -> Result<Option<Vec<u8>>> {
 /// The first weight of `model` that is not finite or exceeds [`PLAUSIBLE_WEIGHT`].
 fn implausible_weight(model: &GnnModel) -> Option<f32> {
     first_weight(model, |w| !w.is_finite() || w.abs() > PLAUSIBLE_WEIGHT)
+}
+
+/// The longest run of exact zeros, of at least [`ZEROED_TAIL`] bytes' worth, inside a tensor of
+/// `model` that also holds other values. Drawn and trained weights are never exactly zero eight
+/// times in a row; a tensor all zeros is a bias as initialised, so it passes.
+fn zeroed_block(model: &GnnModel) -> Option<usize> {
+    struct Finder(Option<usize>);
+    impl ModuleVisitor for Finder {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if self.0.is_some() {
+                return;
+            }
+            let values = param
+                .val()
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap_or_default();
+            let longest = longest_zero_run(&values);
+            if longest >= ZEROED_TAIL / 4 && longest < values.len() {
+                self.0 = Some(longest);
+            }
+        }
+    }
+    let mut finder = Finder(None);
+    model.visit(&mut finder);
+    finder.0
+}
+
+/// The longest run of exactly-zero values in `values`.
+fn longest_zero_run(values: &[f32]) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for &v in values {
+        run = if v == 0.0 { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }
 
 /// The first weight of `model` for which `bad` holds.

@@ -158,13 +158,7 @@ impl GraphFile {
 
 /// Parse graph JSON text; `source` names it in errors.
 pub fn parse_graph(text: &str, source: &str) -> Result<Graph, InputError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let file: GraphFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let field = if path == "." { String::new() } else { path };
-        InputError::new(source, field, format!("{inner}"))
-    })?;
+    let file: GraphFile = crate::io::parse_json(text, source)?;
     file.into_graph(source)
 }
 

@@ -425,14 +425,5 @@ impl HybridPlan {
 pub fn load_plan(path: &std::path::Path) -> crate::error::Result<HybridPlan> {
     let text = crate::io::read_text_file(path)?;
     let source = path.display().to_string();
-    let mut de = serde_json::Deserializer::from_str(&text);
-    let plan = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let field = e.path().to_string();
-        InputError::new(
-            &source,
-            if field == "." { String::new() } else { field },
-            e.into_inner().to_string(),
-        )
-    })?;
-    Ok(plan)
+    Ok(crate::io::parse_json(&text, &source)?)
 }

@@ -218,13 +218,3 @@ pub(super) fn has_extension(path: &Path, ext: &str) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }
-
-/// Deserialize JSON text into `T`, naming the failing field path in the error.
-fn from_json<T: serde::de::DeserializeOwned>(text: &str, source: &str) -> Result<T, InputError> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." { String::new() } else { path };
-        InputError::new(source, field, e.into_inner().to_string())
-    })
-}

@@ -47,11 +47,11 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::from_json;
 use crate::error::{InputError, Result};
 use crate::graph::topo;
 use crate::graph::validate::{MAX_BYTES, MAX_OP_US, check_plausible};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
+use crate::io::parse_json as from_json;
 
 /// The `profiled_us` key for QuickP's measured times: they were profiled on an RTX 3070.
 pub const QUICKP_DEVICE: &str = "RTX-3070";

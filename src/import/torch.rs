@@ -10,9 +10,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::from_json;
 use crate::error::{InputError, Result};
 use crate::graph::{Graph, GraphFile, Phase};
+use crate::io::parse_json as from_json;
 
 /// The exporter's metadata. Only `model` and `params_total` are required; the rest is kept as is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

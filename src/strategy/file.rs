@@ -435,15 +435,7 @@ pub fn parse_strategy(
             "a strategy file holds one JSON object (\"format\": \"topoplace-strategy\", ...)",
         ));
     }
-    let mut de = serde_json::Deserializer::from_str(text);
-    let file: StrategyFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        InputError::new(
-            source,
-            if path == "." { String::new() } else { path },
-            e.into_inner().to_string(),
-        )
-    })?;
+    let file: StrategyFile = crate::io::parse_json(text, source)?;
     // Both would be one decision made twice: the file's list, or TAG's ILP on loading.
     if file.sfb && !file.sfb_duplicated.is_empty() {
         return Err(InputError::new(

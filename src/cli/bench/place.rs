@@ -1,7 +1,7 @@
 //! `topoplace bench place`: the wall time of `place` on given instances, each run in a child
 //! process of its own as a user runs it (start-up, the policy and the inputs loaded, the output
 //! written), repeated, with the result of every run: a time limit (`--limit`) is judged on the
-//! slowest run, and without `--time` runs of one instance that disagree are an error (same
+//! slowest run (an instance over it makes the command fail after the table), and without `--time` runs of one instance that disagree are an error (same
 //! seed, same result; under `--time` how far a run gets depends on the machine's speed).
 
 use std::time::Instant;
@@ -26,7 +26,8 @@ pub struct PlaceBenchArgs {
     /// Pass `--time` to `place`.
     #[arg(long, value_parser = crate::cli::common::seconds)]
     time: Option<f64>,
-    /// Judge each instance's slowest run against this many seconds (`place`'s promise).
+    /// Judge each instance's slowest run against this many seconds (`place`'s promise); the
+    /// command fails after the table when one is over.
     #[arg(long, value_parser = crate::cli::common::seconds)]
     limit: Option<f64>,
     #[arg(long)]
@@ -87,7 +88,25 @@ pub fn run(args: PlaceBenchArgs) -> Result<()> {
         });
     }
     bar.finish_and_clear();
-    print_either(args.json, &rows, |rows| render(rows, args.limit))
+    print_either(args.json, &rows, |rows| render(rows, args.limit))?;
+    judge_limit(&rows, args.limit)
+}
+
+/// An error naming the instances whose slowest run broke `--limit`, after the table is printed:
+/// a limit judged is a test, and a failed test exits non-zero.
+fn judge_limit(rows: &[Row], limit: Option<f64>) -> Result<()> {
+    let over: Vec<String> = rows
+        .iter()
+        .filter(|r| r.within_limit == Some(false))
+        .map(|r| format!("{} on {}", r.model, r.cluster))
+        .collect();
+    match limit {
+        Some(l) if !over.is_empty() => Err(bench(format!(
+            "the slowest run took more than --limit {l} s on {}",
+            over.join(", ")
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// One `place --json` run in a child process: what it found and its wall seconds.
