@@ -365,6 +365,24 @@ pub enum SearchError {
         /// The cluster name.
         cluster: String,
     },
+    /// The time limit ended the search before any plan that fits was found, with methods left
+    /// unfinished: whether one fits is not known.
+    #[error(
+        "no plan of {model} on {cluster} that fits was found within --time {seconds} s: none of \
+         the {simulated} plans judged fits, and {unfinished} ran out of time; give it more --time"
+    )]
+    NoneInTime {
+        /// The model (graph) name.
+        model: String,
+        /// The cluster name.
+        cluster: String,
+        /// The time limit, seconds.
+        seconds: f64,
+        /// How many plans were simulated.
+        simulated: usize,
+        /// The methods the limit stopped, for the message.
+        unfinished: String,
+    },
     /// Every placement `place` simulated runs out of GPU memory on the cluster.
     #[error("{model} does not fit on {cluster}: all {simulated} {tried} run out of GPU memory")]
     DoesNotFit {

@@ -67,12 +67,13 @@ impl ModelReport {
         let summary = graph.summary();
         let forward_flops = summary.per_phase.get("forward").map_or(0.0, |p| p.flops);
         let activation_bytes = serial_activation_peak(graph);
-        let forward_output_bytes = graph
-            .ops()
-            .iter()
-            .filter(|op| op.phase == Phase::Forward)
-            .map(|op| op.output_bytes)
-            .sum();
+        let forward_output_bytes = crate::units::total(
+            graph
+                .ops()
+                .iter()
+                .filter(|op| op.phase == Phase::Forward)
+                .map(|op| op.output_bytes),
+        );
         let on_gpu = cluster
             .map(|c| {
                 estimate_per_gpu_type(graph, c, cost, summary.resident_bytes + activation_bytes)

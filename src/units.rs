@@ -195,6 +195,12 @@ pub(crate) fn no_negative_zero(x: f64, decimals: i32) -> f64 {
     if (x * scale).round() == 0.0 { 0.0 } else { x }
 }
 
+/// The sum of `values`, +0 when there are none: `Iterator::sum` of no `f64`s is -0, which reports
+/// print as "-0.000 ms" and JSON as `-0.0`.
+pub(crate) fn total(values: impl IntoIterator<Item = f64>) -> f64 {
+    values.into_iter().fold(0.0, |sum, v| sum + v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

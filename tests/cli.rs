@@ -440,6 +440,126 @@ fn zoo_export_writes_loadable_files() {
     );
 }
 
+/// `import`, `group --dot` and `policy train-layouts` wrote over their own input when told to
+/// (`import a.json --out a.json` replaced a torch export with the converted graph): refused
+/// as `place` refuses it, exit 2 naming the flag, the input left as it was.
+#[test]
+fn outputs_that_are_the_input_are_refused() {
+    let dir = scratch("own-input");
+    let graph = dir.join("g.json");
+    std::fs::write(&graph, GRAPH).unwrap();
+    let recipe = dir.join("layouts.toml");
+    std::fs::write(&recipe, "distribution = \"today\"\n").unwrap();
+    let (g, r) = (graph.to_str().unwrap(), recipe.to_str().unwrap());
+    for (args, flag) in [
+        (vec!["import", g, "--out", g], "--out"),
+        (vec!["group", "--model", g, "--dot", g], "--dot"),
+        (vec!["policy", "train-layouts", r, "--out", r], "--out"),
+    ] {
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains("input file"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&graph).unwrap(), GRAPH);
+    assert_eq!(
+        std::fs::read_to_string(&recipe).unwrap(),
+        "distribution = \"today\"\n"
+    );
+}
+
+/// Counts that would run for months are refused at the flag; an empty list entry is named as
+/// empty, not as a name given twice.
+#[test]
+fn absurd_counts_and_empty_names_are_usage_errors() {
+    for (args, needle) in [
+        (
+            vec![
+                "experiment",
+                "search-efficiency",
+                "--out",
+                "x",
+                "--seeds",
+                "100000000",
+            ],
+            "--seeds",
+        ),
+        (
+            vec![
+                "experiment",
+                "overhead",
+                "--out",
+                "x",
+                "--topologies",
+                "100000000",
+            ],
+            "--topologies",
+        ),
+        (
+            vec![
+                "compare",
+                "--models",
+                "mlp",
+                "--clusters",
+                ",,",
+                "--out",
+                "x",
+            ],
+            "a name is empty",
+        ),
+    ] {
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+}
+
+/// A hybrid search the time limit stops before any plan is judged says so: it said the model
+/// "does not fit" after "all 0 hybrid plans tried run out of GPU memory".
+#[test]
+fn a_search_out_of_time_is_not_called_out_of_memory() {
+    let out = run(&[
+        "place",
+        "--model",
+        "llama-70b",
+        "--cluster",
+        "mixed-1024",
+        "--time",
+        "0.001",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("ran out of time") && !stderr.contains("does not fit"),
+        "{stderr}"
+    );
+}
+
+/// Sums of nothing print as 0, not as the -0 `Iterator::sum` gives.
+#[test]
+fn empty_sums_print_without_a_minus_sign() {
+    let out = run_ok(&[
+        "simulate",
+        "--model",
+        "mlp-inference",
+        "--cluster",
+        "tag-testbed",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("-0.000"), "{text}");
+    let dir = scratch("one-op");
+    let path = dir.join("one.json");
+    let one = r#"{"name": "one", "batch_size": 1, "ops": [
+      {"id": 0, "name": "a", "op_type": "MatMul", "phase": "forward", "flops": 10}], "edges": []}"#;
+    std::fs::write(&path, one).unwrap();
+    let v = run_json(&["info", path.to_str().unwrap(), "--json"]);
+    assert!(v["edge_bytes"].as_f64().unwrap().is_sign_positive(), "{v}");
+}
+
 /// An output that cannot be written is refused before the search, so no other output is
 /// replaced: `--trace` naming a directory failed after `--out` had been written over.
 #[test]

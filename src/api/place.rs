@@ -353,6 +353,22 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
     let priors = LayoutPolicy::shipped()?;
     let placed = plan_all(&mut planner, Some(end), &priors)?;
     let Some(best) = placed.best() else {
+        let unfinished: Vec<&str> = placed
+            .methods
+            .iter()
+            .filter(|m| m.out_of_time)
+            .map(|m| m.method)
+            .collect();
+        if !unfinished.is_empty() {
+            return Err(SearchError::NoneInTime {
+                model: r.model.to_string(),
+                cluster: cluster.name.clone(),
+                seconds: r.time.unwrap_or(hybrid_plans::DEFAULT_SECONDS),
+                simulated: planner.judged(),
+                unfinished: unfinished.join(", "),
+            }
+            .into());
+        }
         return Err(SearchError::DoesNotFit {
             model: r.model.to_string(),
             cluster: cluster.name.clone(),

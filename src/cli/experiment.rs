@@ -51,11 +51,11 @@ pub struct ExperimentArgs {
     #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS, value_parser = super::common::at_least_one)]
     groups: usize,
     /// search-efficiency and holdout-models: searches per model and priors (seeds 0..N, their
-    /// mean reported); reference-best: long searches per model.
-    #[arg(long, default_value_t = 3, value_parser = super::common::at_least_one_u64)]
+    /// mean reported); reference-best: long searches per model (at most 1,000).
+    #[arg(long, default_value_t = 3, value_parser = experiment_seeds)]
     seeds: u64,
-    /// unseen-topologies and overhead: random topologies.
-    #[arg(long, default_value_t = 100, value_parser = super::common::at_least_one_u64)]
+    /// unseen-topologies and overhead: random topologies (at most 10,000).
+    #[arg(long, default_value_t = 100, value_parser = experiment_topologies)]
     topologies: u64,
     /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
     #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
@@ -193,6 +193,20 @@ const TAG_MODELS: [&str; 6] = [
 
 /// The language models layout-priors plans by default.
 const LANGUAGE_MODELS: [&str; 4] = ["llama-1b", "llama-3b", "llama-7b", "llama-13b"];
+
+/// Most `--seeds`: each is a search per model and priors, a second or more, and a typo such as
+/// `--seeds 100000000` ran for months without a line of output.
+const MAX_SEEDS: usize = 1_000;
+/// Most `--topologies`: each is a search per priors on a cluster of up to 64 GPUs.
+const MAX_TOPOLOGIES: usize = 10_000;
+
+fn experiment_seeds(text: &str) -> std::result::Result<u64, String> {
+    topoplace::api::one_to_at_most(text, MAX_SEEDS).map(|n| n as u64)
+}
+
+fn experiment_topologies(text: &str) -> std::result::Result<u64, String> {
+    topoplace::api::one_to_at_most(text, MAX_TOPOLOGIES).map(|n| n as u64)
+}
 
 /// Refuses `--topology-seed` when the topologies' seeds `topology_seed ..
 /// topology_seed + topologies` pass 2⁶⁴−1: they wrapped round to 0, the shipped policy's

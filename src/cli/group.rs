@@ -65,6 +65,9 @@ impl MethodArg {
 }
 
 pub fn run(args: GroupArgs) -> Result<()> {
+    if let Some(path) = &args.dot {
+        super::common::refuse_an_input("--dot", path, &[&args.model])?;
+    }
     let graph = load_model(&args.model, args.batch)?;
     let gpu = match &args.gpu {
         Some(name) => lookup_gpu("<cli>", "--gpu", name)?,

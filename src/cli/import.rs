@@ -63,6 +63,8 @@ struct Imported {
 }
 
 pub fn run(args: ImportArgs) -> Result<()> {
+    let input = args.input.display().to_string();
+    super::common::refuse_an_input("--out", &args.out, &[&input])?;
     let format = match args.format {
         Some(format) => format.into(),
         None => import::detect(&args.input)?,

@@ -104,6 +104,8 @@ fn upgrade(file: &std::path::Path) -> Result<()> {
 }
 
 fn train_layouts(recipe: &std::path::Path, out: &std::path::Path) -> Result<()> {
+    let shown = recipe.display().to_string();
+    super::common::refuse_an_input("--out", out, &[&shown])?;
     let r = LayoutRecipe::load(recipe)?;
     topoplace::io::check_writable(out)?;
     let bar = ProgressBar::new(r.generations as u64);

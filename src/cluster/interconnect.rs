@@ -110,6 +110,14 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
     if n == 0 {
         return Err("no `GPU<k>` rows: expected the output of `nvidia-smi topo -m`".into());
     }
+    // The header names every GPU: fewer rows than it names is output cut short.
+    if let Some(named) = header_gpus(text)
+        && named != n
+    {
+        return Err(format!(
+            "the header names {named} GPUs but {n} GPU rows follow: the output was cut or edited"
+        ));
+    }
     // The entry written would be refused when loaded; say so before writing it.
     if n > MAX_GPUS_PER_ENTRY as usize {
         return Err(format!(
@@ -198,6 +206,19 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
         links_per_gpu: per_gpu.into_iter().max().unwrap_or(0),
         links_per_pair: widest,
     })
+}
+
+/// How many `GPU<k>` columns the header line of `nvidia-smi topo -m` names (the first line whose
+/// cells are `GPU0`, `GPU1`, … with no link code); `None` without one.
+fn header_gpus(text: &str) -> Option<usize> {
+    let is_gpu = |c: &str| {
+        c.strip_prefix("GPU")
+            .is_some_and(|k| k.parse::<u32>().is_ok())
+    };
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|cells| cells.first() == Some(&"GPU0") && !cells.iter().any(|c| is_link_cell(c)))
+        .map(|cells| cells.iter().take_while(|c| is_gpu(c)).count())
 }
 
 /// Whether `cell` is one of `nvidia-smi topo -m`'s link codes (`X` on the diagonal), which the
@@ -335,5 +356,8 @@ mod tests {
         let header = "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\n";
         let with_header = format!("{header}GPU0 X NV4 PIX 0-7 0\nGPU1 NV4 X PIX 0-7 0\n");
         assert_eq!(parse_nvidia_smi_topo(&with_header).unwrap().gpus, 2);
+        // Cut after the first row: it read as a one-GPU PCIe machine.
+        let cut = parse_nvidia_smi_topo(&format!("{header}GPU0 X NV4 PIX 0-7 0\n")).unwrap_err();
+        assert!(cut.contains("names 2 GPUs but 1 GPU rows"), "{cut}");
     }
 }

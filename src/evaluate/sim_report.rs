@@ -114,15 +114,16 @@ impl SimReport {
                 excess_bytes: o.excess_bytes(),
             })
             .collect();
-        let sync_busy_us = (0..exec.len() as u32)
-            .filter(|&t| {
-                matches!(
-                    compiled.roles[t as usize],
-                    TaskRole::AllReduce | TaskRole::AddN | TaskRole::Pull
-                ) || is_push(compiled, t)
-            })
-            .map(|t| exec.duration(t))
-            .sum();
+        let sync_busy_us = crate::units::total(
+            (0..exec.len() as u32)
+                .filter(|&t| {
+                    matches!(
+                        compiled.roles[t as usize],
+                        TaskRole::AllReduce | TaskRole::AddN | TaskRole::Pull
+                    ) || is_push(compiled, t)
+                })
+                .map(|t| exec.duration(t)),
+        );
         SimReport {
             iteration_us: result.makespan,
             max_device_busy_us: result.busy[..exec.devices()]

@@ -420,7 +420,7 @@ impl Graph {
                 s.parameter_bytes += op.resident_bytes;
             }
         }
-        s.edge_bytes = self.edges.iter().map(|e| e.bytes).sum();
+        s.edge_bytes = crate::units::total(self.edges.iter().map(|e| e.bytes));
         s
     }
 }

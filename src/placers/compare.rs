@@ -552,9 +552,14 @@ pub(crate) fn file_stem(name: &str) -> String {
         .collect()
 }
 
-/// Refuses a list (`--methods`, `--models`, `--clusters`) that names an entry twice, naming
-/// `flag`: a second entry would only repeat the first one's rows.
+/// Refuses a list (`--methods`, `--models`, `--clusters`) that names an entry twice or leaves
+/// one empty, naming `flag`: a second entry would only repeat the first one's rows.
 pub fn named_once<S: AsRef<str>>(names: &[S], flag: &str) -> Result<()> {
+    // `a,,b`, a trailing comma or `,,`: an empty name is a slip, not a second "" entry.
+    if names.iter().any(|n| n.as_ref().trim().is_empty()) {
+        let message = "a name is empty (two commas in a row, or one at an end?)";
+        return Err(InputError::new("<cli>", flag, message).into());
+    }
     let twice = names
         .iter()
         .enumerate()

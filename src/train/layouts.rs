@@ -139,6 +139,14 @@ impl LayoutRecipe {
         if self.models.is_empty() {
             return Err(bad("models", "no model named".into()));
         }
+        if let Some(seq) = self.seq
+            && !(1..=crate::zoo::MAX_SEQ).contains(&seq)
+        {
+            return Err(bad(
+                "seq",
+                format!("{seq} tokens: expected 1 to {}", crate::zoo::MAX_SEQ),
+            ));
+        }
         for (i, m) in self.models.iter().enumerate() {
             if crate::zoo::lm_shape(m).ok().flatten().is_none() {
                 return Err(bad(
@@ -319,6 +327,8 @@ mod tests {
                 "precision",
             ),
             ("width = 8", "width = 8\nwidht = 9", "widht"),
+            // Refused when the first model was built, as `<zoo>: seq`.
+            ("seq = 256", "seq = 0", "seq"),
         ] {
             let e = parsed(&TINY.replace(from, to)).unwrap_err();
             assert!(e.contains("r.toml") && e.contains(field), "{to}: {e}");
