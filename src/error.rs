@@ -275,9 +275,9 @@ pub enum SolverError {
     Prover(String),
     /// The model would not fit the memory limit; refused before it is built.
     #[error(
-        "the {formulation} MILP of this instance ({nodes} nodes, {devices} GPUs) would have about \
-         {rows:.2e} rows and {nonzeros:.2e} nonzeros, {gib:.1} GiB, over the memory limit of \
-         {limit_gib:.1} GiB: coarsen further (--coarsen chunks -k N) or raise --memory-limit"
+        "the {formulation} MILP of this instance ({nodes} nodes, {devices} GPUs) would have \
+         {about} {rows:.2e} rows and {nonzeros:.2e} nonzeros, {needed}, over the memory limit \
+         of {limit}: coarsen further (--coarsen chunks -k N) or raise --memory-limit"
     )]
     TooLarge {
         /// The MILP formulation that was to be built.
@@ -290,10 +290,12 @@ pub enum SolverError {
         rows: f64,
         /// Estimated nonzeros of the constraint matrix.
         nonzeros: f64,
-        /// Estimated memory of the model (GiB).
-        gib: f64,
-        /// The memory limit it exceeds (GiB).
-        limit_gib: f64,
+        /// Estimated memory of the model, as the reports print sizes ("1.3 GiB").
+        needed: String,
+        /// The memory limit it exceeds, printed so ("900.0 MiB").
+        limit: String,
+        /// "about" for the full estimate, "at least" for the floor a large graph is refused on.
+        about: &'static str,
     },
 }
 

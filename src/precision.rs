@@ -92,6 +92,30 @@ impl Precision {
         Ok(())
     }
 
+    /// What PyTorch does differently from what was asked on `cluster`'s GPUs, when it does:
+    /// `allow_tf32` is ignored on a GPU without TF32, whose matrix products then run in FP32 (the
+    /// simulator runs them so too).
+    pub fn fallback_note(self, cluster: &Cluster) -> Option<String> {
+        if self != Precision::Tf32 {
+            return None;
+        }
+        let mut without: Vec<&str> = cluster
+            .devices
+            .iter()
+            .filter(|d| !has_tf32(d.gpu.arch))
+            .map(|d| d.gpu.name)
+            .collect();
+        without.sort_unstable();
+        without.dedup();
+        (!without.is_empty()).then(|| {
+            format!(
+                "no TF32 on {} of {}: matrix products run in FP32 there, as PyTorch runs them",
+                without.join(", "),
+                cluster.name
+            )
+        })
+    }
+
     /// Whether every GPU type random topologies draw from `mix` can train in this precision;
     /// the first reason when not. A bf16 run on TAG's pre-Ampere mix fit no problem, and trained
     /// or measured nothing.

@@ -2762,3 +2762,64 @@ fn compare_refuses_inputs_it_could_not_tell_apart() {
         assert!(!dir.join("out").exists());
     }
 }
+
+/// A graph too large for the MILP is refused on a floor counted from its nodes, edges and GPUs
+/// alone: the full estimate's reachability matrix (n² bytes) took 10 s and 1.5 GiB at 20,000
+/// nodes before the refusal, and aborted the process at 200,000.
+#[test]
+fn a_milp_too_large_is_refused_on_its_floor() {
+    let n = 20_000;
+    let mut ops = vec![
+        r#"{"id": 0, "name": "in", "op_type": "IteratorGetNext", "phase": "input", "output_bytes": 4096}"#
+            .to_string(),
+    ];
+    ops.extend((1..n).map(|i| {
+        format!(
+            r#"{{"id": {i}, "name": "r{i}", "op_type": "Relu", "phase": "forward", "flops": 1024, "bytes_accessed": 8192, "output_bytes": 4096}}"#
+        )
+    }));
+    let edges: Vec<String> = (1..n)
+        .map(|i| format!(r#"{{"src": {}, "dst": {i}, "bytes": 4096}}"#, i - 1))
+        .collect();
+    let graph = format!(
+        r#"{{"name": "chain", "batch_size": 1, "ops": [{}], "edges": [{}]}}"#,
+        ops.join(","),
+        edges.join(",")
+    );
+    let dir = scratch("milp-floor");
+    let path = dir.join("chain.json");
+    std::fs::write(&path, graph).unwrap();
+    let r = run(&[
+        "solve",
+        "--model",
+        path.to_str().unwrap(),
+        "--cluster",
+        "tag-testbed",
+        "--formulation",
+        "moirai",
+        "--memory-limit",
+        "512 MiB",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("at least") && err.contains("over the memory limit of 512.0 MiB"),
+        "{err}"
+    );
+}
+
+/// `--precision tf32` on GPUs without TF32 runs as PyTorch runs it there, in FP32, and says so:
+/// the result equalled FP32's without a word.
+#[test]
+fn tf32_on_volta_says_it_runs_in_fp32() {
+    let args = ["simulate", "--model", "mlp", "--cluster", "fastt-8xv100"];
+    let tf32 = run_ok(&[&args[..], &["--precision", "tf32"]].concat());
+    let fp32 = run_ok(&args);
+    let stderr = String::from_utf8_lossy(&tf32.stderr);
+    assert!(
+        stderr.contains("no TF32 on") && stderr.contains("run in FP32"),
+        "{stderr}"
+    );
+    assert_eq!(tf32.stdout, fp32.stdout, "the same step as FP32");
+    assert!(!String::from_utf8_lossy(&fp32.stderr).contains("TF32"));
+}

@@ -231,7 +231,10 @@ fn place_tag(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed>
         heuristic,
         heuristic_us,
     );
-    let warning = thin_batch_warning(graph, cluster, &found.strategy);
+    let warning = super::simulate::joined([
+        r.numerics.precision.fallback_note(cluster),
+        thin_batch_warning(graph, cluster, &found.strategy),
+    ]);
     Ok(Placed::Tag(Box::new(TagPlaced {
         summary,
         found,

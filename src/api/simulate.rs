@@ -59,7 +59,10 @@ pub fn simulate(r: &SimulateRequest) -> Result<Simulated> {
     } = &inputs;
     let p = inputs.problem();
     let (strategy, priority) = strategy_named(r.strategy, graph, cluster, cost)?;
-    let warning = thin_batch_warning(graph, cluster, &strategy);
+    let warning = joined([
+        r.numerics.precision.fallback_note(cluster),
+        thin_batch_warning(graph, cluster, &strategy),
+    ]);
     let replicas = match r.every_replica {
         true => Replicas::Every,
         false => Replicas::ByClass,
@@ -175,4 +178,10 @@ fn check_plan_is_for(plan: &HybridPlan, model: &str, cluster: &str, source: &str
         Some(said) if said != cluster => refused("cluster", said, cluster),
         _ => Ok(()),
     }
+}
+
+/// The warnings that hold, on one line; `None` when none does.
+pub(crate) fn joined<const N: usize>(warnings: [Option<String>; N]) -> Option<String> {
+    let held: Vec<String> = warnings.into_iter().flatten().collect();
+    (!held.is_empty()).then(|| held.join("; "))
 }

@@ -557,19 +557,29 @@ pub(crate) fn check_size(
     formulation: Formulation,
     opts: &SolveOptions,
 ) -> Result<f64> {
-    let size = size::estimate(inst, formulation);
-    if size.bytes() <= opts.memory_limit_bytes {
-        return Ok(size.bytes());
+    // The floor first: the full estimate needs the reachability matrix, which on a large graph
+    // costs more time and memory than the limits allow.
+    let floor = size::floor(inst);
+    let (size, bytes, about) = match floor.bytes() + size::reachability_bytes(inst) {
+        first if first > opts.memory_limit_bytes => (floor, first, "at least"),
+        _ => {
+            let size = size::estimate(inst, formulation);
+            let bytes = size.bytes();
+            (size, bytes, "about")
+        }
+    };
+    if bytes <= opts.memory_limit_bytes {
+        return Ok(bytes);
     }
-    let gib = 1024.0 * 1024.0 * 1024.0;
     Err(crate::error::SolverError::TooLarge {
         formulation: formulation.name(),
         nodes: inst.len(),
         devices: inst.devices(),
         rows: size.rows,
         nonzeros: size.nonzeros,
-        gib: size.bytes() / gib,
-        limit_gib: opts.memory_limit_bytes / gib,
+        needed: crate::render::bytes(bytes),
+        limit: crate::render::bytes(opts.memory_limit_bytes),
+        about,
     }
     .into())
 }
