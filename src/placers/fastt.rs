@@ -77,7 +77,7 @@ pub(crate) fn max_cost_ranks(g: &Graph, costs: &Costs) -> Vec<f64> {
             .map(|&e| g.edges()[e])
             .map(|edge| costs.max_transfer(edge.bytes) + rank[edge.dst])
             .fold(0.0, f64::max);
-        let w = costs.compute[op].iter().copied().fold(0.0, f64::max);
+        let w = costs.max_compute(op);
         rank[op] = w + tail;
     }
     rank
@@ -123,7 +123,7 @@ fn critical_path_device(
             if held > free {
                 break;
             }
-            time += s.costs.compute[op][d];
+            time += s.costs.compute(op, d);
             count += 1;
         }
         let mean = time / count.max(1) as f64;
@@ -152,7 +152,7 @@ impl Placer for OsDpos {
             .filter(|&op| on_path[op] && splittable(p, op))
             .collect();
         path.sort_by(|&a, &b| {
-            let t = |op: OpIdx| costs.compute[op][device_of(op)];
+            let t = |op: OpIdx| costs.compute(op, device_of(op));
             t(b).total_cmp(&t(a)).then(a.cmp(&b))
         });
         let time = |s: &Strategy| -> Result<f64> {

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::{Budget, pipeline, placer};
 use crate::error::{Error, Result, SearchError};
-use crate::evaluate::{Placement, evaluate};
+use crate::evaluate::{Placement, evaluate, until};
 use crate::pipeline_plan::{PipelineFrames, REFINE_SIMULATIONS, best_pipeline_with_frames};
 use crate::problem::Problem;
 
@@ -103,7 +103,16 @@ fn heuristic(
         }
         Err(e) => return Err(e),
     };
-    let e = evaluate(p, &placement)?;
+    // Simulated within the deadline too, unless it must run: one simulation of a large graph
+    // on many GPUs takes seconds, and a placement found just before the deadline carried
+    // `place --time` past it.
+    let e = match always {
+        true => evaluate(p, &placement)?,
+        false => match until(deadline, || evaluate(p, &placement))? {
+            Some(e) => e,
+            None => return Ok(None),
+        },
+    };
     Ok(Some(Heuristic {
         name,
         placement,
