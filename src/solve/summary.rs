@@ -104,6 +104,17 @@ pub fn run(
 }
 
 impl SolveSummary {
+    /// The MILP's size, or why there is none: HiGHS abandoned before its model was read back
+    /// printed "0 variables, 0 rows".
+    fn model_size(&self) -> String {
+        match (self.prover, self.variables) {
+            (super::Prover::Abandoned, 0) => {
+                "the MILP not built (HiGHS was abandoned first)".into()
+            }
+            _ => format!("{} variables, {} rows", self.variables, self.rows),
+        }
+    }
+
     /// The summary as `topoplace solve` prints it: instance, proof, simulations, times (in ms).
     pub fn render_text(&self) -> String {
         let ms = |x: Option<f64>| x.map_or("—".to_string(), |v| format!("{:.3} ms", v / 1e3));
@@ -112,7 +123,7 @@ impl SolveSummary {
             .map_or("—".to_string(), |g| format!("{:.2}%", g * 100.0));
         format!(
             "{} on {}: {} MILP, {}\n\
-             instance   {} nodes, {} edges, {} co-location sets; {} variables, {} rows\n\
+             instance   {} nodes, {} edges, {} co-location sets; {}\n\
              status     {} ({}{})\n\
              objective  {}\n\
              bound      {}\n\
@@ -128,8 +139,7 @@ impl SolveSummary {
             self.nodes,
             self.edges,
             self.colocation_sets,
-            self.variables,
-            self.rows,
+            self.model_size(),
             self.status.name(),
             self.prover.name(),
             if self.stopped_by_memory {
