@@ -247,26 +247,10 @@ fn implausible_weight(model: &GnnModel) -> Option<f32> {
 /// `model` that also holds other values. Drawn and trained weights are never exactly zero eight
 /// times in a row; a tensor all zeros is a bias as initialised, so it passes.
 fn zeroed_block(model: &GnnModel) -> Option<usize> {
-    struct Finder(Option<usize>);
-    impl ModuleVisitor for Finder {
-        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-            if self.0.is_some() {
-                return;
-            }
-            let values = param
-                .val()
-                .into_data()
-                .try_to_vec::<f32>()
-                .unwrap_or_default();
-            let longest = longest_zero_run(&values);
-            if longest >= ZEROED_TAIL / 4 && longest < values.len() {
-                self.0 = Some(longest);
-            }
-        }
-    }
-    let mut finder = Finder(None);
-    model.visit(&mut finder);
-    finder.0
+    first_in_tensors(model, |values| {
+        let longest = longest_zero_run(values);
+        (longest >= ZEROED_TAIL / 4 && longest < values.len()).then_some(longest)
+    })
 }
 
 /// The longest run of exactly-zero values in `values`.
@@ -281,8 +265,14 @@ fn longest_zero_run(values: &[f32]) -> usize {
 
 /// The first weight of `model` for which `bad` holds.
 fn first_weight(model: &GnnModel, bad: fn(f32) -> bool) -> Option<f32> {
-    struct Finder(Option<f32>, fn(f32) -> bool);
-    impl ModuleVisitor for Finder {
+    first_in_tensors(model, |values| values.iter().copied().find(|&w| bad(w)))
+}
+
+/// What `find` reports of the first tensor of `model` it reports anything of, tensors in the
+/// module's order.
+fn first_in_tensors<T>(model: &GnnModel, find: impl Fn(&[f32]) -> Option<T>) -> Option<T> {
+    struct Finder<T, F>(Option<T>, F);
+    impl<T, F: Fn(&[f32]) -> Option<T>> ModuleVisitor for Finder<T, F> {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
             if self.0.is_some() {
                 return;
@@ -292,11 +282,10 @@ fn first_weight(model: &GnnModel, bad: fn(f32) -> bool) -> Option<f32> {
                 .into_data()
                 .try_to_vec::<f32>()
                 .unwrap_or_default();
-            let bad = self.1;
-            self.0 = values.into_iter().find(|&w| bad(w));
+            self.0 = (self.1)(&values);
         }
     }
-    let mut finder = Finder(None, bad);
+    let mut finder = Finder(None, find);
     model.visit(&mut finder);
     finder.0
 }

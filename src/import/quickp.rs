@@ -51,7 +51,7 @@ use crate::error::{InputError, Result};
 use crate::graph::topo;
 use crate::graph::validate::{MAX_BYTES, MAX_OP_US, check_plausible};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
-use crate::io::parse_json as from_json;
+use crate::io::parse_json;
 
 /// The `profiled_us` key for QuickP's measured times: they were profiled on an RTX 3070.
 pub const QUICKP_DEVICE: &str = "RTX-3070";
@@ -171,7 +171,7 @@ fn graph_name(path: &Path) -> String {
 
 /// Parse QuickP node-link JSON text; `source` names it in errors.
 pub fn parse_quickp(text: &str, source: &str, name: &str) -> Result<Graph, InputError> {
-    let file: NodeLinkFile = from_json(text, source)?;
+    let file: NodeLinkFile = parse_json(text, source)?;
     if file.directed == Some(false) {
         return Err(InputError::new(
             source,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{InputError, Result};
 use crate::graph::{Graph, GraphFile, Phase};
-use crate::io::parse_json as from_json;
+use crate::io::parse_json;
 
 /// The exporter's metadata. Only `model` and `params_total` are required; the rest is kept as is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,7 +45,7 @@ pub fn import_torch(path: &Path) -> Result<TorchExport> {
 
 /// Parse a torch export; `source` names it in errors.
 pub fn parse_torch(text: &str, source: &str) -> Result<TorchExport, InputError> {
-    let mut value: serde_json::Value = from_json(text, source)?;
+    let mut value: serde_json::Value = parse_json(text, source)?;
     let obj = value
         .as_object_mut()
         .ok_or_else(|| InputError::new(source, "", "a torch export must be a JSON object"))?;

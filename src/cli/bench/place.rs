@@ -1,8 +1,9 @@
 //! `topoplace bench place`: the wall time of `place` on given instances, each run in a child
 //! process of its own as a user runs it (start-up, the policy and the inputs loaded, the output
 //! written), repeated, with the result of every run: a time limit (`--limit`) is judged on the
-//! slowest run (an instance over it makes the command fail after the table), and without `--time` runs of one instance that disagree are an error (same
-//! seed, same result; under `--time` how far a run gets depends on the machine's speed).
+//! slowest run (an instance over it makes the command fail after the table), and without
+//! `--time` runs of one instance that disagree are an error (same seed, same result; under
+//! `--time` how far a run gets depends on the machine's speed).
 
 use std::time::Instant;
 
