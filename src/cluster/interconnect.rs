@@ -100,9 +100,7 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         // Matrix rows, not the header (which starts with GPU0 too, but holds only column names).
         .filter(|cells| {
-            cells
-                .first()
-                .is_some_and(|c| c.starts_with("GPU") && c[3..].parse::<u32>().is_ok())
+            cells.first().is_some_and(|c| is_gpu_name(c))
                 && cells[1..].iter().any(|c| is_link_cell(c))
         })
         .collect();
@@ -211,14 +209,16 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
 /// How many `GPU<k>` columns the header line of `nvidia-smi topo -m` names (the first line whose
 /// cells are `GPU0`, `GPU1`, … with no link code); `None` without one.
 fn header_gpus(text: &str) -> Option<usize> {
-    let is_gpu = |c: &str| {
-        c.strip_prefix("GPU")
-            .is_some_and(|k| k.parse::<u32>().is_ok())
-    };
     text.lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         .find(|cells| cells.first() == Some(&"GPU0") && !cells.iter().any(|c| is_link_cell(c)))
-        .map(|cells| cells.iter().take_while(|c| is_gpu(c)).count())
+        .map(|cells| cells.iter().take_while(|c| is_gpu_name(c)).count())
+}
+
+/// Whether `cell` names a GPU as `nvidia-smi topo -m` does: `GPU<k>`.
+fn is_gpu_name(cell: &str) -> bool {
+    cell.strip_prefix("GPU")
+        .is_some_and(|k| k.parse::<u32>().is_ok())
 }
 
 /// Whether `cell` is one of `nvidia-smi topo -m`'s link codes (`X` on the diagonal), which the
