@@ -143,14 +143,7 @@ fn retype(
             edge.bytes *= 0.5;
         }
     }
-    Graph::new(
-        source,
-        graph.name.clone(),
-        graph.batch_size,
-        ops,
-        edges,
-        graph.gradients().to_vec(),
-    )
+    graph.with_numbers(source, graph.batch_size, ops, edges)
 }
 
 /// Each op's compute type and the type of the tensor it writes, in topological order.

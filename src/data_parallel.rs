@@ -16,8 +16,9 @@
 use rayon::prelude::*;
 
 use crate::cluster::Cluster;
+use crate::cluster::catalog::gpu_types;
 use crate::error::Result;
-use crate::evaluate::{Placement, beats, evaluate_within, limit_to_beat};
+use crate::evaluate::{Placement, beats, evaluate_within, limit_to_beat, until};
 use crate::problem::Problem;
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, HOROVOD_FUSION_BYTES, Reference,
@@ -90,7 +91,9 @@ pub(crate) fn best_data_parallel_until(
             .into_par_iter()
             .map(|(split, packing)| {
                 let s = strategy(p, &c.devices, split, packing);
-                score(p, s, describe(&c.label, split, packing), limit_us)
+                let note = describe(&c.label, split, packing);
+                // A round started just before the deadline is abandoned at it, not finished.
+                until(deadline, || score(p, s, note, limit_us)).map(Option::flatten)
             })
             .collect();
         for s in scored {
@@ -231,12 +234,12 @@ impl Work {
                 .iter()
                 .map(|l| g.op(l.grad).output_bytes)
                 .sum(),
-            compute: p
-                .cluster
-                .groups
-                .iter()
-                .map(|group| split_compute(p, &group.gpu))
-                .collect(),
+            compute: {
+                let (types, type_of) = gpu_types(p.cluster.groups.iter().map(|g| &g.gpu));
+                let per_type: Vec<(f64, f64)> =
+                    types.iter().map(|gpu| split_compute(p, gpu)).collect();
+                type_of.iter().map(|&t| per_type[t]).collect()
+            },
         }
     }
 

@@ -8,10 +8,11 @@ use crate::error::{Error, InputError, Result};
 /// which would otherwise be read until memory runs out.
 pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 
-/// The bytes `reader` yields, refused past [`MAX_INPUT_BYTES`].
-fn read_capped(reader: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+/// The bytes `reader` yields, refused past [`MAX_INPUT_BYTES`]; `expected` bytes are reserved up
+/// front (a file's size: a graph of tens of megabytes is then read without regrowing).
+fn read_capped(reader: impl std::io::Read, expected: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(expected.min(MAX_INPUT_BYTES) as usize + 1);
     reader.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(std::io::Error::new(
@@ -25,7 +26,10 @@ fn read_capped(reader: impl std::io::Read) -> std::io::Result<Vec<u8>> {
 /// The bytes of the file at `path`, at most [`MAX_INPUT_BYTES`] of them (an I/O error past
 /// that, so callers name the file as for any read failure).
 pub fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    read_capped(std::fs::File::open(path)?)
+    let file = std::fs::File::open(path)?;
+    // A device or a pipe says 0: it grows as it is read.
+    let size = file.metadata().map_or(0, |m| m.len());
+    read_capped(file, size)
 }
 
 /// The bytes of `path`; a failure names the file.
@@ -40,8 +44,11 @@ pub fn read_text_file(path: &std::path::Path) -> Result<String> {
     let shown = path.display().to_string();
     let bytes = read_bounded(path).map_err(|e| Error::io(&shown, e))?;
     let bytes = if bytes.starts_with(&[0x1f, 0x8b]) {
-        read_capped(flate2::read::MultiGzDecoder::new(&bytes[..]))
-            .map_err(|e| Error::io(format!("{shown} (gzip)"), e))?
+        read_capped(
+            flate2::read::MultiGzDecoder::new(&bytes[..]),
+            4 * bytes.len() as u64,
+        )
+        .map_err(|e| Error::io(format!("{shown} (gzip)"), e))?
     } else {
         bytes
     };

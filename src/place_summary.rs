@@ -167,9 +167,15 @@ impl PlaceSummary {
         } else {
             format!("GNN priors from {}", s.policy)
         };
-        let beat = s
-            .iterations_to_beat_dp
-            .map_or("never".to_string(), |i| i.to_string());
+        // The tree may never beat DP-NCCL while the result does: a heuristic it started from
+        // (dp-subset) already did.
+        let beat = match s.iterations_to_beat_dp {
+            Some(i) => i.to_string(),
+            None if s.dp_nccl_fits && s.speedup_over_dp > 0.0 => {
+                "never in the tree (a heuristic it started from did)".to_string()
+            }
+            None => "never".to_string(),
+        };
         let dp = if s.dp_nccl_fits {
             format!(
                 "speed-up {:+.1}%",

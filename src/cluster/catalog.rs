@@ -50,6 +50,25 @@ pub enum Arch {
     Hopper,
 }
 
+/// The distinct GPU models among `gpus`, in order of first appearance, and each item's index
+/// into them: what per-GPU-type tables are built from, so a 1,024-GPU cluster of four models costs
+/// four evaluations, not 1,024.
+pub(crate) fn gpu_types<'a>(
+    gpus: impl IntoIterator<Item = &'a GpuSpec>,
+) -> (Vec<&'a GpuSpec>, Vec<usize>) {
+    let mut types: Vec<&GpuSpec> = Vec::new();
+    let index = (gpus.into_iter())
+        .map(|gpu| match types.iter().position(|t| *t == gpu) {
+            Some(t) => t,
+            None => {
+                types.push(gpu);
+                types.len() - 1
+            }
+        })
+        .collect();
+    (types, index)
+}
+
 impl GpuSpec {
     /// Peak FP32 rate in FLOPs per microsecond.
     pub(crate) fn fp32_flops_per_us(&self) -> f64 {

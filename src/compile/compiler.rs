@@ -71,7 +71,7 @@ pub(crate) fn compile_within(
 ) -> Option<Compiled> {
     if strategy.pipeline.is_some() {
         // The expansion has no pipeline: this recursion runs once.
-        let x = expand(p.graph, strategy, how.priority);
+        let x = expand(p.graph, strategy, how.priority)?;
         let expanded = Problem {
             graph: &x.graph,
             ..*p

@@ -21,6 +21,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::graph::{Graph, GraphBuilder, Op, OpIdx, Phase, Splittability, rebatch};
+use crate::sim::deadline;
 use crate::strategy::{Pipeline, Schedule, Strategy};
 
 /// The expanded graph and what it came from.
@@ -66,14 +67,19 @@ type CopiesKey = (u64, u32, u32);
 static RECENT: Mutex<Vec<(CopiesKey, Arc<Copied>)>> = Mutex::new(Vec::new());
 const RECENT_KEPT: usize = 4;
 
-/// Expand `graph` under `strategy`'s pipeline (which it must have).
-pub(super) fn expand(graph: &Graph, strategy: &Strategy, priority: Option<&[f64]>) -> Expansion {
+/// Expand `graph` under `strategy`'s pipeline (which it must have); `None` once this thread's
+/// [`deadline`] has passed (the copies of a 10⁵-op graph for eight micro-batches take seconds).
+pub(super) fn expand(
+    graph: &Graph,
+    strategy: &Strategy,
+    priority: Option<&[f64]>,
+) -> Option<Expansion> {
     let pipeline = strategy
         .pipeline
         .as_ref()
         .expect("expand is for strategies with a pipeline");
     let m = pipeline.micro_batches as usize;
-    let c = copied(graph, pipeline.micro_batches);
+    let c = copied(graph, pipeline.micro_batches)?;
     let order = schedule_order(&c.graph, strategy, pipeline, &c.origin, &c.micro_batch);
     let op_group = c
         .origin
@@ -87,17 +93,18 @@ pub(super) fn expand(graph: &Graph, strategy: &Strategy, priority: Option<&[f64]
         let devices = &strategy.model_parallel_devices;
         expanded.model_parallel_devices = c.origin.iter().map(|&o| devices[o]).collect();
     }
-    Expansion {
+    Some(Expansion {
         strategy: expanded,
         priority: priority.map(|p| c.origin.iter().map(|&o| p[o]).collect()),
         graph: Arc::clone(&c.graph),
         origin: Arc::clone(&c.origin),
         order,
-    }
+    })
 }
 
-/// The copies of `graph` for `m` micro-batches, from [`RECENT`] or built (and kept there).
-fn copied(graph: &Graph, m: u32) -> Arc<Copied> {
+/// The copies of `graph` for `m` micro-batches, from [`RECENT`] or built (and kept there); `None`
+/// when the [`deadline`] passes while they are built.
+fn copied(graph: &Graph, m: u32) -> Option<Arc<Copied>> {
     let key = (graph.identity(), graph.batch_size, m);
     let recent = || {
         RECENT
@@ -105,20 +112,20 @@ fn copied(graph: &Graph, m: u32) -> Arc<Copied> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
     if let Some((_, c)) = recent().iter().find(|(k, _)| *k == key) {
-        return Arc::clone(c);
+        return Some(Arc::clone(c));
     }
     // Built outside the lock: threads expanding other counts do not wait. Two threads may build
     // the same copies at once; they are equal, and the second is not kept twice.
-    let built = Arc::new(build_copies(graph, m as usize));
+    let built = Arc::new(build_copies(graph, m as usize)?);
     let mut kept = recent();
     if !kept.iter().any(|(k, _)| *k == key) {
         kept.insert(0, (key, Arc::clone(&built)));
         kept.truncate(RECENT_KEPT);
     }
-    built
+    Some(built)
 }
 
-fn build_copies(graph: &Graph, m: usize) -> Copied {
+fn build_copies(graph: &Graph, m: usize) -> Option<Copied> {
     let micro = rebatch(graph, graph.batch_size / m as u32, &graph.name)
         .expect("a pipeline's micro-batch count divides the batch size");
     let copied = batch_dependent(graph);
@@ -132,6 +139,9 @@ fn build_copies(graph: &Graph, m: usize) -> Copied {
         b.add_op(op)
     };
     for (i, op) in graph.ops().iter().enumerate() {
+        if i % deadline::ASK_EVERY == 0 && deadline::passed() {
+            return None;
+        }
         if !copied[i] {
             copies.push(Copies::Single(add(&mut b, op.clone(), i, None)));
             continue;
@@ -156,15 +166,19 @@ fn build_copies(graph: &Graph, m: usize) -> Copied {
         copies.push(Copies::PerMicroBatch { first, summed });
     }
     wire_edges(graph, &micro, &copies, m, &mut b);
+    // Validating the expansion is a third of its cost.
+    if deadline::passed() {
+        return None;
+    }
     let expanded = b
         .finish(&graph.name, &graph.name, graph.batch_size / m as u32)
         .expect("an expansion of a valid graph is valid");
-    Copied {
+    Some(Copied {
         graph: Arc::new(expanded),
         origin: origin.into(),
         micro_batch,
         copies,
-    }
+    })
 }
 
 /// Whether each op depends on the batch: an input, or a forward or backward op fed by one. A
@@ -352,6 +366,20 @@ mod tests {
             })
     }
 
+    /// Past this thread's deadline the copies are not built (a graph of 10⁵ ops took seconds
+    /// per micro-batch count, past `place --time`); without one they are.
+    #[test]
+    fn copies_are_abandoned_past_the_deadline() {
+        let opts = ZooOptions {
+            batch_size: Some(12),
+            ..ZooOptions::default()
+        };
+        let graph = build("mlp", &opts).unwrap();
+        let past = Some(std::time::Instant::now());
+        assert!(deadline::during(past, || build_copies(&graph, 3)).is_none());
+        assert!(deadline::during(None, || build_copies(&graph, 3)).is_some());
+    }
+
     /// The kept copies are those of the graph and count asked for, whatever was kept before:
     /// a key that left out the count, the batch or the graph would hand back another's copies.
     #[test]
@@ -371,8 +399,8 @@ mod tests {
                 (&resnet, 2),
                 (&g8.clone(), 2),
             ] {
-                let kept = copied(g, m);
-                let fresh = build_copies(g, m as usize);
+                let kept = copied(g, m).unwrap();
+                let fresh = build_copies(g, m as usize).unwrap();
                 assert!(
                     same_graph(&kept.graph, &fresh.graph),
                     "{} at batch {}, {m} micro-batches, round {round}",

@@ -333,6 +333,34 @@ impl Graph {
         Ok(graph)
     }
 
+    /// This graph with the same ops and edges (same order, same ends) carrying new numbers:
+    /// `ops` and `edges` replace its own, `batch_size` its batch. Only the numbers are checked;
+    /// the structure is this graph's, already valid, so re-batching or autocasting a graph of
+    /// 10⁶ ops does not hash and sort it again.
+    pub(crate) fn with_numbers(
+        &self,
+        source: &str,
+        batch_size: u32,
+        ops: Vec<Op>,
+        edges: Vec<Edge>,
+    ) -> Result<Graph, InputError> {
+        debug_assert!(ops.len() == self.ops.len() && edges.len() == self.edges.len());
+        debug_assert!(
+            (edges.iter().zip(&self.edges)).all(|(a, b)| (a.src, a.dst) == (b.src, b.dst))
+        );
+        validate::check_numbers(source, batch_size, &ops, &edges)?;
+        Ok(Graph {
+            name: self.name.clone(),
+            batch_size,
+            ops,
+            edges,
+            gradients: self.gradients.clone(),
+            adjacency: self.adjacency.clone(),
+            order: self.order.clone(),
+            identity: NEXT_IDENTITY.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
     /// All ops, indexed by [`OpIdx`].
     pub fn ops(&self) -> &[Op] {
         &self.ops

@@ -40,12 +40,5 @@ pub fn rebatch(graph: &Graph, batch: u32, source: &str) -> Result<Graph, InputEr
             edge.bytes *= ratio;
         }
     }
-    Graph::new(
-        source,
-        graph.name.clone(),
-        batch,
-        ops,
-        edges,
-        graph.gradients().to_vec(),
-    )
+    graph.with_numbers(source, batch, ops, edges)
 }

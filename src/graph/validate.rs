@@ -5,6 +5,26 @@ use std::collections::HashMap;
 use super::{Edge, GradientLink, Graph, Op, OpIdx, Phase, topo};
 use crate::error::{InputError, check_non_negative, check_printable, unprintable};
 
+/// The numeric checks of [`check_parts`] alone: the batch, each op's numbers and each edge's
+/// bytes (for new numbers on a graph whose structure was checked).
+pub(super) fn check_numbers(
+    source: &str,
+    batch_size: u32,
+    ops: &[Op],
+    edges: &[Edge],
+) -> Result<(), InputError> {
+    if batch_size == 0 {
+        return Err(InputError::new(source, "batch_size", "must be at least 1"));
+    }
+    for (i, op) in ops.iter().enumerate() {
+        check_op_numbers(source, i, op)?;
+    }
+    for (k, e) in edges.iter().enumerate() {
+        check_plausible(source, || format!("edges[{k}].bytes"), e.bytes, MAX_BYTES)?;
+    }
+    Ok(())
+}
+
 /// Field-level checks that need no adjacency: ids, numbers, edge and link endpoints.
 pub(super) fn check_parts(
     source: &str,

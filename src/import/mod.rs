@@ -25,7 +25,10 @@ pub use torch::parse_torch;
 
 pub(crate) use self::csv::import_csv;
 
+use std::collections::BTreeMap;
 use std::path::Path;
+
+use serde::de::IgnoredAny;
 
 use crate::error::{InputError, Result};
 use crate::graph::validate::check_file_graph;
@@ -102,8 +105,22 @@ pub fn detect(path: &Path) -> Result<Format> {
     }
     let text = read_text_file(path)?;
     let source = path.display().to_string();
-    let value: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(value) => value,
+    // Only the top-level keys tell the format: the values are skipped, not built (a graph file
+    // of 10⁵ ops is tens of megabytes; its format's reader parses it once, into its own types).
+    let obj: BTreeMap<String, IgnoredAny> = match serde_json::from_str(&text) {
+        Ok(keys) => keys,
+        // Valid JSON that is not an object (checked in full only on this rare path).
+        Err(e)
+            if e.classify() == serde_json::error::Category::Data
+                && serde_json::from_str::<serde_json::Value>(&text).is_ok() =>
+        {
+            return Err(InputError::new(
+                &source,
+                "",
+                "a graph file must hold a JSON object at the top level",
+            )
+            .into());
+        }
         Err(e) => {
             // An object that fails part-way (a number out of range, a NaN) is told by the keys
             // read before the fault: its format's reader then names the field at fault
@@ -119,13 +136,6 @@ pub fn detect(path: &Path) -> Result<Format> {
             };
         }
     };
-    let obj = value.as_object().ok_or_else(|| {
-        InputError::new(
-            &source,
-            "",
-            "a graph file must hold a JSON object at the top level",
-        )
-    })?;
     if obj.contains_key("nodes") && (obj.contains_key("links") || obj.contains_key("edges")) {
         Ok(Format::Quickp)
     } else if obj.contains_key("torch") {

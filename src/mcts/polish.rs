@@ -177,7 +177,10 @@ impl Mcts<'_> {
             fixed.push((start.clone(), outcome));
         }
         // A pipeline the tree found is a start the moves cannot change, as pipeline-dp's is.
-        let tree_best = self.best.clone().filter(|_| self.iterations > 0);
+        // Before any iteration the tree's best is its start, DP-NCCL or Horovod: kept, since a
+        // time limit spent before the search leaves dp-subset with the fastest GPU alone, which
+        // can be far slower.
+        let tree_best = self.best.clone();
         let tree_pipeline = tree_best
             .as_ref()
             .filter(|(c, _)| self.frame_of(c).is_some());

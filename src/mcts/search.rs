@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{actions, single_group_actions};
+use super::actions::{PACKINGS, actions, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::known::Known;
@@ -129,18 +129,30 @@ impl<'a> Mcts<'a> {
         // DP-NCCL is action 0 everywhere: simulating it first sets the reward's scale and
         // makes it the incumbent, so the search never returns anything slower that fits.
         let dp_choice = vec![0u16; search.groups];
+        let dp_began = Instant::now();
         search.dp = search.outcome(&dp_choice, AllReducePacking::Packed)?;
+        let dp_took = dp_began.elapsed();
         search.best = Some((dp_choice.clone(), search.dp));
         // The same choice under the best packing (bucketed: Horovod) is the search's start:
         // backed into the tree as one visit of the root's DP edge, so once worse strategies
         // pull the root's mean down, that edge is preferred and its children, data parallelism
         // with one group changed, are tried. It is iteration 0, not counted in the budget.
         // Timed: the first measure of a leaf's cost, which the seeds' share of a time limit
-        // is judged by.
-        let (start, _) = search
-            .slowest_simulation
-            .timed(|| search.simulate(&dp_choice))?;
-        let start = search.choose_split(&dp_choice, start)?;
+        // is judged by. Under a limit too short for it (one simulation per packing, more to
+        // choose the shares: seconds on a graph of 10⁵ ops), DP-NCCL's measure stands for it.
+        let no_time = (search.config.seconds).is_some_and(|s| {
+            let needed = dp_took.as_secs_f64() * (PACKINGS.len() + 1) as f64;
+            search.began.elapsed().as_secs_f64() + needed > s
+        });
+        let start = if no_time {
+            search.slowest_simulation.record(dp_took);
+            search.dp
+        } else {
+            let (start, _) = search
+                .slowest_simulation
+                .timed(|| search.simulate(&dp_choice))?;
+            search.choose_split(&dp_choice, start)?
+        };
         search.cache.insert(dp_choice.clone(), start);
         search.record(&dp_choice, start);
         let reward = search.reward(start);
@@ -661,8 +673,12 @@ pub(crate) fn search_from(
     starts: Starts,
     progress: impl FnMut(Progress),
 ) -> Result<SearchResult> {
+    // With no time left the tree runs no iteration: the GNN's priors (a forward pass over every
+    // device of a 1,024-GPU cluster takes a second) would be computed for nothing.
     let mut mcts = Mcts::grouped(*p, groups, config)?.with_starts(starts);
-    if let Some(policy) = policy {
+    let out_of_time =
+        (mcts.config.seconds).is_some_and(|s| mcts.began.elapsed().as_secs_f64() >= s);
+    if let Some(policy) = policy.filter(|_| !out_of_time) {
         mcts = mcts.with_policy(policy)?;
     }
     mcts.run(progress)

@@ -93,7 +93,7 @@ pub(crate) fn best_pipeline_with_frames(
             &mut tried,
         )?;
         let (best, plan) = kept.expect("the best so far is kept");
-        let best = repacked(p, &chunks, best, &plan)?;
+        let best = repacked(p, &chunks, best, &plan, deadline)?;
         refined(p, &chunks, best, plan, refine_simulations, deadline)?
     };
     let mut best = best.pipeline;
@@ -174,7 +174,7 @@ fn simulated(
             .collect();
         let to_beat = best.as_ref().map(|(b, _)| &b.pipeline);
         let mut finished = Vec::new();
-        let faster = fastest_noting(p, chunks, &candidates, to_beat, &mut finished)?;
+        let faster = fastest_noting(p, chunks, &candidates, to_beat, deadline, &mut finished)?;
         tried.extend(
             finished
                 .into_iter()
@@ -191,13 +191,19 @@ fn simulated(
 /// parallelism tries (one buffer per stage, Horovod's buckets), simulated side by side, the
 /// fastest kept: they overlap the last micro-batch's backward differently from one ring per
 /// tensor (bert-large at batch 32 on TAG's testbed: 221.08 ms per tensor, 213.27 ms packed).
-fn repacked(p: &Problem, chunks: &Chunks, best: Simulated, plan: &Plan) -> Result<Simulated> {
+fn repacked(
+    p: &Problem,
+    chunks: &Chunks,
+    best: Simulated,
+    plan: &Plan,
+    deadline: Option<Instant>,
+) -> Result<Simulated> {
     let candidates: Vec<_> = PACKINGS
         .iter()
         .filter(|&&k| k != best.pipeline.strategy.allreduce)
         .map(|&k| (plan, k))
         .collect();
-    let faster = fastest(p, chunks, &candidates, Some(&best.pipeline))?;
+    let faster = fastest(p, chunks, &candidates, Some(&best.pipeline), deadline)?;
     Ok(faster.map_or(best, |(_, s)| s))
 }
 

@@ -57,13 +57,17 @@ pub(super) fn refined(
         let candidates: Vec<_> = moves.iter().map(|m| (m, packing)).collect();
         let mut finished = Vec::new();
         let to_beat = Some(&best.pipeline);
-        let faster = fastest_noting(p, chunks, &candidates, to_beat, &mut finished)?;
+        let faster = fastest_noting(p, chunks, &candidates, to_beat, deadline, &mut finished)?;
         let limit_us = limit_to_beat(best.pipeline.time_us, best.pipeline.fits);
+        // A move not finished past the deadline may have been abandoned, not found slower: it
+        // is no bound, so only the finished ones are noted.
+        let abandoned = crate::interrupt::past(deadline);
         for (i, plan) in moves.iter().enumerate() {
-            let (time_us, fits) = finished
-                .iter()
-                .find(|f| f.0 == i)
-                .map_or((limit_us, true), |f| (f.1, f.2));
+            let done = finished.iter().find(|f| f.0 == i);
+            if done.is_none() && abandoned {
+                continue;
+            }
+            let (time_us, fits) = done.map_or((limit_us, true), |f| (f.1, f.2));
             tried.push((plan.clone(), time_us, fits));
         }
         if let Some((i, s)) = faster {

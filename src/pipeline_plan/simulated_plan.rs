@@ -1,12 +1,14 @@
 //! A plan as the strategy it stands for: one op group per stage, data-parallel on its unit,
 //! simulated.
 
+use std::time::Instant;
+
 use rayon::prelude::*;
 
 use super::chunks::Chunks;
 use super::plan::{BestPipeline, Plan, stage_of_chunk};
 use crate::error::Result;
-use crate::evaluate::{Placement, beats, busy_within, limit_to_beat};
+use crate::evaluate::{Placement, beats, busy_within, limit_to_beat, until};
 use crate::problem::Problem;
 use crate::strategy::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Strategy,
@@ -20,17 +22,20 @@ pub(super) struct Simulated {
 }
 
 /// The plan as a strategy with its gradients packed by `packing`, simulated; `None` once its
-/// iteration is past `limit_us`.
+/// iteration is past `limit_us`, or the wall clock past `deadline` (the simulation of a large
+/// graph on many GPUs takes seconds: it is abandoned, not finished, once out of time).
 fn score(
     p: &Problem,
     c: &Chunks,
     plan: &Plan,
     packing: AllReducePacking,
     limit_us: f64,
+    deadline: Option<Instant>,
 ) -> Result<Option<Simulated>> {
     let strategy = strategy(p, c, plan, packing);
     let placement = Placement::plain(strategy.clone(), "");
-    let Some((timing, busy)) = busy_within(p, &placement, limit_us)? else {
+    let simulated = until(deadline, || busy_within(p, &placement, limit_us))?;
+    let Some((timing, busy)) = simulated.flatten() else {
         return Ok(None);
     };
     let stages: Vec<String> = plan.units.iter().map(|u| u.label.clone()).collect();
@@ -51,14 +56,16 @@ fn score(
 
 /// `candidates` (plans, each with its gradients' packing) simulated side by side, and the
 /// fastest that beats `best` ([`beats`]; the fastest of all when there is none) with its index.
-/// A candidate's simulation is given up once past `best`'s time ([`limit_to_beat`]).
+/// A candidate's simulation is given up once past `best`'s time ([`limit_to_beat`]) or past
+/// `deadline`.
 pub(super) fn fastest(
     p: &Problem,
     chunks: &Chunks,
     candidates: &[(&Plan, AllReducePacking)],
     best: Option<&BestPipeline>,
+    deadline: Option<Instant>,
 ) -> Result<Option<(usize, Simulated)>> {
-    fastest_noting(p, chunks, candidates, best, &mut Vec::new())
+    fastest_noting(p, chunks, candidates, best, deadline, &mut Vec::new())
 }
 
 /// [`fastest`], also noting each candidate simulated to its end in `finished`: its index, time
@@ -68,12 +75,13 @@ pub(super) fn fastest_noting(
     chunks: &Chunks,
     candidates: &[(&Plan, AllReducePacking)],
     best: Option<&BestPipeline>,
+    deadline: Option<Instant>,
     finished: &mut Vec<(usize, f64, bool)>,
 ) -> Result<Option<(usize, Simulated)>> {
     let limit_us = best.map_or(f64::INFINITY, |b| limit_to_beat(b.time_us, b.fits));
     let scored: Vec<Result<Option<Simulated>>> = candidates
         .par_iter()
-        .map(|&(plan, packing)| score(p, chunks, plan, packing, limit_us))
+        .map(|&(plan, packing)| score(p, chunks, plan, packing, limit_us, deadline))
         .collect();
     let mut out: Option<(usize, Simulated)> = None;
     for (i, s) in scored.into_iter().enumerate() {

@@ -15,7 +15,8 @@ use std::time::Instant;
 
 use super::Problem;
 use super::{Budget, Placement};
-use crate::cluster::{Cluster, GpuSpec};
+use crate::cluster::Cluster;
+use crate::cluster::catalog::gpu_types;
 use crate::error::{Result, SearchError};
 use crate::graph::{OpIdx, Phase};
 use crate::strategy::Strategy;
@@ -68,16 +69,7 @@ struct ComputeTable {
 
 impl ComputeTable {
     fn new(p: &Problem) -> ComputeTable {
-        let mut gpus: Vec<&GpuSpec> = Vec::new();
-        let type_of = (p.cluster.devices.iter())
-            .map(|d| match gpus.iter().position(|g| **g == d.gpu) {
-                Some(t) => t,
-                None => {
-                    gpus.push(&d.gpu);
-                    gpus.len() - 1
-                }
-            })
-            .collect();
+        let (gpus, type_of) = gpu_types(p.cluster.devices.iter().map(|d| &d.gpu));
         let times = (p.graph.ops().iter())
             .flat_map(|op| gpus.iter().map(|g| p.cost.compute_time_us(op, g, 1.0)))
             .collect();
