@@ -385,6 +385,22 @@ pub enum SearchError {
         /// The methods the limit stopped, for the message.
         unfinished: String,
     },
+    /// The model's weights, gradients and optimizer state alone are more than all the cluster's
+    /// GPU memory: no plan fits, whatever the time given to search.
+    #[error(
+        "{model} cannot fit on {cluster}: its weights, gradients and optimizer state alone take \
+         {needed}, more than the {available} of GPU memory of all its GPUs together"
+    )]
+    StateExceedsCluster {
+        /// The model (graph) name.
+        model: String,
+        /// The cluster name.
+        cluster: String,
+        /// The state's bytes, as printed.
+        needed: String,
+        /// The cluster's GPU memory, as printed.
+        available: String,
+    },
     /// Every placement `place` simulated runs out of GPU memory on the cluster.
     #[error("{model} does not fit on {cluster}: all {simulated} {tried} run out of GPU memory")]
     DoesNotFit {
@@ -568,10 +584,17 @@ pub(crate) fn check_printable(file: &str, field: &str, name: &str) -> Result<(),
     }
 }
 
+/// Whether `name` shows nothing: empty, or only spaces and invisible format characters (a
+/// zero-width space, joiner or mark, a byte-order mark, a soft hyphen), which read as no name.
+pub fn is_blank(name: &str) -> bool {
+    let invisible = |c: char| matches!(c, '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}');
+    name.chars().all(|c| c.is_whitespace() || invisible(c))
+}
+
 /// Why the reports would print `name` broken, if they would: it holds a control character (a
 /// line break or tab splits the tables' lines) or a text-direction control (U+202E turns the
 /// rest of a line around).
-pub(crate) fn unprintable(name: &str) -> Option<String> {
+pub fn unprintable(name: &str) -> Option<String> {
     let direction = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
     let c = name.chars().find(|&c| c.is_control() || direction(c))?;
     Some(if c.is_control() {

@@ -259,7 +259,10 @@ fn shown_as_percent(header: &[&str], rows: &[Vec<String>], percent: &[usize]) ->
         let mut shown = r.clone();
         for &c in percent {
             let x: f64 = r[c].parse().unwrap_or(f64::NAN);
-            shown[c] = format!("{:+.2}%", 100.0 * x);
+            shown[c] = match x.is_finite() {
+                true => format!("{:+.2}%", 100.0 * x),
+                false => "-".to_string(),
+            };
         }
         table.row(shown);
     }
@@ -409,8 +412,8 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
             better.to_string(),
             worse.to_string(),
             format!("{:.6}", mean(&differences)),
-            format!("{low:.6}"),
-            format!("{high:.6}"),
+            finite_or_empty(low),
+            finite_or_empty(high),
         ]);
         chart.push((
             name.clone(),
@@ -435,14 +438,25 @@ pub fn unseen_topologies(s: &Setup) -> Result<Output> {
     })
 }
 
+/// `x` to six places for a CSV cell, or an empty cell when it is no number (an interval of one
+/// sample).
+fn finite_or_empty(x: f64) -> String {
+    match x.is_finite() {
+        true => format!("{x:.6}"),
+        false => String::new(),
+    }
+}
+
 /// Resamples of [`bootstrap_mean_ci`] in the experiments' tables.
 const BOOTSTRAP_RESAMPLES: usize = 10_000;
 
 /// The 95% percentile-bootstrap interval of the mean of `xs` (Efron): the 2.5th and 97.5th
 /// percentiles of the means of `resamples` resamples with replacement, drawn from `seed`. For
 /// paired differences it says whether a gap in the means is larger than the topologies' spread.
+/// Fewer than two values have no spread to resample: no interval (NaN, printed as a dash), where
+/// one topology gave "+0.00% … +0.00%".
 pub fn bootstrap_mean_ci(xs: &[f64], resamples: usize, seed: u64) -> (f64, f64) {
-    if xs.is_empty() || resamples == 0 {
+    if xs.len() < 2 || resamples == 0 {
         return (f64::NAN, f64::NAN);
     }
     let mut rng = StdRng::seed_from_u64(seed);

@@ -31,6 +31,9 @@ pub struct ModelReport {
     /// What simplification removed, when the graph was simplified before the report.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub simplified: Option<SimplifyStats>,
+    /// Tokens per sequence when asked for (`--seq`), where the card's variant names the default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seq: Option<usize>,
     /// One estimate per GPU type in the cluster, in order of first appearance; empty without one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub on_gpu: Vec<GpuEstimate>,
@@ -86,6 +89,7 @@ impl ModelReport {
             summary,
             card,
             simplified,
+            seq: None,
             on_gpu,
         }
     }
@@ -95,7 +99,11 @@ impl ModelReport {
         let s = &self.summary;
         let mut out = format!("model        {}\n", s.name);
         if let Some(card) = &self.card {
-            out += &format!("variant      {}\n", card.variant);
+            let variant = match self.seq {
+                Some(seq) => card.variant.replace("; seq 128;", &format!("; seq {seq};")),
+                None => card.variant.to_string(),
+            };
+            out += &format!("variant      {variant}\n");
         }
         out += &format!("batch size   {}\n", s.batch_size);
         out += &format!(

@@ -11,13 +11,18 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 /// The bytes `reader` yields, refused past [`MAX_INPUT_BYTES`]; `expected` bytes are reserved up
 /// front (a file's size: a graph of tens of megabytes is then read without regrowing).
 fn read_capped(reader: impl std::io::Read, expected: u64) -> std::io::Result<Vec<u8>> {
+    read_at_most(reader, expected, MAX_INPUT_BYTES)
+}
+
+/// [`read_capped`] with the cap `most` (a test's own).
+fn read_at_most(reader: impl std::io::Read, expected: u64, most: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut bytes = Vec::with_capacity(expected.min(MAX_INPUT_BYTES) as usize + 1);
-    reader.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
+    let mut bytes = Vec::with_capacity(expected.min(most) as usize + 1);
+    reader.take(most + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > most {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            "more than 1 GiB: not an input file (a device such as /dev/zero?)",
+            "more than 1 GiB: not an input file (an endless pipe?)",
         ));
     }
     Ok(bytes)
@@ -26,10 +31,20 @@ fn read_capped(reader: impl std::io::Read, expected: u64) -> std::io::Result<Vec
 /// The bytes of the file at `path`, at most [`MAX_INPUT_BYTES`] of them (an I/O error past
 /// that, so callers name the file as for any read failure).
 pub fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileTypeExt;
     let file = std::fs::File::open(path)?;
-    // A device or a pipe says 0: it grows as it is read.
-    let size = file.metadata().map_or(0, |m| m.len());
-    read_capped(file, size)
+    let meta = file.metadata()?;
+    // `/dev/zero` or `/dev/urandom` filled a gigabyte for ten seconds before it was refused; a
+    // pipe (`<(zcat g.json.gz)`) is read as it comes.
+    let kind = meta.file_type();
+    if kind.is_char_device() || kind.is_block_device() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "is a device, not a file",
+        ));
+    }
+    // A pipe says 0: it grows as it is read.
+    read_capped(file, meta.len())
 }
 
 /// The bytes of `path`; a failure names the file.
@@ -371,4 +386,23 @@ fn toml_syntax_message(text: &str, e: &toml::de::Error) -> String {
 
 fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endless reader is cut at the cap, one byte past it telling it from a file that
+    /// exactly fills it; a device path is refused before any read.
+    #[test]
+    fn endless_input_is_cut_at_the_cap_and_devices_refused() {
+        let endless = read_at_most(std::io::repeat(7), 0, 1024).unwrap_err();
+        assert!(endless.to_string().contains("more than 1 GiB"), "{endless}");
+        assert_eq!(
+            read_at_most(&[7u8; 1024][..], 1024, 1024).unwrap().len(),
+            1024
+        );
+        let device = read_bounded(std::path::Path::new("/dev/zero")).unwrap_err();
+        assert!(device.to_string().contains("is a device"), "{device}");
+    }
 }

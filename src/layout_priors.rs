@@ -157,9 +157,10 @@ const HEADER: [&str; 11] = [
 /// The CSV row of one comparison. Where no problem fits under both priors the means, the ratio
 /// and its interval have no value: left empty, where they read `NaN` before.
 fn row(name: &str, problems: usize, budget: usize, p: &Paired) -> Vec<String> {
-    let stat = |x: f64, digits: usize| match p.both {
-        0 => String::new(),
-        _ => format!("{x:.digits$}"),
+    // No pair, or one pair's interval: an empty cell, not NaN.
+    let stat = |x: f64, digits: usize| match p.both == 0 || !x.is_finite() {
+        true => String::new(),
+        false => format!("{x:.digits$}"),
     };
     vec![
         name.to_string(),

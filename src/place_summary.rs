@@ -118,11 +118,11 @@ impl PlaceSummary {
             policy: policy.to_string(),
             iteration_us: t,
             dp_nccl_us: found.dp_us,
-            speedup_over_dp: found.dp_us / t - 1.0,
+            speedup_over_dp: crate::units::speedup(found.dp_us, t) - 1.0,
             dp_nccl_fits: found.dp_fits,
             best_heuristic: heuristic,
             best_heuristic_us: heuristic_us,
-            speedup_over_heuristic: heuristic_us / t - 1.0,
+            speedup_over_heuristic: crate::units::speedup(heuristic_us, t) - 1.0,
             peak_memory_bytes: found
                 .evaluation
                 .report

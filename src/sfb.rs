@@ -236,7 +236,7 @@ pub fn solve_gradient(g: &Graph, q: &SfbQuestion, opts: &SfbOptions) -> Result<S
     } else {
         Vec::new()
     };
-    let extra_compute_us = duplicated.iter().map(|&op| (d - 1.0) * q.time[op]).sum();
+    let extra_compute_us = crate::units::total(duplicated.iter().map(|&op| (d - 1.0) * q.time[op]));
     let broadcast_us = if use_sfb {
         cut_vars
             .iter()
@@ -429,10 +429,10 @@ impl SfbReport {
             model: g.name.clone(),
             gradients: decisions.len(),
             sfb_gradients: used.len(),
-            saving_us: used
-                .iter()
-                .map(|d| d.allreduce_us - d.broadcast_us - d.extra_compute_us)
-                .sum(),
+            saving_us: crate::units::total(
+                used.iter()
+                    .map(|d| d.allreduce_us - d.broadcast_us - d.extra_compute_us),
+            ),
             duplicated_op_types: duplicated_op_types(g, decisions),
             unsolved: decisions.iter().filter(|d| !d.solved).count(),
             decisions: decisions.to_vec(),

@@ -129,7 +129,15 @@ fn lookup_unit(unit: &str, units: &[(&str, f64)], what: &str) -> Result<f64, Str
         .iter()
         .filter(|(u, _)| loose_key(u) == loose_key(unit))
         .collect();
-    if let [(_, f)] = loose.as_slice() {
+    if let [(name, f)] = loose.as_slice() {
+        // "50 gb/s": bits by the letter, but a lower-case "gb" is as often meant as gigabytes.
+        // "gbps" stays bits (the "ps" forms are the networks' spelling).
+        if unit.ends_with("b/s") && unit.chars().all(|c| !c.is_ascii_uppercase()) {
+            let bytes = name.replace("b/s", "B/s");
+            return Err(format!(
+                "{what} unit {unit:?} is ambiguous: write {name} for bits or {bytes} for bytes"
+            ));
+        }
         return Ok(*f);
     }
     Err(format!(
@@ -147,6 +155,16 @@ fn loose_key(unit: &str) -> String {
 
 fn unit_names(units: &[(&str, f64)]) -> String {
     units.iter().map(|(u, _)| *u).collect::<Vec<_>>().join(", ")
+}
+
+/// How many times `reference` is `time` (a speed-up): 1 when they are equal, zero times
+/// included (a graph whose every kernel was measured at 0 µs printed `speed-up NaNx`).
+pub fn speedup(reference: f64, time: f64) -> f64 {
+    if reference == time {
+        1.0
+    } else {
+        reference / time
+    }
 }
 
 /// Bytes per microsecond → GB/s.
@@ -214,6 +232,13 @@ mod tests {
         assert_eq!(parse_bandwidth("900 Mbps").unwrap(), 112.5);
         assert_eq!(parse_bandwidth("10 gbps").unwrap(), 1_250.0);
         assert!(parse_bandwidth("10 furlongs").unwrap_err().contains("Gbps"));
+        // All lower case, "gb/s" could be either: refused, naming both spellings.
+        let ambiguous = parse_bandwidth("50 gb/s").unwrap_err();
+        assert!(
+            ambiguous.contains("Gb/s") && ambiguous.contains("GB/s"),
+            "{ambiguous}"
+        );
+        assert_eq!(parse_bandwidth("50 gB/s").unwrap(), 50_000.0);
         assert!(parse_bandwidth("10").unwrap_err().contains("no unit"));
         // Said in the unit written, not as the internal -625 bytes per µs.
         let negative = parse_bandwidth("-5 Gbps").unwrap_err();

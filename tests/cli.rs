@@ -471,6 +471,132 @@ fn outputs_that_are_the_input_are_refused() {
     );
 }
 
+/// A CSV graph is read from three files, and `compare --out` writes fixed names into its
+/// directory: `import dir --out dir/ops.csv`, `simulate --trace dir/gradients.csv` and `compare
+/// --clusters d/results.csv --out d` wrote over an input. Each is refused, the input left whole.
+#[test]
+fn outputs_over_csv_files_or_compare_inputs_are_refused() {
+    let dir = scratch("csv-own-input");
+    let csv = dir.join("graph");
+    std::fs::create_dir_all(&csv).unwrap();
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/csv_example");
+    for name in ["ops.csv", "edges.csv", "gradients.csv"] {
+        std::fs::copy(example.join(name), csv.join(name)).unwrap();
+    }
+    let results = dir.join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    let cluster = results.join("results.csv");
+    std::fs::write(&cluster, CLUSTER).unwrap();
+    let before = |name: &str| std::fs::read(csv.join(name)).unwrap();
+    let kept = ["ops.csv", "edges.csv", "gradients.csv"].map(before);
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let (g, ops, edges, grads) = (
+        path(&csv),
+        path(&csv.join("ops.csv")),
+        path(&csv.join("edges.csv")),
+        path(&csv.join("gradients.csv")),
+    );
+    let (c, r) = (path(&cluster), path(&results));
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["import", &g, "--out", &ops], "--out"),
+        (vec!["import", &ops, "--out", &edges], "--out"),
+        (
+            vec![
+                "simulate",
+                "--model",
+                &g,
+                "--cluster",
+                "tag-testbed",
+                "--trace",
+                &grads,
+            ],
+            "--trace",
+        ),
+        (
+            vec![
+                "compare",
+                "--models",
+                "mlp",
+                "--clusters",
+                &c,
+                "--out",
+                &r,
+                "--methods",
+                "dp-nccl",
+            ],
+            "--out",
+        ),
+    ];
+    for (args, flag) in cases {
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(flag) && stderr.contains("input file"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(["ops.csv", "edges.csv", "gradients.csv"].map(before), kept);
+    assert_eq!(std::fs::read_to_string(&cluster).unwrap(), CLUSTER);
+}
+
+/// `experiment` flags that the named experiment does not read were ignored without a word
+/// (`overhead --cluster tag-cloud` ran on random topologies); they are refused, naming the flag
+/// and the experiments that read it, and `--steps` past a recipe's most is refused at the flag.
+#[test]
+fn experiment_flags_that_do_not_apply_are_refused() {
+    let dir = scratch("experiment-flags");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    for (name, flag, value) in [
+        ("overhead", "--cluster", "tag-cloud"),
+        ("overhead", "--seeds", "2"),
+        ("search-efficiency", "--batch", "7"),
+        ("search-efficiency", "--distribution", "today"),
+        ("search-efficiency", "--topology-seed", "5"),
+        ("reference-best", "--topologies", "3"),
+        ("holdout-models", "--steps", "1000001"),
+    ] {
+        let args = [
+            "experiment",
+            name,
+            "--models",
+            "mlp",
+            "--out",
+            out,
+            flag,
+            value,
+        ];
+        let run = run(&args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+}
+
+/// A model whose weights, gradients and optimizer state alone outgrow every GPU of the cluster
+/// together is refused before the search, saying so: "give it more --time" could never help.
+#[test]
+fn place_of_a_model_larger_than_the_cluster_says_it_cannot_fit() {
+    let dir = scratch("larger-than-cluster");
+    let spec = dir.join("huge.toml");
+    let text = "family = \"llama\"\nlayers = 400\nhidden = 32768\nheads = 256\nkv_heads = 8\n\
+                ffn = 131072\nvocab = 128000\nseq = 2048\n";
+    std::fs::write(&spec, text).unwrap();
+    let args = [
+        "place",
+        "--model",
+        spec.to_str().unwrap(),
+        "--cluster",
+        "tag-testbed",
+    ];
+    let out = run(&[&args[..], &["--time", "5"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("cannot fit on tag-testbed"), "{stderr}");
+    assert!(!stderr.contains("more --time"), "{stderr}");
+}
+
 /// Counts that would run for months are refused at the flag; an empty list entry is named as
 /// empty, not as a name given twice.
 #[test]
@@ -1799,8 +1925,8 @@ fn outputs_write_through_links_and_pipes_without_replacing_them() {
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
 }
 
-/// An endless input (`/dev/zero` as the model, cluster or strategy) is refused once it passes
-/// 1 GiB, naming the file, instead of being read until memory runs out.
+/// A device as an input (`/dev/zero` as the model, cluster or strategy) is refused at once,
+/// naming the file, instead of being read until the 1 GiB cap (ten seconds) or memory runs out.
 #[cfg(unix)]
 #[test]
 fn an_endless_input_is_refused_not_read_forever() {
@@ -1835,7 +1961,7 @@ fn an_endless_input_is_refused_not_read_forever() {
             .args(args)
             .output()
             .unwrap();
-        failed_with(&out, &args, "error: /dev/zero: more than 1 GiB");
+        failed_with(&out, &args, "error: /dev/zero: is a device, not a file");
     }
 }
 

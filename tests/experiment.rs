@@ -209,20 +209,14 @@ fn experiment_commands_write_tables_and_repeat_exactly() {
     let policy = small_policy_file(&dir);
     let policy = policy.to_str().unwrap();
     let common = [
-        "--policy",
-        policy,
-        "--models",
-        "mlp",
-        "--budget",
-        "16",
-        "--groups",
-        "4",
-        "--topologies",
-        "2",
-        "--seeds",
-        "1",
+        "--policy", policy, "--models", "mlp", "--budget", "16", "--groups", "4",
     ];
-    for name in ["search-efficiency", "unseen-topologies", "overhead"] {
+    // Each experiment takes only the flags it reads.
+    for (name, own) in [
+        ("search-efficiency", ["--seeds", "1"]),
+        ("unseen-topologies", ["--topologies", "2"]),
+        ("overhead", ["--topologies", "2"]),
+    ] {
         let mut tables = Vec::new();
         for run in ["a", "b"] {
             let out_dir = dir.join(run);
@@ -230,6 +224,7 @@ fn experiment_commands_write_tables_and_repeat_exactly() {
                 &[
                     &["experiment", name, "--out", out_dir.to_str().unwrap()],
                     &common[..],
+                    &own[..],
                 ]
                 .concat(),
             );
@@ -352,6 +347,9 @@ fn holdout_models_trains_without_each_model() {
 #[test]
 fn a_constant_sample_has_a_point_interval() {
     assert_eq!(bootstrap_mean_ci(&[0.25; 40], 500, 3), (0.25, 0.25));
+    // One value has no spread to resample: no interval, not a point.
+    let (low, high) = bootstrap_mean_ci(&[0.25], 500, 3);
+    assert!(low.is_nan() && high.is_nan());
 }
 
 #[test]

@@ -203,12 +203,14 @@ fn wrong_format_tag_is_named() {
 }
 
 /// A random DAG: edges only from lower to higher index; some ops are Identity/NoOp; the last op
-/// is an optimizer fed by a gradient from the op before it.
+/// is an optimizer fed by a gradient from the (backward) op before it.
 fn random_graph(n: usize, edge_bits: &[bool], pass: &[bool]) -> Graph {
     let mut b = GraphBuilder::new();
     for (i, &pass_through) in pass.iter().enumerate().take(n) {
         let (op_type, phase) = if i == n - 1 {
             ("ApplyAdam", Phase::Optimizer)
+        } else if i == n - 2 {
+            ("Conv2DBackpropFilter", Phase::Backward)
         } else if pass_through && i != n - 2 {
             ("Identity", Phase::Forward)
         } else {
@@ -356,10 +358,27 @@ fn repeated_gradient_link_is_named() {
     );
 }
 
+/// Only a backward op computes a gradient: a link from a parameter, a forward op or an update
+/// would synchronise a tensor that is none.
+#[test]
+fn gradient_from_a_non_backward_op_is_named() {
+    let from_param = broken(
+        r#"{"src": 2, "dst": 5, "bytes": 32}, {"src": 4, "dst": 5, "bytes": 32}"#,
+        r#"{"src": 2, "dst": 5, "bytes": 32}, {"src": 4, "dst": 5, "bytes": 32}, {"src": 3, "dst": 5, "bytes": 32}"#,
+    )
+    .replace(r#""gradients": [{"grad": 4, "optimizer": 5}]"#, r#""gradients": [{"grad": 3, "optimizer": 5}]"#);
+    let msg = error_of(&from_param);
+    assert!(msg.contains("gradients[0].grad"), "{msg}");
+    assert!(
+        msg.contains("forward phase") && msg.contains("backward pass"),
+        "{msg}"
+    );
+}
+
 /// Reports and strategy files name the model: an empty or blank name is refused, naming it.
 #[test]
 fn empty_or_blank_name_is_named() {
-    for name in ["", "   "] {
+    for name in ["", "   ", "\u{200b}", " \u{200d}\u{feff} "] {
         let msg = error_of(&broken(
             r#""name": "tiny""#,
             &format!(r#""name": "{name}""#),

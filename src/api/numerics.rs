@@ -13,7 +13,7 @@ use crate::precision::Precision;
 use crate::problem::Problem;
 use crate::resolve::{is_zoo_model, load_named_cluster, load_trained};
 use crate::sfb::{SfbOptions, duplicated_ops};
-use crate::sim::chrome_trace;
+use crate::sim::{MAX_TRACE_EVENTS, chrome_trace, trace_events};
 use crate::strategy::{Reference, Strategy, load_strategy};
 use crate::zoo::{Framework, MAX_SEQ, Optimizer, ZooOptions};
 
@@ -286,6 +286,19 @@ pub fn write_trace(path: &Path, graph: &Graph, cluster: &Cluster, e: &Evaluation
 
 /// The Chrome trace of a simulated iteration, as the JSON text [`write_trace`] writes.
 pub fn trace_json(graph: &Graph, cluster: &Cluster, e: &Evaluation) -> Result<String> {
+    let events = trace_events(&e.compiled.exec);
+    if events > MAX_TRACE_EVENTS {
+        return Err(InputError::new(
+            "<cli>",
+            "--trace",
+            format!(
+                "the iteration is {events} trace events (a task on each GPU and link it holds), \
+                 more than the {MAX_TRACE_EVENTS} a trace is written with; trace it on fewer GPUs \
+                 or a smaller graph"
+            ),
+        )
+        .into());
+    }
     let trace = chrome_trace(
         &e.compiled.exec,
         &e.result,

@@ -359,6 +359,18 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
         global_batch,
     )
     .map_err(|e| size_as_flag(e, r.batch, r.numerics.seq))?;
+    // No time given to the search can fit a model whose state alone outgrows the cluster.
+    let needed = planner.model(1)?.state_bytes();
+    let available: f64 = cluster.devices.iter().map(|d| d.memory_bytes).sum();
+    if needed > available {
+        return Err(SearchError::StateExceedsCluster {
+            model: r.model.to_string(),
+            cluster: cluster.name.clone(),
+            needed: crate::render::bytes(needed),
+            available: crate::render::bytes(available),
+        }
+        .into());
+    }
     let priors = LayoutPolicy::shipped()?;
     let placed = plan_all(&mut planner, Some(end), &priors)?;
     let Some(best) = placed.best() else {

@@ -98,14 +98,23 @@ impl GnnDeviceArg {
 /// g.json --out g.json` replaced the graph with the strategy. Inputs that are not files (zoo
 /// names, shipped configs) match nothing.
 pub fn refuse_an_input(flag: &str, output: &std::path::Path, inputs: &[&str]) -> Result<()> {
-    match inputs
-        .iter()
-        .find(|input| topoplace::io::same_file(output, std::path::Path::new(input)))
+    // A CSV graph is a directory of files (or one of them standing for it): each is an input.
+    let read = inputs.iter().flat_map(|input| {
+        let path = std::path::PathBuf::from(input);
+        let csv = topoplace::import::csv_files(&path);
+        std::iter::once(path).chain(csv)
+    });
+    match read
+        .into_iter()
+        .find(|input| topoplace::io::same_file(output, input))
     {
         Some(input) => Err(InputError::new(
             "<cli>",
             flag,
-            format!("is the input file {input}: writing there would replace it"),
+            format!(
+                "is the input file {}: writing there would replace it",
+                input.display()
+            ),
         )
         .into()),
         None => Ok(()),
@@ -179,11 +188,6 @@ pub fn coarsen(text: &str) -> std::result::Result<String, String> {
         "\"{text}\" is none of auto, none, {}",
         methods.join(", ")
     ))
-}
-
-/// [`at_least_one`] as a u64.
-pub fn at_least_one_u64(text: &str) -> std::result::Result<u64, String> {
-    at_least_one(text).map(|n| n as u64)
 }
 
 /// A time limit in seconds, checked by [`check_seconds`].
@@ -314,9 +318,10 @@ pub fn gbps_range(text: &str) -> std::result::Result<[u32; 2], String> {
 pub struct DistributionArgs {
     /// The distribution the flags below start from: `tag` (TAG §5.2: V100, GTX 1080 Ti and P100
     /// at 64–160 Gbps inside a machine and 20–50 Gbps between machines) or `today` (H100, A100s
-    /// and an RTX 3070, NVLink in half the machines that have it, 128–256 and 100–400 Gbps).
-    #[arg(long, default_value = "tag", value_parser = distribution_name)]
-    distribution: TopologyDistribution,
+    /// and an RTX 3070, NVLink in half the machines that have it, 128–256 and 100–400 Gbps)
+    /// [default: tag].
+    #[arg(long, value_parser = distribution_name)]
+    distribution: Option<TopologyDistribution>,
     /// The GPU types drawn from: tag, wide (TAG's and T4, A100, H100) or today (the
     /// distribution's by default); a recipe's `training_set.gpus`.
     #[arg(long)]
@@ -336,9 +341,22 @@ pub struct DistributionArgs {
 }
 
 impl DistributionArgs {
+    /// The first of these flags given, if any (for a command that reads them only sometimes).
+    pub fn given(&self) -> Option<&'static str> {
+        [
+            ("--distribution", self.distribution.is_some()),
+            ("--gpus", self.gpus.is_some()),
+            ("--intra-gbps", self.intra_gbps.is_some()),
+            ("--inter-gbps", self.inter_gbps.is_some()),
+            ("--nvlink", self.nvlink),
+        ]
+        .into_iter()
+        .find_map(|(flag, given)| given.then_some(flag))
+    }
+
     /// The distribution these flags ask for, checked.
     pub fn resolve(&self) -> Result<TopologyDistribution> {
-        let base = self.distribution;
+        let base = self.distribution.unwrap_or(TopologyDistribution::TAG);
         let b = TopologyDistribution {
             intra_gbps: self.intra_gbps.unwrap_or(base.intra_gbps),
             inter_gbps: self.inter_gbps.unwrap_or(base.inter_gbps),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::common::{Numerics, print_json};
+use super::common::{Numerics, print_json, refuse_an_input};
 use topoplace::api::{CompareRequest, Comparison};
 use topoplace::error::Result;
 use topoplace::placers::compare;
@@ -45,6 +45,13 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> Result<()> {
+    // The tables are known by name before the run, the charts' names after it.
+    let inputs: Vec<&str> = (args.models.iter().chain(&args.clusters))
+        .map(String::as_str)
+        .collect();
+    for table in ["results.csv", "results.md"] {
+        refuse_an_input("--out", &args.out.join(table), &inputs)?;
+    }
     let comparison = Comparison::prepare(&CompareRequest {
         models: &args.models,
         batch: args.batch,
@@ -56,6 +63,9 @@ pub fn run(args: CompareArgs) -> Result<()> {
         time_limit: args.time_limit,
     })?;
     let rows = comparison.run_showing_progress(true)?;
+    for chart in compare::output_paths(&args.out, &rows) {
+        refuse_an_input("--out", &chart, &inputs)?;
+    }
     compare::write_outputs(&args.out, &rows)?;
     if args.json {
         return print_json(&rows);

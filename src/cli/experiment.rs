@@ -31,36 +31,39 @@ pub struct ExperimentArgs {
     /// layout-priors: the layout policy; default the shipped one.
     #[arg(long)]
     layout_policy: Option<PathBuf>,
-    /// layout-priors: global batch on the random topologies.
-    #[arg(long, default_value_t = 64, value_parser = super::common::batch)]
-    batch: u32,
+    /// layout-priors: global batch on the random topologies [default: 64].
+    #[arg(long, value_parser = super::common::batch)]
+    batch: Option<u32>,
     /// layout-priors: leave out the hybrid planner's four named instances.
     #[arg(long)]
     no_instances: bool,
-    /// The cluster of search-efficiency, holdout-models and reference-best.
-    #[arg(long, default_value = "tag-testbed")]
-    cluster: String,
+    /// The cluster of search-efficiency, holdout-models and reference-best [default:
+    /// tag-testbed].
+    #[arg(long)]
+    cluster: Option<String>,
     /// MCTS iterations per search (the same for every priors compared).
     #[arg(long, default_value_t = 300, value_parser = super::common::at_least_one)]
     budget: usize,
-    /// unseen-topologies: the uniform priors' budget (default --budget): e.g. the GNN at 50
-    /// against uniform priors at 300.
+    /// unseen-topologies and layout-priors: the uniform priors' budget (default --budget): e.g.
+    /// the GNN at 50 against uniform priors at 300.
     #[arg(long, value_parser = super::common::at_least_one)]
     uniform_budget: Option<usize>,
     /// METIS op groups.
     #[arg(long, default_value_t = topoplace::mcts::DEFAULT_GROUPS, value_parser = super::common::at_least_one)]
     groups: usize,
     /// search-efficiency and holdout-models: searches per model and priors (seeds 0..N, their
-    /// mean reported); reference-best: long searches per model (at most 1,000).
-    #[arg(long, default_value_t = 3, value_parser = experiment_seeds)]
-    seeds: u64,
-    /// unseen-topologies and overhead: random topologies (at most 10,000).
-    #[arg(long, default_value_t = 100, value_parser = experiment_topologies)]
-    topologies: u64,
-    /// Seed of the first unseen topology (training draws 0..1000, evaluates from 1,000,000).
-    #[arg(long, default_value_t = topoplace::experiment::UNSEEN_SEED)]
-    topology_seed: u64,
-    /// unseen-topologies and overhead: the random topologies' distribution.
+    /// mean reported); reference-best: long searches per model (at most 1,000) [default: 3].
+    #[arg(long, value_parser = experiment_seeds)]
+    seeds: Option<u64>,
+    /// unseen-topologies, overhead and layout-priors: random topologies (at most 10,000)
+    /// [default: 100].
+    #[arg(long, value_parser = experiment_topologies)]
+    topologies: Option<u64>,
+    /// unseen-topologies, overhead and layout-priors: seed of the first unseen topology (training
+    /// draws 0..1000) [default: 1000000].
+    #[arg(long)]
+    topology_seed: Option<u64>,
+    /// unseen-topologies, overhead and layout-priors: the random topologies' distribution.
     #[command(flatten)]
     distribution: DistributionArgs,
     /// How the models train: the policy sees each GPU's peak in this precision.
@@ -79,8 +82,9 @@ pub struct ExperimentArgs {
     /// training/tag-expert.toml).
     #[arg(long)]
     recipe: Option<PathBuf>,
-    /// holdout-models: Adam steps of each held-out training (default the recipe's).
-    #[arg(long, value_parser = super::common::at_least_one_u64)]
+    /// holdout-models: Adam steps of each held-out training (default the recipe's; at most
+    /// 1,000,000, as a recipe's).
+    #[arg(long, value_parser = experiment_steps)]
     steps: Option<u64>,
     #[arg(long)]
     json: bool,
@@ -93,7 +97,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     if args.name == "layout-priors" {
         return layout_priors(&args);
     }
-    let cluster = load_named_cluster(&args.cluster, "--cluster")?;
+    let cluster = load_named_cluster(args.cluster(), "--cluster")?;
     // The precision is the flag's to refuse, before any model is built: deep in the experiment
     // the refusal named the cluster's file and a `precision` field, with exit 1.
     match args.name.as_str() {
@@ -122,9 +126,9 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         budget: args.budget,
         uniform_budget: args.uniform_budget,
         groups: args.groups,
-        seeds: args.seeds,
-        topologies: args.topologies,
-        topology_seed: args.topology_seed,
+        seeds: args.seeds.unwrap_or(DEFAULT_SEEDS),
+        topologies: args.topologies(),
+        topology_seed: args.topology_seed(),
         distribution: args.distribution.resolve()?,
         cost: args.numerics.cost(),
         one_gpu_seed: !args.no_one_gpu_seed,
@@ -155,26 +159,80 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     show(&args, output?)
 }
 
+/// Searches per model and priors unless `--seeds` says otherwise.
+const DEFAULT_SEEDS: u64 = 3;
+/// Random topologies unless `--topologies` says otherwise.
+const DEFAULT_TOPOLOGIES: u64 = 100;
+/// layout-priors' global batch unless `--batch` says otherwise.
+const DEFAULT_LAYOUT_BATCH: u32 = 64;
+
+impl ExperimentArgs {
+    fn cluster(&self) -> &str {
+        self.cluster.as_deref().unwrap_or("tag-testbed")
+    }
+
+    fn topologies(&self) -> u64 {
+        self.topologies.unwrap_or(DEFAULT_TOPOLOGIES)
+    }
+
+    fn topology_seed(&self) -> u64 {
+        self.topology_seed
+            .unwrap_or(topoplace::experiment::UNSEEN_SEED)
+    }
+}
+
 /// The recipe holdout-models trains without each model unless `--recipe` names another.
 const DEFAULT_RECIPE: &str = "training/tag-expert.toml";
 
 /// Refuses a flag that only other experiments read: it was silently ignored (a corrupt
 /// `--layout-policy` or a missing `--recipe` under search-efficiency went unnoticed).
 fn check_flags_apply(args: &ExperimentArgs) -> Result<()> {
-    let flags: [(&str, bool, &[&str]); 5] = [
+    const ON_CLUSTER: &[&str] = &["search-efficiency", "holdout-models", "reference-best"];
+    const ON_RANDOM: &[&str] = &["unseen-topologies", "overhead", "layout-priors"];
+    let flags: [(&str, bool, &[&str]); 13] = [
         (
             "--layout-policy",
             args.layout_policy.is_some(),
             &["layout-priors"],
         ),
         ("--no-instances", args.no_instances, &["layout-priors"]),
+        ("--batch", args.batch.is_some(), &["layout-priors"]),
         ("--recipe", args.recipe.is_some(), &["holdout-models"]),
         ("--steps", args.steps.is_some(), &["holdout-models"]),
         ("--headroom", args.headroom, &["search-efficiency"]),
+        ("--cluster", args.cluster.is_some(), ON_CLUSTER),
+        ("--seeds", args.seeds.is_some(), ON_CLUSTER),
+        ("--topologies", args.topologies.is_some(), ON_RANDOM),
+        ("--topology-seed", args.topology_seed.is_some(), ON_RANDOM),
+        (
+            args.distribution.given().unwrap_or("--distribution"),
+            args.distribution.given().is_some(),
+            ON_RANDOM,
+        ),
+        (
+            "--uniform-budget",
+            args.uniform_budget.is_some(),
+            &["unseen-topologies", "layout-priors"],
+        ),
+        (
+            "--no-one-gpu-seed",
+            args.no_one_gpu_seed,
+            &["unseen-topologies", "overhead"],
+        ),
     ];
     for (flag, given, readers) in flags {
         if given && !readers.contains(&args.name.as_str()) {
-            let message = format!("only {} reads it, not {}", readers.join(" and "), args.name);
+            let message = match readers {
+                [one] => format!("only {one} reads it, not {}", args.name),
+                [rest @ .., last] => {
+                    format!(
+                        "only {} and {last} read it, not {}",
+                        rest.join(", "),
+                        args.name
+                    )
+                }
+                [] => format!("no experiment reads it, not {}", args.name),
+            };
             return Err(InputError::new("<cli>", flag, message).into());
         }
     }
@@ -204,6 +262,11 @@ fn experiment_seeds(text: &str) -> std::result::Result<u64, String> {
     topoplace::api::one_to_at_most(text, MAX_SEEDS).map(|n| n as u64)
 }
 
+/// `--steps`: at most a recipe's most (`training_steps`): 1,000,001 ran silently for hours.
+fn experiment_steps(text: &str) -> std::result::Result<u64, String> {
+    topoplace::api::one_to_at_most(text, topoplace::train::MAX_STEPS as usize).map(|n| n as u64)
+}
+
 fn experiment_topologies(text: &str) -> std::result::Result<u64, String> {
     topoplace::api::one_to_at_most(text, MAX_TOPOLOGIES).map(|n| n as u64)
 }
@@ -212,16 +275,15 @@ fn experiment_topologies(text: &str) -> std::result::Result<u64, String> {
 /// topology_seed + topologies` pass 2⁶⁴−1: they wrapped round to 0, the shipped policy's
 /// training seeds, and the "unseen" topologies were seen ones.
 fn check_seeds(args: &ExperimentArgs) -> Result<()> {
-    if args.topology_seed.checked_add(args.topologies).is_none() {
+    let (first, topologies) = (args.topology_seed(), args.topologies());
+    if first.checked_add(topologies).is_none() {
         return Err(InputError::new(
             "<cli>",
             "--topology-seed",
             format!(
-                "{}: with --topologies {} the seeds pass {}; take a seed at most {}",
-                args.topology_seed,
-                args.topologies,
+                "{first}: with --topologies {topologies} the seeds pass {}; take a seed at most {}",
                 u64::MAX,
-                u64::MAX - args.topologies
+                u64::MAX - topologies
             ),
         )
         .into());
@@ -273,9 +335,9 @@ fn layout_priors(args: &ExperimentArgs) -> Result<()> {
     let setup = LayoutPriorsSetup {
         policy: &policy,
         models,
-        batch: args.batch,
-        topologies: args.topologies,
-        topology_seed: args.topology_seed,
+        batch: args.batch.unwrap_or(DEFAULT_LAYOUT_BATCH),
+        topologies: args.topologies(),
+        topology_seed: args.topology_seed(),
         distribution: args.distribution.resolve()?,
         precision: args.numerics.precision,
         framework: args.numerics.framework,

@@ -51,6 +51,7 @@ pub fn run(args: InfoArgs) -> Result<()> {
     }
     let cost = args.numerics.cost();
     let card = zoo::card(args.model.strip_suffix("-inference").unwrap_or(&args.model));
-    let report = inspect::ModelReport::new(&graph, card, simplified, cluster.as_ref(), &cost);
+    let mut report = inspect::ModelReport::new(&graph, card, simplified, cluster.as_ref(), &cost);
+    report.seq = args.numerics.seq;
     print_either(args.json, &report, inspect::ModelReport::render_text)
 }

@@ -84,10 +84,14 @@ fn nvidia_smi(file: &std::path::Path, gpu: &str, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// `--name`: not empty, as a cluster's machines are told apart by their names.
+/// `--name`: not blank, as a cluster's machines are told apart by their names, and printable, as
+/// the cluster loader wants it (a line break was written into a config it then refused).
 fn machine_name(text: &str) -> std::result::Result<String, String> {
-    match text.trim().is_empty() {
-        true => Err("must not be empty".to_string()),
-        false => Ok(text.to_string()),
+    if topoplace::error::is_blank(text) {
+        return Err("must not be empty".to_string());
+    }
+    match topoplace::error::unprintable(text) {
+        Some(why) => Err(why),
+        None => Ok(text.to_string()),
     }
 }

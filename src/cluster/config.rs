@@ -507,7 +507,7 @@ fn check_unique<'a>(
 /// Check a parsed file and build the cluster.
 pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputError> {
     // Reports, result tables and strategy files name the cluster and its machines by these.
-    if file.name.trim().is_empty() {
+    if crate::error::is_blank(&file.name) {
         return Err(InputError::new(
             source,
             "name",
@@ -528,7 +528,7 @@ pub(crate) fn build(file: &ClusterFile, source: &str) -> Result<Cluster, InputEr
         }
         if let Some((field, _)) = names
             .iter()
-            .find(|(_, n)| n.is_some_and(|n| n.trim().is_empty()))
+            .find(|(_, n)| n.is_some_and(|n| crate::error::is_blank(n)))
         {
             return Err(InputError::new(
                 source,

@@ -150,6 +150,20 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
                 row.len() - 1
             ));
         }
+        // After the n GPU cells come NICs' (PIX, NODE, SYS…) and the affinities: an NVLink or an
+        // X there is a GPU cell added.
+        let gpu_only = |c: &str| {
+            c == "X"
+                || c.strip_prefix("NV")
+                    .is_some_and(|k| k.parse::<u32>().is_ok())
+        };
+        if row.get(n + 1).is_some_and(|c| gpu_only(c)) {
+            return Err(format!(
+                "row GPU{i} has a link cell past the {n} GPUs the rows name ({}): the output was \
+                 edited",
+                row[n + 1]
+            ));
+        }
         for (j, cell) in row[1..=n].iter().enumerate() {
             if i == j {
                 if *cell != "X" {
@@ -359,5 +373,11 @@ mod tests {
         // Cut after the first row: it read as a one-GPU PCIe machine.
         let cut = parse_nvidia_smi_topo(&format!("{header}GPU0 X NV4 PIX 0-7 0\n")).unwrap_err();
         assert!(cut.contains("names 2 GPUs but 1 GPU rows"), "{cut}");
+        // A GPU cell too many in one row (an NVLink past the last GPU) is an edit, not a NIC.
+        let extra = parse_nvidia_smi_topo("GPU0 X NV1\nGPU1 NV1 X NV1\n").unwrap_err();
+        assert!(
+            extra.contains("row GPU1 has a link cell past the 2 GPUs"),
+            "{extra}"
+        );
     }
 }

@@ -197,12 +197,14 @@ mod tests {
         let mut b = GraphBuilder::new();
         let w = b.add_op(Op::new(0, "w", "VariableV2", Phase::Parameter));
         let x = b.add_op(Op::new(0, "x", "MatMul", Phase::Forward));
+        let dw = b.add_op(Op::new(0, "dw", "MatMulGrad", Phase::Backward));
         let id1 = b.add_op(Op::new(0, "id1", "Identity", Phase::Backward));
         let id2 = b.add_op(Op::new(0, "id2", "Identity", Phase::Backward));
         let summary = b.add_op(Op::new(0, "summary", "ScalarSummary", Phase::Forward));
         let adam = b.add_op(Op::new(0, "adam", "ApplyAdam", Phase::Optimizer));
         b.add_edge(w, x, 8.0);
-        b.add_edge(x, id1, 8.0);
+        b.add_edge(x, dw, 8.0);
+        b.add_edge(dw, id1, 8.0);
         b.add_edge(id1, id2, 8.0);
         b.add_edge(x, summary, 4.0);
         b.add_edge(w, adam, 8.0);
@@ -210,12 +212,12 @@ mod tests {
         let g = b.finish("<test>", "t", 1).unwrap();
         let (s, stats) = simplify(&g).unwrap();
         let names: Vec<&str> = s.ops().iter().map(|o| o.name.as_str()).collect();
-        assert_eq!(names, vec!["w", "x", "adam"]);
+        assert_eq!(names, vec!["w", "x", "dw", "adam"]);
         assert_eq!(stats.removed_pass_through, 2);
         assert_eq!(stats.removed_dangling, 1);
         assert_eq!(s.gradients().len(), 1);
-        assert_eq!(s.op(s.gradients()[0].grad).name, "x");
-        let e = s.edges().iter().find(|e| s.op(e.src).name == "x").unwrap();
+        assert_eq!(s.op(s.gradients()[0].grad).name, "dw");
+        let e = s.edges().iter().find(|e| s.op(e.src).name == "dw").unwrap();
         assert_eq!((s.op(e.dst).name.as_str(), e.bytes), ("adam", 8.0));
     }
 

@@ -104,6 +104,23 @@ pub(super) fn check_parts(
                 ),
             ));
         }
+        // A gradient comes from the backward pass (or an optimizer-side op passing it on, as
+        // TensorFlow's `IdentityN` before Adam): a link from a parameter, an input or a forward op
+        // would synchronise a tensor that is none.
+        if matches!(
+            ops[g.grad].phase,
+            Phase::Input | Phase::Parameter | Phase::Forward
+        ) {
+            return Err(InputError::new(
+                source,
+                format!("gradients[{k}].grad"),
+                format!(
+                    "{} is in the {} phase: a gradient comes from the backward pass",
+                    describe(ops, g.grad),
+                    ops[g.grad].phase.name()
+                ),
+            ));
+        }
         // A repeated link would be synchronised, and counted by SFB, as two gradients.
         if let Some(first) = links.insert((g.grad, g.optimizer), k) {
             return Err(InputError::new(
@@ -262,7 +279,7 @@ pub(super) fn check_optimizers_fed(source: &str, g: &Graph) -> Result<(), InputE
 /// and fed no one. Single unconnected ops are accepted: TensorFlow's graphs keep some (`Shape`
 /// ops whose readers were pruned).
 pub(crate) fn check_file_graph(source: &str, g: &Graph) -> Result<(), InputError> {
-    if g.name.trim().is_empty() {
+    if crate::error::is_blank(&g.name) {
         return Err(InputError::new(
             source,
             "name",

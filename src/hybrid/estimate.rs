@@ -120,6 +120,13 @@ impl HybridModel {
         self.graph.ops().iter().map(|o| o.params as f64).sum()
     }
 
+    /// Bytes of the weights, gradients and optimizer state of the whole model: what no layout
+    /// can shrink, only spread (ZeRO-3 over every GPU at best).
+    pub(crate) fn state_bytes(&self) -> f64 {
+        let s = &self.states;
+        self.params() * (s.weights + s.grads + s.optimizer)
+    }
+
     /// Transformer layers.
     pub fn layers(&self) -> usize {
         self.profile.layers

@@ -67,6 +67,17 @@ pub(crate) fn import_csv(path: &Path) -> Result<Graph> {
     Ok(build(&ops_file, &edges_file, grads_file.as_ref(), &name)?)
 }
 
+/// The files a graph path reads when it is a CSV layout (a directory, or a `.csv` file in one):
+/// its ops file and the directory's `edges.csv` and `gradients.csv`; none for any other path.
+/// What an output must not be written over.
+pub fn csv_files(path: &Path) -> Vec<PathBuf> {
+    if !path.is_dir() && !super::has_extension(path, "csv") {
+        return Vec::new();
+    }
+    let (dir, ops) = locate(path);
+    vec![ops, dir.join("edges.csv"), dir.join("gradients.csv")]
+}
+
 /// The directory and the ops file a CSV path stands for.
 fn locate(path: &Path) -> (PathBuf, PathBuf) {
     if path.is_dir() {
@@ -87,7 +98,7 @@ fn locate(path: &Path) -> (PathBuf, PathBuf) {
 
 fn graph_name(ops: &Table, dir: &Path) -> Result<String, InputError> {
     if let Some(n) = ops.directives.get("name") {
-        if n.trim().is_empty() {
+        if crate::error::is_blank(n) {
             let line = ops.directive_lines["name"];
             return Err(InputError::new(
                 &ops.source,

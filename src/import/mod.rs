@@ -23,6 +23,7 @@ pub use torch::flops_estimated_warning;
 pub use torch::import_torch;
 pub use torch::parse_torch;
 
+pub use self::csv::csv_files;
 pub(crate) use self::csv::import_csv;
 
 use std::collections::BTreeMap;

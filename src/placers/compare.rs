@@ -479,6 +479,23 @@ pub(crate) fn svg(title: &str, rows: &[&Row]) -> String {
 /// cannot be written (a directory where a chart goes), none of the others is replaced.
 pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<()> {
     crate::io::create_dir(dir)?;
+    let files = outputs(dir, rows);
+    let files: Vec<(&Path, &[u8])> = (files.iter())
+        .map(|(path, text)| (path.as_path(), text.as_bytes()))
+        .collect();
+    write_all_atomic(&files)
+}
+
+/// The files [`write_outputs`] writes for `rows` into `dir` (a caller checks none is an input).
+pub fn output_paths(dir: &Path, rows: &[Row]) -> Vec<std::path::PathBuf> {
+    outputs(dir, rows)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// Each output file with its text.
+fn outputs(dir: &Path, rows: &[Row]) -> Vec<(std::path::PathBuf, String)> {
     let mut files = vec![
         (dir.join("results.csv"), csv(rows)),
         (dir.join("results.md"), markdown(rows)),
@@ -497,10 +514,7 @@ pub fn write_outputs(dir: &Path, rows: &[Row]) -> Result<()> {
         let title = format!("{model} on {cluster}");
         files.push((dir.join(chart_name(model, cluster)), svg(&title, &chart)));
     }
-    let files: Vec<(&Path, &[u8])> = (files.iter())
-        .map(|(path, text)| (path.as_path(), text.as_bytes()))
-        .collect();
-    write_all_atomic(&files)
+    files
 }
 
 /// The file of the chart of `model` on `cluster`.

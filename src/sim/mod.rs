@@ -24,6 +24,7 @@ pub(crate) use exec::TaskId;
 pub use exec::TaskKind;
 pub use exec::TaskSpec;
 pub use trace::chrome_trace;
+pub use trace::{MAX_TRACE_EVENTS, trace_events};
 
 #[cfg(test)]
 mod tests;

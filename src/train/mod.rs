@@ -14,6 +14,6 @@ pub mod trainer;
 pub use checkpoint::Checkpoints;
 pub use checkpoint::step_seed;
 pub use layouts::{GenerationReport, LayoutRecipe, train_layouts};
-pub use recipe::Recipe;
+pub use recipe::{MAX_STEPS, Recipe};
 pub use trainer::TrainOutcome;
 pub(crate) use trainer::{TrainOptions, train};

@@ -305,6 +305,9 @@ pub struct CheckpointSettings {
     pub every: u64,
 }
 
+/// The most optimiser steps a recipe, or `experiment --steps`, may ask for.
+pub const MAX_STEPS: u64 = limits::STEPS;
+
 /// The largest sizes a recipe may ask for: far above any shipped recipe (budget 200, 60 groups,
 /// 300 steps), below where one game or one step would run for days or exhaust memory.
 mod limits {
@@ -505,12 +508,15 @@ impl Recipe {
         // The name is the run's folder under training/runs/: a blank one, `.` or `..` wrote the
         // run into an unnamed folder or outside training/runs/.
         let name = self.name.trim();
-        if name.is_empty() || name == "." || name == ".." || self.name.contains(['/', '\\']) {
+        let blank = crate::error::is_blank(name);
+        if blank || name == "." || name == ".." || self.name.contains(['/', '\\']) {
             return Err(at(
                 "name",
                 "must be a non-blank name without slashes, not . or ..",
             ));
         }
+        // It names a folder and is printed in the progress lines.
+        crate::error::check_printable(source, "name", &self.name)?;
         let set = &self.training_set;
         if set.models.is_empty() {
             return Err(at("training_set.models", "lists no model"));

@@ -168,7 +168,7 @@ pub fn parse_spec(text: &str, source: &str, default_name: &str) -> Result<ModelS
         .name
         .clone()
         .unwrap_or_else(|| default_name.to_string());
-    if name.trim().is_empty() {
+    if crate::error::is_blank(&name) {
         return Err(err("name", "must not be empty".into()));
     }
     if let Some(why) = crate::error::unprintable(&name) {

@@ -21,12 +21,15 @@ use topoplace::resolve::load_model;
 use topoplace::sim::{Order, Simulator};
 use topoplace::strategy::Reference;
 
+/// The shortest time a growth exponent is computed from, seconds.
+const MIN_TIMED_S: f64 = 0.05;
+
 #[derive(Args)]
 pub struct ScaleArgs {
     /// A zoo name, a model-spec file (`.toml`) or a graph JSON file.
     #[arg(long, default_value = "bert-large")]
     model: String,
-    /// Cluster sizes in GPUs (multiples of 8 from 8 up, at most 1,024).
+    /// Cluster sizes in GPUs: 1 to 8, or multiples of 8 up to 1,024.
     #[arg(long, value_delimiter = ',', default_value = "8,32,128,512,1024",
           value_parser = crate::cli::common::scale_gpus)]
     gpus: Vec<usize>,
@@ -113,8 +116,11 @@ pub(super) fn run(args: ScaleArgs) -> Result<()> {
             None
         };
         let total = sim.seconds[0] + sim.seconds[1];
+        // Below a few tens of milliseconds the times are the machine's noise, and their ratio
+        // gave exponents such as -1.76: no growth is shown from them.
         let growth = rows
             .last()
+            .filter(|r| (r.compile_s + r.simulate_s).min(total) >= MIN_TIMED_S)
             .map(|r| (total / (r.compile_s + r.simulate_s)).ln() / (n as f64 / r.gpus as f64).ln());
         rows.push(ScaleRow {
             gpus: n,

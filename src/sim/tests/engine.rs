@@ -497,6 +497,8 @@ fn chrome_trace_is_valid_trace_event_json() {
     }
     assert_eq!(complete, 3);
     assert_eq!(doc["displayTimeUnit"], "ms");
+    // The count a trace is refused by before it is built is the count it is built with.
+    assert_eq!(crate::sim::trace_events(&g), events.len());
 }
 
 /// A port with three lanes carries three transfers at once and queues the fourth; busy time is
