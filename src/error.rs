@@ -439,6 +439,20 @@ pub enum TrainError {
         /// The worker recorded inside it.
         worker: u64,
     },
+    /// A game file of the right step and worker that another recipe (another seed, model list
+    /// or training set) drew: its targets are not this run's.
+    #[error(
+        "{path}: played for another run ({found}, where this recipe draws {expected}); give \
+         `train` the games of its own run"
+    )]
+    ForeignGame {
+        /// The game file.
+        path: String,
+        /// The seed, model and cluster recorded inside it.
+        found: String,
+        /// What this run's recipe draws for that step and worker.
+        expected: String,
+    },
     /// A file of the run that does not read back (corrupt, truncated, of another format).
     #[error("{path}: {message}")]
     Corrupt {

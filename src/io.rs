@@ -337,6 +337,86 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     Ok(value)
 }
 
+/// The path (`torch.model`, `ops[3].name`) of the first object key given twice in JSON `text`;
+/// `None` when there is none or the text is no JSON (its parser says why).
+pub(crate) fn repeated_key(text: &str) -> Option<String> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    /// Walks a value below `path`, noting the first repeated key in `found`.
+    struct Walk<'a> {
+        path: String,
+        found: &'a mut Option<String>,
+    }
+    impl<'de> DeserializeSeed<'de> for Walk<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let path = match self.path.is_empty() {
+                    true => key.clone(),
+                    false => format!("{}.{key}", self.path),
+                };
+                if self.found.is_none() && !seen.insert(key) {
+                    *self.found = Some(path.clone());
+                }
+                map.next_value_seed(Walk {
+                    path,
+                    found: self.found,
+                })?;
+            }
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0;
+            loop {
+                let path = format!("{}[{i}]", self.path);
+                let seed = Walk {
+                    path,
+                    found: self.found,
+                };
+                if seq.next_element_seed(seed)?.is_none() {
+                    return Ok(());
+                }
+                i += 1;
+            }
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+    }
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let walk = Walk {
+        path: String::new(),
+        found: &mut found,
+    };
+    walk.deserialize(&mut de).ok()?;
+    found
+}
+
 /// The deserialiser sees a TOML date or time as a map ("invalid type: map, expected i64"): say
 /// what the value at `field` is when it is one.
 fn name_a_datetime(text: &str, field: &str, message: String) -> String {
@@ -391,6 +471,18 @@ fn one_line(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_key_is_found_with_its_path() {
+        assert_eq!(
+            repeated_key(r#"{"a": 1, "b": {"c": 1, "c": 2}}"#).as_deref(),
+            Some("b.c")
+        );
+        let nested = r#"{"ops": [{"x": 1}, {"x": 1, "y": [], "x": 2}]}"#;
+        assert_eq!(repeated_key(nested).as_deref(), Some("ops[1].x"));
+        assert_eq!(repeated_key(r#"{"a": {"b": 1}, "c": {"b": 2}}"#), None);
+        assert_eq!(repeated_key("[1, 2"), None);
+    }
 
     /// An endless reader is cut at the cap, one byte past it telling it from a file that
     /// exactly fills it; a device path is refused before any read.

@@ -38,10 +38,11 @@ pub fn load_model_as(model: &str, opts: &zoo::ZooOptions) -> Result<Graph> {
     if batch == Some(0) {
         return Err(InputError::new("<cli>", "--batch", "must be at least 1").into());
     }
-    if is_zoo_model(model) || zoo::is_spec_file(model) {
+    let path = Path::new(model);
+    // A missing spec file is a bad `--model` as a missing graph file is (exit 2), not a read error.
+    if is_zoo_model(model) || (zoo::is_spec_file(model) && path.exists()) {
         return Ok(zoo::build(model, opts)?);
     }
-    let path = Path::new(model);
     if !path.exists() {
         return Err(InputError::new(
             "<cli>",

@@ -340,6 +340,24 @@ fn csv_non_numeric_value_names_row_and_column() {
     assert!(msg.contains("not a number"), "{msg}");
 }
 
+/// A check the graph loader makes (a name's text-direction control) is said of the CSV file,
+/// line and column, not of the graph's `ops[1].name`.
+#[test]
+fn csv_graph_checks_name_the_row_and_column() {
+    let (file, field, msg) = csv_error(
+        "csv_bidi",
+        "ops.csv",
+        "2,fc1,MatMul,forward,25690112",
+        "2,fc\u{202e}1,MatMul,forward,25690112",
+    );
+    assert_eq!(
+        (file.as_str(), field.as_str()),
+        ("ops.csv", "line 6, column \"name\""),
+        "{msg}"
+    );
+    assert!(msg.contains("U+202E"), "{msg}");
+}
+
 #[test]
 fn csv_negative_size_names_row_and_column() {
     let (file, field, msg) = csv_error("csv_negative", "edges.csv", "2,3,16384", "2,3,-16384");

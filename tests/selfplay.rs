@@ -318,6 +318,17 @@ fn sharded_selfplay_equals_in_process_training() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains("seed"), "{stderr}");
+    // Nor does a fresh run of the other recipe train on this run's games: their names match its
+    // steps and workers, but not its draws.
+    let foreign = dir.join("foreign");
+    let out = topoplace()
+        .args(["train", "--config", other_recipe.to_str().unwrap()])
+        .args(["--out", foreign.to_str().unwrap(), "--samples", samples_s])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("played for another run"), "{stderr}");
     assert!(read(&whole.join("policy.gnn")) == read(&sharded.join("policy.gnn")));
     assert_eq!(
         read(&whole.join("metrics.csv")),

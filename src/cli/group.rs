@@ -91,6 +91,13 @@ pub fn run(args: GroupArgs) -> Result<()> {
         gpu.name
     )?;
     outln!("ops -> groups  {} -> {}", s.ops, s.groups)?;
+    if let Some(asked) = args.k.filter(|&asked| s.groups < asked) {
+        outln!(
+            "note          {asked} groups asked, {} formed: {method} makes no empty group, and \
+             keeps ops it cannot part together",
+            s.groups
+        )?;
+    }
     outln!(
         "cut           {} of {} tensor bytes ({:.1}%)",
         bytes(s.cut_bytes),

@@ -60,7 +60,16 @@ pub fn run(args: SelfplayArgs) -> Result<()> {
     let generation = trainer::next_generation(&recipe, &run)?;
     let policy = trainer::generation_policy(&recipe, &run, generation)?;
     let steps = selfplay::generation_steps(&recipe, generation);
-    let mine: Vec<(u64, u64)> = selfplay::games_of(&recipe, steps)
+    let games = selfplay::games_of(&recipe, steps);
+    if args.of > games.len() as u64 {
+        errln!(
+            "warning: --of {} shards for the generation's {} games: shards {} and up play none",
+            args.of,
+            games.len(),
+            games.len()
+        );
+    }
+    let mine: Vec<(u64, u64)> = games
         .into_iter()
         .enumerate()
         .filter(|(i, _)| *i as u64 % args.of == args.shard)

@@ -179,8 +179,10 @@ pub fn parse_nvidia_smi_topo(text: &str) -> Result<TopoSummary, String> {
                 && back != cell
             {
                 return Err(format!(
-                    "row GPU{i}, column GPU{j} is {cell} but row GPU{j}, column GPU{i} is \
-                     {back}: the matrix must be symmetric"
+                    "row GPU{i}, column GPU{j} is {} but row GPU{j}, column GPU{i} is {}: the \
+                     matrix must be symmetric",
+                    cell.escape_debug(),
+                    back.escape_debug()
                 ));
             }
             let bricks = match cell.strip_prefix("NV") {

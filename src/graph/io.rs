@@ -112,6 +112,7 @@ impl GraphFile {
                 ),
             ));
         }
+        super::validate::check_some_edges(source, self.ops.len(), self.edges.len())?;
         let mut index: HashMap<u64, usize> = HashMap::with_capacity(self.ops.len());
         for (i, op) in self.ops.iter().enumerate() {
             if let Some(first) = index.insert(op.id, i) {

@@ -294,17 +294,21 @@ pub(crate) fn check_file_graph(source: &str, g: &Graph) -> Result<(), InputError
             }
         }
     }
-    if g.len() >= 2 && g.edges().is_empty() {
+    check_some_edges(source, g.len(), g.edges().len())?;
+    check_edges_kept(source, g)
+}
+
+/// Refuses `ops` ops (two or more) with no edge at all: a file whose edges were left out. Asked
+/// before the gradient links too, which would otherwise be named as carried by no edge.
+pub(crate) fn check_some_edges(source: &str, ops: usize, edges: usize) -> Result<(), InputError> {
+    if ops >= 2 && edges == 0 {
         return Err(InputError::new(
             source,
             "edges",
-            format!(
-                "none: the graph's {} ops would run unconnected (were the edges left out?)",
-                g.len()
-            ),
+            format!("none: the graph's {ops} ops would run unconnected (were the edges left out?)"),
         ));
     }
-    check_edges_kept(source, g)
+    Ok(())
 }
 
 /// Refuses a file that lost many of its edges: more than one forward or backward op, and over a

@@ -425,5 +425,14 @@ impl HybridPlan {
 pub fn load_plan(path: &std::path::Path) -> crate::error::Result<HybridPlan> {
     let text = crate::io::read_text_file(path)?;
     let source = path.display().to_string();
+    // An array read as the plan's fields in order said "[0]: invalid type …, expected a string".
+    if !text.trim_start().starts_with('{') {
+        return Err(crate::error::InputError::new(
+            &source,
+            "",
+            "a plan file holds one JSON object (as `place --out` writes a hybrid plan)",
+        )
+        .into());
+    }
     Ok(crate::io::parse_json(&text, &source)?)
 }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use super::has_extension;
 use crate::error::{InputError, Result};
-use crate::graph::validate::{MAX_BYTES, MAX_OP_FLOPS, MAX_OP_PARAMS, MAX_OP_US, check_plausible};
+use crate::graph::validate::{
+    MAX_BYTES, MAX_OP_FLOPS, MAX_OP_PARAMS, MAX_OP_US, check_file_graph, check_plausible,
+};
 use crate::graph::{Edge, GradientLink, Graph, Op, Phase, Splittability};
 
 /// Prefix of the per-device measured-time columns of ops.csv.
@@ -141,8 +143,57 @@ fn build(
         None => Vec::new(),
     };
     check_optimizers_fed(ops_t, &ops, &gradients)?;
-    // What is left for validation is graph-wide (cycles), which concerns edges.csv.
-    Graph::new(&edges_t.source, name, batch, ops, edges, gradients)
+    // What is left for validation is graph-wide (cycles), which concerns edges.csv, or a field
+    // of one row (a name's control character), told by its file and line.
+    let graph = Graph::new(&edges_t.source, name, batch, ops, edges, gradients)
+        .map_err(|e| in_csv_terms(e, ops_t, edges_t, grads_t))?;
+    // The file checks `import` makes of every graph, said here of the CSV rows.
+    check_file_graph(&edges_t.source, &graph)
+        .map_err(|e| in_csv_terms(e, ops_t, edges_t, grads_t))?;
+    Ok(graph)
+}
+
+/// `e`, the graph loader's error about `ops[i]…`, `edges[k]…` or `gradients[k]…`, said of the
+/// CSV file and line that row came from (`ops.csv: line 5, name`); other errors as they are.
+fn in_csv_terms(
+    e: InputError,
+    ops_t: &Table,
+    edges_t: &Table,
+    grads_t: Option<&Table>,
+) -> InputError {
+    if let Some(&line) = ops_t
+        .directive_lines
+        .get("name")
+        .filter(|_| e.field == "name")
+    {
+        return InputError::new(&ops_t.source, format!("line {line}, name"), e.message);
+    }
+    let tables = [
+        ("ops[", Some(ops_t)),
+        ("edges[", Some(edges_t)),
+        ("gradients[", grads_t),
+    ];
+    for (prefix, table) in tables {
+        let Some(table) = table else { continue };
+        let Some(rest) = e.field.strip_prefix(prefix) else {
+            continue;
+        };
+        let Some((index, after)) = rest.split_once(']') else {
+            continue;
+        };
+        let Some(&(line, _)) = index.parse::<usize>().ok().and_then(|i| table.rows.get(i)) else {
+            continue;
+        };
+        // `.name`, `.flops (op 5 "x")`, `.profiled_us.V100`: the column is the first word.
+        let column =
+            (after.trim_start_matches('.').split([' ', '.', '[']).next()).unwrap_or_default();
+        let field = match column.is_empty() {
+            true => format!("line {line}"),
+            false => format!("line {line}, column \"{column}\""),
+        };
+        return InputError::new(&table.source, field, e.message);
+    }
+    e
 }
 
 /// One parsed CSV file: directives, header and data rows with their line numbers.

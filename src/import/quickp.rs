@@ -242,6 +242,11 @@ fn read_nodes(
         let field = |f: &str| format!("nodes[{i}].{f}");
         let id = id_text(&n.id)
             .ok_or_else(|| InputError::new(source, field("id"), "must be a string or a number"))?;
+        // The id becomes the op's name: say a bad one here, under the file's own field.
+        if crate::error::is_blank(&id) {
+            return Err(InputError::new(source, field("id"), "is empty"));
+        }
+        crate::error::check_printable(source, &field("id"), &id)?;
         if let Some(first) = index.insert(id.clone(), i) {
             return Err(InputError::new(
                 source,

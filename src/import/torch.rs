@@ -46,6 +46,11 @@ pub fn import_torch(path: &Path) -> Result<TorchExport> {
 /// Parse a torch export; `source` names it in errors.
 pub fn parse_torch(text: &str, source: &str) -> Result<TorchExport, InputError> {
     let mut value: serde_json::Value = parse_json(text, source)?;
+    // The document is read as a whole, where a key given twice keeps its last value unsaid: the
+    // typed readers of every other format refuse it.
+    if let Some(field) = crate::io::repeated_key(text) {
+        return Err(InputError::new(source, field, "is given twice"));
+    }
     let obj = value
         .as_object_mut()
         .ok_or_else(|| InputError::new(source, "", "a torch export must be a JSON object"))?;
@@ -67,6 +72,7 @@ pub fn parse_torch(text: &str, source: &str) -> Result<TorchExport, InputError> 
     let file: GraphFile = from_value(value, source, "")?;
     let graph = file.into_graph(source)?;
     check_params(&graph, &meta, source)?;
+    check_batch(&graph, &meta, source)?;
     Ok(TorchExport { graph, meta })
 }
 
@@ -98,6 +104,26 @@ fn from_value<T: serde::de::DeserializeOwned>(
         };
         InputError::new(source, field, e.into_inner().to_string())
     })
+}
+
+/// The batch the exporter traced at, when it recorded one, is the graph's: the ops' costs are
+/// for that batch, and a file edited to another one would re-batch nothing.
+fn check_batch(graph: &Graph, meta: &TorchMeta, source: &str) -> Result<(), InputError> {
+    match meta
+        .extra
+        .get("batch_size")
+        .and_then(serde_json::Value::as_u64)
+    {
+        Some(traced) if traced != u64::from(graph.batch_size) => Err(InputError::new(
+            source,
+            "torch.batch_size",
+            format!(
+                "is {traced} but the graph's batch_size is {}: the ops' costs are for one batch",
+                graph.batch_size
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The parameter ops must hold exactly the model's parameter count, or the export lost some.

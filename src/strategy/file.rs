@@ -420,6 +420,18 @@ pub struct LoadedStrategy {
     pub priority: Option<Vec<f64>>,
 }
 
+/// serde's words for a malformed packing (`{"buckets": 100, "x": 1}` read "expected value at
+/// line 7 column 16") replaced by the three forms a packing takes.
+fn packing_said(mut e: InputError) -> InputError {
+    let packing = e.field == "allreduce" || e.field.ends_with(".allreduce");
+    if packing && e.message.starts_with("expected value") {
+        e.message = "must be \"per-tensor\", \"packed\" or {\"buckets\": BYTES}, nothing else \
+                     in that object"
+            .to_string();
+    }
+    e
+}
+
 /// Parse the JSON text of a strategy file (`source` names it in errors) against graph `g` on a
 /// cluster of `devices` GPUs, checking every field.
 pub fn parse_strategy(
@@ -435,7 +447,7 @@ pub fn parse_strategy(
             "a strategy file holds one JSON object (\"format\": \"topoplace-strategy\", ...)",
         ));
     }
-    let file: StrategyFile = crate::io::parse_json(text, source)?;
+    let file: StrategyFile = crate::io::parse_json(text, source).map_err(packing_said)?;
     // Both would be one decision made twice: the file's list, or TAG's ILP on loading.
     if file.sfb && !file.sfb_duplicated.is_empty() {
         return Err(InputError::new(

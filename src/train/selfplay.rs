@@ -360,6 +360,24 @@ pub fn load_game(dir: &Path, step: u64, worker: u64) -> Result<Option<GameRecord
     }
 }
 
+/// Refuses `game` (read from `dir`) unless `recipe` draws its setup for its step and worker: a
+/// `--samples` folder of another run (another seed or training set) held games of the same
+/// names, and training took their targets as its own.
+pub fn check_drawn_by(recipe: &Recipe, game: &GameRecord, dir: &Path) -> Result<()> {
+    let (step, worker) = (game.setup.step, game.setup.worker);
+    let expected = draw(recipe, step, worker);
+    if game.setup == expected {
+        return Ok(());
+    }
+    let shown = |s: &GameSetup| format!("seed {}, {} on {}", s.seed, s.model, s.cluster.name());
+    Err(TrainError::ForeignGame {
+        path: game_path(dir, step, worker).display().to_string(),
+        found: shown(&game.setup),
+        expected: shown(&expected),
+    }
+    .into())
+}
+
 /// MessagePack, gzipped.
 pub(crate) fn encode<T: Serialize>(value: &T, path: &Path) -> Result<Vec<u8>> {
     let packed = rmp_serde::to_vec(value).map_err(|e| TrainError::Corrupt {

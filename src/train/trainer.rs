@@ -327,6 +327,9 @@ impl<'r> Trainer<'r> {
             .iter()
             .map(|&(s, w)| selfplay::load_game(&dir, s, w))
             .collect::<Result<_>>()?;
+        for game in found.iter().flatten() {
+            selfplay::check_drawn_by(self.recipe, game, &dir)?;
+        }
         let missing: Vec<usize> = (0..keys.len()).filter(|&i| found[i].is_none()).collect();
         if !missing.is_empty() && self.opts.samples.is_some() {
             return Ok(None);

@@ -193,7 +193,8 @@ pub fn lm_shape(name: &str) -> Result<Option<(usize, usize, usize)>, InputError>
 /// The language model `name` builds: `gpt`, a [`GPT_SIZES`] or a [`LLAMA_SIZES`] name, or a
 /// model-spec file; `None` for any other model.
 pub fn language_model(name: &str) -> Result<Option<LanguageModel>, InputError> {
-    if is_spec_file(name) {
+    // A spec file that is not there is none: the model's loader says `--model` names nothing.
+    if is_spec_file(name) && std::path::Path::new(name).exists() {
         return Ok(Some(load_spec(std::path::Path::new(name))?.model));
     }
     let base = name.strip_suffix(INFERENCE_SUFFIX).unwrap_or(name);

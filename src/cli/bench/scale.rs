@@ -14,6 +14,7 @@ use topoplace::compile::{CompileOptions, Replicas, compile};
 use topoplace::cost::CostModel;
 use topoplace::error::{InputError, Result};
 use topoplace::gnn::GnnPolicy;
+use topoplace::graph::Graph;
 use topoplace::mcts::{DEFAULT_GROUPS, MctsConfig};
 use topoplace::placers::tag::tag_search;
 use topoplace::problem::Problem;
@@ -21,8 +22,9 @@ use topoplace::resolve::load_model;
 use topoplace::sim::{Order, Simulator};
 use topoplace::strategy::Reference;
 
-/// The shortest time a growth exponent is computed from, seconds.
-const MIN_TIMED_S: f64 = 0.05;
+/// How long a short measurement is repeated for, seconds, at most [`MAX_REPEATS`] times.
+const MIN_MEASURED_S: f64 = 0.2;
+const MAX_REPEATS: usize = 50;
 
 #[derive(Args)]
 pub struct ScaleArgs {
@@ -116,11 +118,8 @@ pub(super) fn run(args: ScaleArgs) -> Result<()> {
             None
         };
         let total = sim.seconds[0] + sim.seconds[1];
-        // Below a few tens of milliseconds the times are the machine's noise, and their ratio
-        // gave exponents such as -1.76: no growth is shown from them.
         let growth = rows
             .last()
-            .filter(|r| (r.compile_s + r.simulate_s).min(total) >= MIN_TIMED_S)
             .map(|r| (total / (r.compile_s + r.simulate_s)).ln() / (n as f64 / r.gpus as f64).ln());
         rows.push(ScaleRow {
             gpus: n,
@@ -203,28 +202,50 @@ fn measure_one(args: &OneArgs) -> Result<Measured> {
         tag_search(&p, DEFAULT_GROUPS, config, Some(&policy), |_| {})?;
         vec![began.elapsed().as_secs_f64()]
     } else {
-        let began = Instant::now();
-        let strategy = Reference::Dp.strategy(&graph, &cluster);
-        let replicas = match args.every_replica {
-            true => Replicas::Every,
-            false => Replicas::ByClass,
-        };
-        let mut compiled = compile(
-            &Problem::new(&graph, &cluster, &cost),
-            &strategy,
-            CompileOptions {
-                priority: None,
-                replicas,
-            },
-        );
-        let compiled_at = began.elapsed().as_secs_f64();
-        Simulator::new().run(&mut compiled.exec, Order::Fifo)?;
-        vec![compiled_at, began.elapsed().as_secs_f64() - compiled_at]
+        // A run of a few milliseconds is mostly the machine's noise (one run each gave a growth
+        // of -1.76 from 512 to 1,024 GPUs): short ones are repeated for MIN_MEASURED_S and the
+        // fastest of each part kept.
+        let started = Instant::now();
+        let mut fastest = [f64::INFINITY; 2];
+        for rep in 0..MAX_REPEATS {
+            if rep > 0 && started.elapsed().as_secs_f64() >= MIN_MEASURED_S {
+                break;
+            }
+            let [compile_s, simulate_s] = compile_and_simulate(&graph, &cluster, &cost, args)?;
+            fastest = [fastest[0].min(compile_s), fastest[1].min(simulate_s)];
+        }
+        fastest.to_vec()
     };
     Ok(Measured {
         seconds,
         peak_bytes: peak_resident_bytes(),
     })
+}
+
+/// Seconds to compile and to simulate data parallelism of `graph` on `cluster`, once.
+fn compile_and_simulate(
+    graph: &Graph,
+    cluster: &Cluster,
+    cost: &CostModel,
+    args: &OneArgs,
+) -> Result<[f64; 2]> {
+    let began = Instant::now();
+    let strategy = Reference::Dp.strategy(graph, cluster);
+    let replicas = match args.every_replica {
+        true => Replicas::Every,
+        false => Replicas::ByClass,
+    };
+    let mut compiled = compile(
+        &Problem::new(graph, cluster, cost),
+        &strategy,
+        CompileOptions {
+            priority: None,
+            replicas,
+        },
+    );
+    let compiled_at = began.elapsed().as_secs_f64();
+    Simulator::new().run(&mut compiled.exec, Order::Fifo)?;
+    Ok([compiled_at, began.elapsed().as_secs_f64() - compiled_at])
 }
 
 /// `gpus` GPUs in 8-GPU machines (one smaller machine below 8), the first half A100 with
