@@ -113,10 +113,20 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         .enumerate()
         .filter(|(i, part)| *i == 0 || part.trim_start().starts_with("tip:"))
         .map(|(_, part)| part);
-    let line = kept
+    let mut line = kept
         .flat_map(str::split_whitespace)
         .collect::<Vec<_>>()
         .join(" ");
+    // clap says only "one or more arguments": name the first that is not UTF-8.
+    if e.kind() == clap::error::ErrorKind::InvalidUtf8 {
+        let bad = std::env::args_os().skip(1).find(|a| a.to_str().is_none());
+        if let Some(bad) = bad {
+            line = format!(
+                "{line}: {:?} (arguments other than paths must be UTF-8)",
+                bad
+            );
+        }
+    }
     let _ = writeln!(std::io::stderr().lock(), "{line}");
     ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
 }

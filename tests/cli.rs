@@ -540,6 +540,20 @@ fn outputs_over_csv_files_or_compare_inputs_are_refused() {
     assert_eq!(std::fs::read_to_string(&cluster).unwrap(), CLUSTER);
 }
 
+/// An argument that is not UTF-8 where text is expected was refused without saying which one
+/// ("invalid UTF-8 was detected in one or more arguments"): the refusal names it.
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_argument_is_named() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let bad = OsString::from_vec(b"/tmp/\xff.json".to_vec());
+    let out = run(&[OsString::from("info"), bad]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("\\xFF.json"), "{stderr}");
+}
+
 /// `experiment` flags that the named experiment does not read were ignored without a word
 /// (`overhead --cluster tag-cloud` ran on random topologies); they are refused, naming the flag
 /// and the experiments that read it, and `--steps` past a recipe's most is refused at the flag.
