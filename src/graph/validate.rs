@@ -25,7 +25,8 @@ pub(super) fn check_numbers(
     Ok(())
 }
 
-/// Field-level checks that need no adjacency: ids, numbers, edge and link endpoints.
+/// Field-level checks that need no adjacency: the numbers ([`check_numbers`]), then ids, edge and
+/// link endpoints.
 pub(super) fn check_parts(
     source: &str,
     batch_size: u32,
@@ -33,9 +34,7 @@ pub(super) fn check_parts(
     edges: &[Edge],
     gradients: &[GradientLink],
 ) -> Result<(), InputError> {
-    if batch_size == 0 {
-        return Err(InputError::new(source, "batch_size", "must be at least 1"));
-    }
+    check_numbers(source, batch_size, ops, edges)?;
     if ops.is_empty() {
         return Err(InputError::new(source, "ops", "the graph has no ops"));
     }
@@ -48,7 +47,6 @@ pub(super) fn check_parts(
                 format!("duplicate id {} (also used by ops[{first}])", op.id),
             ));
         }
-        check_op_numbers(source, i, op)?;
     }
     let n = ops.len();
     let mut pairs: HashMap<(OpIdx, OpIdx), usize> = HashMap::with_capacity(edges.len());
@@ -62,7 +60,6 @@ pub(super) fn check_parts(
                 ));
             }
         }
-        check_plausible(source, || format!("edges[{k}].bytes"), e.bytes, MAX_BYTES)?;
         if let Some(first) = pairs.insert((e.src, e.dst), k) {
             return Err(InputError::new(
                 source,
