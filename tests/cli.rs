@@ -2338,6 +2338,32 @@ fn place_on_a_deep_graph_holds_its_time_limit() {
     assert!(took <= 2.0 * 1.1 + 1.0, "{took:.1} s for --time 2");
 }
 
+/// A policy file of 190 MB takes longer than half of `--time 0.2` to check and decode: `place`
+/// does not wait for it (it waited 2.5 s for a 723 MB one under `--time 2`), searches with
+/// uniform priors and says so.
+#[test]
+fn place_does_not_wait_past_its_time_for_a_huge_policy() {
+    let dir = scratch("huge-policy");
+    let policy = dir.join("wide.gnn");
+    let policy = policy.to_str().unwrap();
+    let made = run(&["policy", "init", "--width", "1024", "--out", policy]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let args = ["place", "--model", "mlp", "--cluster", "tag-testbed"];
+    let (out, took) =
+        run_timed_alone(&[&args[..], &["--policy", policy, "--time", "0.2"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(took <= 0.2 * 1.1 + 1.0, "{took:.1} s for --time 0.2");
+    assert!(
+        stderr.contains("was not read within 50% of --time"),
+        "{stderr}"
+    );
+}
+
 /// With the time spent before the tree starts, `dp-subset` scores only the fastest GPU alone:
 /// `place` returned that (540 ms for bert-large on TAG's testbed, where DP-NCCL takes 360 ms)
 /// and called it the best other method. DP-NCCL, which the tree measures first, is kept.

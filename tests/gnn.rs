@@ -10,6 +10,7 @@ use burn::module::Param;
 use burn::optim::AdamConfig;
 use burn::prelude::*;
 
+use std::time::{Duration, Instant};
 use topoplace::cluster::Cluster;
 use topoplace::cost::CostModel;
 use topoplace::evaluate::{Placement, evaluate};
@@ -292,6 +293,28 @@ fn data_parallel_vertex<'a>(
     .unwrap();
     let fb = vp.feedback(&evaluate(p, &Placement::plain(dp, "")).unwrap());
     (groups, acts, vp, fb)
+}
+
+/// Priors computed on the side thread equal those computed in place when there is time, and
+/// are abandoned (`None`) when the deadline has passed before any forward pass could end.
+#[test]
+fn priors_until_a_deadline_are_the_priors_or_nothing() {
+    let (graph, cluster, cost) = (model("mlp"), testbed(), CostModel::default());
+    let p = problem(&graph, &cluster, &cost);
+    let policy = GnnPolicy::init(small(), 0).unwrap();
+    let (groups, _, vp, fb) = data_parallel_vertex(&p, 8, &policy);
+    let choice = vec![0u16; groups];
+    let inputs: Vec<_> = (0..3).map(|d| (vp.graph(&choice, d, &fb), d)).collect();
+    let later = Instant::now() + Duration::from_secs(600);
+    let priors = vp
+        .priors_until(inputs.clone(), later)
+        .expect("ten minutes suffice");
+    for ((g, d), p) in inputs.iter().zip(&priors) {
+        assert_eq!(p, &vp.priors_of(g, *d));
+    }
+    // Hundreds of forward passes cannot end before a deadline that has already passed.
+    let many: Vec<_> = (0..512).map(|_| inputs[0].clone()).collect();
+    assert!(vp.priors_until(many, Instant::now()).is_none());
 }
 
 #[test]

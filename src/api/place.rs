@@ -195,7 +195,7 @@ pub fn place(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed>
 
 /// TAG's search over op groups.
 fn place_tag(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed> {
-    let (policy, policy_shown) = load_policy(r.policy, r.gnn_device)?;
+    let (policy, policy_shown, policy_late) = load_policy_in_time(r)?;
     let inputs = Loaded::load(r.model, r.batch, r.cluster, r.numerics)?;
     let config = MctsConfig {
         iterations: r.budget,
@@ -240,6 +240,14 @@ fn place_tag(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed>
     let warning = super::simulate::joined([
         r.numerics.precision.fallback_note(cluster),
         thin_batch_warning(graph, cluster, &found.strategy),
+        policy_late,
+        found.priors_abandoned.then(|| {
+            format!(
+                "the policy's forward passes ran past --time: the search went on with \
+                 uniform priors (a policy of width {} is large for this cluster)",
+                policy.as_ref().map_or(0, |p| p.config.width)
+            )
+        }),
     ]);
     Ok(Placed::Tag(Box::new(TagPlaced {
         summary,
@@ -425,6 +433,44 @@ fn place_hybrid(r: &PlaceRequest) -> Result<HybridPlaced> {
         report,
     })
 }
+
+/// [`load_policy`] under `--time`: a policy not read within [`POLICY_READ_SHARE`] of the limit
+/// is not waited for (a file of hundreds of megabytes takes seconds to check and decode), and
+/// the search runs with uniform priors; the third value says so. Without a limit, the policy.
+fn load_policy_in_time(r: &PlaceRequest) -> Result<(Option<GnnPolicy>, String, Option<String>)> {
+    let Some(limit) = r.time else {
+        let (policy, shown) = load_policy(r.policy, r.gnn_device)?;
+        return Ok((policy, shown, None));
+    };
+    let (named, device) = (r.policy.to_string(), r.gnn_device.to_string());
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // The caller may have stopped waiting: then nobody hears.
+        let _ = send.send(load_policy(&named, &device));
+    });
+    let wait = Duration::try_from_secs_f64(limit * POLICY_READ_SHARE)
+        .unwrap_or(Duration::MAX)
+        .saturating_sub(r.started.elapsed());
+    match receive.recv_timeout(wait) {
+        Ok(loaded) => {
+            let (policy, shown) = loaded?;
+            Ok((policy, shown, None))
+        }
+        Err(_) => Ok((
+            None,
+            "none".to_string(),
+            Some(format!(
+                "the policy {} was not read within {:.0}% of --time: the search used uniform \
+                 priors",
+                r.policy,
+                POLICY_READ_SHARE * 100.0
+            )),
+        )),
+    }
+}
+
+/// The share of `place --time` the policy file may take to read.
+const POLICY_READ_SHARE: f64 = 0.5;
 
 /// The policy `policy` names and how the summary shows it: `none` (uniform priors), `shipped`
 /// (the policy embedded in the binary) or a file. Read before any search starts, so a bad file

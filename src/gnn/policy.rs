@@ -22,8 +22,8 @@ const MAGIC: &str = "topoplace-gnn 2";
 /// The first line of files written before checksums, refused with a pointer to `policy upgrade`.
 const MAGIC_V1: &str = "topoplace-gnn 1";
 
-/// A GNN with the hyper-parameters it was built with.
-#[derive(Debug)]
+/// A GNN with the hyper-parameters it was built with. A clone shares the weights' storage.
+#[derive(Debug, Clone)]
 pub struct GnnPolicy {
     /// The hyper-parameters the model was built with, saved as JSON in the policy file.
     pub config: GnnConfig,

@@ -5,6 +5,9 @@ use super::policy::GnnPolicy;
 use crate::evaluate::Evaluation;
 use crate::problem::Problem;
 use crate::strategy::GroupDecision;
+use rayon::prelude::*;
+use std::sync::mpsc;
+use std::time::Instant;
 
 /// The search's view of a policy: the static part of the features for one problem and the
 /// model, turning a vertex's simulated completion into priors for its next op group.
@@ -44,11 +47,49 @@ impl<'a> VertexPriors<'a> {
 
     /// Priors over every action for op group `decided` (the vertex's next group).
     pub fn priors(&self, choice: &[u16], decided: usize, feedback: &Feedback) -> Vec<f64> {
-        let g = self.graph(choice, decided, feedback);
-        self.policy
-            .priors(&g, decided, &self.features.slices)
-            .into_iter()
-            .map(f64::from)
-            .collect()
+        self.priors_of(&self.graph(choice, decided, feedback), decided)
     }
+
+    /// Priors over every action for op group `group` of the vertex whose GNN input is `g`.
+    pub fn priors_of(&self, g: &HeteroGraph, group: usize) -> Vec<f64> {
+        widen(self.policy.priors(g, group, &self.features.slices))
+    }
+
+    /// The priors of each vertex input `(graph, group)` of `inputs`, in order, or `None` when
+    /// they are not all ready by `until`. The forward passes run on a thread of their own with a
+    /// copy of the model (its tensors are shared, not copied), so a search under a time limit
+    /// does not wait past it for a network too large for the graph: the abandoned passes run
+    /// to their end and their priors are dropped. They run in a thread pool of their own: in the
+    /// search's pool an abandoned pass would hold its threads, and the search's simulations would
+    /// queue behind it.
+    pub fn priors_until(
+        &self,
+        inputs: Vec<(HeteroGraph, usize)>,
+        until: Instant,
+    ) -> Option<Vec<Vec<f64>>> {
+        let model = self.policy.clone();
+        let slices = self.features.slices.clone();
+        let threads = rayon::current_num_threads();
+        let (send, receive) = mpsc::channel();
+        std::thread::spawn(move || {
+            let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
+                return;
+            };
+            let priors: Vec<Vec<f64>> = pool.install(|| {
+                inputs
+                    .into_par_iter()
+                    .map(|(g, group)| widen(model.priors(&g, group, &slices)))
+                    .collect()
+            });
+            // The search may have stopped waiting: then nobody hears.
+            let _ = send.send(priors);
+        });
+        receive
+            .recv_timeout(until.saturating_duration_since(Instant::now()))
+            .ok()
+    }
+}
+
+fn widen(priors: Vec<f32>) -> Vec<f64> {
+    priors.into_iter().map(f64::from).collect()
 }

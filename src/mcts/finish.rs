@@ -85,6 +85,7 @@ impl Mcts<'_> {
             seconds,
             actions: self.actions.len(),
             pipeline_leaves: self.pipeline_leaves,
+            priors_abandoned: self.priors_abandoned,
         })
     }
 

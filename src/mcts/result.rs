@@ -45,6 +45,9 @@ pub struct SearchResult {
     pub actions: usize,
     /// Pipelines the tree simulated below its pipeline frames ([`super::pipelines`]).
     pub pipeline_leaves: usize,
+    /// Whether the policy's forward passes ran past the time limit and the search went on
+    /// with uniform priors.
+    pub priors_abandoned: bool,
 }
 
 impl SearchResult {

@@ -40,6 +40,9 @@ pub struct Mcts<'a> {
     pub(super) iterations: usize,
     /// The GNN that gives new vertices their priors, if any.
     pub(super) policy: Option<VertexPriors<'a>>,
+    /// Whether the policy's forward passes ran past the time limit and were abandoned: the
+    /// vertices created since have uniform priors.
+    pub(super) priors_abandoned: bool,
     /// Runtime feedback of each simulated complete choice (only with a policy).
     pub(super) feedback: HashMap<Vec<u16>, Feedback>,
     /// Vertices created in this batch that wait for priors: node index and path.
@@ -109,6 +112,7 @@ impl<'a> Mcts<'a> {
             beat_dp_at: None,
             iterations: 0,
             policy: None,
+            priors_abandoned: false,
             feedback: HashMap::new(),
             pending: Vec::new(),
             split: BatchSplit::Even,
@@ -306,22 +310,44 @@ impl<'a> Mcts<'a> {
         self.tree.nodes[0].priors.as_deref()
     }
 
-    /// Give every pending vertex the policy's priors for its next op group (in parallel).
+    /// Give every pending vertex the policy's priors for its next op group (in parallel). Under
+    /// a time limit the forward passes are abandoned at its end, and the search goes on with
+    /// uniform priors for the vertices still to come.
     fn assign_priors(&mut self) {
         let pending = std::mem::take(&mut self.pending);
-        let Some(policy) = &self.policy else { return };
+        let Some(policy) = self.policy.as_ref().filter(|_| !self.priors_abandoned) else {
+            return;
+        };
+        let wanted: Vec<(usize, Vec<u16>)> = pending
+            .into_iter()
+            .filter(|(_, path)| path.len() < self.groups && self.frame_of(path).is_none())
+            .collect();
         // The model is Sync and each vertex's forward pass is independent; collecting keeps the
         // creation order, so the result does not depend on the thread count.
-        let priors: Vec<(usize, Vec<f64>)> = pending
-            .into_par_iter()
-            .filter(|(_, path)| path.len() < self.groups && self.frame_of(path).is_none())
-            .map(|(node, path)| {
-                let choice = self.complete_or_dp(&path);
-                let feedback = &self.feedback[&choice];
-                (node, policy.priors(&choice, path.len(), feedback))
-            })
-            .collect();
-        for (node, p) in priors {
+        let input = |path: &Vec<u16>| {
+            let choice = self.complete_or_dp(path);
+            policy.graph(&choice, path.len(), &self.feedback[&choice])
+        };
+        let priors = match self.search_end() {
+            None => Some(
+                wanted
+                    .par_iter()
+                    .map(|(_, path)| policy.priors_of(&input(path), path.len()))
+                    .collect(),
+            ),
+            Some(end) => policy.priors_until(
+                wanted
+                    .par_iter()
+                    .map(|(_, path)| (input(path), path.len()))
+                    .collect(),
+                end,
+            ),
+        };
+        let Some(priors) = priors else {
+            self.priors_abandoned = true;
+            return;
+        };
+        for ((node, _), p) in wanted.into_iter().zip(priors) {
             let p = match self.config.root_noise {
                 Some(noise) if node == 0 => noise.apply(&p, &mut self.rng),
                 _ => p,
@@ -329,6 +355,12 @@ impl<'a> Mcts<'a> {
             let p = with_uniform_tail(p, self.tree.nodes[node].edges.len());
             self.tree.nodes[node].priors = Some(p);
         }
+    }
+
+    /// When a search under a time limit ends.
+    fn search_end(&self) -> Option<Instant> {
+        let seconds = self.config.seconds?;
+        Some(self.began + Duration::from_secs_f64(seconds))
     }
 
     /// The completion of `path`; the root (empty path) completes to DP everywhere.
@@ -448,7 +480,7 @@ impl<'a> Mcts<'a> {
     /// abandoned ([`crate::sim::deadline`]): the limit less the slowest simulation so far, which
     /// the result's compilation keeps back.
     fn leaf_deadline(&self) -> Option<Instant> {
-        let end = self.began + Duration::from_secs_f64(self.config.seconds?);
+        let end = self.search_end()?;
         Some(
             end.checked_sub(self.slowest_simulation.get())
                 .unwrap_or(end),
