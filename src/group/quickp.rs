@@ -31,8 +31,9 @@
 
 use super::coarse::Contraction;
 use super::{DEFAULT_BANDWIDTH_BYTES_PER_US, Grouping, check_weights};
-use crate::error::{GroupingError, Result};
+use crate::error::{GroupingError, Result, SearchError};
 use crate::graph::Graph;
+use crate::sim::deadline;
 
 /// QuickP's knobs, with the paper's defaults.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,7 +85,9 @@ pub(crate) fn alpha_percentile(weights: &[f64], q: f64) -> f64 {
     nz[rank.clamp(1, nz.len()) - 1]
 }
 
-/// Fusion then co-location.
+/// Fusion then co-location. Under a deadline ([`crate::sim::deadline`]: a placer's or a solve's
+/// time limit) both give up past it with [`SearchError::OutOfTime`]: on a graph of 10⁵ ops the
+/// co-location's cycle checks alone take seconds.
 pub(crate) fn quickp(graph: &Graph, weights: &[f64], opts: &QuickpOptions) -> Result<QuickpResult> {
     check_weights(graph, weights)?;
     if !(opts.percentile > 0.0 && opts.percentile <= 1.0) {
@@ -94,11 +97,11 @@ pub(crate) fn quickp(graph: &Graph, weights: &[f64], opts: &QuickpOptions) -> Re
     let alpha = opts
         .alpha_us
         .unwrap_or_else(|| alpha_percentile(weights, opts.percentile));
-    let mut fused = fuse(graph, weights, alpha);
+    let mut fused = fuse(graph, weights, alpha).ok_or(SearchError::OutOfTime)?;
     let fused_assignment = fused.assignment();
     let ties = colocation_ties(&mut fused, bw);
     let n_ties = ties.len();
-    let skipped = apply_ties(&mut fused, &ties);
+    let skipped = apply_ties(&mut fused, &ties).ok_or(SearchError::OutOfTime)?;
     let colocated_assignment = fused.assignment();
     let wcc_groups = count_multi_node_groups(&fused_assignment, &colocated_assignment);
     Ok(QuickpResult {
@@ -139,13 +142,17 @@ fn count_multi_node_groups(fused: &[u32], colocated: &[u32]) -> usize {
     multi.iter().filter(|&&m| m).count()
 }
 
-/// Algorithm 1 applied to a fixed point; returns the contracted graph.
-pub(crate) fn fuse(graph: &Graph, weights: &[f64], alpha: f64) -> Contraction {
+/// Algorithm 1 applied to a fixed point; returns the contracted graph (`None`: this thread's
+/// deadline passed first).
+pub(crate) fn fuse(graph: &Graph, weights: &[f64], alpha: f64) -> Option<Contraction> {
     let mut c = Contraction::new(graph, weights);
     let order = graph.topological_order();
     loop {
         let mut merged_any = false;
-        for &u in &order {
+        for (k, &u) in order.iter().enumerate() {
+            if k % deadline::ASK_EVERY == 0 && deadline::passed() {
+                return None;
+            }
             // Fused nodes keep the id of their first op (j merges into i), so each live node is
             // visited once per pass, at its own position in the order.
             if c.find(u) != u {
@@ -157,7 +164,7 @@ pub(crate) fn fuse(graph: &Graph, weights: &[f64], alpha: f64) -> Contraction {
             }
         }
         if !merged_any {
-            return c;
+            return Some(c);
         }
     }
 }
@@ -219,12 +226,16 @@ fn colocation_ties(c: &mut Contraction, bw: f64) -> Vec<(usize, usize, f64)> {
 }
 
 /// Merge tied nodes, most critical first, skipping merges that would close a cycle. Returns how
-/// many were skipped.
-fn apply_ties(c: &mut Contraction, ties: &[(usize, usize, f64)]) -> usize {
+/// many were skipped (`None`: this thread's deadline passed first; each tie's cycle check may
+/// search the whole graph, so the clock is read at every tie).
+fn apply_ties(c: &mut Contraction, ties: &[(usize, usize, f64)]) -> Option<usize> {
     let mut ordered: Vec<&(usize, usize, f64)> = ties.iter().collect();
     ordered.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
     let mut skipped = 0;
     for &&(i, j, _) in &ordered {
+        if deadline::passed() {
+            return None;
+        }
         let (a, b) = (c.find(i), c.find(j));
         if a == b {
             continue;
@@ -235,5 +246,5 @@ fn apply_ties(c: &mut Contraction, ties: &[(usize, usize, f64)]) -> usize {
         }
         c.merge(a, b);
     }
-    skipped
+    Some(skipped)
 }

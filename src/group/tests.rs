@@ -757,6 +757,24 @@ fn quickp_algorithm1_cases() {
     assert!(!algorithm1(2, 2, 0.0, 0.0, 1.0)); // Theorem 2: could close a cycle
 }
 
+/// Past this thread's deadline QuickP gives up with `OutOfTime` (a placer's or a solve's time
+/// limit); before it, or without one, the grouping is the same.
+#[test]
+fn quickp_gives_up_past_its_deadline() {
+    use crate::error::{Error, SearchError};
+    use crate::sim::deadline;
+    use std::time::{Duration, Instant};
+    let g = training_graph(60);
+    let w = stand_in_times(&g);
+    let opts = group::QuickpOptions::default();
+    let free = group::quickp(&g, &w, &opts).unwrap();
+    let later = Some(Instant::now() + Duration::from_secs(600));
+    let timed = deadline::during(later, || group::quickp(&g, &w, &opts)).unwrap();
+    assert_eq!(timed.colocated.op_group, free.colocated.op_group);
+    let late = deadline::during(Some(Instant::now()), || group::quickp(&g, &w, &opts));
+    assert!(matches!(late, Err(Error::Search(SearchError::OutOfTime))));
+}
+
 #[test]
 fn quickp_fusion_shrinks_training_graph() {
     let g = training_graph(60);

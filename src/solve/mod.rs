@@ -48,7 +48,7 @@ pub(crate) use instance::Instance;
 pub(crate) use schedule::Channels;
 pub(crate) use schedule::Plan;
 
-use crate::error::{Result, SolverError};
+use crate::error::{Error, Result, SearchError, SolverError};
 use crate::evaluate::Placement;
 use crate::group::{self as grouping, QuickpOptions, default_rules, group_by_name, op_weights};
 use crate::milp;
@@ -689,8 +689,24 @@ pub(crate) fn solve_problem(
     k: usize,
     opts: &SolveOptions,
 ) -> Result<(Instance, String, InstanceResult, Placement)> {
-    let (inst, label) = instance_for(p, formulation, coarsen, k)?;
-    let result = solve_instance(&inst, formulation, opts)?;
+    // The coarsening counts against the time limit: QuickP's takes seconds on 10⁵ ops.
+    let began = Instant::now();
+    let limit = Duration::try_from_secs_f64(opts.time_limit_s.max(0.0)).unwrap_or(Duration::MAX);
+    let until = began.checked_add(limit);
+    let built = crate::sim::deadline::during(until, || instance_for(p, formulation, coarsen, k));
+    let (inst, label) = built.map_err(|e| match e {
+        Error::Search(SearchError::OutOfTime) => SolverError::NoSolution(format!(
+            "the coarsening of {} did not end within the {} s time limit",
+            p.graph.name, opts.time_limit_s
+        ))
+        .into(),
+        e => e,
+    })?;
+    let remaining = SolveOptions {
+        time_limit_s: (opts.time_limit_s - began.elapsed().as_secs_f64()).max(0.0),
+        ..opts.clone()
+    };
+    let result = solve_instance(&inst, formulation, &remaining)?;
     let Some(plan) = result.plan.as_ref() else {
         let why = match result.status {
             SolveStatus::Infeasible => format!(
