@@ -32,7 +32,7 @@ fn read_at_most(reader: impl std::io::Read, expected: u64, most: u64) -> std::io
 /// that, so callers name the file as for any read failure).
 pub fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     use std::os::unix::fs::FileTypeExt;
-    let file = std::fs::File::open(path)?;
+    let file = open_for_reading(path)?;
     let meta = file.metadata()?;
     // `/dev/zero` or `/dev/urandom` filled a gigabyte for ten seconds before it was refused; a
     // pipe (`<(zcat g.json.gz)`) is read as it comes.
@@ -45,6 +45,43 @@ pub fn read_bounded(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     }
     // A pipe says 0: it grows as it is read.
     read_capped(file, meta.len())
+}
+
+/// How long a named pipe may stay without a writer before its read is given up: opening one
+/// that no process opens for writing blocks for ever.
+const PIPE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `path` opened for reading. A pipe (a `mkfifo` file, or `<(zcat g.json.gz)`) is opened on a
+/// thread of its own and given up after [`PIPE_WAIT`] without a writer; that thread stays
+/// blocked in `open` until a writer comes or the process ends.
+fn open_for_reading(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    open_within(path, PIPE_WAIT)
+}
+
+/// [`open_for_reading`] with a pipe given up after `wait`.
+fn open_within(
+    path: &std::path::Path,
+    wait: std::time::Duration,
+) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::FileTypeExt;
+    if !std::fs::metadata(path)?.file_type().is_fifo() {
+        return std::fs::File::open(path);
+    }
+    let (send, receive) = std::sync::mpsc::channel();
+    let owned = path.to_path_buf();
+    std::thread::spawn(move || {
+        // Nobody hears once the wait below has given up.
+        let _ = send.send(std::fs::File::open(owned));
+    });
+    receive.recv_timeout(wait).unwrap_or_else(|_| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "is a pipe no process opened for writing within {} s",
+                wait.as_secs_f64()
+            ),
+        ))
+    })
 }
 
 /// The bytes of `path`; a failure names the file.
@@ -482,6 +519,39 @@ mod tests {
         assert_eq!(repeated_key(nested).as_deref(), Some("ops[1].x"));
         assert_eq!(repeated_key(r#"{"a": {"b": 1}, "c": {"b": 2}}"#), None);
         assert_eq!(repeated_key("[1, 2"), None);
+    }
+
+    /// A named pipe nobody writes to is given up after the wait (a plain `open` never returned);
+    /// one with a writer is read to the writer's end.
+    #[test]
+    fn a_pipe_without_a_writer_is_given_up() {
+        let dir = std::env::temp_dir().join(format!("topoplace-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = |name: &str| {
+            let path = dir.join(name);
+            let _ = std::fs::remove_file(&path);
+            let made = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            path
+        };
+        // The given-up open stays blocked on its own thread: the second pipe is another one.
+        let (lonely, written) = (fifo("lonely"), fifo("written"));
+        let refused = open_within(&lonely, std::time::Duration::from_millis(50)).unwrap_err();
+        assert!(
+            refused.to_string().contains("no process opened"),
+            "{refused}"
+        );
+        let writer = {
+            let written = written.clone();
+            std::thread::spawn(move || std::fs::write(written, b"{}"))
+        };
+        let file = open_within(&written, std::time::Duration::from_secs(600)).unwrap();
+        assert_eq!(read_capped(file, 0).unwrap(), b"{}");
+        writer.join().unwrap().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// An endless reader is cut at the cap, one byte past it telling it from a file that
