@@ -2,7 +2,7 @@
 //! other method is measured against.
 
 use super::{Budget, Placer};
-use crate::data_parallel::best_data_parallel_until;
+use crate::data_parallel::{BestDataParallel, best_data_parallel_until};
 use crate::error::Result;
 use crate::evaluate::Placement;
 use crate::problem::Problem;
@@ -15,9 +15,13 @@ impl Placer for DpSubset {
     }
 
     fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
-        let best = best_data_parallel_until(p, budget.deadline)?;
-        let mut placement = Placement::plain(best.strategy, best.note);
-        placement.fits = Some(best.fits);
-        Ok(placement)
+        Ok(placement(best_data_parallel_until(p, budget.deadline)?))
     }
+}
+
+/// The placement of data parallelism `best`.
+pub(crate) fn placement(best: BestDataParallel) -> Placement {
+    let mut placement = Placement::plain(best.strategy, best.note);
+    placement.fits = Some(best.fits);
+    placement
 }
