@@ -75,3 +75,18 @@ pub fn requested() -> bool {
             .is_some_and(|flag| flag.load(Ordering::Relaxed))
     })
 }
+/// The answer of `job`, run on a thread of its own, if it comes within `wait`; `None` when it
+/// does not, the thread left to finish (or stay blocked) on its own and its answer dropped. For
+/// work that cannot be asked to stop: a GNN forward pass, decoding a policy file, opening a pipe
+/// nobody writes to.
+pub(crate) fn answer_within<T: Send + 'static>(
+    wait: std::time::Duration,
+    job: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Nobody hears once the wait has given up.
+        let _ = send.send(job());
+    });
+    receive.recv_timeout(wait).ok()
+}

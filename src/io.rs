@@ -67,13 +67,8 @@ fn open_within(
     if !std::fs::metadata(path)?.file_type().is_fifo() {
         return std::fs::File::open(path);
     }
-    let (send, receive) = std::sync::mpsc::channel();
     let owned = path.to_path_buf();
-    std::thread::spawn(move || {
-        // Nobody hears once the wait below has given up.
-        let _ = send.send(std::fs::File::open(owned));
-    });
-    receive.recv_timeout(wait).unwrap_or_else(|_| {
+    crate::interrupt::answer_within(wait, move || std::fs::File::open(owned)).unwrap_or_else(|| {
         Err(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
             format!(

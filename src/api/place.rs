@@ -443,20 +443,15 @@ fn load_policy_in_time(r: &PlaceRequest) -> Result<(Option<GnnPolicy>, String, O
         return Ok((policy, shown, None));
     };
     let (named, device) = (r.policy.to_string(), r.gnn_device.to_string());
-    let (send, receive) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        // The caller may have stopped waiting: then nobody hears.
-        let _ = send.send(load_policy(&named, &device));
-    });
     let wait = Duration::try_from_secs_f64(limit * POLICY_READ_SHARE)
         .unwrap_or(Duration::MAX)
         .saturating_sub(r.started.elapsed());
-    match receive.recv_timeout(wait) {
-        Ok(loaded) => {
+    match crate::interrupt::answer_within(wait, move || load_policy(&named, &device)) {
+        Some(loaded) => {
             let (policy, shown) = loaded?;
             Ok((policy, shown, None))
         }
-        Err(_) => Ok((
+        None => Ok((
             None,
             "none".to_string(),
             Some(format!(

@@ -6,7 +6,6 @@ use crate::evaluate::Evaluation;
 use crate::problem::Problem;
 use crate::strategy::GroupDecision;
 use rayon::prelude::*;
-use std::sync::mpsc;
 use std::time::Instant;
 
 /// The search's view of a policy: the static part of the features for one problem and the
@@ -70,23 +69,20 @@ impl<'a> VertexPriors<'a> {
         let model = self.policy.clone();
         let slices = self.features.slices.clone();
         let threads = rayon::current_num_threads();
-        let (send, receive) = mpsc::channel();
-        std::thread::spawn(move || {
-            let Ok(pool) = rayon::ThreadPoolBuilder::new().num_threads(threads).build() else {
-                return;
-            };
-            let priors: Vec<Vec<f64>> = pool.install(|| {
+        let wait = until.saturating_duration_since(Instant::now());
+        crate::interrupt::answer_within(wait, move || {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()?;
+            Some(pool.install(|| {
                 inputs
                     .into_par_iter()
                     .map(|(g, group)| widen(model.priors(&g, group, &slices)))
                     .collect()
-            });
-            // The search may have stopped waiting: then nobody hears.
-            let _ = send.send(priors);
-        });
-        receive
-            .recv_timeout(until.saturating_duration_since(Instant::now()))
-            .ok()
+            }))
+        })
+        .flatten()
     }
 }
 
