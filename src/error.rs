@@ -385,6 +385,24 @@ pub enum SearchError {
         /// The methods the limit stopped, for the message.
         unfinished: String,
     },
+    /// `place --time` gave up where even one simulation did not finish in the time left: no
+    /// plan, rather than a plan past the limit.
+    #[error(
+        "no plan of {model} on {cluster} within --time {seconds} s: a simulation of its {ops} ops \
+         on {gpus} GPUs did not finish in the time left; give it more --time"
+    )]
+    SimulationTooLong {
+        /// The model (graph) name.
+        model: String,
+        /// The cluster name.
+        cluster: String,
+        /// The time limit, seconds.
+        seconds: f64,
+        /// The graph's op count.
+        ops: usize,
+        /// The cluster's GPU count.
+        gpus: usize,
+    },
     /// The model's weights, gradients and optimizer state alone are more than all the cluster's
     /// GPU memory: no plan fits, whatever the time given to search.
     #[error(

@@ -862,3 +862,50 @@ fn list_schedulers_give_up_at_their_deadline() {
     assert_eq!(gave_up.len(), HEURISTICS.len() - 6, "{gave_up:?}");
     assert!(gave_up.contains(&"heft") && gave_up.contains(&"quickp"));
 }
+
+/// Past its time limit's allowance (10% + 1 s) TAG gives no plan rather than a late one: with the
+/// limit long spent before the search starts, the first simulation is given up. `place` says
+/// why; the `tag` placer's row says it ran out of time. (A 2·10⁵-op graph on 16 GPUs needs a
+/// second per simulation, and `place --time 0.1` on it ran 2.4 s.)
+#[test]
+fn tag_gives_no_plan_past_its_allowance() {
+    let long_ago = std::time::Instant::now() - std::time::Duration::from_secs(60);
+    let cluster = format!("{}/configs/tag-testbed.toml", env!("CARGO_MANIFEST_DIR"));
+    let mut r = topoplace::api::PlaceRequest::new("mlp", &cluster);
+    r.policy = "none";
+    r.time = Some(0.1);
+    r.started = long_ago;
+    let Err(e) = topoplace::api::place(&r, |_| {}) else {
+        panic!("a plan past the allowance");
+    };
+    let text = e.to_string();
+    assert!(
+        text.contains("within --time 0.1 s") && text.contains("give it more --time"),
+        "{text}"
+    );
+    r.started = std::time::Instant::now();
+    assert!(topoplace::api::place(&r, |_| {}).is_ok(), "a plan in time");
+
+    let cost = CostModel::default();
+    let (g, c) = (model("mlp"), config("tag-testbed"));
+    let p = Problem {
+        graph: &g,
+        cluster: &c,
+        cost: &cost,
+    };
+    let spent = Budget {
+        seconds: Some(0.1),
+        deadline: Some(long_ago),
+        ..Budget::default()
+    };
+    let placed = placer("tag-pure").unwrap().place(&p, &spent);
+    assert!(
+        matches!(
+            placed,
+            Err(topoplace::error::Error::Search(
+                topoplace::error::SearchError::OutOfTime
+            ))
+        ),
+        "{placed:?}"
+    );
+}

@@ -488,6 +488,13 @@ fn named_gpt_sizes_have_their_published_parameter_counts() {
         assert_eq!(build(name).summary().params, published, "{name}");
     }
     assert_eq!(zoo::gpt_params(&zoo::GptConfig::default()), 124_439_808);
+    for (name, config) in zoo::LLAMA_SIZES {
+        assert_eq!(
+            build(name).summary().params,
+            zoo::llama_params(config),
+            "{name}"
+        );
+    }
     for (name, config) in zoo::GPT_SIZES {
         assert_eq!(
             build(name).summary().params,

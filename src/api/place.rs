@@ -26,6 +26,7 @@ use crate::resolve::load_named_cluster;
 use crate::strategy::strategy_text;
 use crate::units::to_ms;
 use crate::zoo;
+use crate::{interrupt, sim};
 
 /// Which search places the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,8 +212,26 @@ fn place_tag(r: &PlaceRequest, progress: impl FnMut(Progress)) -> Result<Placed>
         ..Default::default()
     };
     let p = inputs.problem();
-    let (found, heuristics) = tag_search(&p, r.groups, config, policy.as_ref(), progress)?;
+    let last_moment = r
+        .time
+        .map(|t| r.started + Duration::from_secs_f64(interrupt::give_up_after(t)));
+    let searched = sim::deadline::during(last_moment, || {
+        tag_search(&p, r.groups, config, policy.as_ref(), progress)
+    });
     let Loaded { graph, cluster, .. } = &inputs;
+    let (found, heuristics) = match searched {
+        Err(Error::Search(SearchError::Abandoned)) => {
+            return Err(SearchError::SimulationTooLong {
+                model: graph.name.clone(),
+                cluster: cluster.name.clone(),
+                seconds: r.time.unwrap_or_default(),
+                ops: graph.len(),
+                gpus: cluster.devices.len(),
+            }
+            .into());
+        }
+        searched => searched?,
+    };
     if !found.fits {
         return Err(SearchError::DoesNotFit {
             model: graph.name.clone(),

@@ -14,6 +14,7 @@ use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, evaluate, until};
 use crate::pipeline_plan::{PipelineFrames, REFINE_SIMULATIONS, best_pipeline_with_frames};
 use crate::problem::Problem;
+use crate::sim::deadline;
 
 /// Placers that need no search, cheapest and strongest first (so a deadline that cuts the list
 /// short keeps the ones that matter).
@@ -60,6 +61,9 @@ pub(crate) fn heuristics(
     deadline: Option<Instant>,
     pipeline_deadline: Option<Instant>,
 ) -> Result<Vec<Heuristic>> {
+    // The caller's own deadline (a `place --time` past which no plan is given) holds on the
+    // pool's threads too, where what each heuristic does not bound by its own runs.
+    let hard = deadline::current();
     let found: Vec<Option<Heuristic>> = HEURISTICS
         .par_iter()
         .map(|&name| {
@@ -67,7 +71,7 @@ pub(crate) fn heuristics(
                 "pipeline-dp" => pipeline_deadline,
                 _ => deadline,
             };
-            heuristic(p, name, deadline)
+            deadline::during(hard, || heuristic(p, name, deadline))
         })
         .collect::<Result<_>>()?;
     Ok(found.into_iter().flatten().collect())

@@ -14,11 +14,13 @@ use rayon::prelude::*;
 use super::heuristics::{Heuristic, heuristics};
 use super::milp::solve_fitting;
 use super::{Budget, Placer};
-use crate::error::Result;
+use crate::error::{Error, Result, SearchError};
 use crate::evaluate::Placement;
 use crate::gnn::GnnPolicy;
+use crate::interrupt;
 use crate::mcts::{DEFAULT_GROUPS, MctsConfig, Progress, SearchResult, Starts, search_from};
 use crate::problem::Problem;
+use crate::sim::deadline;
 use crate::solve::{Formulation, SolveOptions};
 
 pub(crate) enum Tag {
@@ -148,7 +150,18 @@ impl Placer for Tag {
             Tag::Shipped => Some(GnnPolicy::shipped()?),
             Tag::Pure => None,
         };
-        let (found, _) = tag_search(p, DEFAULT_GROUPS, config, policy.as_ref(), |_| {})?;
+        // Past the limit's allowance no plan is given (the row says so) rather than a late one:
+        // the reference simulations the search cannot cut short take seconds on 10⁵ ops.
+        let last_moment = budget.deadline.zip(budget.seconds).map(|(end, limit)| {
+            end + Duration::from_secs_f64(interrupt::give_up_after(limit) - limit)
+        });
+        let searched = deadline::during(last_moment, || {
+            tag_search(p, DEFAULT_GROUPS, config, policy.as_ref(), |_| {})
+        });
+        let (found, _) = match searched {
+            Err(Error::Search(SearchError::Abandoned)) => return Err(SearchError::OutOfTime.into()),
+            searched => searched?,
+        };
         let priors = match &policy {
             Some(_) => "GNN priors (models/tag-default.gnn)",
             None => "uniform priors",

@@ -28,6 +28,12 @@ pub(crate) fn during<T>(deadline: Option<Instant>, job: impl FnOnce() -> T) -> T
     job()
 }
 
+/// This thread's deadline, for work handed to other threads (a rayon pool's workers do not
+/// inherit it): they run under it with [`during`].
+pub(crate) fn current() -> Option<Instant> {
+    DEADLINE.get()
+}
+
 /// Whether this thread's deadline has passed (never without one).
 pub(crate) fn passed() -> bool {
     DEADLINE
@@ -54,6 +60,16 @@ mod tests {
         ));
         assert!(!during(None, passed));
         assert!(!passed());
+    }
+
+    #[test]
+    fn the_current_deadline_is_the_innermost_one() {
+        let soon = Some(Instant::now() + Duration::from_secs(1));
+        let later = Some(Instant::now() + Duration::from_secs(3600));
+        assert_eq!(current(), None);
+        assert_eq!(during(later, || during(soon, current)), soon);
+        assert_eq!(during(later, current), later);
+        assert_eq!(current(), None);
     }
 
     #[test]

@@ -227,6 +227,22 @@ pub fn gpt_params(c: &GptConfig) -> u64 {
     v * h + s * h + l * (12 * h * h + 13 * h) + 2 * h
 }
 
+/// Trainable parameters of a Llama-family model: the token table, per block the query and output
+/// projections (h² each), the key and value projections (h × the key/value heads' width each),
+/// the SwiGLU MLP's three matrices (h × ffn each) and two RMSNorm gains, the final RMSNorm, and
+/// an LM head of its own unless tied.
+pub fn llama_params(c: &LlamaConfig) -> u64 {
+    let (v, h, f, l) = (
+        c.vocab as u64,
+        c.hidden as u64,
+        c.ffn as u64,
+        c.layers as u64,
+    );
+    let kv = (c.kv_heads * (c.hidden / c.heads)) as u64;
+    let head = if c.tied { 0 } else { v * h };
+    v * h + l * (2 * h * h + 2 * h * kv + 3 * h * f + 2 * h) + h + head
+}
+
 impl Default for GptConfig {
     /// GPT-2 small (124M).
     fn default() -> GptConfig {

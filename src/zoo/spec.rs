@@ -70,6 +70,15 @@ impl LanguageModel {
         }
     }
 
+    /// Trainable parameters, in closed form ([`super::gpt_params`], [`super::llama_params`]):
+    /// what the built graph's parameter ops hold, without building it.
+    pub fn params(&self) -> u64 {
+        match self {
+            LanguageModel::Llama(c) => super::llama_params(c),
+            LanguageModel::Gpt(c) => super::gpt_params(c),
+        }
+    }
+
     /// Query heads, key/value heads and tokens per sequence.
     pub fn shape(&self) -> (usize, usize, usize) {
         match self {
