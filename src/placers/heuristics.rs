@@ -101,21 +101,17 @@ fn heuristic(
     if crate::interrupt::past(deadline) {
         return Ok(None);
     }
-    let placed = if name == "pipeline-dp" {
-        pipeline_with_frames(p, deadline)
-    } else {
-        let budget = Budget {
-            deadline,
-            ..Budget::default()
-        };
-        placer(name)?
-            .place(p, &budget)
-            .map(|placement| Some((placement, None)))
+    if name == "pipeline-dp" {
+        // Simulated as it was chosen, like dp-subset's winner: not simulated again.
+        return pipeline_dp(p, deadline);
+    }
+    let budget = Budget {
+        deadline,
+        ..Budget::default()
     };
-    let (placement, frames) = match placed {
-        Ok(Some(placed)) => placed,
-        // Out of time, or (one GPU, a batch no micro-batch count cuts) no pipeline to compare.
-        Ok(None) | Err(Error::Search(SearchError::OutOfTime | SearchError::NoPipeline { .. })) => {
+    let placement = match placer(name)?.place(p, &budget) {
+        Ok(placement) => placement,
+        Err(Error::Search(SearchError::OutOfTime | SearchError::NoPipeline { .. })) => {
             return Ok(None);
         }
         Err(e) => return Err(e),
@@ -130,18 +126,28 @@ fn heuristic(
         placement,
         time_us: e.report.iteration_us,
         fits: e.result.oom.is_empty(),
-        frames,
+        frames: None,
     }))
 }
 
-/// `pipeline-dp`'s placement (as its placer places it) with the frames it leaves for the tree;
-/// none when there is no pipeline to cut.
-fn pipeline_with_frames(
-    p: &Problem,
-    deadline: Option<Instant>,
-) -> Result<Option<(Placement, Option<Arc<PipelineFrames>>)>> {
-    let found = best_pipeline_with_frames(p, deadline, REFINE_SIMULATIONS)?;
-    Ok(found.map(|(best, frames)| (pipeline::placement(best), Some(Arc::new(frames)))))
+/// `pipeline-dp`'s placement (as its placer places it) with its simulated time and the frames it
+/// leaves for the tree; none when out of time or there is no pipeline to cut (one GPU, a batch
+/// no micro-batch count cuts).
+fn pipeline_dp(p: &Problem, deadline: Option<Instant>) -> Result<Option<Heuristic>> {
+    let found = match best_pipeline_with_frames(p, deadline, REFINE_SIMULATIONS) {
+        Ok(Some(found)) => found,
+        Ok(None) | Err(Error::Search(SearchError::OutOfTime)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let (best, frames) = found;
+    let (time_us, fits) = (best.time_us, best.fits);
+    Ok(Some(Heuristic {
+        name: "pipeline-dp",
+        placement: pipeline::placement(best),
+        time_us,
+        fits,
+        frames: Some(Arc::new(frames)),
+    }))
 }
 
 /// The fastest heuristic that fits, as (name, µs); `("none", ∞)` when none does.
