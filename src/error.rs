@@ -190,6 +190,20 @@ pub enum GroupingError {
         /// Ops in the graph.
         ops: usize,
     },
+    /// A grouping did not end within its time limit (`group --time-limit`).
+    #[error(
+        "{method}'s grouping of {model} ({ops} ops) did not end within --time-limit {seconds} s"
+    )]
+    OutOfTime {
+        /// The grouping method.
+        method: String,
+        /// The graph's name.
+        model: String,
+        /// The graph's op count.
+        ops: usize,
+        /// The time limit, seconds.
+        seconds: f64,
+    },
     /// The bandwidth (bytes/µs) used to cost cut edges is zero, negative, NaN or infinite.
     #[error("grouping: bandwidth must be positive and finite, got {0}")]
     Bandwidth(f64),
@@ -344,8 +358,20 @@ pub enum SearchError {
     #[error("the graph has no ops to place")]
     NoOps,
     /// The cluster yields more placement actions than the search can index (over `u16::MAX`).
-    #[error("{0} actions is too many")]
-    TooManyActions(usize),
+    #[error(
+        "cluster {cluster} has {device_groups} device groups, which give TAG's search {actions} \
+         actions (each group and each pair of groups, with each of 4 replication options): more \
+         than the 65535 it can index, which about 180 device groups reach; put the GPUs in fewer \
+         machines (a machine's GPUs on one interconnect form one device group)"
+    )]
+    TooManyActions {
+        /// The cluster's name.
+        cluster: String,
+        /// Its device groups.
+        device_groups: usize,
+        /// The actions they give.
+        actions: usize,
+    },
     /// Training targets were asked of a search that runs without a GNN policy.
     #[error("training targets need a search with a policy")]
     TargetsNeedPolicy,

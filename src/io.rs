@@ -324,6 +324,28 @@ pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
     }
 }
 
+/// Whether two output paths name one destination by whatever spellings (`f` and `./f`, a link
+/// and its target, `d/../f`), the file existing or not: a file that is not there yet is named by
+/// its resolved folder and its name.
+pub fn same_destination(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (resolved_destination(a), resolved_destination(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn resolved_destination(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    if let Ok(existing) = path.canonicalize() {
+        return Some(existing);
+    }
+    let name = path.file_name()?;
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(folder.join(name))
+}
+
 /// `e`, an I/O error about a link's target, told about `shown` (the link the user named).
 fn shown_as(e: Error, shown: &str) -> Error {
     match e {
@@ -518,6 +540,24 @@ mod tests {
 
     /// A named pipe nobody writes to is given up after the wait (a plain `open` never returned);
     /// one with a writer is read to the writer's end.
+    #[test]
+    fn one_destination_is_recognised_by_every_spelling() {
+        let dir = std::env::temp_dir().join(format!("topoplace-dest-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        let file = dir.join("out.json");
+        let dotted = dir.join("sub/../out.json");
+        // Not there yet: the same folder and name.
+        assert!(same_destination(&file, &dotted));
+        assert!(!same_destination(&file, &dir.join("other.json")));
+        std::fs::write(&file, "x").unwrap();
+        let link = dir.join("alias.json");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(same_destination(&file, &link) && same_destination(&dotted, &link));
+        assert!(!same_destination(&file, &dir.join("sub")));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_pipe_without_a_writer_is_given_up() {
         let dir = std::env::temp_dir().join(format!("topoplace-fifo-{}", std::process::id()));

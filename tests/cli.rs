@@ -711,10 +711,14 @@ fn place_writes_nothing_when_one_output_is_unwritable() {
     std::fs::create_dir(&adir).unwrap();
     let place = ["place", "--model", "mlp", "--cluster", "tag-testbed"];
     let (out, trace) = (precious.to_str().unwrap(), adir.to_str().unwrap());
+    // The same file by another spelling: the trace was written over the file, then the rename
+    // of the strategy failed.
+    let respelled = format!("{}/./precious.json", dir.display());
     // A directory is a bad file (exit 1); one path for both is a bad flag value (exit 2).
     for (outputs, named, code) in [
         (["--out", out, "--trace", trace], "adir", 1),
         (["--out", out, "--trace", out], "--trace", 2),
+        (["--out", out, "--trace", &respelled], "--trace", 2),
     ] {
         let args: Vec<&str> = place.iter().chain(&outputs).copied().collect();
         let result = run(&args);
@@ -3031,4 +3035,92 @@ fn tf32_on_volta_says_it_runs_in_fp32() {
     );
     assert_eq!(tf32.stdout, fp32.stdout, "the same step as FP32");
     assert!(!String::from_utf8_lossy(&fp32.stderr).contains("TF32"));
+}
+
+/// Sizes found only after a costly expansion are refused before it: a trace whose tasks alone
+/// pass the event cap (its compilation with every replica aborted for memory on 1,024 GPUs), a
+/// pipeline file of more op copies than a step is simulated with (5 GB for 1,024 micro-batches of
+/// 2·10⁵ ops), and a cluster of more device groups than TAG's search indexes (28 s of
+/// heuristics before the refusal, which named neither cluster nor cause).
+#[test]
+fn expansions_past_their_bounds_are_refused_before_they_are_made() {
+    let dir = scratch("expansions");
+    let trace = dir.join("t.json");
+    let args = [
+        "simulate",
+        "--model",
+        "bert-small",
+        "--cluster",
+        "mixed-1024",
+    ];
+    let out = run(&[&args[..], &["--trace", trace.to_str().unwrap()]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--trace") && stderr.contains("at least"),
+        "{stderr}"
+    );
+    assert!(!trace.exists());
+
+    let spec = dir.join("long.toml");
+    let text = "family = \"gpt\"\nlayers = 200\nhidden = 64\nheads = 1\nseq = 16\nvocab = 100\n";
+    std::fs::write(&spec, text).unwrap();
+    let spec = spec.to_str().unwrap();
+    let ops = run_json(&["info", spec, "--json"])["ops"].as_u64().unwrap();
+    assert!(ops * 1024 > 20_000_000, "{ops} ops");
+    let all: Vec<String> = (0..ops).map(|i| i.to_string()).collect();
+    let strategy = format!(
+        r#"{{"groups": [{{"ops": [{}], "devices": [0], "option": "all-reduce"}}],
+            "pipeline": {{"stages": [[0]], "micro_batches": 1024, "schedule": "gpipe"}}}}"#,
+        all.join(",")
+    );
+    let model = ["simulate", "--model", spec, "--cluster", "tag-sfb"];
+    fails_naming(
+        &[&model[..], &["--batch", "1024", "--strategy"]].concat(),
+        "copies.json",
+        &strategy,
+        &["pipeline.micro_batches", "op copies"],
+    );
+
+    let machines: String = (0..300)
+        .map(|i| {
+            format!(
+                "[[machine]]\nname = \"m{i}\"\ngpu = \"A100-80GB\"\ngpus = 1\n\
+                 intra_bandwidth = \"20 GB/s\"\nnic = \"50 Gbps\"\n"
+            )
+        })
+        .collect();
+    let cluster = dir.join("g300.toml");
+    std::fs::write(&cluster, format!("name = \"g300\"\n{machines}")).unwrap();
+    let cluster = cluster.to_str().unwrap();
+    let out = run(&[
+        "place",
+        "--model",
+        "mlp",
+        "--cluster",
+        cluster,
+        "--budget",
+        "5",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("g300") && stderr.contains("300 device groups"),
+        "{stderr}"
+    );
+}
+
+/// `group` has a time limit: QuickP's grouping ran more than 120 s on a 2·10⁵-op graph with no
+/// way to stop it.
+#[test]
+fn group_gives_up_at_its_time_limit() {
+    let args = ["group", "--model", "bert-large", "--method", "quickp"];
+    let out = run(&[&args[..], &["--time-limit", "0.001"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("did not end within --time-limit 0.001 s"),
+        "{stderr}"
+    );
+    assert!(run(&args).status.success());
 }

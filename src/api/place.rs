@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::numerics::{Loaded, Numerics, cluster_name, size_as_flag, trace_json};
+use super::numerics::{Loaded, Numerics, check_traceable, cluster_name, size_as_flag, trace_json};
 use super::progress::bar_if;
 use crate::assets::SHIPPED_POLICY;
 use crate::cluster::Cluster;
@@ -338,6 +338,7 @@ impl TagPlaced {
             order: self.found.order.clone(),
             ..Placement::plain(self.found.strategy.clone(), "")
         };
+        check_traceable(&placement.strategy)?;
         let traced = evaluate_every_replica(&self.inputs.problem(), &placement)?;
         let Loaded { graph, cluster, .. } = &self.inputs;
         trace_json(graph, cluster, &traced)

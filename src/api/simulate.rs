@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::numerics::{Loaded, Numerics, cluster_name, strategy_named};
+use super::numerics::{Loaded, Numerics, check_traceable, cluster_name, strategy_named};
 use crate::cluster::Cluster;
 use crate::compile::Replicas;
 use crate::error::{Error, InputError, Result};
@@ -64,7 +64,10 @@ pub fn simulate(r: &SimulateRequest) -> Result<Simulated> {
         thin_batch_warning(graph, cluster, &strategy),
     ]);
     let replicas = match r.every_replica {
-        true => Replicas::Every,
+        true => {
+            check_traceable(&strategy)?;
+            Replicas::Every
+        }
         false => Replicas::ByClass,
     };
     let evaluation = match (priority, r.order) {

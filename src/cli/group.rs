@@ -33,6 +33,9 @@ pub struct GroupArgs {
     /// assumes: docs/formats.md, "Re-batching").
     #[arg(long, value_parser = super::common::batch)]
     batch: Option<u32>,
+    /// Seconds the grouping may take (QuickP's takes minutes on 10⁵ ops): past it, an error.
+    #[arg(long, default_value_t = 60.0, value_parser = super::common::seconds)]
+    time_limit: f64,
     /// Write the coarse graph for Graphviz here.
     #[arg(long)]
     dot: Option<PathBuf>,
@@ -68,6 +71,7 @@ pub fn run(args: GroupArgs) -> Result<()> {
     if let Some(path) = &args.dot {
         super::common::refuse_an_input("--dot", path, &[&args.model])?;
     }
+    let began = std::time::Instant::now();
     let graph = load_model(&args.model, args.batch)?;
     let gpu = match &args.gpu {
         Some(name) => lookup_gpu("<cli>", "--gpu", name)?,
@@ -76,7 +80,8 @@ pub fn run(args: GroupArgs) -> Result<()> {
     let weights = grouping::op_weights(&graph, gpu, &CostModel::default());
     let method = args.method.name();
     let k = super::common::group_count(args.k, &method)?;
-    let result = grouping::group_by_name(&graph, &weights, &method, k)?;
+    let deadline = began + std::time::Duration::from_secs_f64(args.time_limit);
+    let result = grouping::group_within(&graph, &weights, &method, k, deadline, args.time_limit)?;
     if let Some(path) = &args.dot {
         write_atomic(path, result.to_dot().as_bytes())?;
     }

@@ -191,7 +191,7 @@ fn refuse_tag_only_flags(args: &PlaceArgs) -> Result<()> {
 /// replaced and then `--trace` fails, or one file is written over the other.
 fn check_outputs(args: &PlaceArgs) -> Result<()> {
     if let (Some(out), Some(trace)) = (&args.out, &args.trace)
-        && out == trace
+        && (out == trace || topoplace::io::same_destination(out, trace))
     {
         return Err(InputError::new("<cli>", "--trace", "is the --out file too").into());
     }

@@ -86,6 +86,30 @@ pub fn group_by_name(graph: &Graph, weights: &[f64], method: &str, k: usize) -> 
     }
 }
 
+/// [`group_by_name`] given up at `deadline` (QuickP's fusion and co-location check it; they take
+/// minutes on 10⁵ ops): the grouping, or an error saying the method did not end within
+/// `limit_s` seconds.
+pub fn group_within(
+    graph: &Graph,
+    weights: &[f64],
+    method: &str,
+    k: usize,
+    deadline: std::time::Instant,
+    limit_s: f64,
+) -> Result<Grouping> {
+    crate::sim::deadline::during(Some(deadline), || group_by_name(graph, weights, method, k))
+        .map_err(|e| match e {
+            Error::Search(crate::error::SearchError::OutOfTime) => GroupingError::OutOfTime {
+                method: method.to_string(),
+                model: graph.name.clone(),
+                ops: graph.len(),
+                seconds: limit_s,
+            }
+            .into(),
+            e => e,
+        })
+}
+
 /// Totals of one group.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct GroupInfo {

@@ -51,6 +51,7 @@ pub use actions::PACKINGS;
 pub use actions::Shares;
 pub use actions::actions;
 pub use actions::build_strategy;
+pub(crate) use actions::check_action_space;
 pub use config::DEFAULT_GROUPS;
 pub use config::DEFAULT_POLISH;
 pub use config::GroupOrder;

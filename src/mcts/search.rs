@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use rayon::prelude::*;
 
-use super::actions::{PACKINGS, actions, single_group_actions};
+use super::actions::{PACKINGS, actions, check_action_space, single_group_actions};
 use super::config::{MctsConfig, OOM_REWARD, SearchSplit};
 use super::grouping::{group_neighbours, ordered_groups};
 use super::known::Known;
@@ -87,10 +87,8 @@ impl<'a> Mcts<'a> {
         if groups == 0 {
             return Err(SearchError::NoOps.into());
         }
+        check_action_space(problem.cluster)?;
         let actions = actions(problem.cluster);
-        if actions.len() > u16::MAX as usize {
-            return Err(SearchError::TooManyActions(actions.len()).into());
-        }
         let group_neighbours = group_neighbours(problem.graph, &op_group, groups);
         let single_group_allreduce =
             single_group_actions(problem.cluster, &actions, ReplicationOption::AllReduce);

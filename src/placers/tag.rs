@@ -70,6 +70,7 @@ pub fn tag_search(
     policy: Option<&GnnPolicy>,
     progress: impl FnMut(Progress),
 ) -> Result<(SearchResult, Vec<Heuristic>)> {
+    crate::mcts::check_action_space(p.cluster)?;
     let began = Instant::now();
     let share_of_time = |share: f64| {
         config

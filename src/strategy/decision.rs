@@ -334,6 +334,27 @@ impl Strategy {
         &self.decisions
     }
 
+    /// The fewest tasks compiling every replica makes of this strategy: each op once per GPU it
+    /// is replicated on (once under model parallelism), and again for every micro-batch of a
+    /// pipeline; the transfers and collectives come on top. What a trace can be refused by
+    /// before the compilation that would hold them all.
+    pub fn task_floor(&self) -> u64 {
+        let per_group: Vec<u64> = self
+            .decisions
+            .iter()
+            .map(|d| match d.option {
+                ReplicationOption::ModelParallel => 1,
+                _ => d.devices.len() as u64,
+            })
+            .collect();
+        let copies = self
+            .pipeline
+            .as_ref()
+            .map_or(1, |p| u64::from(p.micro_batches));
+        let ops: u64 = self.op_group.iter().map(|&g| per_group[g as usize]).sum();
+        ops.saturating_mul(copies)
+    }
+
     pub(crate) fn group_count(&self) -> usize {
         self.decisions.len()
     }

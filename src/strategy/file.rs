@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::pipeline::MAX_OP_COPIES;
 use super::{
     AllReducePacking, BatchSplit, GroupDecision, Pipeline, ReplicationOption, Schedule, Strategy,
 };
@@ -273,6 +274,7 @@ impl StrategyFile {
             })
             .transpose()?;
         if let (Some(p), Some(stages)) = (&strategy.pipeline, &stages) {
+            check_copies(p.micro_batches, g.len(), source)?;
             check_chain_order(p, stages, &strategy, g, source)?;
         }
         Ok(strategy)
@@ -367,6 +369,22 @@ fn sfb_candidates(g: &Graph, strategy: &Strategy) -> Vec<bool> {
 /// pipeline planner cuts them). A stage list that breaks this (reversed, or ops of a layer
 /// scattered over the stages) would run a micro-batch's forward pass back and forth along the
 /// chain, which no schedule of the kind named pipelines.
+/// Refuses `micro_batches` copies of a graph of `ops` ops past [`MAX_OP_COPIES`].
+fn check_copies(micro_batches: u32, ops: usize, source: &str) -> Result<(), InputError> {
+    let copies = ops as u64 * u64::from(micro_batches);
+    if copies > MAX_OP_COPIES {
+        return Err(InputError::new(
+            source,
+            "pipeline.micro_batches",
+            format!(
+                "{micro_batches} micro-batches of a graph of {ops} ops is {copies} op copies, \
+                 more than the {MAX_OP_COPIES} a step is simulated with; use fewer micro-batches"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn check_chain_order(
     p: &Pipeline,
     stages: &[Vec<usize>],

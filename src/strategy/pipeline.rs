@@ -68,6 +68,11 @@ pub struct Pipeline {
 /// a few dozen.
 pub const MAX_MICRO_BATCHES: u32 = 1024;
 
+/// The most op copies (ops × micro-batches) a pipeline strategy file may ask for: a 70 B Llama's
+/// 10⁴ ops at 1,024 micro-batches is 10⁷. A 2·10⁵-op graph at 1,024 micro-batches asked 5 GB for
+/// the copies' table alone and aborted the process.
+pub const MAX_OP_COPIES: u64 = 20_000_000;
+
 impl Pipeline {
     /// Stages as lists of group indices, in chain order. Every one of `groups` groups must be in
     /// exactly one stage, every stage non-empty, and `micro_batches` (at most
