@@ -1327,6 +1327,11 @@ fn impossible_numbers_are_refused_at_the_flag() {
             "--time-limit",
         ),
         (vec!["bench", "place", "--time", "1e20"], "--time"),
+        // Below a millisecond it was printed back as 300 digits.
+        (
+            [&solve[..], &["--time-limit", "1e-300"]].concat(),
+            "--time-limit",
+        ),
         (vec!["bench", "place", "--repeat", "0"], "--repeat"),
         (
             vec!["bench", "place", "--repeat", "99999999999"],

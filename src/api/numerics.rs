@@ -143,13 +143,17 @@ pub fn sequence_length(text: &str) -> std::result::Result<usize, String> {
 /// (`Instant + Duration`) and mean no limit anyway.
 const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
-/// A time limit in seconds: finite, positive, at most a year (NaN, infinity, 0, negatives and
-/// absurd lengths are refused).
+/// The shortest time limit taken, a millisecond: shorter ones mean the same (nothing is timed
+/// that finely) and printed back as hundreds of digits (`1e-300` as `0.000…1`).
+const MIN_SECONDS: f64 = 0.001;
+
+/// A time limit in seconds: finite, at least a millisecond, at most a year (NaN, infinity, 0,
+/// negatives and absurd lengths are refused).
 pub fn check_seconds(x: f64) -> std::result::Result<f64, String> {
-    match x.is_finite() && x > 0.0 && x <= MAX_SECONDS {
+    match x.is_finite() && (MIN_SECONDS..=MAX_SECONDS).contains(&x) {
         true => Ok(x),
         false => Err(format!(
-            "must be a number of seconds above 0 and at most {MAX_SECONDS} (a year)"
+            "must be a number of seconds from {MIN_SECONDS} to {MAX_SECONDS} (a year)"
         )),
     }
 }
