@@ -1707,7 +1707,7 @@ fn bench_place_fails_when_a_run_breaks_its_limit() {
         "--repeat",
         "1",
         "--limit",
-        "0.000001",
+        "0.001",
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -2686,7 +2686,8 @@ fn flags_that_would_be_ignored_are_refused_or_named() {
 }
 
 /// A plan's global batch that the model cannot be built at is the plan's error, naming its
-/// file and `global_batch`, not the zoo model's.
+/// file and `global_batch`, not the zoo model's; a plan simulated in TF32 on V100s says they run
+/// FP32 there, as `simulate` without a plan does (it said nothing).
 #[test]
 fn plan_batch_errors_name_the_plan_file() {
     let dir = scratch("plan-batch");
@@ -2695,6 +2696,18 @@ fn plan_batch_errors_name_the_plan_file() {
     let lm = llama_7b_fp16();
     let r = run(&[&["place"][..], &lm, &["--time", "2", "--out", &g]].concat());
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    // The plan under TF32 says, as `simulate` without a plan does, that the V100s run FP32.
+    let model = [
+        "simulate",
+        "--model",
+        "llama-7b",
+        "--cluster",
+        "hetero-a100-v100",
+    ];
+    let tf32 = run(&[&model[..], &["--precision", "tf32", "--plan", &g]].concat());
+    let err = String::from_utf8_lossy(&tf32.stderr);
+    assert!(tf32.status.success(), "{err}");
+    assert!(err.contains("no TF32 on V100"), "{err}");
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&good).unwrap()).unwrap();
     for batch in [0u64, 1 << 30] {
@@ -2737,6 +2750,11 @@ fn more_usage_errors_exit_2_naming_the_flag() {
         (
             vec!["bench", "place", "--clusters", "nowhere"],
             "--clusters",
+        ),
+        // A forward-only model has no optimizer: the flag changed nothing, without a word.
+        (
+            vec!["info", "mlp-inference", "--optimizer", "sgd"],
+            "--optimizer",
         ),
         (
             vec![

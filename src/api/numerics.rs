@@ -40,8 +40,8 @@ pub struct Numerics {
     /// one-kernel update under tf1, torch.optim.Adam's multi-tensor `foreach` passes under
     /// pytorch), adam-fused (one kernel per update: `fused=True`, apex, Megatron, DeepSpeed),
     /// sgd-momentum, sgd, adafactor or adam8bit (bitsandbytes); it decides the optimizer state
-    /// held in memory and the update's cost. A graph file refuses it: its optimizer ops are the
-    /// ones it was exported with.
+    /// held in memory and the update's cost. A graph file refuses it (its optimizer ops are the
+    /// ones it was exported with), and so does a forward-only `-inference` model.
     #[arg(long)]
     pub optimizer: Option<Optimizer>,
     /// The layout of convolution activations: nchw (PyTorch's default, under which a 16-bit
@@ -81,6 +81,14 @@ impl Numerics {
                     "\"{model}\" is a graph file: its optimizer ops are the ones it was exported \
                      with"
                 ),
+            )
+            .into());
+        }
+        if self.optimizer.is_some() && built && model.ends_with(crate::zoo::INFERENCE_SUFFIX) {
+            return Err(InputError::new(
+                "<cli>",
+                "--optimizer",
+                format!("\"{model}\" is forward-only: it has no optimizer to choose"),
             )
             .into());
         }

@@ -12,6 +12,9 @@ use topoplace::render::Table;
 
 pub fn run(model: &str, cluster: &str, plan: &Path, numerics: Numerics, json: bool) -> Result<()> {
     let simulated = simulate_plan(model, cluster, plan, numerics)?;
+    if let Some(note) = numerics.precision.fallback_note(&simulated.cluster) {
+        errln!("warning: {note}");
+    }
     print_either(json, &simulated, text)
 }
 
