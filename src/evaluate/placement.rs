@@ -17,6 +17,10 @@ pub struct Placement {
     pub predicted_us: Option<f64>,
     /// Whether the placer believes every GPU's memory suffices (`None`: it does not check).
     pub fits: Option<bool>,
+    /// The iteration time `evaluate` gives this placement, µs, when the placer already simulated
+    /// it so (`dp-subset`, `pipeline-dp`: `fits` is then the simulation's verdict): a caller need
+    /// not simulate it again. `None` for a placement whose strategy was changed after.
+    pub simulated_us: Option<f64>,
 }
 
 impl Placement {
@@ -28,6 +32,7 @@ impl Placement {
             note: note.into(),
             predicted_us: None,
             fits: None,
+            simulated_us: None,
         }
     }
 }

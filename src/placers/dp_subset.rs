@@ -2,7 +2,7 @@
 //! other method is measured against.
 
 use super::{Budget, Placer};
-use crate::data_parallel::{BestDataParallel, best_data_parallel_until};
+use crate::data_parallel::best_data_parallel_until;
 use crate::error::Result;
 use crate::evaluate::Placement;
 use crate::problem::Problem;
@@ -15,13 +15,10 @@ impl Placer for DpSubset {
     }
 
     fn place(&self, p: &Problem, budget: &Budget) -> Result<Placement> {
-        Ok(placement(best_data_parallel_until(p, budget.deadline)?))
+        let best = best_data_parallel_until(p, budget.deadline)?;
+        let mut placement = Placement::plain(best.strategy, best.note);
+        placement.fits = Some(best.fits);
+        placement.simulated_us = Some(best.time_us);
+        Ok(placement)
     }
-}
-
-/// The placement of data parallelism `best`.
-pub(crate) fn placement(best: BestDataParallel) -> Placement {
-    let mut placement = Placement::plain(best.strategy, best.note);
-    placement.fits = Some(best.fits);
-    placement
 }

@@ -158,6 +158,7 @@ impl Placer for OsDpos {
         let time = |s: &Strategy| -> Result<f64> {
             let candidate = Placement {
                 strategy: s.clone(),
+                simulated_us: None,
                 ..base.clone()
             };
             let e = evaluate(p, &candidate)?;
@@ -207,6 +208,7 @@ impl Placer for OsDpos {
             ),
             predicted_us: None,
             fits: None,
+            simulated_us: None,
         })
     }
 }

@@ -8,8 +8,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{Budget, dp_subset, pipeline, placer};
-use crate::data_parallel::best_data_parallel_until;
+use super::{Budget, pipeline, placer};
 use crate::error::{Error, Result, SearchError};
 use crate::evaluate::{Placement, evaluate, until};
 use crate::pipeline_plan::{PipelineFrames, REFINE_SIMULATIONS, best_pipeline_with_frames};
@@ -85,69 +84,56 @@ fn heuristic(
     name: &'static str,
     deadline: Option<Instant>,
 ) -> Result<Option<Heuristic>> {
-    if name == "dp-subset" {
-        // Its winner was simulated as it was found: simulating it again cost a second run of the
-        // slowest start on 10⁵ ops (the fastest GPU alone), past a `--time` with none left.
-        let best = best_data_parallel_until(p, deadline)?;
-        let (time_us, fits) = (best.time_us, best.fits);
-        return Ok(Some(Heuristic {
-            name,
-            placement: dp_subset::placement(best),
-            time_us,
-            fits,
-            frames: None,
-        }));
-    }
-    if crate::interrupt::past(deadline) {
+    if name != "dp-subset" && crate::interrupt::past(deadline) {
         return Ok(None);
     }
-    if name == "pipeline-dp" {
-        // Simulated as it was chosen, like dp-subset's winner: not simulated again.
-        return pipeline_dp(p, deadline);
-    }
-    let budget = Budget {
-        deadline,
-        ..Budget::default()
+    let placed = if name == "pipeline-dp" {
+        pipeline_with_frames(p, deadline)
+    } else {
+        let budget = Budget {
+            deadline,
+            ..Budget::default()
+        };
+        placer(name)?
+            .place(p, &budget)
+            .map(|placement| Some((placement, None)))
     };
-    let placement = match placer(name)?.place(p, &budget) {
-        Ok(placement) => placement,
-        Err(Error::Search(SearchError::OutOfTime | SearchError::NoPipeline { .. })) => {
+    let (placement, frames) = match placed {
+        Ok(Some(placed)) => placed,
+        // Out of time, or (one GPU, a batch no micro-batch count cuts) no pipeline to compare.
+        Ok(None) | Err(Error::Search(SearchError::OutOfTime | SearchError::NoPipeline { .. })) => {
             return Ok(None);
         }
         Err(e) => return Err(e),
     };
-    // Simulated within the deadline too: one simulation of a large graph on many GPUs takes
-    // seconds, and a placement found just before the deadline carried `place --time` past it.
-    let Some(e) = until(deadline, || evaluate(p, &placement))? else {
-        return Ok(None);
+    let (time_us, fits) = match placement.simulated_us {
+        // Simulated as it was found (dp-subset's winner, pipeline-dp's pipeline): simulating it
+        // again cost a second run of the slowest start on 10⁵ ops, past a `--time` with none left.
+        Some(time_us) => (time_us, placement.fits.unwrap_or(true)),
+        // Simulated within the deadline too: one simulation of a large graph on many GPUs takes
+        // seconds, and a placement found just before the deadline carried `place --time` past it.
+        None => match until(deadline, || evaluate(p, &placement))? {
+            Some(e) => (e.report.iteration_us, e.result.oom.is_empty()),
+            None => return Ok(None),
+        },
     };
     Ok(Some(Heuristic {
         name,
         placement,
-        time_us: e.report.iteration_us,
-        fits: e.result.oom.is_empty(),
-        frames: None,
+        time_us,
+        fits,
+        frames,
     }))
 }
 
-/// `pipeline-dp`'s placement (as its placer places it) with its simulated time and the frames it
-/// leaves for the tree; none when out of time or there is no pipeline to cut (one GPU, a batch
-/// no micro-batch count cuts).
-fn pipeline_dp(p: &Problem, deadline: Option<Instant>) -> Result<Option<Heuristic>> {
-    let found = match best_pipeline_with_frames(p, deadline, REFINE_SIMULATIONS) {
-        Ok(Some(found)) => found,
-        Ok(None) | Err(Error::Search(SearchError::OutOfTime)) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let (best, frames) = found;
-    let (time_us, fits) = (best.time_us, best.fits);
-    Ok(Some(Heuristic {
-        name: "pipeline-dp",
-        placement: pipeline::placement(best),
-        time_us,
-        fits,
-        frames: Some(Arc::new(frames)),
-    }))
+/// `pipeline-dp`'s placement (as its placer places it) with the frames it leaves for the tree;
+/// none when there is no pipeline to cut.
+fn pipeline_with_frames(
+    p: &Problem,
+    deadline: Option<Instant>,
+) -> Result<Option<(Placement, Option<Arc<PipelineFrames>>)>> {
+    let found = best_pipeline_with_frames(p, deadline, REFINE_SIMULATIONS)?;
+    Ok(found.map(|(best, frames)| (pipeline::placement(best), Some(Arc::new(frames)))))
 }
 
 /// The fastest heuristic that fits, as (name, µs); `("none", ∞)` when none does.

@@ -473,6 +473,7 @@ impl<'a> Schedule<'a> {
         Placement {
             predicted_us: Some(self.makespan()),
             fits: Some(self.fits),
+            simulated_us: None,
             strategy,
             order: Some(order),
             note: note.into(),

@@ -27,5 +27,6 @@ impl Placer for PipelineDp {
 pub(super) fn placement(best: BestPipeline) -> Placement {
     let mut placement = Placement::plain(best.strategy, best.note);
     placement.fits = Some(best.fits);
+    placement.simulated_us = Some(best.time_us);
     placement
 }

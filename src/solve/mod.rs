@@ -677,6 +677,7 @@ pub(crate) fn to_placement(
         note,
         predicted_us: Some(plan.makespan),
         fits: Some(plan.admissible(inst)),
+        simulated_us: None,
     })
 }
 
