@@ -5,7 +5,7 @@
 //! what makes "the MILP's optimum" and "the simulated time" comparable.
 
 use super::memory;
-use crate::cluster::GpuSpec;
+use crate::cluster::catalog::gpu_types;
 use crate::error::{GroupingError, Result, SearchError};
 use crate::graph::{OpIdx, topo};
 use crate::group::Grouping;
@@ -234,19 +234,7 @@ pub(crate) fn build(p: &Problem, grouping: Option<&Grouping>) -> Result<Instance
     }
     // Devices of one GPU type take one time: estimated once per type (10⁵ ops over 1,024 GPUs
     // were 10⁸ estimates, seconds past the time limit).
-    let mut types: Vec<&GpuSpec> = Vec::new();
-    let type_of: Vec<usize> = p
-        .cluster
-        .devices
-        .iter()
-        .map(|dev| match types.iter().position(|&t| *t == dev.gpu) {
-            Some(t) => t,
-            None => {
-                types.push(&dev.gpu);
-                types.len() - 1
-            }
-        })
-        .collect();
+    let (types, type_of) = gpu_types(p.cluster.devices.iter().map(|d| &d.gpu));
     let mut per_type = vec![0.0; types.len()];
     for (i, op) in g.topological_order().into_iter().enumerate() {
         if i % deadline::ASK_EVERY == 0 && deadline::passed() {
